@@ -1,0 +1,50 @@
+// Credentials → principal. Headers win over the body's `identity`.
+import { ApiError, Code } from "../errors.js";
+import type { Config } from "../config.js";
+import { hashKey, loadStoredKeys, parseKeySpec, type StoredKey } from "./api-keys.js";
+import { makeJwtVerifier } from "./jwt.js";
+import type { Principal } from "./principal.js";
+
+export interface Credentials {
+  apiKey?: string;
+  bearer?: string;
+}
+
+export type Authenticate = (creds: Credentials) => Promise<Principal>;
+
+const unauthenticated = (msg: string) => new ApiError(Code.Unauthenticated, msg);
+
+export interface AuthSetup {
+  authenticate: Authenticate;
+  /** The admin key generated on this start, to print once. */
+  generatedKey?: string;
+}
+
+export function setupAuth(cfg: Config): AuthSetup {
+  const configured = cfg.apiKeys ? parseKeySpec(cfg.apiKeys).map((k) => k.entry) : [];
+  const jwt = makeJwtVerifier(cfg);
+  const stored = loadStoredKeys(cfg.dataDir, configured.length === 0 && jwt === null);
+  const byHash = new Map<string, StoredKey>();
+  for (const k of [...stored.keys, ...configured]) byHash.set(k.hash, k);
+
+  const fromKey = (key: string): Principal | null => {
+    const k = byHash.get(hashKey(key));
+    return k ? { subject: k.label, role: k.role, prefixes: k.prefixes } : null;
+  };
+
+  const authenticate: Authenticate = async ({ apiKey, bearer }) => {
+    if (apiKey !== undefined) {
+      const p = fromKey(apiKey);
+      if (!p) throw unauthenticated("invalid API key");
+      return p;
+    }
+    if (bearer !== undefined) {
+      // A bearer token is a JWT when a verifier is configured; an API key is accepted there too.
+      const p = fromKey(bearer) ?? (jwt ? await jwt(bearer) : null);
+      if (!p) throw unauthenticated("invalid or expired bearer token");
+      return p;
+    }
+    throw unauthenticated("missing credentials: send Authorization: Bearer <token> or x-api-key");
+  };
+  return { authenticate, generatedKey: stored.generated };
+}

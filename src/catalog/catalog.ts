@@ -1,0 +1,154 @@
+// The namespace and table registry: the `__manifest` table of the Lance directory catalog,
+// cached in memory. Reads are served from the cache, re-checked against the table at most once
+// per consistency interval (writes by other processes, e.g. LanceDB itself); writes go through
+// one in-process queue and the manifest's atomic insert-if-absent.
+import type { ManifestRow, ManifestTable } from "../engine/manifest-table.js";
+import { ApiError, type ErrorCode } from "../errors.js";
+import { serialQueue } from "../util/serial.js";
+
+export type ObjectType = "namespace" | "table";
+
+export interface Entry {
+  id: string[];
+  objectId: string;
+  type: ObjectType;
+  /** Relative to the data directory (tables only). */
+  location: string | null;
+  properties: Record<string, string>;
+}
+
+export const SEP = "$";
+export const objectIdOf = (id: readonly string[]) => id.join(SEP);
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+function parseProps(metadata: string | null): Record<string, string> {
+  if (!metadata) return {};
+  try {
+    const v = JSON.parse(metadata) as unknown;
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function toEntry(r: ManifestRow): Entry | null {
+  if (r.object_type !== "namespace" && r.object_type !== "table") return null;
+  return {
+    id: r.object_id.split(SEP),
+    objectId: r.object_id,
+    type: r.object_type,
+    location: r.location,
+    properties: parseProps(r.metadata),
+  };
+}
+
+const toRow = (e: Entry): ManifestRow => ({
+  object_id: e.objectId,
+  object_type: e.type,
+  location: e.location,
+  metadata: e.type === "namespace" || Object.keys(e.properties).length ? JSON.stringify(e.properties) : null,
+});
+
+export interface Catalog {
+  /** Bring the cache within the consistency interval; call once per request before reading. */
+  refresh(force?: boolean): Promise<void>;
+  get(id: readonly string[]): Entry | undefined;
+  namespaceExists(id: readonly string[]): boolean;
+  /** Direct children of a namespace, sorted by name. */
+  children(id: readonly string[], type: ObjectType): Entry[];
+  /** Everything below a namespace (not itself), deepest first. */
+  descendants(id: readonly string[]): Entry[];
+  /** Every table in the catalog, sorted by object id. */
+  allTables(): Entry[];
+  /** Run check-then-write sequences one at a time within this process. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T>;
+  /** Insert-if-absent; 409 with `conflictCode` when the id is taken (here or by another process). */
+  insert(entry: Entry, conflictCode: ErrorCode): Promise<void>;
+  upsert(entry: Entry): Promise<void>;
+  remove(entries: Entry[]): Promise<void>;
+}
+
+export async function openCatalog(table: ManifestTable, consistencyMs: number): Promise<Catalog> {
+  let entries = new Map<string, Entry>();
+  let version = -1;
+  let checkedAt = 0;
+  let pending: Promise<void> | null = null;
+  let sortedTables: Entry[] | null = null;
+
+  const load = async () => {
+    const { rows, version: v } = await table.readAll();
+    const next = new Map<string, Entry>();
+    for (const r of rows) {
+      const e = toEntry(r);
+      if (e) next.set(e.objectId, e);
+    }
+    entries = next;
+    version = v;
+    sortedTables = null;
+  };
+  await load();
+  checkedAt = Date.now();
+
+  const check = async () => {
+    if ((await table.latestVersion()) !== version) await load();
+    checkedAt = Date.now();
+  };
+
+  /** After our own commit: advance in step, or reload when another writer slipped in between. */
+  const committed = async (newVersion: number, apply: () => void) => {
+    sortedTables = null;
+    if (newVersion === version + 1) {
+      apply();
+      version = newVersion;
+    } else await load();
+  };
+
+  const exclusive = serialQueue();
+
+  const catalog: Catalog = {
+    refresh(force = false) {
+      if (!force && Date.now() - checkedAt < consistencyMs) return Promise.resolve();
+      pending ??= check().finally(() => (pending = null));
+      return pending;
+    },
+    get: (id) => entries.get(objectIdOf(id)),
+    namespaceExists: (id) => id.length === 0 || entries.get(objectIdOf(id))?.type === "namespace",
+    children(id, type) {
+      const out: Entry[] = [];
+      for (const e of entries.values()) {
+        if (e.type === type && e.id.length === id.length + 1 && id.every((p, i) => e.id[i] === p)) out.push(e);
+      }
+      return out.sort((a, b) => byName(a.id[a.id.length - 1], b.id[b.id.length - 1]));
+    },
+    descendants(id) {
+      const out: Entry[] = [];
+      for (const e of entries.values()) {
+        if (e.id.length > id.length && id.every((p, i) => e.id[i] === p)) out.push(e);
+      }
+      return out.sort((a, b) => b.id.length - a.id.length);
+    },
+    allTables() {
+      sortedTables ??= [...entries.values()].filter((e) => e.type === "table").sort((a, b) => byName(a.objectId, b.objectId));
+      return sortedTables;
+    },
+    exclusive: (fn) => exclusive(fn),
+    async insert(entry, conflictCode) {
+      const { inserted, version: v } = await table.insertIfAbsent(toRow(entry));
+      if (!inserted) {
+        await load();
+        throw new ApiError(conflictCode, `${entry.type} ${JSON.stringify(entry.objectId)} already exists`);
+      }
+      await committed(v, () => entries.set(entry.objectId, entry));
+    },
+    async upsert(entry) {
+      const v = await table.upsert(toRow(entry));
+      await committed(v, () => entries.set(entry.objectId, entry));
+    },
+    async remove(list) {
+      if (list.length === 0) return;
+      const v = await table.remove(list.map((e) => e.objectId));
+      await committed(v, () => list.forEach((e) => entries.delete(e.objectId)));
+    },
+  };
+  return catalog;
+}

@@ -1,0 +1,35 @@
+// Where a table's data lives, relative to the data directory. Names may hold anything but control
+// characters and `$` (spaces, `/`, `..` included), so directory names are derived, never taken
+// as given: a derived location is always one plain directory directly inside the data directory.
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { invalid } from "../errors.js";
+
+// LanceDB opens `<name>.lance` by name only when the name uses these characters.
+const LANCE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
+
+/** Root tables keep LanceDB's `<name>.lance` layout when the name allows it; others get a hashed slug. */
+export function newLocation(id: readonly string[]): string {
+  if (id.length === 1 && LANCE_NAME.test(id[0])) return `${id[0]}.lance`;
+  const slug = id.join(".").replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 96);
+  return `${randomBytes(4).toString("hex")}_${slug}.lance`;
+}
+
+/** Absolute path of a stored location; refuses anything that would leave the data directory. */
+export function resolveLocation(root: string, location: string): string {
+  const abs = path.resolve(root, location.replace(/^file:\/\//, ""));
+  if (abs !== root && abs.startsWith(root + path.sep)) return abs;
+  throw invalid(`location ${JSON.stringify(location)} is outside the data directory`);
+}
+
+/** A client-given location (relative, absolute or file:// inside the data directory) → stored relative form. */
+export function normaliseLocation(root: string, location: string): string {
+  return path.relative(root, resolveLocation(root, location));
+}
+
+/** The Lance table name under which LanceDB's plain `connect(root)` opens this location, if any. */
+export function lanceNameOf(location: string): string | null {
+  if (!location.endsWith(".lance") || location.includes("/")) return null;
+  const stem = location.slice(0, -".lance".length);
+  return LANCE_NAME.test(stem) ? stem : null;
+}

@@ -1,0 +1,108 @@
+// Configuration: flags > environment (QUIVER_*) > JSON config file > defaults, validated once at startup.
+// The option table below is the single definition; the README's configuration table mirrors it.
+import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+type Kind = "string" | "int" | "bool";
+interface Option {
+  key: string;
+  kind: Kind;
+  def: string | number | boolean | undefined;
+  min?: number;
+  doc: string;
+}
+
+export const options = [
+  { key: "host", kind: "string", def: "127.0.0.1", doc: "address to listen on" },
+  { key: "port", kind: "int", def: 8080, min: 0, doc: "port to listen on (0 picks a free one)" },
+  { key: "data-dir", kind: "string", def: "./data", doc: "directory holding the catalog and the tables" },
+  { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "worker threads in the pool (default: core count)" },
+  { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
+  { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
+  { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
+  { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "tasks waiting for a pool worker; more are answered 503 Slow down" },
+  { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
+  { key: "index-builds", kind: "int", def: 1, min: 1, doc: "index builds running at once; more wait as Queued" },
+  { key: "api-keys", kind: "string", def: undefined, doc: "comma-separated `key:role[:prefix|prefix]` (role: read, write, admin)" },
+  { key: "jwt-jwks-url", kind: "string", def: undefined, doc: "JWKS URL to verify bearer JWTs against" },
+  { key: "jwt-public-key", kind: "string", def: undefined, doc: "PEM public key (or a path to one) to verify bearer JWTs" },
+  { key: "jwt-issuer", kind: "string", def: undefined, doc: "required `iss` of bearer JWTs" },
+  { key: "jwt-audience", kind: "string", def: undefined, doc: "required `aud` of bearer JWTs" },
+  { key: "jwt-role-claim", kind: "string", def: "role", doc: "JWT claim holding the role (string or array; highest wins)" },
+  { key: "jwt-prefix-claim", kind: "string", def: "namespaces", doc: "JWT claim holding namespace prefixes (array or `|`-separated); absent means all" },
+  { key: "log-level", kind: "string", def: "info", doc: "debug, info, warn or error" },
+  { key: "config", kind: "string", def: undefined, doc: "JSON file with any of these keys (kebab-case)" },
+] as const satisfies readonly Option[];
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  workers: number;
+  maxJsonBody: number;
+  maxArrowBody: number;
+  maxInFlight: number;
+  maxQueue: number;
+  consistencyIntervalMs: number;
+  indexBuilds: number;
+  apiKeys?: string;
+  jwtJwksUrl?: string;
+  jwtPublicKey?: string;
+  jwtIssuer?: string;
+  jwtAudience?: string;
+  jwtRoleClaim: string;
+  jwtPrefixClaim: string;
+  logLevel: string;
+}
+
+const camel = (k: string) => k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+const envName = (k: string) => "QUIVER_" + k.toUpperCase().replace(/-/g, "_");
+
+function coerce(opt: Option, raw: unknown, source: string): string | number | boolean {
+  const where = `${opt.key} (from ${source})`;
+  if (opt.kind === "string") return String(raw);
+  if (opt.kind === "bool") {
+    if (typeof raw === "boolean") return raw;
+    if (/^(1|true|yes)$/i.test(String(raw))) return true;
+    if (/^(0|false|no)$/i.test(String(raw))) return false;
+    throw new Error(`${where} must be true or false, got ${JSON.stringify(raw)}`);
+  }
+  const n = typeof raw === "number" ? raw : /^-?\d+$/.test(String(raw).trim()) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n)) throw new Error(`${where} must be an integer, got ${JSON.stringify(raw)}`);
+  if (opt.min !== undefined && n < opt.min) throw new Error(`${where} must be >= ${opt.min}, got ${n}`);
+  return n;
+}
+
+export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Config {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(options.map((o) => [o.key, { type: "string" as const }])),
+    strict: true,
+    allowPositionals: false,
+  });
+  const configPath = values.config ?? env[envName("config")];
+  let file: Record<string, unknown> = {};
+  if (configPath) {
+    file = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>;
+    for (const k of Object.keys(file)) {
+      if (!options.some((o) => o.key === k)) throw new Error(`config file ${configPath}: unknown key ${k}`);
+    }
+  }
+  const out: Record<string, unknown> = {};
+  for (const opt of options as readonly Option[]) {
+    if (opt.key === "config") continue;
+    const flag = values[opt.key];
+    const fromEnv = env[envName(opt.key)];
+    let v: unknown;
+    if (flag !== undefined) v = coerce(opt, flag, `--${opt.key}`);
+    else if (fromEnv !== undefined && fromEnv !== "") v = coerce(opt, fromEnv, envName(opt.key));
+    else if (file[opt.key] !== undefined) v = coerce(opt, file[opt.key], configPath!);
+    else v = opt.def;
+    if (v !== undefined) out[camel(opt.key)] = v;
+  }
+  const cfg = out as unknown as Config;
+  cfg.dataDir = path.resolve(cfg.dataDir);
+  return cfg;
+}

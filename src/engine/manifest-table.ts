@@ -1,0 +1,81 @@
+// The `__manifest` Lance table of the directory catalog (upstream V2 layout), read and written
+// through LanceDB's ordinary Table API. LanceDB only opens tables named `<x>.lance`, so a private
+// folder holds a symlink `__manifest.lance` → `<root>/__manifest` (local disk only).
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import path from "node:path";
+import * as lancedb from "@lancedb/lancedb";
+import { arrow } from "./arrow.js";
+
+const { Field, List, Schema, Utf8 } = arrow;
+
+export interface ManifestRow {
+  object_id: string;
+  object_type: string;
+  location: string | null;
+  metadata: string | null;
+}
+
+// Exactly LanceDB's own schema, so either side can open what the other made.
+const schema = new Schema([
+  new Field("object_id", new Utf8(), false, new Map([["lance-schema:unenforced-primary-key:position", "0"]])),
+  new Field("object_type", new Utf8(), false),
+  new Field("location", new Utf8(), true),
+  new Field("metadata", new Utf8(), true),
+  new Field("base_objects", new List(new Field("object_id", new Utf8(), true)), true),
+]);
+
+const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+export interface ManifestTable {
+  readAll(): Promise<{ rows: ManifestRow[]; version: number }>;
+  /** Re-read the latest version number (cheap: one manifest read). */
+  latestVersion(): Promise<number>;
+  /** Insert-if-absent keyed on object_id; false when the id already exists. */
+  insertIfAbsent(row: ManifestRow): Promise<{ inserted: boolean; version: number }>;
+  upsert(row: ManifestRow): Promise<number>;
+  remove(objectIds: string[]): Promise<number>;
+}
+
+export async function openManifestTable(root: string, privateDir: string): Promise<ManifestTable> {
+  const linkDir = path.join(privateDir, "manifest-link");
+  const link = path.join(linkDir, "__manifest.lance");
+  const target = path.join(root, "__manifest");
+  mkdirSync(linkDir, { recursive: true });
+  if (!existsSync(link)) symlinkSync(target, link, "dir");
+  const conn = await lancedb.connect(linkDir);
+  let table: lancedb.Table;
+  if (existsSync(path.join(target, "_versions"))) {
+    table = await conn.openTable("__manifest");
+  } else {
+    mkdirSync(target, { recursive: true });
+    table = await conn.createEmptyTable("__manifest", schema, { existOk: true });
+  }
+
+  const toArrow = (rows: ManifestRow[]) =>
+    lancedb.makeArrowTable(rows.map((r) => ({ ...r, base_objects: null })), { schema });
+
+  return {
+    async readAll() {
+      await table.checkoutLatest();
+      const version = await table.version();
+      const rows = (await table.query().select(["object_id", "object_type", "location", "metadata"]).toArray()) as ManifestRow[];
+      return { rows: rows.map((r) => ({ ...r })), version };
+    },
+    async latestVersion() {
+      await table.checkoutLatest();
+      return table.version();
+    },
+    async insertIfAbsent(row) {
+      const r = await table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row]));
+      return { inserted: r.numInsertedRows === 1, version: r.version };
+    },
+    async upsert(row) {
+      const r = await table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row]));
+      return r.version;
+    },
+    async remove(objectIds) {
+      const r = await table.delete(`object_id IN (${objectIds.map(quote).join(", ")})`);
+      return r.version;
+    },
+  };
+}

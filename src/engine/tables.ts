@@ -1,0 +1,62 @@
+// Opening Lance tables by catalog entry, with a cache of open handles.
+// Tables whose location LanceDB can open by name go through a plain connection to the data
+// directory; others (e.g. LanceDB's own `<hash>_ns$t` layout) through its directory namespace.
+import { rm } from "node:fs/promises";
+import * as lancedb from "@lancedb/lancedb";
+import type { Entry } from "../catalog/catalog.js";
+import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
+
+export interface OpenOptions {
+  version?: number;
+  branch?: string;
+}
+
+export interface Tables {
+  root: string;
+  /** The latest version of the main branch, cached; other versions and branches opened per call. */
+  open(entry: Entry, opts?: OpenOptions): Promise<lancedb.Table>;
+  evict(objectId: string): void;
+  /** Delete a table's data directory (never outside the data directory). */
+  removeData(entry: Entry): Promise<void>;
+  plain: lancedb.Connection;
+  namespaced: lancedb.Connection;
+}
+
+export async function openTables(root: string, consistencyMs: number): Promise<Tables> {
+  // Cached handles see commits made elsewhere (other processes, LanceDB itself) within this interval.
+  const readConsistencyInterval = consistencyMs / 1000;
+  const plain = await lancedb.connect(root, { readConsistencyInterval });
+  const namespaced = await lancedb.connectNamespace("dir", { root }, { readConsistencyInterval });
+  const cache = new Map<string, Promise<lancedb.Table>>();
+
+  const openRaw = (entry: Entry, opts: OpenOptions) => {
+    const name = entry.location ? lanceNameOf(entry.location) : null;
+    const options = { branch: opts.branch, version: opts.version };
+    return name
+      ? plain.openTable(name, [], options)
+      : namespaced.openTable(entry.id[entry.id.length - 1], entry.id.slice(0, -1), options);
+  };
+
+  return {
+    root,
+    plain,
+    namespaced,
+    open(entry, opts = {}) {
+      if (opts.version !== undefined || opts.branch !== undefined) return openRaw(entry, opts);
+      let t = cache.get(entry.objectId);
+      if (!t) {
+        t = openRaw(entry, {});
+        cache.set(entry.objectId, t);
+        t.catch(() => cache.delete(entry.objectId));
+      }
+      return t;
+    },
+    evict(objectId) {
+      cache.delete(objectId);
+    },
+    async removeData(entry) {
+      cache.delete(entry.objectId);
+      if (entry.location) await rm(resolveLocation(root, entry.location), { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,93 @@
+// One error model: every failure is an ApiError carrying upstream's numeric code;
+// errorBody() turns it into SPEC.md's body plus upstream's `code` and `error`.
+
+export const Code = {
+  Unsupported: 0,
+  NamespaceNotFound: 1,
+  NamespaceAlreadyExists: 2,
+  NamespaceNotEmpty: 3,
+  TableNotFound: 4,
+  TableAlreadyExists: 5,
+  TableIndexNotFound: 6,
+  TableIndexAlreadyExists: 7,
+  TableTagNotFound: 8,
+  TableTagAlreadyExists: 9,
+  TransactionNotFound: 10,
+  TableVersionNotFound: 11,
+  TableColumnNotFound: 12,
+  InvalidInput: 13,
+  ConcurrentModification: 14,
+  PermissionDenied: 15,
+  Unauthenticated: 16,
+  ServiceUnavailable: 17,
+  Internal: 18,
+  InvalidTableState: 19,
+  TableSchemaValidationError: 20,
+  Throttling: 21,
+  TableBranchNotFound: 22,
+  TableBranchAlreadyExists: 23,
+} as const;
+export type ErrorCode = (typeof Code)[keyof typeof Code];
+
+const statusOfCode: Record<number, number> = {
+  0: 406, 1: 404, 2: 409, 3: 409, 4: 404, 5: 409, 6: 404, 7: 409, 8: 404, 9: 409,
+  10: 404, 11: 404, 12: 404, 13: 400, 14: 409, 15: 403, 16: 401, 17: 503, 18: 500,
+  19: 409, 20: 400, 21: 503, 22: 404, 23: 409,
+};
+
+// SPEC.md's Errors table; 413 and 405 are transport errors SPEC.md does not list.
+const kinds: Record<number, { type: string; title: string }> = {
+  400: { type: "/errors/bad-request", title: "Malformed request" },
+  401: { type: "/errors/unauthorized-request", title: "No valid authentication credentials for the operation" },
+  403: { type: "/errors/forbidden-request", title: "Not authorized to make this request" },
+  404: { type: "/errors/not-found-error", title: "Not found Error" },
+  405: { type: "/errors/method-not-allowed", title: "Method not allowed" },
+  406: { type: "/errors/unsupported-operation", title: "The server does not support this operation" },
+  409: { type: "/errors/conflict", title: "The namespace has been concurrently modified" },
+  413: { type: "/errors/payload-too-large", title: "Request body too large" },
+  500: { type: "/errors/server-error", title: "Internal Server Error" },
+  503: { type: "/errors/service-unavailable", title: "Slow down" },
+};
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  constructor(code: ErrorCode, message: string, status?: number) {
+    super(message);
+    this.code = code;
+    this.status = status ?? statusOfCode[code] ?? 500;
+  }
+}
+
+export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
+
+export const invalid = (message: string) => new ApiError(Code.InvalidInput, message);
+export const unsupported = (message: string) => new ApiError(Code.Unsupported, message);
+
+export interface ErrorBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  code: number;
+  error: string;
+}
+
+export function errorBody(err: ApiError, instance: string): ErrorBody {
+  const kind = kinds[err.status] ?? kinds[500];
+  return {
+    type: kind.type,
+    title: kind.title,
+    status: err.status,
+    detail: err.message,
+    instance,
+    code: err.code,
+    error: err.message,
+  };
+}
+
+/** An unexpected failure: the client sees a generic 500 naming the request id, never the cause. */
+export function internal(requestId: string): ApiError {
+  return new ApiError(Code.Internal, `internal error (request ${requestId})`);
+}

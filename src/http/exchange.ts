@@ -1,0 +1,157 @@
+// One HTTP exchange on uWS: abort tracking, body reading with limits, and corked, abort-safe
+// responses. uWS terminates the process if a response is touched after an abort, or if a handler
+// returns without responding and without onAborted, so every write goes through here.
+import type { HttpResponse } from "uWebSockets.js";
+import { ApiError, Code } from "../errors.js";
+import { statusLine } from "./status.js";
+
+export interface Exchange {
+  res: HttpResponse;
+  aborted: boolean;
+  done: boolean;
+  /** The request body has been read to its end (or there was none). */
+  bodyRead: boolean;
+  /** Fires when the client goes away mid-request. */
+  signal: AbortSignal;
+  onWritable?: () => void;
+}
+
+export function openExchange(res: HttpResponse): Exchange {
+  const controller = new AbortController();
+  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, signal: controller.signal };
+  res.onAborted(() => {
+    x.aborted = true;
+    controller.abort();
+    x.onWritable?.();
+  });
+  return x;
+}
+
+export const tooLarge = (limit: number, what: string) =>
+  new ApiError(Code.InvalidInput, `${what} body larger than the limit of ${limit} bytes`, 413);
+
+/**
+ * Read the whole body, refusing one over `limit` as soon as that is known (from Content-Length
+ * or while streaming) without reading the rest. Chunks are copied: uWS reuses their memory.
+ * Must be called synchronously inside the uWS handler, before any await, or data is lost.
+ */
+export function readBody(x: Exchange, limit: number, declared: number | null, what: string): Promise<Uint8Array> {
+  const p = new Promise<Uint8Array>((resolve, reject) => {
+    if (declared === 0) {
+      x.bodyRead = true;
+      resolve(new Uint8Array(0));
+      return;
+    }
+    if (declared !== null && declared > limit) {
+      reject(tooLarge(limit, what));
+      return;
+    }
+    let buf = declared !== null ? Buffer.allocUnsafe(declared) : null;
+    let parts: Buffer[] | null = declared === null ? [] : null;
+    let size = 0;
+    let failed = false;
+    x.res.onData((chunk, isLast) => {
+      if (failed) return;
+      const n = chunk.byteLength;
+      if (size + n > limit || (buf && size + n > buf.length)) {
+        failed = true;
+        reject(size + n > limit ? tooLarge(limit, what) : new ApiError(Code.InvalidInput, "body longer than its Content-Length"));
+        return;
+      }
+      if (buf) Buffer.from(chunk).copy(buf, size);
+      else parts!.push(Buffer.from(chunk.slice(0)));
+      size += n;
+      if (isLast) {
+        const out = buf ? buf.subarray(0, size) : Buffer.concat(parts!, size);
+        buf = null;
+        parts = null;
+        x.bodyRead = true;
+        resolve(out);
+      }
+    });
+  });
+  // The caller may fail before awaiting the body; that is not an unhandled rejection.
+  p.catch(() => undefined);
+  return p;
+}
+
+function head(x: Exchange, status: number, contentType: string | null, headers: Record<string, string>) {
+  x.res.writeStatus(statusLine(status));
+  if (contentType) x.res.writeHeader("content-type", contentType);
+  for (const k in headers) x.res.writeHeader(k, headers[k]);
+}
+
+export function sendBody(
+  x: Exchange,
+  status: number,
+  contentType: string | null,
+  body: string | Uint8Array,
+  headers: Record<string, string> = {},
+  closeConnection = false,
+): void {
+  if (x.aborted || x.done) return;
+  x.done = true;
+  // Answering before the body was read to its end leaves the connection mid-request: close it.
+  const close = closeConnection || !x.bodyRead;
+  x.res.cork(() => {
+    head(x, status, contentType, headers);
+    x.res.end(body, close);
+  });
+}
+
+export function sendEmpty(x: Exchange, status: number, headers: Record<string, string> = {}): void {
+  if (x.aborted || x.done) return;
+  x.done = true;
+  x.res.cork(() => {
+    head(x, status, null, headers);
+    // 204 must not carry a Content-Length; other statuses say 0.
+    if (status === 204) x.res.endWithoutBody(undefined, false);
+    else x.res.end();
+  });
+}
+
+const waitWritable = (x: Exchange) =>
+  new Promise<void>((resolve) => {
+    x.onWritable = resolve;
+    x.res.onWritable(() => {
+      x.onWritable = undefined;
+      resolve();
+      return true;
+    });
+  });
+
+/** Stream chunks (chunked encoding), pausing whenever uWS reports backpressure. */
+export async function sendStream(
+  x: Exchange,
+  status: number,
+  contentType: string,
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  headers: Record<string, string> = {},
+): Promise<void> {
+  if (x.aborted || x.done) return;
+  x.done = true;
+  let started = false;
+  try {
+    for await (const chunk of chunks) {
+      if (x.aborted) return;
+      let ok = true;
+      x.res.cork(() => {
+        if (!started) head(x, status, contentType, headers);
+        started = true;
+        ok = x.res.write(chunk);
+      });
+      if (!ok) await waitWritable(x);
+      if (x.aborted) return;
+    }
+  } catch (err) {
+    // Before the first byte the caller can still answer with an error body; after it, only
+    // cutting the connection tells the client the body is incomplete.
+    if (!started) x.done = false;
+    else if (!x.aborted) x.res.close();
+    throw err;
+  }
+  x.res.cork(() => {
+    if (!started) head(x, status, contentType, headers);
+    x.res.end();
+  });
+}

@@ -1,0 +1,43 @@
+// Finding the table a request names, and opening it at the requested version or branch.
+import type * as lancedb from "@lancedb/lancedb";
+import { objectIdOf, type Entry } from "../catalog/catalog.js";
+import { ApiError, Code } from "../errors.js";
+import type { Services } from "../services.js";
+import { namespaceNotFound } from "./namespace.js";
+
+export const tableNotFound = (id: readonly string[]) =>
+  new ApiError(Code.TableNotFound, `table ${JSON.stringify(objectIdOf(id))} not found`);
+
+/** The catalog entry of table `id`: 404 code 1 when its namespace is missing, code 4 when it is. */
+export async function requireTable(svc: Services, id: readonly string[]): Promise<Entry> {
+  await svc.catalog.refresh();
+  if (id.length === 0) throw tableNotFound(id);
+  if (!svc.catalog.namespaceExists(id.slice(0, -1))) throw namespaceNotFound(id.slice(0, -1));
+  const e = svc.catalog.get(id);
+  if (e?.type !== "table") throw tableNotFound(id);
+  return e;
+}
+
+export interface At {
+  version?: number | null;
+  branch?: string | null;
+}
+
+/** Open a table at a version and/or branch; unknown ones are 404 with upstream's codes. */
+export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<lancedb.Table> {
+  const version = at.version ?? undefined;
+  const branch = at.branch && at.branch !== "main" ? at.branch : undefined;
+  try {
+    return await svc.tables.open(entry, { version, branch });
+  } catch (err) {
+    const msg = String((err as Error)?.message ?? err);
+    if (branch !== undefined && /tree\/[^ ]*\/_versions(,|\s|$)/.test(msg)) {
+      throw new ApiError(Code.TableBranchNotFound, `branch ${JSON.stringify(branch)} of table ${JSON.stringify(entry.objectId)} not found`);
+    }
+    if (version !== undefined && /_versions\/\d+\.manifest was not found/.test(msg)) {
+      throw new ApiError(Code.TableVersionNotFound, `version ${version} of table ${JSON.stringify(entry.objectId)} not found`);
+    }
+    if (/was not found|Not found/.test(msg)) throw tableNotFound(entry.id);
+    throw err;
+  }
+}

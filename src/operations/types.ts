@@ -1,0 +1,38 @@
+// What every operation receives and returns: plain data, no transport detail.
+import type { Principal } from "../auth/principal.js";
+import type { Services } from "../services.js";
+
+export interface OpContext<B = any> {
+  /** Path object id, already split (root namespace = []). */
+  id: string[];
+  /** Other path parameters, decoded (e.g. index_name). */
+  params: Record<string, string>;
+  query: URLSearchParams;
+  /** Validated JSON body ({} when the request had none), or undefined for Arrow bodies. */
+  body: B;
+  /** Raw Arrow IPC body, for operations that take one. */
+  raw?: Uint8Array;
+  delimiter: string;
+  principal: Principal;
+  context: Record<string, string>;
+  requestId: string;
+  /** Aborted when the client goes away, so long work can stop early. */
+  signal: AbortSignal;
+  svc: Services;
+}
+
+export type OpResult =
+  | { kind: "json"; status?: number; body: unknown }
+  | { kind: "empty"; status: number }
+  | {
+      kind: "bytes";
+      status?: number;
+      contentType: string;
+      /** Chunks written in order, with backpressure. */
+      chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+    };
+
+export type Handler<B = any> = (ctx: OpContext<B>) => Promise<OpResult>;
+
+export const json = (body: unknown, status = 200): OpResult => ({ kind: "json", status, body });
+export const empty = (status: number): OpResult => ({ kind: "empty", status });

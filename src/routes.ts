@@ -1,0 +1,114 @@
+// THE route table: every path of SPEC.md and upstream's lance-namespace spec, each mapped to one
+// operation with the role it needs. Routing, validation and authorisation are all read off it,
+// and so is the README's API overview.
+import type { Role } from "./auth/principal.js";
+import type { Pattern } from "./http/router.js";
+import { notImplemented, type Operation } from "./operations/define.js";
+import * as branch from "./operations/branch.js";
+import * as column from "./operations/column.js";
+import * as data from "./operations/data.js";
+import * as indexes from "./operations/indexes.js";
+import * as ns from "./operations/namespace.js";
+import * as query from "./operations/query.js";
+import * as table from "./operations/table.js";
+import * as tag from "./operations/tag.js";
+import * as transaction from "./operations/transaction.js";
+import * as version from "./operations/version.js";
+
+/**
+ * How the path id is checked against the caller's namespace prefixes:
+ * `object` — the id must lie inside a prefix; `browse` — inside or above one (listings filter
+ * what they return); `none` — the id is not a catalog object (transactions check their table).
+ */
+export type Scope = "object" | "browse" | "none";
+
+export interface RouteSpec {
+  op: Operation;
+  role: Role;
+  scope: Scope;
+  /** Operation id in upstream's spec, for the API overview and logs. */
+  name: string;
+}
+
+const r = (method: "GET" | "POST", path: string, name: string, op: Operation, role: Role, scope: Scope = "object"): Pattern<RouteSpec> => ({
+  method,
+  path,
+  value: { op, role, scope, name },
+});
+const todo = (name: string) => notImplemented(name);
+
+export const routes: Pattern<RouteSpec>[] = [
+  // Namespaces
+  r("POST", "/v1/namespace/{id}/create", "CreateNamespace", ns.createNamespace, "write"),
+  r("GET", "/v1/namespace/{id}/list", "ListNamespaces", ns.listNamespaces, "read", "browse"),
+  r("POST", "/v1/namespace/{id}/describe", "DescribeNamespace", ns.describeNamespace, "read", "browse"),
+  r("POST", "/v1/namespace/{id}/drop", "DropNamespace", ns.dropNamespace, "write"),
+  r("POST", "/v1/namespace/{id}/exists", "NamespaceExists", ns.namespaceExists, "read", "browse"),
+
+  // Tables: lifecycle and listing
+  r("GET", "/v1/namespace/{id}/table/list", "ListTables", table.listTables, "read", "browse"),
+  r("GET", "/v1/table", "ListAllTables", table.listAllTables, "read", "none"),
+  r("POST", "/v1/table/{id}/create", "CreateTable", table.createTable, "write"),
+  r("POST", "/v1/table/{id}/declare", "DeclareTable", table.declareTable, "write"),
+  r("POST", "/v1/table/{id}/register", "RegisterTable", table.registerTable, "admin"),
+  r("POST", "/v1/table/{id}/describe", "DescribeTable", table.describeTable, "read"),
+  r("POST", "/v1/table/{id}/exists", "TableExists", table.tableExists, "read"),
+  r("POST", "/v1/table/{id}/drop", "DropTable", table.dropTable, "write"),
+  r("POST", "/v1/table/{id}/deregister", "DeregisterTable", table.deregisterTable, "write"),
+  r("POST", "/v1/table/{id}/rename", "RenameTable", table.renameTable, "write"),
+
+  // Data
+  r("POST", "/v1/table/{id}/insert", "InsertIntoTable", data.insertIntoTable, "write"),
+  r("POST", "/v1/table/{id}/merge_insert", "MergeInsertIntoTable", data.mergeInsertIntoTable, "write"),
+  r("POST", "/v1/table/{id}/update", "UpdateTable", data.updateTable, "write"),
+  r("POST", "/v1/table/{id}/delete", "DeleteFromTable", data.deleteFromTable, "write"),
+  r("POST", "/v1/table/{id}/count_rows", "CountTableRows", data.countTableRows, "read"),
+  r("POST", "/v1/table/{id}/stats", "GetTableStats", data.getTableStats, "read"),
+
+  // Query
+  r("POST", "/v1/table/{id}/query", "QueryTable", query.queryTable, "read"),
+  r("POST", "/v1/table/{id}/explain_plan", "ExplainTableQueryPlan", query.explainQueryPlan, "read"),
+  r("POST", "/v1/table/{id}/analyze_plan", "AnalyzeTableQueryPlan", query.analyzeQueryPlan, "read"),
+
+  // Versions
+  r("POST", "/v1/table/{id}/version/list", "ListTableVersions", version.listTableVersions, "read"),
+  r("POST", "/v1/table/{id}/version/describe", "DescribeTableVersion", version.describeTableVersion, "read"),
+  r("POST", "/v1/table/{id}/version/create", "CreateTableVersion", todo("CreateTableVersion"), "write"),
+  r("POST", "/v1/table/{id}/version/delete", "BatchDeleteTableVersions", todo("BatchDeleteTableVersions"), "write"),
+  r("POST", "/v1/table/version/batch-create", "BatchCreateTableVersions", todo("BatchCreateTableVersions"), "write", "none"),
+  r("POST", "/v1/table/batch-commit", "BatchCommitTables", todo("BatchCommitTables"), "write", "none"),
+  r("POST", "/v1/table/{id}/restore", "RestoreTable", version.restoreTable, "write"),
+
+  // Tags and branches
+  r("POST", "/v1/table/{id}/tags/list", "ListTableTags", tag.listTableTags, "read"),
+  r("POST", "/v1/table/{id}/tags/version", "GetTableTagVersion", tag.getTableTagVersion, "read"),
+  r("POST", "/v1/table/{id}/tags/create", "CreateTableTag", tag.createTableTag, "write"),
+  r("POST", "/v1/table/{id}/tags/update", "UpdateTableTag", tag.updateTableTag, "write"),
+  r("POST", "/v1/table/{id}/tags/delete", "DeleteTableTag", tag.deleteTableTag, "write"),
+  r("POST", "/v1/table/{id}/branches/list", "ListTableBranches", branch.listTableBranches, "read"),
+  r("POST", "/v1/table/{id}/branches/create", "CreateTableBranch", branch.createTableBranch, "write"),
+  r("POST", "/v1/table/{id}/branches/delete", "DeleteTableBranch", branch.deleteTableBranch, "write"),
+
+  // Schema
+  r("POST", "/v1/table/{id}/add_columns", "AlterTableAddColumns", column.addColumns, "write"),
+  r("POST", "/v1/table/{id}/alter_columns", "AlterTableAlterColumns", column.alterColumns, "write"),
+  r("POST", "/v1/table/{id}/drop_columns", "AlterTableDropColumns", column.dropColumns, "write"),
+  r("POST", "/v1/table/{id}/update_field_metadata", "UpdateFieldMetadata", column.updateFieldMetadata, "write"),
+  r("POST", "/v1/table/{id}/schema_metadata/update", "UpdateTableSchemaMetadata", column.updateSchemaMetadata, "write"),
+  r("POST", "/v1/table/{id}/backfill_column", "AlterTableBackfillColumns", todo("AlterTableBackfillColumns"), "write"),
+
+  // Indexes
+  r("POST", "/v1/table/{id}/create_index", "CreateTableIndex", indexes.createTableIndex, "write"),
+  r("POST", "/v1/table/{id}/create_scalar_index", "CreateTableScalarIndex", indexes.createTableScalarIndex, "write"),
+  r("POST", "/v1/table/{id}/index/list", "ListTableIndices", indexes.listTableIndices, "read"),
+  r("POST", "/v1/table/{id}/index/{index_name}/stats", "DescribeTableIndexStats", indexes.describeTableIndexStats, "read"),
+  r("POST", "/v1/table/{id}/index/{index_name}/drop", "DropTableIndex", indexes.dropTableIndex, "write"),
+
+  // Transactions
+  r("POST", "/v1/transaction/{id}/describe", "DescribeTransaction", transaction.describeTransaction, "read", "none"),
+  r("POST", "/v1/transaction/{id}/alter", "AlterTransaction", transaction.alterTransaction, "admin", "none"),
+
+  // Materialized views
+  r("POST", "/v1/materialized_view/{id}/create", "CreateMaterializedView", todo("CreateMaterializedView"), "write"),
+  r("POST", "/v1/materialized_view/{id}/refresh", "RefreshMaterializedView", todo("RefreshMaterializedView"), "write"),
+];

@@ -1,0 +1,24 @@
+// Building blocks shared by every request schema (SPEC.md "Common request fields").
+import { Type, type TSchema } from "@sinclair/typebox";
+
+/** Optional and nullable: clients send `null` for fields they leave unset. */
+export const Opt = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+
+/** A mode string, matched case-insensitively in PascalCase or snake_case; yields the snake_case value. */
+export const Mode = <const V extends readonly string[]>(...values: V) =>
+  Type.Unsafe<V[number]>({ type: "string", "x-mode": values });
+
+export const UInt = (extra: object = {}) => Type.Integer({ minimum: 0, ...extra });
+export const FieldPath = Type.String({ minLength: 1 });
+export const StringMap = Type.Record(Type.String(), Type.String());
+
+export const common = {
+  identity: Opt(Type.Object({ api_key: Opt(Type.String()), auth_token: Opt(Type.String()) })),
+  context: Opt(StringMap),
+  id: Opt(Type.Array(Type.String())),
+};
+
+export const branch = { branch: Opt(Type.String({ minLength: 1 })) };
+
+/** A body with only the common fields. */
+export const CommonBody = Type.Object({ ...common });

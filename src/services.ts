@@ -1,0 +1,26 @@
+// Everything an operation may use, built once at startup.
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { Config } from "./config.js";
+import { openCatalog, type Catalog } from "./catalog/catalog.js";
+import { openManifestTable } from "./engine/manifest-table.js";
+import { openTables, type Tables } from "./engine/tables.js";
+
+export interface Services {
+  config: Config;
+  catalog: Catalog;
+  tables: Tables;
+  /** Quiver's own state inside the data directory (keys, job records, links). */
+  privateDir: string;
+  /** Release what the services hold (called after the server drained). */
+  close(): Promise<void>;
+}
+
+export async function createServices(config: Config): Promise<Services> {
+  const privateDir = path.join(config.dataDir, ".quiver");
+  mkdirSync(privateDir, { recursive: true, mode: 0o700 });
+  const manifest = await openManifestTable(config.dataDir, privateDir);
+  const catalog = await openCatalog(manifest, config.consistencyIntervalMs);
+  const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
+  return { config, catalog, tables, privateDir, close: async () => undefined };
+}

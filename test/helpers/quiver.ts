@@ -1,0 +1,116 @@
+// Starts a real Quiver process (the built dist/) on 127.0.0.1, port 0, with a temp data directory.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+export const ADMIN_KEY = "test-admin-key";
+export const WRITE_KEY = "test-write-key";
+export const READ_KEY = "test-read-key";
+export const NS1_KEY = "test-ns1-key";
+export const DEFAULT_KEYS = `${ADMIN_KEY}:admin,${WRITE_KEY}:write,${READ_KEY}:read,${NS1_KEY}:write:ns1`;
+
+const MAIN = path.resolve(__dirname, "../../dist/src/main.js");
+
+export interface Quiver {
+  url: string;
+  port: number;
+  dataDir: string;
+  proc: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** SIGTERM, wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL (a crash), wait for exit. */
+  kill(): Promise<void>;
+  /** JSON request with the admin key unless headers say otherwise. */
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  bytes: Uint8Array;
+  json: any;
+}
+
+export interface StartOptions {
+  args?: string[];
+  env?: Record<string, string>;
+  /** Reuse a data directory (e.g. across a restart); a fresh temp one otherwise. */
+  dataDir?: string;
+  /** Leave QUIVER_API_KEYS unset (first-start key generation). */
+  noKeys?: boolean;
+}
+
+export async function request(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    if (body instanceof Uint8Array || typeof body === "string") init.body = body as BodyInit;
+    else {
+      init.body = JSON.stringify(body);
+      (init.headers as Record<string, string>)["content-type"] = "application/json";
+    }
+  }
+  const res = await fetch(url, init);
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const text = Buffer.from(bytes).toString("utf8");
+  let json: any = undefined;
+  if ((res.headers.get("content-type") ?? "").includes("json") && text) json = JSON.parse(text);
+  return { status: res.status, headers: res.headers, text, bytes, json };
+}
+
+export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), "quiver-test-"));
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), QUIVER_LOG_LEVEL: "warn", ...opts.env };
+  if (!opts.noKeys) env.QUIVER_API_KEYS ??= DEFAULT_KEYS;
+  const proc = spawn(process.execPath, [MAIN, "--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  proc.stderr!.on("data", (d) => (err += d));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`quiver did not start:\n${out}\n${err}`)), 30_000);
+    proc.stdout!.on("data", (d) => {
+      out += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    proc.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`quiver exited with ${code}:\n${out}\n${err}`));
+    });
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
+  return {
+    url,
+    port,
+    dataDir,
+    proc,
+    stdout: () => out,
+    stderr: () => err,
+    async stop() {
+      if (proc.exitCode === null) proc.kill("SIGTERM");
+      return exited;
+    },
+    async kill() {
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+      await exited;
+    },
+    call(method, p, body, headers) {
+      return request(url + p, method, body, { "x-api-key": ADMIN_KEY, ...headers });
+    },
+  };
+}
+
+/** Remove a temp data directory after the server using it stopped. */
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
