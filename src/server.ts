@@ -98,8 +98,8 @@ export interface ServerState {
 export interface Server {
   port: number;
   state: ServerState;
-  /** Stop accepting, wait for in-flight requests, then resolve. */
-  drain(): Promise<void>;
+  /** Stop accepting, wait (up to a deadline) for in-flight requests, then resolve. */
+  drain(deadlineMs?: number): Promise<void>;
 }
 
 export function startServer(svc: Services, authenticate: Authenticate): Promise<Server> {
@@ -145,6 +145,7 @@ export function startServer(svc: Services, authenticate: Authenticate): Promise<
     }
     const validated = op.validate ? op.validate(body) : undefined;
     const context = { ...((body.context as Record<string, string> | undefined) ?? {}), ...inc.context };
+    inc.context = context;
 
     const ctx: OpContext = {
       id: id ?? [],
@@ -201,6 +202,7 @@ export function startServer(svc: Services, authenticate: Authenticate): Promise<
           : readBody(x, cfg.maxJsonBody, inc.contentLength, "JSON");
 
     state.inFlight++;
+    const started = performance.now();
     execute(x, inc, m.value, m.params, requestId, body$)
       .catch((err: unknown) => {
         if (isApiError(err)) return sendError(x, err, path, requestId);
@@ -211,6 +213,14 @@ export function startServer(svc: Services, authenticate: Authenticate): Promise<
         state.inFlight--;
         // A handler that never answered (it should not happen) must still end the exchange.
         if (!x.done && !x.aborted) sendError(x, internal(requestId), path, requestId);
+        log.debug("request", {
+          requestId,
+          op: m.value.name,
+          path,
+          status: x.aborted ? "aborted" : x.status,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+          context: inc.context,
+        });
       });
   }
 
@@ -226,10 +236,11 @@ export function startServer(svc: Services, authenticate: Authenticate): Promise<
       resolve({
         port,
         state,
-        async drain() {
+        async drain(deadlineMs = 30_000) {
           state.draining = true;
           uWS.us_listen_socket_close(socket);
-          while (state.inFlight > 0) await new Promise((r) => setTimeout(r, 20));
+          const until = Date.now() + deadlineMs;
+          while (state.inFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
         },
       });
     });

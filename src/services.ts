@@ -5,6 +5,9 @@ import type { Config } from "./config.js";
 import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { openTables, type Tables } from "./engine/tables.js";
+import { engineMessage } from "./engine/indexes.js";
+import { INDEX_BUILD, indexBuildRunner } from "./jobs/index-build.js";
+import { openJobs, type Jobs } from "./jobs/scheduler.js";
 
 export interface Services {
   config: Config;
@@ -12,6 +15,8 @@ export interface Services {
   tables: Tables;
   /** Quiver's own state inside the data directory (keys, job records, links). */
   privateDir: string;
+  /** Background operations (index builds) tracked as durable transactions. */
+  jobs: Jobs;
   /** Release what the services hold (called after the server drained). */
   close(): Promise<void>;
 }
@@ -22,5 +27,7 @@ export async function createServices(config: Config): Promise<Services> {
   const manifest = await openManifestTable(config.dataDir, privateDir);
   const catalog = await openCatalog(manifest, config.consistencyIntervalMs);
   const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
-  return { config, catalog, tables, privateDir, close: async () => undefined };
+  const svc: Services = { config, catalog, tables, privateDir, jobs: undefined as unknown as Jobs, close: () => svc.jobs.close() };
+  svc.jobs = openJobs(privateDir, config.indexBuilds, { [INDEX_BUILD]: indexBuildRunner(svc) }, engineMessage);
+  return svc;
 }

@@ -11,6 +11,8 @@ export interface Exchange {
   done: boolean;
   /** The request body has been read to its end (or there was none). */
   bodyRead: boolean;
+  /** Status sent, for the access log. */
+  status: number;
   /** Fires when the client goes away mid-request. */
   signal: AbortSignal;
   onWritable?: () => void;
@@ -18,7 +20,7 @@ export interface Exchange {
 
 export function openExchange(res: HttpResponse): Exchange {
   const controller = new AbortController();
-  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, signal: controller.signal };
+  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, status: 0, signal: controller.signal };
   res.onAborted(() => {
     x.aborted = true;
     controller.abort();
@@ -46,6 +48,8 @@ export function readBody(x: Exchange, limit: number, declared: number | null, wh
       reject(tooLarge(limit, what));
       return;
     }
+    // A client that leaves mid-body never sends the rest: stop waiting for it.
+    x.signal.addEventListener("abort", () => reject(new ApiError(Code.InvalidInput, "client closed the connection")), { once: true });
     let buf = declared !== null ? Buffer.allocUnsafe(declared) : null;
     let parts: Buffer[] | null = declared === null ? [] : null;
     let size = 0;
@@ -76,6 +80,7 @@ export function readBody(x: Exchange, limit: number, declared: number | null, wh
 }
 
 function head(x: Exchange, status: number, contentType: string | null, headers: Record<string, string>) {
+  x.status = status;
   x.res.writeStatus(statusLine(status));
   if (contentType) x.res.writeHeader("content-type", contentType);
   for (const k in headers) x.res.writeHeader(k, headers[k]);
@@ -105,7 +110,7 @@ export function sendEmpty(x: Exchange, status: number, headers: Record<string, s
   x.res.cork(() => {
     head(x, status, null, headers);
     // 204 must not carry a Content-Length; other statuses say 0.
-    if (status === 204) x.res.endWithoutBody(undefined, false);
+    if (status === 204) x.res.endWithoutBody();
     else x.res.end();
   });
 }

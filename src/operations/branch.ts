@@ -1,6 +1,75 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// Table branches. LanceDB answers an internal error for an existing name and leaves a directory
+// behind for an invalid one, so names and existence are checked here first, one change at a time.
+import type { Branches } from "@lancedb/lancedb";
+import type { Entry } from "../catalog/catalog.js";
+import { branchFile, checkBranchName, refError, withoutOrphan, type RefNames } from "../engine/refs.js";
+import { tableDir } from "../engine/versions.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import { CreateTableBranch, DeleteTableBranch } from "../schemas/branch.js";
+import type { Services } from "../services.js";
+import { serialQueue } from "../util/serial.js";
+import { jsonOp, queryOp } from "./define.js";
+import { page, pageParams } from "./pagination.js";
+import { openAt, requireTable } from "./table-ref.js";
+import { json } from "./types.js";
 
-export const listTableBranches = notImplemented("listTableBranches");
-export const createTableBranch = notImplemented("createTableBranch");
-export const deleteTableBranch = notImplemented("deleteTableBranch");
+// Branch changes are rare; one queue makes check-then-create atomic within this process.
+const serial = serialQueue();
+
+async function onBranches<T>(svc: Services, entry: Entry, names: Omit<RefNames, "table">, fn: (b: Branches) => Promise<T>): Promise<T> {
+  const t = await openAt(svc, entry);
+  try {
+    return await fn(await t.branches());
+  } catch (err) {
+    throw refError(err, { ...names, table: entry.objectId }) ?? err;
+  }
+}
+
+const q = JSON.stringify;
+
+export const listTableBranches = queryOp(async ({ id, query, svc }) => {
+  const entry = await requireTable(svc, id);
+  const { after, limit } = pageParams(query);
+  const all = await onBranches(svc, entry, {}, (b) => b.list());
+  const p = page(Object.keys(all).sort(), (n) => n, after, limit);
+  const dir = tableDir(svc.tables.root, entry);
+  const branches: Record<string, unknown> = {};
+  for (const name of p.items) {
+    // napi objects: the fields are getters, so they are copied one by one.
+    const c = all[name];
+    const file = await branchFile(dir, name);
+    branches[name] = {
+      ...(c.parentBranch ? { parentBranch: c.parentBranch } : {}),
+      parentVersion: c.parentVersion,
+      createAt: file.createAt ?? 0,
+      manifestSize: c.manifestSize,
+      ...(file.metadata ? { metadata: file.metadata } : {}),
+    };
+  }
+  return json({ branches, page_token: p.pageToken });
+});
+
+export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const { name } = body;
+  checkBranchName(name);
+  const from = body.from_branch && body.from_branch !== "main" ? body.from_branch : undefined;
+  const version = body.from_version ?? undefined;
+  await serial(async () => {
+    const existing = await onBranches(svc, entry, {}, (b) => b.list());
+    if (name in existing) throw new ApiError(Code.TableBranchAlreadyExists, `branch ${q(name)} already exists in table ${q(entry.objectId)}`);
+    if (from !== undefined && !(from in existing)) {
+      throw new ApiError(Code.TableBranchNotFound, `from_branch: branch ${q(from)} not found in table ${q(entry.objectId)}`);
+    }
+    const dir = tableDir(svc.tables.root, entry);
+    await onBranches(svc, entry, { branch: from, version }, (b) => withoutOrphan(dir, name, () => b.create(name, from, version)));
+  });
+  return json({});
+});
+
+export const deleteTableBranch = jsonOp(DeleteTableBranch, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  if (body.name === "main") throw invalid(`name: "main" is the main branch and cannot be deleted`);
+  await serial(() => onBranches(svc, entry, { branch: body.name }, (b) => b.delete(body.name)));
+  return json({});
+});

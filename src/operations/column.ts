@@ -1,8 +1,122 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// Schema changes: add, alter and drop columns, field and schema metadata. Every path and name is
+// checked against the table's current schema first, so a rejected request changes nothing; each
+// accepted one commits exactly one version.
+import type * as lancedb from "@lancedb/lancedb";
+import { fromJsonType, type JsonArrowDataType } from "../engine/json-arrow.js";
+import { addNullColumns, addSchemaMetadata, commitSchemaEdit } from "../engine/schema-edit.js";
+import type { Entry } from "../catalog/catalog.js";
+import { invalid, unsupported } from "../errors.js";
+import { AddColumns, AlterColumns, DropColumns, SchemaMetadataUpdate, UpdateFieldMetadata } from "../schemas/column.js";
+import { canonicalPath, resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
+import type { Services } from "../services.js";
+import { jsonOp } from "./define.js";
+import { openAt, requireTable } from "./table-ref.js";
+import { json } from "./types.js";
 
-export const addColumns = notImplemented("addColumns");
-export const alterColumns = notImplemented("alterColumns");
-export const dropColumns = notImplemented("dropColumns");
-export const updateFieldMetadata = notImplemented("updateFieldMetadata");
-export const updateSchemaMetadata = notImplemented("updateSchemaMetadata");
+const q = JSON.stringify;
+
+/** The writable handle of the table's latest version on `branch` and its current fields. */
+async function target(svc: Services, id: string[], branch: string | null | undefined) {
+  const entry = await requireTable(svc, id);
+  const t = await openAt(svc, entry, { branch });
+  const fields = (await t.schema()).fields as FieldLike[];
+  return { entry, t, fields };
+}
+
+const resolve = (fields: readonly FieldLike[], entry: Entry, path: string, what: string) =>
+  canonicalPath(resolveFieldPath(fields, path, entry.objectId, what).segs);
+
+const notYet = (what: string) => unsupported(`${what}: virtual and computed columns are not supported by this server yet`);
+
+function checkUnique(names: string[], what: string): void {
+  const seen = new Set<string>();
+  for (const n of names) {
+    if (seen.has(n)) throw invalid(`${what}: ${q(n)} is given more than once`);
+    seen.add(n);
+  }
+}
+
+export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => {
+  const { entry, t, fields } = await target(svc, id, body.branch);
+  const cols = body.new_columns;
+  cols.forEach((c, i) => {
+    const at = `new_columns[${i}]`;
+    if (c.virtual_column != null) throw notYet(`${at}.virtual_column`);
+    if (c.computed != null) throw notYet(`${at}.computed`);
+    if ((c.expression == null) === (c.data_type == null)) throw invalid(`${at}: needs exactly one of expression or data_type`);
+    if (c.name.includes(".")) throw invalid(`${at}.name: top-level column name ${q(c.name)} cannot contain "."`);
+    if (fields.some((f) => f.name === c.name)) throw invalid(`${at}.name: column ${q(c.name)} already exists in table ${q(entry.objectId)}`);
+  });
+  checkUnique(cols.map((c) => c.name), "new_columns.name");
+  const sql = cols.filter((c) => c.expression != null);
+  // Two LanceDB calls would be two commits; a request is one.
+  if (sql.length > 0 && sql.length < cols.length) throw invalid("new_columns: expression and data_type entries cannot be mixed in one request");
+  const version =
+    sql.length > 0
+      ? await commitSchemaEdit(() => t.addColumns(sql.map((c) => ({ name: c.name, valueSql: c.expression! }))))
+      : await addNullColumns(t, cols.map((c) => ({ name: c.name, type: fromJsonType(c.data_type as JsonArrowDataType, c.name) })));
+  return json({ version });
+});
+
+export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => {
+  const { entry, t, fields } = await target(svc, id, body.branch);
+  const alterations: lancedb.ColumnAlteration[] = body.alterations.map((a, i) => {
+    const at = `alterations[${i}]`;
+    if (a.virtual_column != null) throw notYet(`${at}.virtual_column`);
+    const path = resolve(fields, entry, a.path, `${at}.path: column`);
+    if (a.rename == null && a.data_type == null && a.nullable == null) throw invalid(`${at}: needs rename, data_type or nullable`);
+    return {
+      path,
+      ...(a.rename != null ? { rename: a.rename } : {}),
+      ...(a.data_type != null ? { dataType: fromJsonType(a.data_type as JsonArrowDataType, path) } : {}),
+      ...(a.nullable != null ? { nullable: a.nullable } : {}),
+    };
+  });
+  checkUnique(alterations.map((a) => a.path), "alterations.path");
+  return json({ version: await commitSchemaEdit(() => t.alterColumns(alterations)) });
+});
+
+export const dropColumns = jsonOp(DropColumns, async ({ id, body, svc }) => {
+  const { entry, t, fields } = await target(svc, id, body.branch);
+  const paths = body.columns.map((c, i) => resolve(fields, entry, c, `columns[${i}]: column`));
+  checkUnique(paths, "columns");
+  return json({ version: await commitSchemaEdit(() => t.dropColumns(paths)) });
+});
+
+export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body, svc }) => {
+  const { entry, t, fields } = await target(svc, id, body.branch);
+  const updates = body.updates.map((u, i) => ({
+    path: resolve(fields, entry, u.path, `updates[${i}].path: column`),
+    metadata: u.metadata,
+    replace: u.replace ?? false,
+  }));
+  checkUnique(updates.map((u) => u.path), "updates.path");
+  const version = await commitSchemaEdit(() => t.updateFieldMetadata(updates));
+  const after = (await t.schema()).fields as FieldLike[];
+  const out: Record<string, Record<string, string>> = {};
+  for (const u of updates) {
+    const f = resolveFieldPath(after, u.path, entry.objectId).field as FieldLike & { metadata?: Map<string, string> };
+    out[u.path] = Object.fromEntries(f.metadata ?? []);
+  }
+  return json({ version, fields: out });
+});
+
+// The body is the bare map; these keys are the request's own fields, not metadata.
+const REQUEST_KEYS = new Set(["identity", "context", "id"]);
+
+/**
+ * Adds keys to the table's schema metadata and answers the resulting map. LanceDB 0.39 can only
+ * add keys (see engine/schema-edit.ts), so changing an existing key's value is 406.
+ */
+export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, query, svc }) => {
+  const { t } = await target(svc, id, query.get("branch"));
+  const current = (await t.schema()).metadata;
+  const wanted = Object.entries(body as Record<string, unknown>).filter(([k]) => !REQUEST_KEYS.has(k)) as [string, string][];
+  const changed = wanted.filter(([k, v]) => current.has(k) && current.get(k) !== v).map(([k]) => k);
+  if (changed.length > 0) {
+    throw unsupported(`schema metadata ${changed.map((k) => q(k)).join(", ")}: changing an existing key's value is not supported (LanceDB can only add keys)`);
+  }
+  const added = wanted.filter(([k]) => !current.has(k));
+  if (added.length > 0) await addSchemaMetadata(t, Object.fromEntries(added));
+  return json(Object.fromEntries((await t.schema()).metadata));
+});

@@ -1,9 +1,112 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// Row-level operations: insert, merge insert, update, delete, count and statistics. Writes on
+// main go through the cached table handle, so later reads see them; `branch` writes leave main alone.
+import type * as lancedb from "@lancedb/lancedb";
+import { dataError } from "../engine/datasets.js";
+import { checkFits, decodeIpc } from "../engine/ipc-in.js";
+import { invalid } from "../errors.js";
+import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
+import { arrowOp, jsonOp } from "./define.js";
+import { boolParam } from "./pagination.js";
+import { listParam, modeParam, stringParam } from "./table-params.js";
+import { openAt, requireTable } from "./table-ref.js";
+import type { OpContext } from "./types.js";
+import { json } from "./types.js";
 
-export const insertIntoTable = notImplemented("insertIntoTable");
-export const mergeInsertIntoTable = notImplemented("mergeInsertIntoTable");
-export const updateTable = notImplemented("updateTable");
-export const deleteFromTable = notImplemented("deleteFromTable");
-export const countTableRows = notImplemented("countTableRows");
-export const getTableStats = notImplemented("getTableStats");
+/** Run a LanceDB call, turning its input errors into 400s about `field`. */
+async function engine<T>(field: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw dataError(err, field) ?? err;
+  }
+}
+
+/** The table named by the path, on the branch the request names (body field or `?branch=`). */
+async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}) {
+  const entry = await requireTable(ctx.svc, ctx.id);
+  const branch = at.branch ?? stringParam(ctx.query, "branch");
+  return { entry, table: await openAt(ctx.svc, entry, { branch, version: at.version }) };
+}
+
+async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
+  const data = decodeIpc(ctx.raw);
+  checkFits(data, await t.schema(), name);
+  return data;
+}
+
+export const insertIntoTable = arrowOp(async (ctx) => {
+  const mode = modeParam(ctx.query, "mode", ["append", "overwrite"] as const, "append");
+  const { entry, table } = await target(ctx);
+  const data = await arrowBody(ctx, table, entry.objectId);
+  const r = await engine("body", () => table.add(data, { mode }));
+  return json({ version: r.version, num_inserted_rows: data.numRows });
+});
+
+export const mergeInsertIntoTable = arrowOp(async (ctx) => {
+  const q = ctx.query;
+  const on = listParam(q, "on");
+  if (on.length === 0) throw invalid("on: is required (one or more key columns)");
+  const { entry, table } = await target(ctx);
+  const schema = await table.schema();
+  for (const c of on) {
+    if (!schema.fields.some((f) => f.name === c)) throw invalid(`on: column ${JSON.stringify(c)} not found in table ${JSON.stringify(entry.objectId)}`);
+  }
+  const data = await arrowBody(ctx, table, entry.objectId);
+  const missing = on.find((c) => !data.schema.fields.some((f) => f.name === c));
+  if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
+
+  let b = table.mergeInsert(on);
+  const matchedFilt = stringParam(q, "when_matched_update_all_filt");
+  if (boolParam(q, "when_matched_update_all", false) || matchedFilt) b = b.whenMatchedUpdateAll(matchedFilt ? { where: matchedFilt } : undefined);
+  if (boolParam(q, "when_not_matched_insert_all", false)) b = b.whenNotMatchedInsertAll();
+  const bySourceFilt = stringParam(q, "when_not_matched_by_source_delete_filt");
+  if (boolParam(q, "when_not_matched_by_source_delete", false) || bySourceFilt) {
+    b = b.whenNotMatchedBySourceDelete(bySourceFilt ? { where: bySourceFilt } : undefined);
+  }
+  if (q.has("use_index")) b = b.useIndex(boolParam(q, "use_index", true));
+  const r = await engine("merge_insert", () => b.execute(data));
+  return json({
+    version: r.version,
+    num_inserted_rows: r.numInsertedRows,
+    num_updated_rows: r.numUpdatedRows,
+    num_deleted_rows: r.numDeletedRows,
+  });
+});
+
+export const updateTable = jsonOp(UpdateTable, async (ctx) => {
+  const { body } = ctx;
+  const { entry, table } = await target(ctx, body);
+  const schema = await table.schema();
+  body.updates.forEach(([col], i) => {
+    if (!schema.fields.some((f) => f.name === col)) {
+      throw invalid(`updates[${i}][0]: column ${JSON.stringify(col)} not found in table ${JSON.stringify(entry.objectId)}`);
+    }
+  });
+  const valuesSql = Object.fromEntries(body.updates);
+  const where = body.predicate || undefined;
+  const r = await engine("updates", () => table.update({ valuesSql, where }));
+  return json({ version: r.version, updated_rows: r.rowsUpdated });
+});
+
+export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
+  const { table } = await target(ctx, ctx.body);
+  const r = await engine("predicate", () => table.delete(ctx.body.predicate));
+  return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
+});
+
+export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
+  const { table } = await target(ctx, ctx.body);
+  return json(await engine("predicate", () => table.countRows(ctx.body.predicate || undefined)));
+});
+
+export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
+  const { table } = await target(ctx, ctx.body);
+  const s = await table.stats();
+  const f = s.fragmentStats;
+  return json({
+    total_bytes: s.totalBytes,
+    num_rows: s.numRows,
+    num_indices: s.numIndices,
+    fragment_stats: { num_fragments: f.numFragments, num_small_fragments: f.numSmallFragments, lengths: { ...f.lengths } },
+  });
+});

@@ -1,8 +1,146 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// Indexes: create (built in the background as a transaction), list, stats, drop.
+// Listed statuses: "Active" for committed indexes; "Queued" / "Building" for builds still
+// tracked as transactions on the latest version (they carry `transaction_id` and an empty uuid).
+import type * as lancedb from "@lancedb/lancedb";
+import type { Entry } from "../catalog/catalog.js";
+import { ALL_PARAMS, checkIndexParams, friendlyType, indexKind, isIndexNotFound, isVectorKind, type ColumnType, type IndexParams } from "../engine/indexes.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import { INDEX_BUILD, type IndexBuildSpec } from "../jobs/index-build.js";
+import type { TxRecord } from "../jobs/store.js";
+import { canonicalPath, resolveFieldPath } from "../schemas/field-path.js";
+import { CreateIndex, DropIndex, IndexStats, ListIndices } from "../schemas/indexes.js";
+import type { Services } from "../services.js";
+import type { Static } from "@sinclair/typebox";
+import { jsonOp } from "./define.js";
+import { page, pageParams } from "./pagination.js";
+import { openAt, requireTable } from "./table-ref.js";
+import { json, type OpContext } from "./types.js";
 
-export const createTableIndex = notImplemented("createTableIndex");
-export const createTableScalarIndex = notImplemented("createTableScalarIndex");
-export const listTableIndices = notImplemented("listTableIndices");
-export const describeTableIndexStats = notImplemented("describeTableIndexStats");
-export const dropTableIndex = notImplemented("dropTableIndex");
+const mainOr = (branch: string | null | undefined) => (branch && branch !== "main" ? branch : null);
+const sameId = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((s, i) => s === b[i]);
+
+/** Builds of table `id` (on `branch`) still Queued or Running. */
+function pendingBuilds(svc: Services, id: readonly string[], branch: string | null): TxRecord[] {
+  return svc.jobs
+    .active()
+    .filter((r) => r.operation === INDEX_BUILD && sameId(r.table, id) && (r.spec as IndexBuildSpec).branch === branch);
+}
+
+const indexNotFound = (name: string, entry: Entry) =>
+  new ApiError(Code.TableIndexNotFound, `index ${JSON.stringify(name)} not found in table ${JSON.stringify(entry.objectId)}`);
+
+async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: boolean) {
+  const { id, body, svc } = ctx;
+  const entry = await requireTable(svc, id);
+  const kind = indexKind(body.index_type);
+  if (scalarOnly && isVectorKind(kind)) throw invalid(`index_type: ${kind} is a vector index; create it with create_index`);
+  const branch = mainOr(body.branch);
+  const table = await openAt(svc, entry, { branch });
+  const { segs, field } = resolveFieldPath((await table.schema()).fields, body.column, entry.objectId);
+  const column = canonicalPath(segs);
+  const given = Object.fromEntries(ALL_PARAMS.map((p) => [p, body[p] ?? undefined])) as IndexParams;
+  const params = checkIndexParams(kind, column, field.type as unknown as ColumnType, given);
+  const name = body.name ?? `${column}_idx`;
+  const committed = await table.listIndices();
+  // No await from the checks to submit(): a concurrent create of the same name sees this record.
+  if (committed.some((i) => i.name === name)) {
+    throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(name)} already exists in table ${JSON.stringify(entry.objectId)}`);
+  }
+  const busy = pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name);
+  if (busy) {
+    throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(name)} of table ${JSON.stringify(entry.objectId)} is already being built (transaction ${busy.id})`);
+  }
+  const spec: IndexBuildSpec = { column, kind, name, params, branch };
+  const rec = await svc.jobs.submit(INDEX_BUILD, id, spec);
+  return json({ transaction_id: rec.id });
+}
+
+export const createTableIndex = jsonOp(CreateIndex, (ctx) => create(ctx, false));
+export const createTableScalarIndex = jsonOp(CreateIndex, (ctx) => create(ctx, true));
+
+function indexRecord(c: lancedb.IndexConfig) {
+  return {
+    index_name: c.name,
+    index_uuid: c.indexUuid ?? "",
+    columns: c.columns,
+    status: "Active",
+    index_type: friendlyType(c.indexType),
+    type_url: c.typeUrl ?? null,
+    num_indexed_rows: c.numIndexedRows ?? null,
+    num_unindexed_rows: c.numUnindexedRows ?? null,
+    size_bytes: c.sizeBytes ?? null,
+    num_segments: c.numSegments ?? null,
+    created_at: c.createdAt ? new Date(c.createdAt).toISOString() : null,
+    index_version: c.indexVersion ?? null,
+    index_details: c.indexDetails === undefined ? null : typeof c.indexDetails === "string" ? c.indexDetails : JSON.stringify(c.indexDetails),
+  };
+}
+
+const buildStatus = (r: TxRecord) => (r.status === "Queued" ? "Queued" : "Building");
+
+function pendingRecord(r: TxRecord) {
+  const s = r.spec as IndexBuildSpec;
+  return { index_name: s.name, index_uuid: "", columns: [s.column], status: buildStatus(r), index_type: s.kind, transaction_id: r.id };
+}
+
+export const listTableIndices = jsonOp(ListIndices, async ({ id, body, query, svc }) => {
+  const entry = await requireTable(svc, id);
+  const branch = mainOr(body.branch);
+  const table = await openAt(svc, entry, { version: body.version, branch });
+  const built = (await table.listIndices()).map(indexRecord);
+  const names = new Set(built.map((b) => b.index_name));
+  const pending = body.version == null ? pendingBuilds(svc, id, branch).map(pendingRecord).filter((p) => !names.has(p.index_name)) : [];
+  const all = [...built, ...pending].sort((a, b) => (a.index_name < b.index_name ? -1 : a.index_name > b.index_name ? 1 : 0));
+  const q = pageParams(query);
+  const { items, pageToken } = page(all, (i) => i.index_name, body.page_token ?? q.after, body.limit ?? q.limit);
+  return json({ indexes: items, page_token: pageToken });
+});
+
+export const describeTableIndexStats = jsonOp(IndexStats, async ({ id, params, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const name = params.index_name;
+  if (body.index_name && body.index_name !== name) throw invalid(`index_name: body ${JSON.stringify(body.index_name)} differs from the path's ${JSON.stringify(name)}`);
+  const branch = mainOr(body.branch);
+  const table = await openAt(svc, entry, { version: body.version, branch });
+  const s = await table.indexStats(name);
+  if (s) {
+    return json({
+      index_type: friendlyType(s.indexType),
+      distance_type: s.distanceType ?? null,
+      num_indexed_rows: s.numIndexedRows,
+      num_unindexed_rows: s.numUnindexedRows,
+      num_indices: s.numIndices ?? null,
+      status: "Active",
+    });
+  }
+  const building = body.version == null ? pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name) : undefined;
+  if (!building) throw indexNotFound(name, entry);
+  const spec = building.spec as IndexBuildSpec;
+  return json({
+    index_type: spec.kind,
+    distance_type: isVectorKind(spec.kind) ? (spec.params.distance_type ?? "l2") : null,
+    num_indexed_rows: 0,
+    num_unindexed_rows: await table.countRows(),
+    num_indices: 0,
+    status: buildStatus(building),
+    transaction_id: building.id,
+  });
+});
+
+export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const name = params.index_name;
+  const branch = mainOr(body.branch);
+  const table = await openAt(svc, entry, { branch });
+  try {
+    await table.dropIndex(name);
+  } catch (err) {
+    if (!isIndexNotFound(err)) throw err;
+    const building = pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name);
+    if (building) {
+      throw new ApiError(Code.ConcurrentModification, `index ${JSON.stringify(name)} is still being built (transaction ${building.id}); cancel the transaction instead`);
+    }
+    throw indexNotFound(name, entry);
+  }
+  return json({});
+});

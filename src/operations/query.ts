@@ -1,6 +1,36 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (SPEC.md §1, upstream §2.1).
+import { analyzeQuery, explainQuery, runQuery } from "../engine/query.js";
+import type { QuerySpec } from "../engine/query-spec.js";
+import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
+import type { Services } from "../services.js";
+import { jsonOp } from "./define.js";
+import { querySpec } from "./query-spec.js";
+import { openAt, requireTable } from "./table-ref.js";
+import { json } from "./types.js";
 
-export const queryTable = notImplemented("queryTable");
-export const explainQueryPlan = notImplemented("explainQueryPlan");
-export const analyzeQueryPlan = notImplemented("analyzeQueryPlan");
+export const ARROW_FILE = "application/vnd.apache.arrow.file";
+
+async function target(svc: Services, id: string[], body: { version?: number | null; branch?: string | null }) {
+  const entry = await requireTable(svc, id);
+  const table = await openAt(svc, entry, { version: body.version, branch: body.branch });
+  return { table, name: entry.objectId };
+}
+
+export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc }) => {
+  const spec: QuerySpec = querySpec(body);
+  const { table, name } = await target(svc, id, body);
+  return { kind: "bytes", contentType: ARROW_FILE, chunks: await runQuery(table, spec, name) };
+});
+
+/** Upstream answers both plan operations with a plain JSON string. */
+export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {
+  const spec = querySpec(body.query);
+  const { table, name } = await target(svc, id, { version: body.query.version, branch: body.branch ?? body.query.branch });
+  return json(await explainQuery(table, spec, name, body.verbose ?? false));
+});
+
+export const analyzeQueryPlan = jsonOp(AnalyzeRequest, async ({ id, body, svc }) => {
+  const spec = querySpec(body);
+  const { table, name } = await target(svc, id, body);
+  return json(await analyzeQuery(table, spec, name));
+});

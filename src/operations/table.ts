@@ -1,13 +1,292 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// Table lifecycle and listings: create, declare, register, describe, exists, drop, deregister,
+// rename, list. The catalog entry is the table's identity; its data lives at entry.location.
+import { rm, stat } from "node:fs/promises";
+import type * as lancedb from "@lancedb/lancedb";
+import { covers } from "../auth/principal.js";
+import { objectIdOf, type Entry } from "../catalog/catalog.js";
+import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
+import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
+import { decodeIpc } from "../engine/ipc-in.js";
+import { toJsonSchema } from "../engine/json-arrow.js";
+import { refError } from "../engine/refs.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import { checkName } from "../http/path-id.js";
+import { CommonBody } from "../schemas/common.js";
+import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
+import type { Services } from "../services.js";
+import { arrowOp, jsonOp, queryOp } from "./define.js";
+import { requireNamespace } from "./namespace.js";
+import { boolParam, page, pageParams } from "./pagination.js";
+import { mapParam, modeParam } from "./table-params.js";
+import { openAt, requireTable } from "./table-ref.js";
+import { empty, json } from "./types.js";
 
-export const listTables = notImplemented("listTables");
-export const listAllTables = notImplemented("listAllTables");
-export const createTable = notImplemented("createTable");
-export const declareTable = notImplemented("declareTable");
-export const registerTable = notImplemented("registerTable");
-export const describeTable = notImplemented("describeTable");
-export const tableExists = notImplemented("tableExists");
-export const dropTable = notImplemented("dropTable");
-export const deregisterTable = notImplemented("deregisterTable");
-export const renameTable = notImplemented("renameTable");
+const q = JSON.stringify;
+const leaf = (e: Entry) => e.id[e.id.length - 1];
+const dirOf = (svc: Services, e: Entry) => resolveLocation(svc.tables.root, e.location!);
+const alreadyExists = (id: readonly string[], what = "table") =>
+  new ApiError(Code.TableAlreadyExists, `${what} ${q(objectIdOf(id))} already exists`);
+
+function tableName(id: readonly string[]): void {
+  if (id.length === 0) throw invalid("id: a table id needs at least a table name");
+}
+
+/** The entry at `id` must be free, or hold a table (a namespace there is a conflict). */
+function existingTable(svc: Services, id: readonly string[]): Entry | undefined {
+  const e = svc.catalog.get(id);
+  if (e?.type === "namespace") throw alreadyExists(id, "a namespace named");
+  return e;
+}
+
+const onDisk = (p: string) => stat(p).then(() => true, () => false);
+
+/** A derived location whose directory does not exist yet (old data of a deregistered table may). */
+async function freeLocation(svc: Services, id: readonly string[]): Promise<string> {
+  let loc = newLocation(id);
+  // Prefixing an empty segment forces newLocation's randomised form.
+  while (await onDisk(resolveLocation(svc.tables.root, loc))) loc = newLocation(["", ...id]);
+  return loc;
+}
+
+/** Tables that have data (not declared only), in the given order. */
+async function withData(svc: Services, entries: Entry[]): Promise<Entry[]> {
+  const keep = await Promise.all(entries.map((e) => (e.location ? hasVersions(dirOf(svc, e)) : false)));
+  return entries.filter((_, i) => keep[i]);
+}
+
+// ---- listings ----
+
+export const listTables = queryOp(async ({ id, query, svc, principal }) => {
+  await svc.catalog.refresh();
+  requireNamespace(svc, id);
+  const { after, limit } = pageParams(query);
+  let tables = svc.catalog.children(id, "table").filter((e) => covers(principal, e.id));
+  if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
+  const p = page(tables, leaf, after, limit);
+  return json({ tables: p.items.map(leaf), page_token: p.pageToken });
+});
+
+export const listAllTables = queryOp(async ({ query, svc, principal, delimiter }) => {
+  await svc.catalog.refresh();
+  const { after, limit } = pageParams(query);
+  let tables = svc.catalog.allTables().filter((e) => covers(principal, e.id));
+  if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
+  const names = tables.map((e) => e.id.join(delimiter)).sort();
+  const p = page(names, (n) => n, after, limit);
+  return json({ tables: p.items, page_token: p.pageToken });
+});
+
+// ---- create / declare / register ----
+
+export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
+  tableName(id);
+  const mode = modeParam(query, "mode", ["create", "exist_ok", "overwrite"] as const, "create");
+  const properties = mapParam(query, "properties");
+  const data = decodeIpc(raw);
+  await svc.catalog.refresh(true);
+  requireNamespace(svc, id.slice(0, -1));
+  const existing = existingTable(svc, id);
+  if (!existing) return createNew(svc, id, data, properties ?? {});
+
+  const dir = dirOf(svc, existing);
+  const declaredOnly = !(await hasVersions(dir));
+  if (!declaredOnly && mode === "create") throw alreadyExists(id);
+  if (!declaredOnly && mode === "exist_ok") {
+    const t = await svc.tables.open(existing);
+    return json({ location: dir, version: await t.version(), properties: existing.properties });
+  }
+  // A declared table gets its first data; overwrite writes a new version replacing the old data.
+  if (!creatable(existing.location!)) {
+    throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
+  }
+  const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
+  svc.tables.evict(existing.objectId);
+  const entry = { ...existing, properties: properties ?? existing.properties };
+  if (properties) await svc.catalog.exclusive(() => svc.catalog.upsert(entry));
+  return json({ location: dir, version: await t.version(), properties: entry.properties });
+});
+
+async function createNew(svc: Services, id: string[], data: Parameters<typeof createDataset>[2], properties: Record<string, string>) {
+  const location = await freeLocation(svc, id);
+  const dir = resolveLocation(svc.tables.root, location);
+  let t: lancedb.Table;
+  try {
+    t = await createDataset(svc.tables, location, data, "create");
+  } catch (err) {
+    // Another request creating the same table wrote this location first: its data, not ours.
+    if (err instanceof ApiError && (err.code === Code.TableAlreadyExists || err.code === Code.ConcurrentModification)) {
+      throw alreadyExists(id);
+    }
+    throw err;
+  }
+  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
+  try {
+    await svc.catalog.exclusive(async () => {
+      await svc.catalog.refresh(true);
+      requireNamespace(svc, id.slice(0, -1));
+      existingTable(svc, id);
+      await svc.catalog.insert(entry, Code.TableAlreadyExists);
+    });
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return json({ location: dir, version: await t.version(), properties });
+}
+
+export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) => {
+  tableName(id);
+  const properties = body.properties ?? {};
+  return svc.catalog.exclusive(async () => {
+    await svc.catalog.refresh(true);
+    requireNamespace(svc, id.slice(0, -1));
+    if (existingTable(svc, id)) throw alreadyExists(id);
+    const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await freeLocation(svc, id);
+    if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
+    const dir = resolveLocation(svc.tables.root, location);
+    if (await onDisk(dir)) throw invalid(`location: ${q(body.location)} is already in use`);
+    await reserve(dir);
+    try {
+      await svc.catalog.insert({ id, objectId: objectIdOf(id), type: "table", location, properties }, Code.TableAlreadyExists);
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+    // LanceDB's client writes the data itself, at this (absolute) location.
+    return json({ location: dir, properties, managed_versioning: false });
+  });
+});
+
+export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc }) => {
+  tableName(id);
+  const location = normaliseLocation(svc.tables.root, body.location);
+  const dir = resolveLocation(svc.tables.root, location);
+  if (!(await hasVersions(dir))) throw invalid(`location: ${q(body.location)} is not a Lance dataset (it has no _versions)`);
+  const properties = body.properties ?? {};
+  return svc.catalog.exclusive(async () => {
+    await svc.catalog.refresh(true);
+    requireNamespace(svc, id.slice(0, -1));
+    const other = svc.catalog.allTables().find((e) => e.location === location && e.objectId !== objectIdOf(id));
+    if (other) throw new ApiError(Code.TableAlreadyExists, `location ${q(body.location)} is already registered as table ${q(other.objectId)}`);
+    const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
+    const existing = existingTable(svc, id);
+    if (existing && body.mode !== "overwrite") throw alreadyExists(id);
+    if (existing) await svc.catalog.upsert(entry);
+    else await svc.catalog.insert(entry, Code.TableAlreadyExists);
+    svc.tables.evict(entry.objectId);
+    return json({ location: dir, properties });
+  });
+});
+
+// ---- describe / exists ----
+
+interface Ref {
+  version?: number | null;
+  branch?: string | null;
+  tag?: string | null;
+}
+
+/** Open a table at a version, branch or tag (a fresh handle: checkout must not move the cached one). */
+async function openRef(svc: Services, entry: Entry, ref: Ref): Promise<lancedb.Table> {
+  if (!ref.tag) return openAt(svc, entry, ref);
+  if (ref.version != null || ref.branch) throw invalid("tag: cannot be combined with version or branch");
+  const t = await svc.tables.open(entry, { branch: "main" });
+  try {
+    await t.checkout(ref.tag);
+  } catch (err) {
+    throw refError(err, { table: entry.objectId, tag: ref.tag }) ?? err;
+  }
+  return t;
+}
+
+async function basicStats(t: lancedb.Table, version: number) {
+  const v = (await t.listVersions()).find((x) => x.version === version);
+  const md = v?.metadata ?? {};
+  return { num_deleted_rows: Number(md.total_deletion_file_rows ?? 0), num_fragments: Number(md.total_fragments ?? 0) };
+}
+
+const notDeclaredVersion = (entry: Entry) =>
+  new ApiError(Code.TableVersionNotFound, `table ${q(entry.objectId)} is declared only and has no versions yet`);
+
+export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc }) => {
+  const entry = await requireTable(svc, id);
+  if (body.tag && (body.version != null || body.branch)) throw invalid("tag: cannot be combined with version or branch");
+  const withUri = body.with_table_uri ?? boolParam(query, "with_table_uri", false);
+  const detailed = body.load_detailed_metadata ?? boolParam(query, "load_detailed_metadata", false);
+  const dir = dirOf(svc, entry);
+  const base = {
+    table: leaf(entry),
+    namespace: entry.id.slice(0, -1),
+    location: dir,
+    ...(withUri ? { table_uri: dir } : {}),
+    properties: entry.properties,
+    managed_versioning: false,
+  };
+  // LanceDB's client treats a description with a version and schema as an existing table.
+  if (!(await hasVersions(dir))) {
+    if (body.version != null || body.tag || (body.branch && body.branch !== "main")) throw notDeclaredVersion(entry);
+    return json({ ...base, is_only_declared: true });
+  }
+  const t = await openRef(svc, entry, body);
+  const version = await t.version();
+  const schema = await t.schema();
+  return json({
+    ...base,
+    version,
+    schema: toJsonSchema(schema),
+    metadata: Object.fromEntries(schema.metadata),
+    ...(detailed ? { stats: await basicStats(t, version) } : {}),
+    is_only_declared: false,
+  });
+});
+
+export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const dir = dirOf(svc, entry);
+  if (await hasVersions(dir)) {
+    if (body.version != null) await openAt(svc, entry, { version: body.version });
+    return empty(200);
+  }
+  if (body.version != null) throw notDeclaredVersion(entry);
+  if (await hasMarker(dir)) return empty(200);
+  throw new ApiError(Code.TableNotFound, `table ${q(entry.objectId)} has neither data nor a reservation at ${q(entry.location)}`);
+});
+
+// ---- drop / deregister / rename ----
+
+/** Remove the catalog entry; with `data`, the table directory too. */
+async function unlist(svc: Services, id: string[], data: boolean) {
+  const entry = await svc.catalog.exclusive(async () => {
+    await svc.catalog.refresh(true);
+    const e = await requireTable(svc, id);
+    await svc.catalog.remove([e]);
+    return e;
+  });
+  if (data) await svc.tables.removeData(entry);
+  else svc.tables.evict(entry.objectId);
+  return json({ id: entry.id, location: dirOf(svc, entry), properties: entry.properties });
+}
+
+export const dropTable = jsonOp(CommonBody, async ({ id, svc }) => unlist(svc, id, true));
+export const deregisterTable = jsonOp(CommonBody, async ({ id, svc }) => unlist(svc, id, false));
+
+export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal }) => {
+  checkName(body.new_table_name, "new_table_name");
+  const ns = body.new_namespace_id ?? id.slice(0, -1);
+  ns.forEach((n) => checkName(n, "new_namespace_id"));
+  const newId = [...ns, body.new_table_name];
+  if (!covers(principal, newId)) {
+    throw new ApiError(Code.PermissionDenied, `this credential may not create ${q(objectIdOf(newId))}`);
+  }
+  await svc.catalog.exclusive(async () => {
+    await svc.catalog.refresh(true);
+    const entry = await requireTable(svc, id);
+    requireNamespace(svc, ns);
+    if (existingTable(svc, newId)) throw alreadyExists(newId);
+    // LanceDB cannot rename tables: the new id takes over the same data directory.
+    await svc.catalog.insert({ ...entry, id: newId, objectId: objectIdOf(newId) }, Code.TableAlreadyExists);
+    await svc.catalog.remove([entry]);
+    svc.tables.evict(entry.objectId);
+  });
+  return json({});
+});

@@ -1,8 +1,66 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// Table tags: table-wide names for a version of main or of a branch. LanceDB resolves a tag's
+// version against the branch of the handle that sets it, so set/update go through that branch.
+import type { Tags } from "@lancedb/lancedb";
+import { tableDir } from "../engine/versions.js";
+import { refError, tagBranch, type RefNames } from "../engine/refs.js";
+import type { Entry } from "../catalog/catalog.js";
+import { SetTag, TagRef } from "../schemas/tag.js";
+import type { Services } from "../services.js";
+import { jsonOp, queryOp } from "./define.js";
+import { page, pageParams } from "./pagination.js";
+import { openAt, requireTable } from "./table-ref.js";
+import { json } from "./types.js";
 
-export const listTableTags = notImplemented("listTableTags");
-export const getTableTagVersion = notImplemented("getTableTagVersion");
-export const createTableTag = notImplemented("createTableTag");
-export const updateTableTag = notImplemented("updateTableTag");
-export const deleteTableTag = notImplemented("deleteTableTag");
+/** Runs a tag call on the table (at `branch`), turning Lance's ref errors into API errors. */
+async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "table">, fn: (tags: Tags) => Promise<T>): Promise<T> {
+  const t = await openAt(svc, entry, { branch: names.branch });
+  try {
+    return await fn(await t.tags());
+  } catch (err) {
+    throw refError(err, { ...names, table: entry.objectId }) ?? err;
+  }
+}
+
+const withBranch = (branch: string | undefined) => (branch && branch !== "main" ? { branch } : {});
+
+export const listTableTags = queryOp(async ({ id, query, svc }) => {
+  const entry = await requireTable(svc, id);
+  const { after, limit } = pageParams(query);
+  const all = await onTags(svc, entry, {}, (tags) => tags.list());
+  const names = Object.keys(all).sort();
+  const p = page(names, (n) => n, after, limit);
+  const dir = tableDir(svc.tables.root, entry);
+  const tags: Record<string, unknown> = {};
+  for (const name of p.items) {
+    // napi objects: the fields are getters, so they are copied one by one.
+    const c = all[name];
+    tags[name] = { ...withBranch(await tagBranch(dir, name)), version: c.version, manifestSize: c.manifestSize };
+  }
+  return json({ tags, page_token: p.pageToken });
+});
+
+export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const version = await onTags(svc, entry, { tag: body.tag }, (tags) => tags.getVersion(body.tag));
+  return json({ version, ...withBranch(await tagBranch(tableDir(svc.tables.root, entry), body.tag)) });
+});
+
+export const createTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
+  await onTags(svc, entry, names, (tags) => tags.create(body.tag, body.version));
+  return json({});
+});
+
+export const updateTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
+  await onTags(svc, entry, names, (tags) => tags.update(body.tag, body.version));
+  return json({});
+});
+
+export const deleteTableTag = jsonOp(TagRef, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  await onTags(svc, entry, { tag: body.tag }, (tags) => tags.delete(body.tag));
+  return json({});
+});

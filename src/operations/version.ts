@@ -1,6 +1,71 @@
-// Placeholder until this resource lands: every operation answers 406.
-import { notImplemented } from "./define.js";
+// Table versions: list, describe, restore. LanceDB lists versions with their time and metadata;
+// the manifest's path, size and e_tag come from the file itself (engine/versions.ts).
+import type * as lancedb from "@lancedb/lancedb";
+import { manifestFile, manifestPathV2, tableDir } from "../engine/versions.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import { DescribeTableVersion, RestoreTable } from "../schemas/version.js";
+import { jsonOp, queryOp } from "./define.js";
+import { boolParam, pageParams } from "./pagination.js";
+import { openAt, requireTable } from "./table-ref.js";
+import { json } from "./types.js";
 
-export const listTableVersions = notImplemented("listTableVersions");
-export const describeTableVersion = notImplemented("describeTableVersion");
-export const restoreTable = notImplemented("restoreTable");
+type LanceVersion = Awaited<ReturnType<lancedb.Table["listVersions"]>>[number];
+
+async function versionRecord(dir: string, branch: string | undefined, v: LanceVersion) {
+  const m = await manifestFile(dir, v.version, branch);
+  return {
+    version: v.version,
+    manifest_path: m?.path ?? manifestPathV2(v.version, branch),
+    ...(m ? { manifest_size: m.size, e_tag: m.eTag } : {}),
+    timestamp_millis: Math.round(v.timestamp.getTime()),
+    metadata: { ...v.metadata },
+  };
+}
+
+/** The page token is the last version returned. */
+function versionToken(token: string | null): number | null {
+  if (token === null) return null;
+  if (!/^\d+$/.test(token)) throw invalid(`page_token: must be a version number, got ${JSON.stringify(token)}`);
+  return Number(token);
+}
+
+export const listTableVersions = queryOp(async ({ id, query, svc }) => {
+  const entry = await requireTable(svc, id);
+  const branch = query.get("branch") || undefined;
+  const { after, limit } = pageParams(query);
+  const from = versionToken(after);
+  const descending = boolParam(query, "descending", false);
+  const t = await openAt(svc, entry, { branch });
+  const all = (await t.listVersions())
+    .filter((v) => from === null || (descending ? v.version < from : v.version > from))
+    .sort((a, b) => (descending ? b.version - a.version : a.version - b.version));
+  const slice = all.slice(0, limit);
+  const dir = tableDir(svc.tables.root, entry);
+  return json({
+    versions: await Promise.all(slice.map((v) => versionRecord(dir, branch, v))),
+    page_token: all.length > limit ? String(slice[slice.length - 1].version) : null,
+  });
+});
+
+export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const branch = body.branch ?? undefined;
+  const t = await openAt(svc, entry, { branch });
+  const wanted = body.version ?? (await t.version());
+  const v = (await t.listVersions()).find((x) => x.version === wanted);
+  if (!v) {
+    const on = branch && branch !== "main" ? ` on branch ${JSON.stringify(branch)}` : "";
+    throw new ApiError(Code.TableVersionNotFound, `version ${wanted} not found${on} in table ${JSON.stringify(entry.objectId)}`);
+  }
+  return json({ version: await versionRecord(tableDir(svc.tables.root, entry), branch, v) });
+});
+
+/** Commits a new version whose content is the old one's; history is kept. */
+export const restoreTable = jsonOp(RestoreTable, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc, id);
+  const old = await openAt(svc, entry, { version: body.version, branch: body.branch });
+  await old.restore();
+  // The cached main handle did not make this commit.
+  svc.tables.evict(entry.objectId);
+  return json({});
+});

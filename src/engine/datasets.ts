@@ -1,0 +1,89 @@
+// Table directories on disk: creating a dataset at a catalog location, the `.svc-reserved` marker
+// of declared tables, whether a directory holds Lance versions, and the one place LanceDB's data
+// error texts (bad SQL, bad merge, commit conflicts) become API errors.
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type * as A from "apache-arrow";
+import type * as lancedb from "@lancedb/lancedb";
+import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import type { Tables } from "./tables.js";
+
+export const MARKER = ".svc-reserved";
+
+async function names(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") return [];
+    throw err;
+  }
+}
+
+/** Does the table directory hold at least one committed Lance version? */
+export async function hasVersions(dir: string): Promise<boolean> {
+  return (await names(path.join(dir, "_versions"))).some((n) => n.endsWith(".manifest"));
+}
+
+export async function hasMarker(dir: string): Promise<boolean> {
+  return (await names(dir)).includes(MARKER);
+}
+
+/** Reserve a table directory for a declared table. */
+export async function reserve(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, MARKER), "");
+}
+
+/** Can Quiver create a dataset at this location (a `<name>.lance` directory in the data directory)? */
+export const creatable = (location: string) => lanceNameOf(location) !== null;
+
+/**
+ * Write `data` as a new dataset at `location` (mode overwrite replaces what is there, keeping
+ * history); removes a declared table's marker. A dataset already there is 409 code 5.
+ */
+export async function createDataset(
+  tables: Tables,
+  location: string,
+  data: A.Table,
+  mode: "create" | "overwrite",
+): Promise<lancedb.Table> {
+  const name = lanceNameOf(location);
+  if (name === null) throw invalid(`location ${JSON.stringify(location)}: Quiver can only create data in a "<name>.lance" directory`);
+  let t: lancedb.Table;
+  try {
+    t = await tables.plain.createTable(name, data, { mode });
+  } catch (err) {
+    if (/already exists/.test(String((err as Error)?.message))) {
+      throw new ApiError(Code.TableAlreadyExists, `a dataset already exists at location ${JSON.stringify(location)}`);
+    }
+    throw dataError(err, "data") ?? err;
+  }
+  await rm(path.join(resolveLocation(tables.root, location), MARKER), { force: true });
+  return t;
+}
+
+/** LanceDB's message without its duplicated cause chain, source locations and prefixes. */
+export function reason(err: unknown): string {
+  return String((err as Error)?.message ?? err)
+    .split("  Caused by:")[0]
+    .replace(/, \/\S+\.rs:\d+:\d+/g, "")
+    .replace(/: Schema \{[\s\S]*$/, "")
+    .replace(/^Failed to execute merge insert: GenericFailure, /, "")
+    .replace(/^lance error: /, "")
+    .replace(/^Invalid input, /, "")
+    .replace(/^Invalid user input: /, "")
+    .trim();
+}
+
+const BAD_INPUT =
+  /Invalid input|Invalid user input|Error parsing statement|sql parser error|Schema error|Cast error|Error during planning|Cannot scan an empty/;
+const CONFLICT = /[Cc]ommit conflict|Retryable commit|conflicting transaction|CommitConflict/;
+
+/** LanceDB's error for a write or filter as an API error (`field` names the request input at fault); null if not one of these. */
+export function dataError(err: unknown, field: string): ApiError | null {
+  const msg = String((err as Error)?.message ?? err);
+  if (CONFLICT.test(msg)) return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${reason(err)}; retry`);
+  if (BAD_INPUT.test(msg)) return invalid(`${field}: ${reason(err)}`);
+  return null;
+}

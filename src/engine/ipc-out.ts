@@ -1,0 +1,70 @@
+// Re-framing LanceDB's result buffers into ONE Arrow IPC file without decoding the data.
+// nativeExecute() yields each record batch as a complete little IPC file (magic, schema message,
+// one batch message, footer). The batch messages are 8-byte aligned and self-contained, so they
+// are passed through as slices of the engine's buffers; only a new footer listing their offsets
+// is encoded. Chunks are produced one engine batch at a time, so a consumer that writes with
+// backpressure holds about one batch in memory, never the whole result twice.
+import { FileBlock, Footer } from "apache-arrow/ipc/metadata/file";
+import { arrow } from "./arrow.js";
+
+const MAGIC = Buffer.from("ARROW1\0\0");
+const TAIL_MAGIC = Buffer.from("ARROW1");
+const CONTINUATION = 0xffffffff;
+
+interface Parsed {
+  footer: Footer;
+  blocks: FileBlock[];
+}
+
+function parse(b: Buffer): Parsed {
+  if (b.length < 22 || b.toString("latin1", b.length - 6) !== "ARROW1") {
+    throw new Error("engine result is not an Arrow IPC file");
+  }
+  const flen = b.readInt32LE(b.length - 10);
+  const footer = Footer.decode(b.subarray(b.length - 10 - flen, b.length - 10));
+  if (footer.numDictionaries > 0) throw new Error("dictionary-encoded engine results cannot be re-framed");
+  return { footer, blocks: [...footer.recordBatches()] };
+}
+
+/** The schema message of an engine buffer: after the magic and the writer's zero padding. */
+function schemaMessage(b: Buffer, end: number): Buffer {
+  let start = 8;
+  while (start < end && b.readUInt32LE(start) !== CONTINUATION) start += 8;
+  return b.subarray(start, end);
+}
+
+/**
+ * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null.
+ * Yields the header with the first batch, then one chunk list per further buffer, then the footer.
+ */
+export async function* ipcFile(first: Buffer, next: () => Promise<Buffer | null>): AsyncGenerator<Uint8Array> {
+  const head = parse(first);
+  const schemaEnd = head.blocks.length ? head.blocks[0].offset : first.length - 10 - first.readInt32LE(first.length - 10);
+  const schema = schemaMessage(first, Number(schemaEnd));
+  const blocks: FileBlock[] = [];
+  let offset = MAGIC.length + schema.length;
+  yield MAGIC;
+  yield schema;
+  for (let b: Buffer | null = first, p: Parsed | null = head; b; ) {
+    for (const blk of p!.blocks) {
+      const start = Number(blk.offset);
+      const len = blk.metaDataLength + Number(blk.bodyLength);
+      blocks.push(new FileBlock(blk.metaDataLength, blk.bodyLength, offset));
+      offset += len;
+      yield b.subarray(start, start + len);
+    }
+    b = await next();
+    p = b ? parse(b) : null;
+  }
+  const footer = Footer.encode(new Footer(head.footer.schema, head.footer.version, blocks, []));
+  const len = Buffer.alloc(4);
+  len.writeInt32LE(footer.length);
+  yield footer;
+  yield Buffer.concat([len, TAIL_MAGIC]);
+}
+
+/** An IPC file with a schema and no batches, for empty results (the engine sends no buffer then). */
+export function emptyIpcFile(schema: import("apache-arrow").Schema | null): Uint8Array {
+  const s = schema ?? new arrow.Schema([]);
+  return arrow.tableToIPC(new arrow.Table(s as never), "file");
+}

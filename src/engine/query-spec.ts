@@ -1,0 +1,37 @@
+// The plain description of one query, as the engine executes it (built by operations/query-spec.ts).
+import type { FtsNode } from "../schemas/query.js";
+
+export interface FtsSpec {
+  /** A query string (engine syntax), or an upstream FtsQuery tree. */
+  query: string | FtsNode;
+  /** Field paths to search; null = every FTS-indexed column. */
+  columns: string[] | null;
+}
+
+export interface QuerySpec {
+  /** Query vectors; null for full-text search or a filtered scan. */
+  vectors: number[][] | null;
+  /** Sent as a list of vectors (multi_vector), even when it holds one. */
+  multi: boolean;
+  fts: FtsSpec | null;
+  /** null: 10 for vector/full-text/hybrid search, no limit for a scan. */
+  k: number | null;
+  offset: number;
+  filter: string | null;
+  prefilter: boolean;
+  /** Field paths, or output name → field path / expression; null = all columns. */
+  columns: string[] | Record<string, string> | null;
+  /** The field paths among `columns` that must exist in the table. */
+  columnPaths: string[];
+  distanceType: "l2" | "cosine" | "dot" | "hamming" | null;
+  minNprobes: number | null;
+  maxNprobes: number | null;
+  ef: number | null;
+  refineFactor: number | null;
+  lowerBound: number | null;
+  upperBound: number | null;
+  bypassVectorIndex: boolean;
+  fastSearch: boolean;
+  vectorColumn: string | null;
+  withRowId: boolean;
+}

@@ -1,0 +1,200 @@
+// Executing a QuerySpec with LanceDB: the builder, column checks, raw IPC results, plans.
+import * as lancedb from "@lancedb/lancedb";
+import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
+import type { FtsNode, MatchNode } from "../schemas/query.js";
+import { invalid } from "../errors.js";
+import { emptyIpcFile, ipcFile } from "./ipc-out.js";
+import { translateQueryError } from "./query-errors.js";
+import type { FtsSpec, QuerySpec } from "./query-spec.js";
+
+type Builder = lancedb.Query | lancedb.VectorQuery;
+/** nativeExecute is protected in the typings but public at runtime (lancedb-query.md §5). */
+interface NativeIterator {
+  next(): Promise<Buffer | null>;
+}
+const nativeExecute = (q: Builder): Promise<NativeIterator> =>
+  (q as unknown as { nativeExecute(o?: object): Promise<NativeIterator> }).nativeExecute();
+
+/** Columns every result may name besides the table's own. */
+const META = new Set(["_distance", "_score", "_relevance_score", "_rowid"]);
+
+function matchQuery(m: MatchNode, column: string): lancedb.MatchQuery {
+  return new lancedb.MatchQuery(m.terms, column, {
+    boost: m.boost ?? undefined,
+    fuzziness: m.fuzziness ?? undefined,
+    maxExpansions: m.max_expansions ?? undefined,
+    operator: m.operator === "and" ? lancedb.Operator.And : lancedb.Operator.Or,
+    prefixLength: m.prefix_length ?? undefined,
+  });
+}
+
+/** Upstream FtsQuery tree → LanceDB's classes. A match without a column searches `defaultColumn`. */
+function ftsQuery(n: FtsNode, defaultColumn: () => string): lancedb.FullTextQuery {
+  const col = (c: string | null | undefined) => c ?? defaultColumn();
+  if (n.match) return matchQuery(n.match, col(n.match.column));
+  if (n.phrase) return new lancedb.PhraseQuery(n.phrase.terms, col(n.phrase.column), { slop: n.phrase.slop ?? undefined });
+  if (n.boost) {
+    return new lancedb.BoostQuery(ftsQuery(n.boost.positive, defaultColumn), ftsQuery(n.boost.negative, defaultColumn), {
+      negativeBoost: n.boost.negative_boost ?? undefined,
+    });
+  }
+  if (n.multi_match) {
+    const ms = n.multi_match.match_queries;
+    // One query text over several columns is LanceDB's MultiMatchQuery; differing texts are
+    // the same as a boolean "should" of the single matches.
+    if (ms.every((m) => m.terms === ms[0].terms && (m.operator ?? "or") === (ms[0].operator ?? "or"))) {
+      return new lancedb.MultiMatchQuery(ms[0].terms, ms.map((m) => col(m.column)), {
+        boosts: ms.map((m) => m.boost ?? 1),
+        operator: ms[0].operator === "and" ? lancedb.Operator.And : lancedb.Operator.Or,
+      });
+    }
+    return new lancedb.BooleanQuery(ms.map((m) => [lancedb.Occur.Should, matchQuery(m, col(m.column))]));
+  }
+  const b = n.boolean!;
+  const clauses: [lancedb.Occur, lancedb.FullTextQuery][] = [];
+  for (const q of b.must) clauses.push([lancedb.Occur.Must, ftsQuery(q, defaultColumn)]);
+  for (const q of b.should) clauses.push([lancedb.Occur.Should, ftsQuery(q, defaultColumn)]);
+  for (const q of b.must_not) clauses.push([lancedb.Occur.MustNot, ftsQuery(q, defaultColumn)]);
+  return new lancedb.BooleanQuery(clauses);
+}
+
+/** Field paths named anywhere in an FtsQuery tree (to check they exist). */
+function ftsColumns(n: FtsNode, out: string[] = []): string[] {
+  if (n.match?.column) out.push(n.match.column);
+  if (n.phrase?.column) out.push(n.phrase.column);
+  if (n.boost) {
+    ftsColumns(n.boost.positive, out);
+    ftsColumns(n.boost.negative, out);
+  }
+  for (const m of n.multi_match?.match_queries ?? []) if (m.column) out.push(m.column);
+  for (const q of [...(n.boolean?.must ?? []), ...(n.boolean?.should ?? []), ...(n.boolean?.must_not ?? [])]) ftsColumns(q, out);
+  return out;
+}
+
+const needsSchema = (s: QuerySpec) =>
+  s.columnPaths.length > 0 || s.vectorColumn !== null || (s.fts !== null && (s.fts.columns !== null || typeof s.fts.query !== "string"));
+
+const isVectorType = (t: FieldLike["type"]): boolean => {
+  const id = t.typeId;
+  // FixedSizeList (16) of numbers, or a List (12) / LargeList of FixedSizeList (multivector).
+  if (id === 16) return true;
+  const child = t.children?.[0]?.type;
+  return (id === 12 || id === 17) && child?.typeId === 16;
+};
+
+/**
+ * Check the field paths a query names against the table schema: an unknown one is 404
+ * TableColumnNotFound naming it. Returns the FTS-indexed default column resolver.
+ */
+async function checkFields(table: lancedb.Table, s: QuerySpec, name: string): Promise<() => string> {
+  const fields = (await table.schema()).fields as unknown as FieldLike[];
+  for (const p of s.columnPaths) if (!META.has(p)) resolveFieldPath(fields, p, name, "column");
+  if (s.vectorColumn !== null) {
+    const { field } = resolveFieldPath(fields, s.vectorColumn, name, "vector_column");
+    if (!isVectorType(field.type)) throw invalid(`vector_column: ${JSON.stringify(s.vectorColumn)} is not a vector column`);
+  }
+  const fts = s.fts;
+  if (!fts) return () => "";
+  for (const c of fts.columns ?? []) resolveFieldPath(fields, c, name, "full-text column");
+  if (typeof fts.query !== "string") for (const c of ftsColumns(fts.query)) resolveFieldPath(fields, c, name, "full-text column");
+  const indexed = (await table.listIndices()).filter((i) => i.indexType === "FTS").flatMap((i) => i.columns);
+  return () => {
+    if (indexed.length === 1) return indexed[0];
+    throw invalid(
+      indexed.length === 0
+        ? `full_text_query: a query without a column needs an FTS index on table ${JSON.stringify(name)}`
+        : `full_text_query: name the column to search, one of ${JSON.stringify(indexed)}`,
+    );
+  };
+}
+
+function applyFts(q: Builder, fts: FtsSpec, defaultColumn: () => string): void {
+  const query = typeof fts.query === "string" ? fts.query : ftsQuery(fts.query, defaultColumn);
+  q.fullTextSearch(query, fts.columns ? { columns: fts.columns } : undefined);
+}
+
+function applyVector(q: lancedb.VectorQuery, s: QuerySpec): void {
+  if (s.vectorColumn !== null) q.column(s.vectorColumn);
+  if (s.distanceType !== null) q.distanceType(s.distanceType as "l2");
+  if (s.minNprobes !== null) q.minimumNprobes(s.minNprobes);
+  if (s.maxNprobes !== null) q.maximumNprobes(s.maxNprobes);
+  if (s.ef !== null) q.ef(s.ef);
+  if (s.refineFactor !== null) q.refineFactor(s.refineFactor);
+  if (s.lowerBound !== null || s.upperBound !== null) q.distanceRange(s.lowerBound ?? undefined, s.upperBound ?? undefined);
+  if (s.bypassVectorIndex) q.bypassVectorIndex();
+  if (!s.prefilter) q.postfilter();
+}
+
+/** The projection: a pure vector search always returns `_distance`; naming it keeps the engine quiet. */
+function applySelect(q: Builder, s: QuerySpec): void {
+  if (s.columns === null) return;
+  const pureVector = s.vectors !== null && s.fts === null;
+  if (Array.isArray(s.columns)) {
+    q.select(pureVector && !s.columns.includes("_distance") ? [...s.columns, "_distance"] : s.columns);
+  } else {
+    q.select(new Map(Object.entries(s.columns)));
+  }
+}
+
+async function build(table: lancedb.Table, s: QuerySpec, name: string): Promise<Builder> {
+  const defaultColumn = needsSchema(s) ? await checkFields(table, s, name) : () => "";
+  let q: Builder;
+  if (s.vectors !== null) {
+    const vq = table.vectorSearch(s.multi ? s.vectors : s.vectors[0]);
+    applyVector(vq, s);
+    q = vq;
+  } else {
+    if (!s.prefilter) throw invalid("prefilter: false applies to vector search only; the request has no vector");
+    q = table.query();
+  }
+  if (s.fts) applyFts(q, s.fts, defaultColumn);
+  if (s.filter !== null) q.where(s.filter);
+  if (s.fastSearch) q.fastSearch();
+  if (s.withRowId) q.withRowId();
+  applySelect(q, s);
+  if (s.k !== null && s.k > 0) q.limit(s.k);
+  if (s.offset > 0) q.offset(s.offset);
+  return q;
+}
+
+/** Schema of an empty result; hybrid plans have none in this engine, so an empty schema then. */
+async function emptyResult(q: Builder): Promise<Uint8Array> {
+  const schema = await q.outputSchema().catch(() => null);
+  return emptyIpcFile(schema as never);
+}
+
+/**
+ * Run a query; resolves once the first result batch exists, so engine errors surface before any
+ * byte is sent. The chunks form one Arrow IPC file, pulled from the engine batch by batch.
+ */
+export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<Iterable<Uint8Array> | AsyncIterable<Uint8Array>> {
+  try {
+    const q = await build(table, s, name);
+    if (s.k === 0) {
+      // k = 0 asks for no rows; the engine refuses a zero limit on vector search, so plan only.
+      return [await emptyResult(q)];
+    }
+    const it = await nativeExecute(q);
+    const first = await it.next();
+    if (!first) return [await emptyResult(q)];
+    return ipcFile(first, () => it.next());
+  } catch (err) {
+    translateQueryError(err, name);
+  }
+}
+
+export async function explainQuery(table: lancedb.Table, s: QuerySpec, name: string, verbose: boolean): Promise<string> {
+  try {
+    return await (await build(table, s, name)).explainPlan(verbose);
+  } catch (err) {
+    translateQueryError(err, name);
+  }
+}
+
+export async function analyzeQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<string> {
+  try {
+    return await (await build(table, s, name)).analyzePlan();
+  } catch (err) {
+    translateQueryError(err, name);
+  }
+}

@@ -1,0 +1,87 @@
+// Tags and branches: what LanceDB's API leaves out (a tag's branch, a branch's creation time and
+// metadata) read from Lance's `_refs/` files, name rules, and the one place Lance's ref error
+// texts are turned into API errors.
+import { readFile, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { ApiError, Code, invalid } from "../errors.js";
+
+async function readJson(file: string): Promise<Record<string, unknown> | null> {
+  try {
+    return JSON.parse(await readFile(file, "utf8"));
+  } catch {
+    return null;
+  }
+}
+
+/** The branch a tag points into; undefined for main. */
+export async function tagBranch(tableDir: string, tag: string): Promise<string | undefined> {
+  const rec = await readJson(path.join(tableDir, "_refs", "tags", `${tag}.json`));
+  return typeof rec?.branch === "string" ? rec.branch : undefined;
+}
+
+export interface BranchFile {
+  createAt?: number;
+  metadata?: Record<string, string>;
+}
+
+export async function branchFile(tableDir: string, name: string): Promise<BranchFile> {
+  const rec = await readJson(path.join(tableDir, "_refs", "branches", `${encodeURIComponent(name)}.json`));
+  return {
+    createAt: typeof rec?.createAt === "number" ? rec.createAt : undefined,
+    metadata: rec?.metadata && typeof rec.metadata === "object" ? (rec.metadata as Record<string, string>) : undefined,
+  };
+}
+
+// Lance's rule for branch names: `/`-separated segments of alphanumerics, '.', '-' and '_'.
+// Checked here because Lance creates the branch directory before it validates the name.
+export function checkBranchName(name: string): void {
+  if (name === "main") throw invalid(`name: "main" is the main branch and cannot be created or deleted`);
+  if (!name.split("/").every((s) => /^[A-Za-z0-9._-]+$/.test(s))) {
+    throw invalid(`name: branch name ${JSON.stringify(name)} is invalid: "/"-separated segments of letters, digits, ".", "-" and "_" only`);
+  }
+}
+
+/** Runs a branch creation; if it fails, removes the branch directory it may have left behind. */
+export async function withoutOrphan<T>(tableDir: string, name: string, create: () => Promise<T>): Promise<T> {
+  const dir = path.join(tableDir, "tree", name);
+  const existed = await stat(dir).then(() => true, () => false);
+  try {
+    return await create();
+  } catch (err) {
+    if (!existed) await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+export interface RefNames {
+  table: string;
+  tag?: string;
+  branch?: string;
+  version?: number;
+}
+
+const q = JSON.stringify;
+
+/** Lance's tag/branch/version errors as API errors; null for anything else. */
+export function refError(err: unknown, n: RefNames): ApiError | null {
+  const msg = String((err as Error)?.message ?? err);
+  const first = msg.split("  Caused by:")[0].replace(/^lance error: /, "");
+  const onBranch = n.branch && n.branch !== "main" ? ` on branch ${q(n.branch)}` : "";
+  if (/Ref conflict error: tag \S+ already exists/.test(msg)) {
+    return new ApiError(Code.TableTagAlreadyExists, `tag ${q(n.tag)} already exists in table ${q(n.table)}`);
+  }
+  if (/Ref not found error: tag \S+ does not exist/.test(msg)) {
+    return new ApiError(Code.TableTagNotFound, `tag ${q(n.tag)} not found in table ${q(n.table)}`);
+  }
+  if (/Version not found error|_versions\/\d+\.manifest was not found/.test(msg)) {
+    return new ApiError(Code.TableVersionNotFound, `version ${n.version} not found${onBranch} in table ${q(n.table)}`);
+  }
+  if (/Ref not found error: Branch .* does not exist|tree\/.*\/_versions(,|\s|$)/.test(msg)) {
+    return new ApiError(Code.TableBranchNotFound, `branch ${q(n.branch)} not found in table ${q(n.table)}`);
+  }
+  if (/Ref is invalid: /.test(msg)) return invalid(first.replace(/^Ref is invalid: /, `${n.tag !== undefined ? "tag" : "name"}: `));
+  if (/Ref conflict error: Branch \S+ is referenced by/.test(msg)) {
+    return new ApiError(Code.InvalidTableState, `branch ${q(n.branch)} of table ${q(n.table)} cannot be deleted: ${first.replace(/^Ref conflict error: /, "")}`);
+  }
+  return null;
+}

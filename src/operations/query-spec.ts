@@ -1,0 +1,133 @@
+// A validated query request (either wire shape) → one plain QuerySpec the engine executes.
+// The "one of A or B, not both" and "exactly one key" rules live here so each 400 names its field.
+import { compile } from "../schemas/validate.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import { FtsQuery, type FtsNode, type QueryRequest } from "../schemas/query.js";
+import type { FtsSpec, QuerySpec } from "../engine/query-spec.js";
+
+const validateFts = compile(FtsQuery);
+const FTS_KINDS = ["match", "phrase", "boost", "multi_match", "boolean"] as const;
+
+const present = (v: unknown) => v !== undefined && v !== null;
+
+function vectors(v: QueryRequest["vector"]): { vectors: number[][] | null; multi: boolean } {
+  if (!present(v)) return { vectors: null, multi: false };
+  if (Array.isArray(v)) {
+    // LanceDB's client: a flat array (empty when there is no vector), or a list of vectors.
+    if (v.length === 0) return { vectors: null, multi: false };
+    if (typeof v[0] === "number") return { vectors: [v as number[]], multi: false };
+    return { vectors: checkMulti(v as number[][], "vector"), multi: true };
+  }
+  const o = v as { single_vector?: number[] | null; multi_vector?: number[][] | null };
+  if (present(o.single_vector) && present(o.multi_vector)) {
+    throw invalid("vector: provide single_vector or multi_vector, not both");
+  }
+  if (present(o.single_vector)) {
+    if (o.single_vector!.length === 0) throw invalid("vector.single_vector: must not be empty");
+    return { vectors: [o.single_vector!], multi: false };
+  }
+  if (present(o.multi_vector)) return { vectors: checkMulti(o.multi_vector!, "vector.multi_vector"), multi: true };
+  return { vectors: null, multi: false };
+}
+
+function checkMulti(vs: number[][], field: string): number[][] {
+  const dim = vs[0].length;
+  vs.forEach((x, i) => {
+    if (x.length === 0) throw invalid(`${field}[${i}]: must not be empty`);
+    if (x.length !== dim) throw invalid(`${field}[${i}]: has ${x.length} dimensions, ${field}[0] has ${dim}`);
+  });
+  return vs;
+}
+
+function columns(c: QueryRequest["columns"]): Pick<QuerySpec, "columns" | "columnPaths"> {
+  if (!present(c)) return { columns: null, columnPaths: [] };
+  if (Array.isArray(c)) return { columns: c, columnPaths: c };
+  const o = c as Record<string, unknown>;
+  const names = o.column_names as string[] | null | undefined;
+  const aliases = o.column_aliases as Record<string, string> | null | undefined;
+  if (present(names) && present(aliases)) throw invalid("columns: provide column_names or column_aliases, not both");
+  if (present(names)) return { columns: names!, columnPaths: names! };
+  if (present(aliases)) return { columns: aliases!, columnPaths: Object.values(aliases!) };
+  // LanceDB's client: `{alias: SQL expression}`; expressions are checked by the engine.
+  const exprs = Object.entries(o).filter(([k]) => k !== "column_names" && k !== "column_aliases");
+  for (const [k, v] of exprs) if (typeof v !== "string") throw invalid(`columns.${k}: must be a string expression`);
+  return { columns: exprs.length ? (Object.fromEntries(exprs) as Record<string, string>) : null, columnPaths: [] };
+}
+
+/** Check one FtsQuery node tree: schema, then exactly one kind per node, recursively. */
+function ftsNode(node: unknown, field: string): FtsNode {
+  try {
+    validateFts(node);
+  } catch (e) {
+    throw invalid(`${field}.${(e as Error).message}`);
+  }
+  const n = node as FtsNode;
+  const kinds = FTS_KINDS.filter((k) => present(n[k]));
+  if (kinds.length !== 1) {
+    throw invalid(`${field}: provide exactly one of ${FTS_KINDS.join(", ")} (got ${kinds.length ? kinds.join(", ") : "none"})`);
+  }
+  if (n.boost) {
+    ftsNode(n.boost.positive, `${field}.boost.positive`);
+    ftsNode(n.boost.negative, `${field}.boost.negative`);
+  }
+  if (n.boolean) {
+    for (const occ of ["must", "should", "must_not"] as const) {
+      n.boolean[occ].forEach((q, i) => ftsNode(q, `${field}.boolean.${occ}[${i}]`));
+    }
+  }
+  return n;
+}
+
+function fullText(f: QueryRequest["full_text_query"]): FtsSpec | null {
+  if (!present(f)) return null;
+  const { string_query: sq, structured_query: st, query, columns } = f!;
+  const given = [present(sq) && "string_query", present(st) && "structured_query", present(query) && "query"].filter(Boolean);
+  if (given.length > 1) throw invalid(`full_text_query: provide string_query or structured_query, not both (got ${given.join(", ")})`);
+  if (present(sq)) return { query: sq!.query, columns: sq!.columns ?? null };
+  if (present(st)) return { query: ftsNode(st!.query, "full_text_query.structured_query.query"), columns: null };
+  if (typeof query === "string") return { query, columns: columns ?? null };
+  if (present(query)) return { query: ftsNode(query, "full_text_query.query"), columns: columns ?? null };
+  throw invalid("full_text_query: provide string_query or structured_query");
+}
+
+export function querySpec(b: QueryRequest): QuerySpec {
+  const { vectors: vs, multi } = vectors(b.vector);
+  const fts = fullText(b.full_text_query);
+  const noVector = (field: string) => {
+    if (!vs && present((b as Record<string, unknown>)[field])) {
+      throw invalid(`${field}: applies to vector search only; the request has no vector`);
+    }
+  };
+  ["vector_column", "distance_type", "lower_bound", "upper_bound", "refine_factor"].forEach(noVector);
+  if (present(b.lower_bound) && present(b.upper_bound) && b.lower_bound! > b.upper_bound!) {
+    throw invalid(`lower_bound: ${b.lower_bound} is greater than upper_bound ${b.upper_bound}`);
+  }
+  const minP = b.minimum_nprobes ?? b.nprobes ?? null;
+  const maxP = b.maximum_nprobes ?? b.nprobes ?? null;
+  if (minP && maxP && maxP < minP) {
+    throw new ApiError(Code.InvalidInput, `maximum_nprobes: ${maxP} is less than minimum_nprobes ${minP}`);
+  }
+  return {
+    vectors: vs,
+    multi,
+    fts,
+    k: b.k ?? null,
+    offset: b.offset ?? 0,
+    filter: b.filter ?? null,
+    prefilter: b.prefilter ?? true,
+    ...columns(b.columns),
+    distanceType: b.distance_type ?? null,
+    // 0 means "the engine's default" for these knobs (SPEC allows >= 0; the engine would return
+    // nothing for 0 probes, which is never what a caller means).
+    minNprobes: minP || null,
+    maxNprobes: maxP || null,
+    ef: b.ef || null,
+    refineFactor: b.refine_factor || null,
+    lowerBound: b.lower_bound ?? null,
+    upperBound: b.upper_bound ?? null,
+    bypassVectorIndex: b.bypass_vector_index ?? false,
+    fastSearch: b.fast_search ?? false,
+    vectorColumn: b.vector_column ?? null,
+    withRowId: b.with_row_id ?? false,
+  };
+}

@@ -1,0 +1,122 @@
+// QueryTable / ExplainTableQueryPlan / AnalyzeTableQueryPlan request bodies (SPEC.md §1, upstream
+// §2.1). Both wire shapes are accepted: the spec's (`vector.single_vector`, `columns.column_names`,
+// `full_text_query.string_query`) and the one LanceDB's own client sends (flat `vector` array,
+// `columns` as a list or `{alias: expression}` map, `full_text_query: {query, columns}`).
+// "Provide one of A or B, not both" and "exactly one key" rules are checked in
+// src/operations/query-spec.ts, where the message can name the field.
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { branch, common, FieldPath, Mode, Opt, UInt } from "./common.js";
+
+const Num = Type.Number();
+const Vec = Type.Array(Num);
+
+/** One FtsQuery node: exactly one of its keys (checked in code); recursive through boost/boolean. */
+export const FtsQuery = Type.Recursive(
+  (Self) =>
+    Type.Object({
+      match: Opt(MatchQuery()),
+      phrase: Opt(
+        Type.Object({ terms: Type.String(), column: Opt(FieldPath), slop: Opt(UInt()) }),
+      ),
+      boost: Opt(Type.Object({ positive: Self, negative: Self, negative_boost: Opt(Num) })),
+      multi_match: Opt(Type.Object({ match_queries: Type.Array(MatchQuery(), { minItems: 1 }) })),
+      boolean: Opt(
+        Type.Object({ must: Type.Array(Self), should: Type.Array(Self), must_not: Type.Array(Self) }),
+      ),
+    }),
+  { $id: "FtsQuery" },
+);
+
+function MatchQuery(): TSchema {
+  return Type.Object({
+    terms: Type.String(),
+    column: Opt(FieldPath),
+    boost: Opt(Num),
+    fuzziness: Opt(UInt()),
+    max_expansions: Opt(UInt()),
+    operator: Opt(Mode("and", "or")),
+    prefix_length: Opt(UInt()),
+  });
+}
+
+/** One FtsQuery node (the recursive TypeBox type is too deep for Static<>). */
+export interface FtsNode {
+  match?: MatchNode | null;
+  phrase?: { terms: string; column?: string | null; slop?: number | null } | null;
+  boost?: { positive: FtsNode; negative: FtsNode; negative_boost?: number | null } | null;
+  multi_match?: { match_queries: MatchNode[] } | null;
+  boolean?: { must: FtsNode[]; should: FtsNode[]; must_not: FtsNode[] } | null;
+}
+export type MatchNode = {
+  terms: string;
+  column?: string | null;
+  boost?: number | null;
+  fuzziness?: number | null;
+  max_expansions?: number | null;
+  operator?: "and" | "or" | null;
+  prefix_length?: number | null;
+};
+
+const FtsColumns = Opt(Type.Array(FieldPath));
+
+export const QueryFields = {
+  ...common,
+  ...branch,
+  k: Opt(UInt()),
+  vector: Opt(
+    Type.Union([
+      Vec,
+      Type.Array(Vec),
+      Type.Object({ single_vector: Opt(Vec), multi_vector: Opt(Type.Array(Vec, { minItems: 1 })) }),
+    ]),
+  ),
+  offset: Opt(UInt()),
+  filter: Opt(Type.String()),
+  prefilter: Opt(Type.Boolean()),
+  columns: Opt(
+    Type.Union([
+      Type.Array(FieldPath),
+      Type.Object({
+        column_names: Opt(Type.Array(FieldPath)),
+        column_aliases: Opt(Type.Record(Type.String({ minLength: 1 }), FieldPath)),
+      }),
+    ]),
+  ),
+  distance_type: Opt(Mode("l2", "cosine", "dot", "hamming")),
+  nprobes: Opt(UInt()),
+  minimum_nprobes: Opt(UInt()),
+  maximum_nprobes: Opt(UInt()),
+  ef: Opt(UInt()),
+  refine_factor: Opt(UInt({ maximum: 2 ** 31 - 1 })),
+  lower_bound: Opt(Num),
+  upper_bound: Opt(Num),
+  bypass_vector_index: Opt(Type.Boolean()),
+  fast_search: Opt(Type.Boolean()),
+  vector_column: Opt(FieldPath),
+  with_row_id: Opt(Type.Boolean()),
+  version: Opt(UInt()),
+  full_text_query: Opt(
+    Type.Object({
+      string_query: Opt(Type.Object({ query: Type.String(), columns: FtsColumns })),
+      // FtsQuery nodes are recursive: validated on their own with FtsQuery (see query-spec.ts).
+      structured_query: Opt(Type.Object({ query: Type.Object({}) })),
+      // LanceDB client shape: a string, or an FtsQuery node.
+      query: Opt(Type.Union([Type.String(), Type.Object({})])),
+      columns: FtsColumns,
+    }),
+  ),
+};
+
+export const QueryRequest = Type.Object(QueryFields);
+export type QueryRequest = Static<typeof QueryRequest>;
+
+export const ExplainRequest = Type.Object({
+  ...common,
+  ...branch,
+  query: Type.Object(QueryFields),
+  verbose: Opt(Type.Boolean()),
+});
+export type ExplainRequest = Static<typeof ExplainRequest>;
+
+/** analyze_plan takes the query fields at the top level (upstream's AnalyzeTableQueryPlanRequest). */
+export const AnalyzeRequest = QueryRequest;

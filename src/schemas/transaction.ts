@@ -1,0 +1,14 @@
+// Request bodies of the transaction operations (upstream-notes.md §2.20).
+import { Type } from "@sinclair/typebox";
+import { common, Mode } from "./common.js";
+
+const Key = Type.String({ minLength: 1 });
+
+const Action = Type.Object({
+  setStatusAction: Type.Optional(Type.Object({ status: Type.String({ minLength: 1 }) })),
+  setPropertyAction: Type.Optional(Type.Object({ key: Key, value: Type.String(), mode: Type.Optional(Mode("overwrite", "fail", "skip")) })),
+  unsetPropertyAction: Type.Optional(Type.Object({ key: Key, mode: Type.Optional(Mode("skip", "fail")) })),
+});
+
+export const DescribeTransaction = Type.Object({ ...common });
+export const AlterTransaction = Type.Object({ ...common, actions: Type.Array(Action, { minItems: 1 }) });

@@ -1,0 +1,159 @@
+import { exportSPKI, generateKeyPair, SignJWT, type KeyLike } from "jose";
+import { readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_KEY, NS1_KEY, READ_KEY, removeDir, request, startQuiver, WRITE_KEY, type Quiver } from "./helpers/quiver.js";
+
+const ISSUER = "https://auth.test";
+const AUDIENCE = "quiver";
+let q: Quiver;
+let signing: KeyLike;
+let otherKey: KeyLike;
+
+async function token(claims: Record<string, unknown>, opts: { key?: KeyLike; exp?: string | number; nbf?: number } = {}) {
+  let jwt = new SignJWT(claims).setProtectedHeader({ alg: "RS256" }).setIssuer(ISSUER).setAudience(AUDIENCE).setSubject("alice").setIssuedAt();
+  jwt = jwt.setExpirationTime(opts.exp ?? "5m");
+  if (opts.nbf !== undefined) jwt = jwt.setNotBefore(opts.nbf);
+  return jwt.sign(opts.key ?? signing);
+}
+
+beforeAll(async () => {
+  const pair = await generateKeyPair("RS256");
+  signing = pair.privateKey;
+  otherKey = (await generateKeyPair("RS256")).privateKey;
+  q = await startQuiver({
+    env: { QUIVER_JWT_PUBLIC_KEY: await exportSPKI(pair.publicKey), QUIVER_JWT_ISSUER: ISSUER, QUIVER_JWT_AUDIENCE: AUDIENCE },
+  });
+  await q.call("POST", "/v1/namespace/ns1/create", {});
+  await q.call("POST", "/v1/namespace/ns2/create", {});
+});
+afterAll(async () => {
+  await q.stop();
+  removeDir(q.dataDir);
+});
+
+const describeNs = (id: string, headers: Record<string, string>, body: unknown = {}) =>
+  request(`${q.url}/v1/namespace/${id}/describe`, "POST", body, headers);
+
+describe("API keys", () => {
+  it("no credentials → 401 with the spec's body", async () => {
+    const r = await describeNs("ns1", {});
+    expect(r.status).toBe(401);
+    expect(r.json).toMatchObject({ type: "/errors/unauthorized-request", status: 401, code: 16 });
+  });
+
+  it("an unknown key → 401", async () => {
+    expect((await describeNs("ns1", { "x-api-key": "nope" })).status).toBe(401);
+  });
+
+  it("a key in the body's identity works, and a header wins over it", async () => {
+    expect((await describeNs("ns1", {}, { identity: { api_key: READ_KEY } })).status).toBe(200);
+    const r = await describeNs("ns1", { "x-api-key": "bad" }, { identity: { api_key: READ_KEY } });
+    expect(r.status).toBe(401);
+  });
+
+  it("a read key cannot write (403), a write key can", async () => {
+    const r = await request(`${q.url}/v1/namespace/byread/create`, "POST", {}, { "x-api-key": READ_KEY });
+    expect(r.status).toBe(403);
+    expect(r.json).toMatchObject({ type: "/errors/forbidden-request", code: 15 });
+    expect((await q.call("POST", "/v1/namespace/byread/exists", {})).status).toBe(404);
+    const w = await request(`${q.url}/v1/namespace/bywrite/create`, "POST", {}, { "x-api-key": WRITE_KEY });
+    expect(w.status).toBe(200);
+  });
+
+  it("a key scoped to ns1 works inside ns1 and gets 403 on ns2", async () => {
+    expect((await describeNs("ns1", { "x-api-key": NS1_KEY })).status).toBe(200);
+    const c = await request(`${q.url}/v1/namespace/ns1$inner/create`, "POST", {}, { "x-api-key": NS1_KEY });
+    expect(c.status).toBe(200);
+    expect((await describeNs("ns2", { "x-api-key": NS1_KEY })).status).toBe(403);
+    const d = await request(`${q.url}/v1/namespace/ns2/drop`, "POST", {}, { "x-api-key": NS1_KEY });
+    expect(d.status).toBe(403);
+    expect((await q.call("POST", "/v1/namespace/ns2/exists", {})).status).toBe(200);
+  });
+
+  it("a scoped key lists only what it may see from the root", async () => {
+    const r = await request(`${q.url}/v1/namespace/%24/list`, "GET", undefined, { "x-api-key": NS1_KEY });
+    expect(r.status).toBe(200);
+    expect(r.json.namespaces).toEqual(["ns1"]);
+  });
+
+  it("an API key is also accepted as a bearer token", async () => {
+    expect((await describeNs("ns1", { authorization: `Bearer ${ADMIN_KEY}` })).status).toBe(200);
+  });
+});
+
+describe("JWT bearer tokens", () => {
+  it("a valid token with a role claim is accepted", async () => {
+    const t = await token({ role: "read" });
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(200);
+  });
+
+  it("roles limit what a token may do", async () => {
+    const t = await token({ role: ["read"] });
+    const r = await request(`${q.url}/v1/namespace/jwtns/create`, "POST", {}, { authorization: `Bearer ${t}` });
+    expect(r.status).toBe(403);
+    const w = await token({ role: ["read", "write"] });
+    expect((await request(`${q.url}/v1/namespace/jwtns/create`, "POST", {}, { authorization: `Bearer ${w}` })).status).toBe(200);
+  });
+
+  it("the namespaces claim scopes a token", async () => {
+    const t = await token({ role: "write", namespaces: ["ns1"] });
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(200);
+    expect((await describeNs("ns2", { authorization: `Bearer ${t}` })).status).toBe(403);
+  });
+
+  it("an expired token → 401", async () => {
+    const t = await token({ role: "admin" }, { exp: Math.floor(Date.now() / 1000) - 60 });
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(401);
+  });
+
+  it("a token not valid yet → 401", async () => {
+    const t = await token({ role: "admin" }, { nbf: Math.floor(Date.now() / 1000) + 3600 });
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(401);
+  });
+
+  it("a token signed by the wrong key → 401", async () => {
+    const t = await token({ role: "admin" }, { key: otherKey });
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(401);
+  });
+
+  it("a wrong issuer or audience → 401", async () => {
+    const wrongIss = await new SignJWT({ role: "admin" }).setProtectedHeader({ alg: "RS256" }).setIssuer("https://evil").setAudience(AUDIENCE).setExpirationTime("5m").sign(signing);
+    const wrongAud = await new SignJWT({ role: "admin" }).setProtectedHeader({ alg: "RS256" }).setIssuer(ISSUER).setAudience("other").setExpirationTime("5m").sign(signing);
+    expect((await describeNs("ns1", { authorization: `Bearer ${wrongIss}` })).status).toBe(401);
+    expect((await describeNs("ns1", { authorization: `Bearer ${wrongAud}` })).status).toBe(401);
+  });
+
+  it("a valid token without a known role → 403", async () => {
+    const t = await token({ role: "superuser" });
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(403);
+  });
+
+  it("auth_token in the body's identity is a bearer token", async () => {
+    const t = await token({ role: "read" });
+    expect((await describeNs("ns1", {}, { identity: { auth_token: t } })).status).toBe(200);
+  });
+});
+
+describe("first start without configured credentials", () => {
+  it("generates an admin key, prints it once, stores only its hash plus a 0600 key file", async () => {
+    const first = await startQuiver({ noKeys: true, env: { QUIVER_API_KEYS: "" } });
+    const printed = /generated admin API key[^\n]*\n\s+(\S+)/.exec(first.stdout())?.[1];
+    expect(printed).toBeTruthy();
+    const keyFile = path.join(first.dataDir, ".quiver", "admin.key");
+    expect(readFileSync(keyFile, "utf8").trim()).toBe(printed);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const stored = readFileSync(path.join(first.dataDir, ".quiver", "keys.json"), "utf8");
+    expect(stored).not.toContain(printed!);
+    expect((await request(`${first.url}/v1/namespace/%24/list`, "GET", undefined, { "x-api-key": printed! })).status).toBe(200);
+    expect(first.stderr()).not.toContain(printed!);
+    expect(await first.stop()).toBe(0);
+
+    const second = await startQuiver({ noKeys: true, env: { QUIVER_API_KEYS: "" }, dataDir: first.dataDir });
+    expect(second.stdout()).not.toContain(printed!);
+    expect(second.stdout()).not.toContain("generated");
+    expect((await request(`${second.url}/v1/namespace/%24/list`, "GET", undefined, { "x-api-key": printed! })).status).toBe(200);
+    await second.stop();
+    removeDir(first.dataDir);
+  });
+});

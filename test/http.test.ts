@@ -1,0 +1,176 @@
+import net from "node:net";
+import { readdirSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+
+let q: Quiver;
+beforeAll(async () => {
+  q = await startQuiver({ args: ["--max-json-body", "4096"], env: { QUIVER_LOG_LEVEL: "debug" } });
+});
+afterAll(async () => {
+  await q.stop();
+  removeDir(q.dataDir);
+});
+
+/** Raw HTTP over a socket, for what fetch will not send (lying Content-Length, half bodies). */
+function raw(text: string, waitMs = 2000): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect(q.port, "127.0.0.1");
+    let out = "";
+    s.on("data", (d) => (out += d));
+    s.on("close", () => resolve(out));
+    s.on("error", () => resolve(out));
+    s.write(text);
+    setTimeout(() => {
+      s.destroy();
+      resolve(out);
+    }, waitMs);
+  });
+}
+
+describe("routing", () => {
+  it("an unknown path is a JSON 404", async () => {
+    const r = await q.call("GET", "/v1/nothing/here");
+    expect(r.status).toBe(404);
+    expect(r.json).toMatchObject({ type: "/errors/not-found-error", status: 404, instance: "/v1/nothing/here" });
+  });
+
+  it("a wrong method is a JSON 405 with Allow", async () => {
+    const r = await q.call("GET", "/v1/namespace/x/create");
+    expect(r.status).toBe(405);
+    expect(r.headers.get("allow")).toBe("POST");
+    expect(r.json.status).toBe(405);
+  });
+
+  it("trailing slashes are accepted", async () => {
+    expect((await q.call("POST", "/v1/namespace/slash/create/", {})).status).toBe(200);
+    expect((await q.call("GET", "/v1/namespace/slash/list/")).status).toBe(200);
+  });
+
+  it("an operation whose feature has not landed answers 406 with the spec's body", async () => {
+    const r = await q.call("POST", "/v1/materialized_view/v/create", {});
+    expect(r.status).toBe(406);
+    expect(r.json).toMatchObject({ type: "/errors/unsupported-operation", code: 0 });
+  });
+
+  it("healthz and readyz need no credentials", async () => {
+    const h = await fetch(`${q.url}/healthz`);
+    expect(h.status).toBe(200);
+    expect(await h.json()).toEqual({ status: "ok" });
+    expect((await fetch(`${q.url}/readyz`)).status).toBe(200);
+  });
+});
+
+describe("path ids", () => {
+  it("honours a multi-character delimiter", async () => {
+    await q.call("POST", "/v1/namespace/d1/create", {});
+    const r = await q.call("POST", "/v1/namespace/d1::d2/create?delimiter=::", {});
+    expect(r.status).toBe(200);
+    expect((await q.call("POST", "/v1/namespace/d1$d2/exists", {})).status).toBe(200);
+  });
+
+  it("percent-decodes and treats + as a space (LanceDB's form encoding)", async () => {
+    expect((await q.call("POST", "/v1/namespace/with+space/create", {})).status).toBe(200);
+    const list = await q.call("GET", "/v1/namespace/%24/list");
+    expect(list.json.namespaces).toContain("with space");
+    expect((await q.call("POST", "/v1/namespace/with%20space/exists", {})).status).toBe(200);
+  });
+
+  it("rejects empty segments with 400", async () => {
+    const r = await q.call("POST", "/v1/namespace/a$$b/create", {});
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/^id: /);
+  });
+
+  it("rejects control characters and '$' inside a name", async () => {
+    expect((await q.call("POST", "/v1/namespace/bad%01name/create", {})).status).toBe(400);
+    expect((await q.call("POST", "/v1/namespace/a%24b/create?delimiter=.", {})).status).toBe(400);
+  });
+
+  it("accepts '/', '..' and spaces in names and keeps storage inside the data directory", async () => {
+    // A bare `..` path segment is normalised away by URL parsers, so it is addressed inside a parent.
+    for (const id of ["a%2Fb", "odd", "odd$..", "odd$x%2F..%2F..%2Fescape"]) {
+      expect((await q.call("POST", `/v1/namespace/${id}/create`, {})).status).toBe(200);
+    }
+    expect((await q.call("GET", "/v1/namespace/%24/list")).json.namespaces).toContain("a/b");
+    expect((await q.call("GET", "/v1/namespace/odd/list")).json.namespaces).toEqual(["..", "x/../../escape"]);
+    // Nothing was created beside the data directory.
+    expect(readdirSync(q.dataDir).filter((f) => !f.startsWith(".") && f !== "__manifest")).toEqual([]);
+  });
+
+  it("a body id different from the path's is 400", async () => {
+    const r = await q.call("POST", "/v1/namespace/slash/describe", { id: ["other"] });
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/^id: /);
+  });
+
+  it("a body id equal to the path's is fine", async () => {
+    expect((await q.call("POST", "/v1/namespace/slash/describe", { id: ["slash"] })).status).toBe(200);
+  });
+});
+
+describe("bodies", () => {
+  it("malformed JSON is 400", async () => {
+    const r = await q.call("POST", "/v1/namespace/m/create", "{not json", { "content-type": "application/json" });
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/^body: malformed JSON/);
+  });
+
+  it("a non-object JSON body is 400", async () => {
+    expect((await q.call("POST", "/v1/namespace/m/create", "[1]")).status).toBe(400);
+  });
+
+  it("an empty body counts as {} and the literal null too", async () => {
+    expect((await q.call("POST", "/v1/namespace/empty1/create")).status).toBe(200);
+    expect((await q.call("POST", "/v1/namespace/empty2/create", "null")).status).toBe(200);
+  });
+
+  it("unknown fields are ignored", async () => {
+    expect((await q.call("POST", "/v1/namespace/extra/create", { whatever: [1, 2], mode: "create" })).status).toBe(200);
+  });
+
+  it("a wrong type is 400 naming the field path", async () => {
+    const r = await q.call("POST", "/v1/namespace/typed/create", { properties: { a: 1 } });
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/^properties\.a: must be string/);
+    expect((await q.call("POST", "/v1/namespace/typed/exists", {})).status).toBe(404);
+  });
+
+  it("a JSON body over the limit is 413 naming the limit, and nothing is stored", async () => {
+    const big = { properties: { blob: "x".repeat(10_000) } };
+    const r = await q.call("POST", "/v1/namespace/huge/create", big);
+    expect(r.status).toBe(413);
+    expect(r.json.detail).toContain("4096");
+    expect((await q.call("POST", "/v1/namespace/huge/exists", {})).status).toBe(404);
+  });
+
+  it("413 comes from Content-Length alone, without reading the rest", async () => {
+    const out = await raw(
+      `POST /v1/namespace/huge2/create HTTP/1.1\r\nHost: x\r\nx-api-key: ${ADMIN_KEY}\r\ncontent-type: application/json\r\ncontent-length: 100000000\r\n\r\n{"a":`,
+    );
+    expect(out).toMatch(/^HTTP\/1.1 413/);
+    expect(out).toContain("4096");
+  });
+
+  it("a client that goes away mid-body does not hurt the server", async () => {
+    await raw(
+      `POST /v1/namespace/half/create HTTP/1.1\r\nHost: x\r\nx-api-key: ${ADMIN_KEY}\r\ncontent-length: 1000\r\n\r\n{"prop`,
+      200,
+    );
+    expect((await fetch(`${q.url}/healthz`)).status).toBe(200);
+    expect((await q.call("POST", "/v1/namespace/half/exists", {})).status).toBe(404);
+  });
+});
+
+describe("context", () => {
+  it("x-svc-ctx-* and x-lance-ctx-* headers merge over body context and reach the logs", async () => {
+    await q.call("POST", "/v1/namespace/ctx/create", { context: { trace: "body", keep: "b" } }, { "x-svc-ctx-trace": "hdr-123", "x-lance-ctx-span": "s-9" });
+    await new Promise((r) => setTimeout(r, 100));
+    const line = q
+      .stderr()
+      .split("\n")
+      .find((l) => l.includes('"path":"/v1/namespace/ctx/create"'));
+    expect(line).toBeTruthy();
+    expect(JSON.parse(line!).context).toEqual({ trace: "hdr-123", keep: "b", span: "s-9" });
+  });
+});

@@ -1,0 +1,54 @@
+// The data directory is a Lance directory catalog: LanceDB's own `connectNamespace("dir")`
+// sees what Quiver made, and Quiver serves what LanceDB made.
+import * as lancedb from "@lancedb/lancedb";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { seedTable } from "./helpers/seed.js";
+
+const servers: Quiver[] = [];
+afterAll(async () => {
+  for (const s of servers) {
+    await s.stop();
+    removeDir(s.dataDir);
+  }
+});
+
+describe("directory catalog interop", () => {
+  it("LanceDB sees the namespaces (with properties) that Quiver made", async () => {
+    const q = await startQuiver();
+    servers.push(q);
+    await q.call("POST", "/v1/namespace/team/create", { properties: { owner: "a" } });
+    await q.call("POST", "/v1/namespace/team$sub/create", {});
+    const db = await lancedb.connectNamespace("dir", { root: q.dataDir });
+    expect((await db.listNamespaces([])).namespaces).toEqual(["team"]);
+    expect((await db.listNamespaces(["team"])).namespaces).toEqual(["sub"]);
+    expect((await db.describeNamespace(["team"])).properties).toEqual({ owner: "a" });
+  });
+
+  it("Quiver serves the namespaces and tables LanceDB made before it started", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "quiver-interop-"));
+    const db = await lancedb.connectNamespace("dir", { root: dir });
+    await db.createNamespace(["lns"], { properties: { made: "by-lancedb" } });
+    await seedTable(dir, ["lns", "things"], [{ id: 1 }, { id: 2 }]);
+    const q = await startQuiver({ dataDir: dir });
+    servers.push(q);
+    expect((await q.call("GET", "/v1/namespace/%24/list")).json.namespaces).toEqual(["lns"]);
+    expect((await q.call("POST", "/v1/namespace/lns/describe", {})).json).toEqual({ properties: { made: "by-lancedb" } });
+    const drop = await q.call("POST", "/v1/namespace/lns/drop", {});
+    expect(drop.status).toBe(409);
+    expect(drop.json.detail).toContain("lns$things");
+  });
+
+  it("sees namespaces LanceDB creates while it runs, within the consistency interval", async () => {
+    const q = await startQuiver({ args: ["--consistency-interval-ms", "0"] });
+    servers.push(q);
+    const db = await lancedb.connectNamespace("dir", { root: q.dataDir });
+    await q.call("POST", "/v1/namespace/first/create", {});
+    await db.createNamespace(["later"], { properties: { p: "1" } });
+    expect((await q.call("POST", "/v1/namespace/later/describe", {})).json).toEqual({ properties: { p: "1" } });
+    expect((await q.call("POST", "/v1/namespace/later/create", {})).status).toBe(409);
+  });
+});

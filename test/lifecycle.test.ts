@@ -1,0 +1,61 @@
+import net from "node:net";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config.js";
+import { ADMIN_KEY, removeDir, startQuiver } from "./helpers/quiver.js";
+
+describe("configuration", () => {
+  it("flags win over environment, environment over the config file, the file over defaults", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "quiver-cfg-"));
+    const file = path.join(dir, "quiver.json");
+    writeFileSync(file, JSON.stringify({ port: 1111, workers: 3, "max-json-body": 2048, host: "127.0.0.2" }));
+    const cfg = loadConfig(["--config", file, "--port", "3333"], { QUIVER_PORT: "2222", QUIVER_WORKERS: "5" });
+    expect(cfg.port).toBe(3333);
+    expect(cfg.workers).toBe(5);
+    expect(cfg.maxJsonBody).toBe(2048);
+    expect(cfg.host).toBe("127.0.0.2");
+    expect(cfg.maxArrowBody).toBe(256 << 20);
+    removeDir(dir);
+  });
+
+  it("rejects bad values naming the option and its source", () => {
+    expect(() => loadConfig(["--workers", "0"], {})).toThrow(/workers \(from --workers\) must be >= 1/);
+    expect(() => loadConfig([], { QUIVER_PORT: "http" })).toThrow(/port \(from QUIVER_PORT\) must be an integer/);
+    expect(() => loadConfig(["--nope", "1"], {})).toThrow();
+  });
+
+  it("a bad configuration stops startup with a message, not a stack", async () => {
+    await expect(startQuiver({ args: ["--workers", "0"] })).rejects.toThrow(/quiver: workers/);
+  });
+});
+
+describe("shutdown", () => {
+  it("SIGTERM stops accepting, finishes the request in flight, and exits 0", async () => {
+    const q = await startQuiver();
+    const body = JSON.stringify({ properties: { k: "v" } });
+    const sock = net.connect(q.port, "127.0.0.1");
+    let reply = "";
+    sock.on("data", (d) => (reply += d));
+    const closed = new Promise((r) => sock.on("close", r));
+    // Send the head and half the body, so the request is in flight when SIGTERM arrives.
+    sock.write(`POST /v1/namespace/late/create HTTP/1.1\r\nHost: x\r\nx-api-key: ${ADMIN_KEY}\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    await new Promise((r) => setTimeout(r, 200));
+    const exit = q.stop();
+    await new Promise((r) => setTimeout(r, 200));
+    // New connections are refused while draining.
+    await expect(fetch(`${q.url}/healthz`)).rejects.toThrow();
+    sock.write(body.slice(5));
+    expect(await exit).toBe(0);
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 1000))]);
+    expect(reply).toMatch(/^HTTP\/1.1 200/);
+    sock.destroy();
+
+    // The request that was in flight was committed.
+    const again = await startQuiver({ dataDir: q.dataDir });
+    expect((await again.call("POST", "/v1/namespace/late/describe", {})).json).toEqual({ properties: { k: "v" } });
+    await again.stop();
+    removeDir(q.dataDir);
+  });
+});
