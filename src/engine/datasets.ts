@@ -9,7 +9,7 @@ import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import type { Tables } from "./tables.js";
 
-export const MARKER = ".svc-reserved";
+const MARKER = ".svc-reserved";
 
 async function names(dir: string): Promise<string[]> {
   try {
@@ -64,7 +64,7 @@ export async function createDataset(
 }
 
 /** LanceDB's message without its duplicated cause chain, source locations and prefixes. */
-export function reason(err: unknown): string {
+function reason(err: unknown): string {
   return String((err as Error)?.message ?? err)
     .split("  Caused by:")[0]
     .replace(/, \/\S+\.rs:\d+:\d+/g, "")
@@ -77,7 +77,7 @@ export function reason(err: unknown): string {
 }
 
 const BAD_INPUT =
-  /Invalid input|Invalid user input|Error parsing statement|sql parser error|Schema error|Cast error|Error during planning|Cannot scan an empty/;
+  /Invalid input|Invalid user input|Error parsing statement|sql parser error|Schema error|Cast error|Error during planning/;
 const CONFLICT = /[Cc]ommit conflict|Retryable commit|conflicting transaction|CommitConflict/;
 
 /** LanceDB's error for a write or filter as an API error (`field` names the request input at fault); null if not one of these. */

@@ -153,15 +153,9 @@ export function engineIndex(kind: string, p: IndexParams): lancedb.Index {
   }
 }
 
-/** A build started in the background; `cancel` keeps it from committing (the CPU work still runs out). */
-export interface Build {
-  done: Promise<void>;
-  cancel(): Promise<void>;
-}
-
-export async function startBuild(table: lancedb.Table, column: string, kind: string, params: IndexParams, name: string): Promise<Build> {
-  const job = await table.createIndexAsync(column, { config: engineIndex(kind, params), name, replace: false });
-  return { done: job.wait(), cancel: () => job.cancel() };
+/** Build index `name` on `column`; resolves when it is committed. */
+export async function buildIndex(table: lancedb.Table, column: string, kind: string, params: IndexParams, name: string): Promise<void> {
+  await table.createIndex(column, { config: engineIndex(kind, params), name, replace: false });
 }
 
 /** LanceDB's messages end with a Rust source path and repeat after "Caused by:"; keep the first statement. */

@@ -17,7 +17,18 @@ export function decodeIpc(raw: Uint8Array | undefined): A.Table {
   }
   // A byte soup that happens to parse yields no schema at all.
   if (t.schema.fields.length === 0) throw invalid("body: not a valid Arrow IPC stream (no schema with columns)");
+  t.schema.fields.forEach((f) => checkStorable(f, f.name));
   return plainColumns(t);
+}
+
+// Lance writes a timestamp's zone into a ':'-separated type string, so a zone such as "+01:00"
+// makes its writer panic; refuse it up front.
+function checkStorable(f: A.Field, path: string): void {
+  const tz = arrow.DataType.isTimestamp(f.type) ? (f.type as A.Timestamp).timezone : null;
+  if (tz && tz.includes(":")) {
+    throw invalid(`column ${JSON.stringify(path)}: time zone ${JSON.stringify(tz)} cannot be stored by Lance; use a named zone such as "UTC" or "Europe/Paris"`);
+  }
+  for (const c of f.type.children ?? []) checkStorable(c, `${path}.${c.name}`);
 }
 
 // LanceDB's merge_insert rejects dictionary-encoded columns (apache-arrow's default for strings);

@@ -4,8 +4,15 @@
 // are passed through as slices of the engine's buffers; only a new footer listing their offsets
 // is encoded. Chunks are produced one engine batch at a time, so a consumer that writes with
 // backpressure holds about one batch in memory, never the whole result twice.
-import { FileBlock, Footer } from "apache-arrow/ipc/metadata/file";
+import { createRequire } from "node:module";
 import { arrow } from "./arrow.js";
+
+// The CommonJS copy (the one LanceDB loaded), whose metadata classes are fully initialised; the ESM
+// deep module imported on its own would miss the Schema decoder its package entry patches in.
+type FileModule = typeof import("apache-arrow/ipc/metadata/file");
+const { FileBlock, Footer } = createRequire(import.meta.url)("apache-arrow/ipc/metadata/file") as FileModule;
+type FileBlock = InstanceType<FileModule["FileBlock"]>;
+type Footer = InstanceType<FileModule["Footer"]>;
 
 const MAGIC = Buffer.from("ARROW1\0\0");
 const TAIL_MAGIC = Buffer.from("ARROW1");
@@ -35,10 +42,14 @@ function schemaMessage(b: Buffer, end: number): Buffer {
 
 /**
  * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null.
- * Yields the header with the first batch, then one chunk list per further buffer, then the footer.
+ * `first` is checked at once (so a bad one fails before any byte is sent); the chunks are then
+ * the header, each batch message in turn, and the footer.
  */
-export async function* ipcFile(first: Buffer, next: () => Promise<Buffer | null>): AsyncGenerator<Uint8Array> {
-  const head = parse(first);
+export function ipcFile(first: Buffer, next: () => Promise<Buffer | null>): AsyncGenerator<Uint8Array> {
+  return chunks(first, parse(first), next);
+}
+
+async function* chunks(first: Buffer, head: Parsed, next: () => Promise<Buffer | null>): AsyncGenerator<Uint8Array> {
   const schemaEnd = head.blocks.length ? head.blocks[0].offset : first.length - 10 - first.readInt32LE(first.length - 10);
   const schema = schemaMessage(first, Number(schemaEnd));
   const blocks: FileBlock[] = [];

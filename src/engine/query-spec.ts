@@ -18,6 +18,7 @@ export interface QuerySpec {
   k: number | null;
   offset: number;
   filter: string | null;
+  /** Vector search only (like the distance knobs below); ignored otherwise. */
   prefilter: boolean;
   /** Field paths, or output name → field path / expression; null = all columns. */
   columns: string[] | Record<string, string> | null;

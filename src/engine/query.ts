@@ -144,7 +144,6 @@ async function build(table: lancedb.Table, s: QuerySpec, name: string): Promise<
     applyVector(vq, s);
     q = vq;
   } else {
-    if (!s.prefilter) throw invalid("prefilter: false applies to vector search only; the request has no vector");
     q = table.query();
   }
   if (s.fts) applyFts(q, s.fts, defaultColumn);

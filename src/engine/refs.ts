@@ -41,14 +41,21 @@ export function checkBranchName(name: string): void {
   }
 }
 
-/** Runs a branch creation; if it fails, removes the branch directory it may have left behind. */
+const exists = (p: string) => stat(p).then(() => true, () => false);
+
+/** Runs a branch creation; if it fails, removes the directories it may have left behind. */
 export async function withoutOrphan<T>(tableDir: string, name: string, create: () => Promise<T>): Promise<T> {
-  const dir = path.join(tableDir, "tree", name);
-  const existed = await stat(dir).then(() => true, () => false);
+  // The outermost directory of `tree/<a>/<b>/…` that does not exist yet (a may be another branch's parent).
+  const segs = name.split("/");
+  let fresh: string | null = null;
+  for (let i = 1; i <= segs.length && fresh === null; i++) {
+    const dir = path.join(tableDir, "tree", ...segs.slice(0, i));
+    if (!(await exists(dir))) fresh = dir;
+  }
   try {
     return await create();
   } catch (err) {
-    if (!existed) await rm(dir, { recursive: true, force: true });
+    if (fresh !== null) await rm(fresh, { recursive: true, force: true });
     throw err;
   }
 }

@@ -13,11 +13,14 @@ function cleanMessage(err: unknown): string {
     .replace(/ in schema:\s*Schema \{.*$/s, "")
     .replace(/^lance error: (LanceError\(\w+\): )?/, "")
     .replace(/^Invalid input, /, "")
-    .trim();
+    .replace(/^Not supported: /, "not supported: ")
+    .trim()
+    .slice(0, 400);
 }
 
 // Texts LanceDB uses when the request, not the server, is at fault.
-const CLIENT_FAULT = /^(Invalid input, |lance error: LanceError\(Schema\)|lance error: Invalid user input|Alteration must have)/;
+// "Not supported" is an expression the engine cannot evaluate, e.g. an aggregate.
+const CLIENT_FAULT = /^(Invalid input, |lance error: LanceError\(Schema\)|lance error: Invalid user input|lance error: Not supported: )/;
 
 export function schemaEditError(err: unknown): ApiError | null {
   const msg = String((err as Error)?.message ?? err);

@@ -1,6 +1,8 @@
-// Runs a create_index transaction: builds on its own table handle (a write through the shared,
-// cached handle would otherwise wait for the whole build, see lancedb-index.md §5).
-import { dropIfPresent, startBuild, type IndexParams } from "../engine/indexes.js";
+// Runs a create_index transaction in a child process (see build-worker.ts for why).
+// Cancel kills the child; an index that committed anyway (cancel raced the commit) is dropped.
+import { fork } from "node:child_process";
+import type { Entry } from "../catalog/catalog.js";
+import { dropIfPresent, type IndexParams } from "../engine/indexes.js";
 import { requireTable } from "../operations/table-ref.js";
 import type { Services } from "../services.js";
 import type { Runner } from "./scheduler.js";
@@ -14,22 +16,35 @@ export interface IndexBuildSpec {
   branch: string | null;
 }
 
+export interface BuildRequest {
+  root: string;
+  entry: Entry;
+  spec: IndexBuildSpec;
+}
+
 export const INDEX_BUILD = "create_index";
+
+const WORKER = new URL("./build-worker.js", import.meta.url);
 
 export function indexBuildRunner(svc: Services): Runner {
   return async (rec) => {
     const spec = rec.spec as IndexBuildSpec;
     const entry = await requireTable(svc, rec.table);
-    const table = await svc.tables.open(entry, { branch: spec.branch ?? "main" });
-    const build = await startBuild(table, spec.column, spec.kind, spec.params, spec.name);
+    const child = fork(WORKER, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const done = new Promise<void>((resolve, reject) => {
+      child.once("message", (m: { ok: boolean; message?: string }) => (m.ok ? resolve() : reject(new Error(m.message))));
+      child.once("exit", (code, signal) => reject(new Error(`the index build process ended unexpectedly (${signal ?? `exit code ${code}`})`)));
+      child.once("error", reject);
+    });
+    child.send({ root: svc.tables.root, entry, spec } satisfies BuildRequest);
     // The shared handle sees the new index at once instead of after the consistency interval.
     const refresh = () => svc.tables.evict(entry.objectId);
     return {
-      done: build.done.then(refresh),
+      done: done.then(refresh),
       async cancel() {
-        await build.cancel();
-        await build.done.catch(() => undefined);
-        await dropIfPresent(table, spec.name);
+        child.kill("SIGKILL");
+        await done.catch(() => undefined);
+        await dropIfPresent(await svc.tables.open(entry, { branch: spec.branch ?? "main" }), spec.name);
         refresh();
       },
     };

@@ -93,12 +93,6 @@ function fullText(f: QueryRequest["full_text_query"]): FtsSpec | null {
 export function querySpec(b: QueryRequest): QuerySpec {
   const { vectors: vs, multi } = vectors(b.vector);
   const fts = fullText(b.full_text_query);
-  const noVector = (field: string) => {
-    if (!vs && present((b as Record<string, unknown>)[field])) {
-      throw invalid(`${field}: applies to vector search only; the request has no vector`);
-    }
-  };
-  ["vector_column", "distance_type", "lower_bound", "upper_bound", "refine_factor"].forEach(noVector);
   if (present(b.lower_bound) && present(b.upper_bound) && b.lower_bound! > b.upper_bound!) {
     throw invalid(`lower_bound: ${b.lower_bound} is greater than upper_bound ${b.upper_bound}`);
   }

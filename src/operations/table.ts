@@ -1,6 +1,7 @@
 // Table lifecycle and listings: create, declare, register, describe, exists, drop, deregister,
 // rename, list. The catalog entry is the table's identity; its data lives at entry.location.
-import { rm, stat } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
+import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { covers } from "../auth/principal.js";
 import { objectIdOf, type Entry } from "../catalog/catalog.js";
@@ -38,13 +39,25 @@ function existingTable(svc: Services, id: readonly string[]): Entry | undefined 
   return e;
 }
 
-const onDisk = (p: string) => stat(p).then(() => true, () => false);
+/** Create the directory unless it exists; false when it does (someone else owns it). */
+async function claim(dir: string): Promise<boolean> {
+  try {
+    await mkdir(dir);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  }
+}
 
-/** A derived location whose directory does not exist yet (old data of a deregistered table may). */
-async function freeLocation(svc: Services, id: readonly string[]): Promise<string> {
+/**
+ * A derived location whose directory this request created, so concurrent creators (and kept data
+ * of a deregistered table) never share one: the first gets `<name>.lance`, others a random name.
+ */
+async function claimLocation(svc: Services, id: readonly string[]): Promise<string> {
   let loc = newLocation(id);
   // Prefixing an empty segment forces newLocation's randomised form.
-  while (await onDisk(resolveLocation(svc.tables.root, loc))) loc = newLocation(["", ...id]);
+  while (!(await claim(resolveLocation(svc.tables.root, loc)))) loc = newLocation(["", ...id]);
   return loc;
 }
 
@@ -85,46 +98,41 @@ export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
   const data = decodeIpc(raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc, id.slice(0, -1));
-  const existing = existingTable(svc, id);
-  if (!existing) return createNew(svc, id, data, properties ?? {});
-
-  const dir = dirOf(svc, existing);
-  const declaredOnly = !(await hasVersions(dir));
-  if (!declaredOnly && mode === "create") throw alreadyExists(id);
-  if (!declaredOnly && mode === "exist_ok") {
-    const t = await svc.tables.open(existing);
-    return json({ location: dir, version: await t.version(), properties: existing.properties });
-  }
-  // A declared table gets its first data; overwrite writes a new version replacing the old data.
-  if (!creatable(existing.location!)) {
-    throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
-  }
-  const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
-  svc.tables.evict(existing.objectId);
-  const entry = { ...existing, properties: properties ?? existing.properties };
-  if (properties) await svc.catalog.exclusive(() => svc.catalog.upsert(entry));
-  return json({ location: dir, version: await t.version(), properties: entry.properties });
+  if (!existingTable(svc, id)) return createNew(svc, id, data, properties ?? {});
+  // Filling a declared table or overwriting one writes at its location: one writer at a time.
+  return svc.catalog.exclusive(async () => {
+    await svc.catalog.refresh(true);
+    const existing = await requireTable(svc, id);
+    const dir = dirOf(svc, existing);
+    const declaredOnly = !(await hasVersions(dir));
+    if (!declaredOnly && mode === "create") throw alreadyExists(id);
+    if (!declaredOnly && mode === "exist_ok") {
+      const t = await svc.tables.open(existing);
+      return json({ location: dir, version: await t.version(), properties: existing.properties });
+    }
+    if (!creatable(existing.location!)) {
+      throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
+    }
+    // Overwrite commits a new version holding only the new data (history is kept).
+    const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
+    svc.tables.evict(existing.objectId);
+    const entry = { ...existing, properties: properties ?? existing.properties };
+    if (properties) await svc.catalog.upsert(entry);
+    return json({ location: dir, version: await t.version(), properties: entry.properties });
+  });
 });
 
-async function createNew(svc: Services, id: string[], data: Parameters<typeof createDataset>[2], properties: Record<string, string>) {
-  const location = await freeLocation(svc, id);
+async function createNew(svc: Services, id: string[], data: A.Table, properties: Record<string, string>) {
+  const location = await claimLocation(svc, id);
   const dir = resolveLocation(svc.tables.root, location);
+  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
   let t: lancedb.Table;
   try {
     t = await createDataset(svc.tables, location, data, "create");
-  } catch (err) {
-    // Another request creating the same table wrote this location first: its data, not ours.
-    if (err instanceof ApiError && (err.code === Code.TableAlreadyExists || err.code === Code.ConcurrentModification)) {
-      throw alreadyExists(id);
-    }
-    throw err;
-  }
-  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
-  try {
     await svc.catalog.exclusive(async () => {
       await svc.catalog.refresh(true);
       requireNamespace(svc, id.slice(0, -1));
-      existingTable(svc, id);
+      if (existingTable(svc, id)) throw alreadyExists(id);
       await svc.catalog.insert(entry, Code.TableAlreadyExists);
     });
   } catch (err) {
@@ -141,12 +149,14 @@ export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) => {
     await svc.catalog.refresh(true);
     requireNamespace(svc, id.slice(0, -1));
     if (existingTable(svc, id)) throw alreadyExists(id);
-    const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await freeLocation(svc, id);
-    if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
+    const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await claimLocation(svc, id);
     const dir = resolveLocation(svc.tables.root, location);
-    if (await onDisk(dir)) throw invalid(`location: ${q(body.location)} is already in use`);
-    await reserve(dir);
+    if (body.location) {
+      if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
+      if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
+    }
     try {
+      await reserve(dir);
       await svc.catalog.insert({ id, objectId: objectIdOf(id), type: "table", location, properties }, Code.TableAlreadyExists);
     } catch (err) {
       await rm(dir, { recursive: true, force: true });

@@ -1,0 +1,54 @@
+// Deterministic bench dataset: N rows x dimension low-rank vectors, text and category columns,
+// with IVF_PQ (vector), FTS (text) and bitmap (category) indexes, written with LanceDB's own
+// directory namespace so Quiver serves it as table `bench` in the root namespace.
+//   node dist/bench/generate.js [--data-dir ./bench-data] [--rows 100000] [--dim 128] [--seed 42]
+import * as lancedb from "@lancedb/lancedb";
+import { parseArgs } from "node:util";
+import { batches, type Spec } from "./dataset.js";
+
+export const BENCH_TABLE = "bench";
+
+export function datasetArgs(argv = process.argv.slice(2)) {
+  const { values } = parseArgs({
+    args: argv,
+    strict: false,
+    options: {
+      "data-dir": { type: "string", default: "./bench-data" },
+      rows: { type: "string", default: "100000" },
+      dim: { type: "string", default: "128" },
+      rank: { type: "string", default: "16" },
+      seed: { type: "string", default: "42" },
+    },
+  });
+  const spec: Spec = { rows: Number(values.rows), dim: Number(values.dim), rank: Number(values.rank), seed: Number(values.seed) };
+  return { dataDir: String(values["data-dir"]), spec };
+}
+
+export async function generate(dataDir: string, spec: Spec): Promise<void> {
+  const db = await lancedb.connectNamespace("dir", { root: dataDir });
+  const t0 = performance.now();
+  let table: lancedb.Table | null = null;
+  for (const b of batches(spec)) {
+    if (!table) table = await db.createTable(BENCH_TABLE, b, [], { mode: "overwrite" });
+    else await table.add(b);
+  }
+  const t1 = performance.now();
+  const partitions = Math.max(1, Math.round(Math.sqrt(spec.rows)));
+  await table!.createIndex("vector", {
+    config: lancedb.Index.ivfPq({ numPartitions: partitions, numSubVectors: Math.max(1, spec.dim / 8) }),
+  });
+  const t2 = performance.now();
+  await table!.createIndex("text", { config: lancedb.Index.fts() });
+  await table!.createIndex("category", { config: lancedb.Index.bitmap() });
+  const t3 = performance.now();
+  const s = (a: number, b: number) => ((b - a) / 1000).toFixed(1) + " s";
+  console.log(
+    `generated ${spec.rows} x ${spec.dim} (rank ${spec.rank}, seed ${spec.seed}) in ${dataDir}: ` +
+      `write ${s(t0, t1)}, IVF_PQ ${partitions} partitions ${s(t1, t2)}, FTS + bitmap ${s(t2, t3)}`,
+  );
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { dataDir, spec } = datasetArgs();
+  await generate(dataDir, spec);
+}

@@ -1,0 +1,251 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import * as lancedb from "@lancedb/lancedb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { seedTable } from "./helpers/seed.js";
+
+let q: Quiver;
+let dataDir: string;
+const rows = [
+  { id: 1, x: 1.5, name: "a", s: { a: 1, b: "p" } },
+  { id: 2, x: 2.5, name: "b", s: { a: 2, b: "q" } },
+];
+
+const open = async (name: string, ns: string[] = [], opts: { branch?: string } = {}) =>
+  (await lancedb.connectNamespace("dir", { root: dataDir })).openTable(name, ns, opts);
+const fieldsOf = async (name: string, ns: string[] = []) => (await (await open(name, ns)).schema()).fields;
+const versionOf = async (name: string) => (await open(name)).version();
+const call = (id: string, op: string, body: unknown, qs = "") => q.call("POST", `/v1/table/${id}/${op}${qs}`, body);
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-columns-"));
+  for (const t of ["ac", "al", "dc", "fm", "sm"]) await seedTable(dataDir, [t], rows);
+  await seedTable(dataDir, ["ns1", "ns2", "nt"], rows);
+  q = await startQuiver({ dataDir });
+});
+afterAll(async () => {
+  await q.stop();
+  removeDir(dataDir);
+});
+
+/** Asserts a request fails with `status`/`code` and leaves the table at its version. */
+async function rejects(id: string, op: string, body: unknown, status: number, code: number, detail?: RegExp | string) {
+  const before = await versionOf(id);
+  const r = await call(id, op, body);
+  expect(r.status).toBe(status);
+  expect(r.json.code).toBe(code);
+  if (detail instanceof RegExp) expect(r.json.detail).toMatch(detail);
+  else if (detail) expect(r.json.detail).toContain(detail);
+  expect(await versionOf(id)).toBe(before);
+  return r;
+}
+
+describe("add_columns", () => {
+  it("adds columns computed by SQL expressions in one commit", async () => {
+    const before = await versionOf("ac");
+    const r = await call("ac", "add_columns", {
+      new_columns: [
+        { name: "x2", expression: "x * 2" },
+        { name: "lbl", expression: "concat(name, '-', cast(cast(id as bigint) as string))" },
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ version: before + 1 });
+    const got = await (await open("ac")).query().select(["x2", "lbl"]).toArray();
+    expect(got.map((g) => ({ ...g }))).toEqual([
+      { x2: 3, lbl: "a-1" },
+      { x2: 5, lbl: "b-2" },
+    ]);
+  });
+
+  it("adds all-null columns of a JSON data_type", async () => {
+    const r = await call("ac", "add_columns", {
+      new_columns: [
+        { name: "note", data_type: { type: "utf8" } },
+        { name: "v", data_type: { type: "fixed_size_list", fields: [{ name: "item", type: { type: "float32" }, nullable: true }], length: 4 } },
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(r.json.version).toBe(await versionOf("ac"));
+    const f = await fieldsOf("ac");
+    const note = f.find((x) => x.name === "note")!;
+    expect(String(note.type)).toBe("Utf8");
+    expect(note.nullable).toBe(true);
+    expect(String(f.find((x) => x.name === "v")!.type)).toBe("FixedSizeList[4]<Float32>");
+    expect((await (await open("ac")).query().select(["note"]).toArray()).map((g) => g.note)).toEqual([null, null]);
+  });
+
+  it("rejects bad entries naming them, changing nothing", async () => {
+    await rejects("ac", "add_columns", { new_columns: [{ name: "x", expression: "1" }] }, 400, 13, /^new_columns\[0\]\.name: column "x" already exists/);
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", expression: "nosuch + 1" }] }, 400, 13, "nosuch");
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", expression: "id +" }] }, 400, 13, "id +");
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", expression: "sum(id)" }] }, 400, 13, "not supported");
+    await rejects("ac", "add_columns", { new_columns: [{ name: "a.b", expression: "1" }] }, 400, 13, '"a.b"');
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q" }] }, 400, 13, /^new_columns\[0\]: needs exactly one/);
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", expression: "1", data_type: { type: "int32" } }] }, 400, 13, "new_columns[0]");
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", data_type: { type: "nosuchtype" } }] }, 400, 13, "nosuchtype");
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", expression: "1" }, { name: "q", expression: "2" }] }, 400, 13, '"q"');
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", expression: "1" }, { name: "r", data_type: { type: "int32" } }] }, 400, 13, "mixed");
+    await rejects("ac", "add_columns", { new_columns: [] }, 400, 13, /^new_columns: /);
+    await rejects("ac", "add_columns", {}, 400, 13, /^new_columns: /);
+    expect((await fieldsOf("ac")).map((f) => f.name)).not.toContain("q");
+  });
+
+  it("virtual and computed columns are 406 naming the field", async () => {
+    const vc = { input_columns: ["id"], outputs: [], image: "i", udf: "u", udf_name: "n", udf_version: "1" };
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", virtual_column: vc }] }, 406, 0, "new_columns[0].virtual_column");
+    await rejects("ac", "add_columns", { new_columns: [{ name: "q", computed: "id + 1" }] }, 406, 0, "new_columns[0].computed");
+  });
+
+  it("honours branch and nested namespaces; an unknown table is 404 code 4", async () => {
+    const r = await call("ns1$ns2$nt", "add_columns", { new_columns: [{ name: "y", expression: "id + 1" }] });
+    expect(r.status).toBe(200);
+    expect((await fieldsOf("nt", ["ns1", "ns2"])).map((f) => f.name)).toContain("y");
+    const u = await call("ns1$ns2$zz", "add_columns", { new_columns: [{ name: "y", expression: "1" }] });
+    expect(u.status).toBe(404);
+    expect(u.json.code).toBe(4);
+    const b = await call("ac", "add_columns", { branch: "nob", new_columns: [{ name: "y", expression: "1" }] });
+    expect(b.json.code).toBe(22);
+  });
+});
+
+describe("alter_columns", () => {
+  it("renames, casts and relaxes nullability in one commit", async () => {
+    const before = await versionOf("al");
+    const r = await call("al", "alter_columns", {
+      alterations: [
+        { path: "name", rename: "title" },
+        { path: "x", data_type: { type: "float32" } },
+        { path: "s.a", rename: "a.b" },
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ version: before + 1 });
+    const f = await fieldsOf("al");
+    expect(f.map((x) => x.name)).toEqual(["id", "x", "title", "s"]);
+    expect(String(f[1].type)).toBe("Float32");
+    expect(String(f[3].type)).toContain("a.b:");
+  });
+
+  it("addresses a dotted nested name with backticks", async () => {
+    const r = await call("al", "alter_columns", { alterations: [{ path: "s.`a.b`", data_type: { type: "float" }, nullable: true }] });
+    expect(r.json).toEqual({ version: await versionOf("al") });
+    const s = (await fieldsOf("al")).find((x) => x.name === "s")!;
+    expect(String(s.type.children[0].type)).toBe("Float32");
+  });
+
+  it("an unresolved path is 404 code 12 naming the canonical path; an invalid one is 400", async () => {
+    await rejects("al", "alter_columns", { alterations: [{ path: "nosuch", rename: "z" }] }, 404, 12, '"nosuch"');
+    // A leaf name alone is a top-level field only.
+    await rejects("al", "alter_columns", { alterations: [{ path: "b", rename: "z" }] }, 404, 12, '"b"');
+    await rejects("al", "alter_columns", { alterations: [{ path: "s.a.b", rename: "z" }] }, 404, 12, '"s.a.b"');
+    await rejects("al", "alter_columns", { alterations: [{ path: "s..b", rename: "z" }] }, 400, 13, '"s..b"');
+    await rejects("al", "alter_columns", { alterations: [{ path: "s.`a.b", rename: "z" }] }, 400, 13, "backtick");
+  });
+
+  it("rejects impossible changes without committing", async () => {
+    await rejects("al", "alter_columns", { alterations: [{ path: "title", data_type: { type: "int32" } }] }, 400, 13, "title");
+    await rejects("al", "alter_columns", { alterations: [{ path: "title", rename: "id" }] }, 400, 13, "id");
+    await rejects("al", "alter_columns", { alterations: [{ path: "title" }] }, 400, 13, /^alterations\[0\]: /);
+    await rejects("al", "alter_columns", { alterations: [{ path: "title", rename: "t.u" }] }, 400, 13, "t.u");
+    await rejects("al", "alter_columns", { alterations: [{ path: "title", data_type: { type: "zzz" } }] }, 400, 13, "zzz");
+    await rejects("al", "alter_columns", { alterations: [{ path: "title", rename: "a" }, { path: "title", rename: "b" }] }, 400, 13, '"title"');
+    await rejects("al", "alter_columns", { alterations: [{ path: "title", virtual_column: {} }] }, 406, 0, "alterations[0].virtual_column");
+    expect((await fieldsOf("al")).map((x) => x.name)).toEqual(["id", "x", "title", "s"]);
+  });
+});
+
+describe("drop_columns", () => {
+  it("drops top-level and nested columns in one commit", async () => {
+    const before = await versionOf("dc");
+    const r = await call("dc", "drop_columns", { columns: ["x", "s.b"] });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ version: before + 1 });
+    const f = await fieldsOf("dc");
+    expect(f.map((x) => x.name)).toEqual(["id", "name", "s"]);
+    expect(f[2].type.children.map((c: any) => c.name)).toEqual(["a"]);
+  });
+
+  it("rejects unknown, invalid and repeated paths, changing nothing", async () => {
+    await rejects("dc", "drop_columns", { columns: ["name", "zz"] }, 404, 12, /^columns\[1\]: column "zz" not found in table "dc"/);
+    await rejects("dc", "drop_columns", { columns: ["`name"] }, 400, 13, "columns[0]");
+    await rejects("dc", "drop_columns", { columns: ["name", "name"] }, 400, 13, '"name"');
+    await rejects("dc", "drop_columns", { columns: [] }, 400, 13, /^columns: /);
+    await rejects("dc", "drop_columns", { columns: ["id", "name", "s"] }, 400, 13, "all columns");
+    expect((await fieldsOf("dc")).map((x) => x.name)).toEqual(["id", "name", "s"]);
+  });
+});
+
+describe("update_field_metadata", () => {
+  const metaOf = async (p: string[]) => {
+    let f: any = (await fieldsOf("fm")).find((x) => x.name === p[0]);
+    for (const s of p.slice(1)) f = f.type.children.find((c: any) => c.name === s);
+    return Object.fromEntries(f.metadata);
+  };
+
+  it("merges, deletes keys with null, replaces, and returns the fields' metadata", async () => {
+    const before = await versionOf("fm");
+    const r = await call("fm", "update_field_metadata", {
+      updates: [
+        { path: "name", metadata: { k: "v", j: "1" } },
+        { path: "s.a", metadata: { unit: "m" } },
+      ],
+    });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ version: before + 1, fields: { name: { k: "v", j: "1" }, "s.a": { unit: "m" } } });
+    expect(await metaOf(["s", "a"])).toEqual({ unit: "m" });
+    const d = await call("fm", "update_field_metadata", { updates: [{ path: "name", metadata: { j: null, k2: "w" } }] });
+    expect(d.json.fields).toEqual({ name: { k: "v", k2: "w" } });
+    const rep = await call("fm", "update_field_metadata", { updates: [{ path: "name", metadata: { only: "x" }, replace: true }] });
+    expect(rep.json.fields).toEqual({ name: { only: "x" } });
+    expect(await metaOf(["name"])).toEqual({ only: "x" });
+  });
+
+  it("an unknown path is 404 code 12 and changes nothing", async () => {
+    await rejects("fm", "update_field_metadata", { updates: [{ path: "s.zz", metadata: { a: "b" } }] }, 404, 12, '"s.zz"');
+    await rejects("fm", "update_field_metadata", { updates: [{ path: "id", metadata: { a: 1 } }] }, 400, 13, "updates[0].metadata");
+  });
+});
+
+describe("schema_metadata/update", () => {
+  const schemaMeta = async () => Object.fromEntries((await (await open("sm")).schema()).metadata);
+
+  it("adds keys and answers the resulting bare map", async () => {
+    const before = await versionOf("sm");
+    const r = await call("sm", "schema_metadata/update", { app: "quiver", owner: "me" });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ app: "quiver", owner: "me" });
+    expect(await versionOf("sm")).toBe(before + 1);
+    expect(await schemaMeta()).toEqual({ app: "quiver", owner: "me" });
+    const again = await call("sm", "schema_metadata/update", { app: "quiver", team: "t" });
+    expect(again.json).toEqual({ app: "quiver", owner: "me", team: "t" });
+  });
+
+  it("common request fields in the body are not metadata", async () => {
+    const r = await call("sm", "schema_metadata/update", { id: ["sm"], context: { a: "b" }, extra: "1" });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ app: "quiver", owner: "me", team: "t", extra: "1" });
+  });
+
+  it("changing an existing key is 406 naming it and changes nothing", async () => {
+    const r = await rejects("sm", "schema_metadata/update", { app: "other", new: "x" }, 406, 0, '"app"');
+    expect(r.json.detail).not.toContain('"new"');
+    expect(await schemaMeta()).toEqual({ app: "quiver", owner: "me", team: "t", extra: "1" });
+  });
+
+  it("a non-string value is 400", async () => {
+    await rejects("sm", "schema_metadata/update", { n: 1 }, 400, 13, "n");
+  });
+
+  it("honours the branch query parameter", async () => {
+    expect((await call("sm", "branches/create", { name: "mb" })).status).toBe(200);
+    const r = await call("sm", "schema_metadata/update", { onb: "1" }, "?branch=mb");
+    expect(r.status).toBe(200);
+    expect(r.json.onb).toBe("1");
+    expect(await schemaMeta()).not.toHaveProperty("onb");
+    const b = await (await open("sm", [], { branch: "mb" })).schema();
+    expect(b.metadata.get("onb")).toBe("1");
+  });
+});

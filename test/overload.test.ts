@@ -1,0 +1,44 @@
+// Overload: past --max-in-flight the answer is 503 "Slow down" with Retry-After, and the server
+// keeps serving once the flood has passed.
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { arrow } from "../src/engine/arrow.js";
+import { seedTable } from "./helpers/seed.js";
+import { fromIPC } from "./helpers/arrow.js";
+import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+const ROWS = 50_000;
+let q: Quiver;
+let dataDir: string;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-overload-"));
+  const ids = Int32Array.from({ length: ROWS }, (_, i) => i);
+  await seedTable(dataDir, ["flood"], new arrow.Table({ id: arrow.makeVector(ids) }) as never);
+  q = await startQuiver({ dataDir, args: ["--max-in-flight", "4"] });
+}, 60_000);
+
+afterAll(async () => {
+  await q?.stop();
+  removeDir(dataDir);
+});
+
+it("a flood gets 503 Slow down with Retry-After beyond the in-flight bound, the rest succeed", async () => {
+  const replies = await Promise.all(Array.from({ length: 64 }, () => q.call("POST", "/v1/table/flood/query", {})));
+  const busy = replies.filter((r) => r.status === 503);
+  const ok = replies.filter((r) => r.status === 200);
+  expect(busy.length + ok.length).toBe(64);
+  expect(busy.length).toBeGreaterThan(0);
+  expect(ok.length).toBeGreaterThanOrEqual(4);
+  for (const r of busy) {
+    expect(r.json).toMatchObject({ type: "/errors/service-unavailable", title: "Slow down", status: 503, code: 17 });
+    expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+  }
+  for (const r of ok) expect(fromIPC(r.bytes).numRows).toBe(ROWS);
+  // Once the flood has passed, requests are served again.
+  const after = await q.call("POST", "/v1/table/flood/query", { k: 5 });
+  expect(after.status).toBe(200);
+  expect(fromIPC(after.bytes).numRows).toBe(5);
+});

@@ -1,0 +1,207 @@
+import { mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import * as lancedb from "@lancedb/lancedb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { seedTable } from "./helpers/seed.js";
+
+let q: Quiver;
+let dataDir: string;
+const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ a: from + i, b: `r${from + i}` }));
+
+const open = async (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) =>
+  (await lancedb.connectNamespace("dir", { root: dataDir })).openTable(name, ns, opts);
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-versions-"));
+  // vt: v1 3 rows, v2 5 rows, v3 6 rows; a branch "b1" forked at v2 with one write (b1 v3).
+  await seedTable(dataDir, ["vt"], rows(0, 3));
+  const t = await open("vt");
+  await t.add(rows(3, 2));
+  await t.add(rows(5, 1));
+  const b1 = await (await t.branches()).create("b1", undefined, 2);
+  await b1.add(rows(100, 4));
+  await seedTable(dataDir, ["ns1", "ns2", "nt"], rows(0, 2));
+  await (await open("nt", ["ns1", "ns2"])).add(rows(2, 2));
+  await seedTable(dataDir, ["rt"], rows(0, 3));
+  await (await open("rt")).add(rows(3, 3));
+  q = await startQuiver({ dataDir });
+});
+afterAll(async () => {
+  await q.stop();
+  removeDir(dataDir);
+});
+
+const list = (id: string, qs = "", body: unknown = null) => q.call("POST", `/v1/table/${id}/version/list${qs}`, body);
+const describeV = (id: string, body: unknown = {}) => q.call("POST", `/v1/table/${id}/version/describe`, body);
+
+describe("version list", () => {
+  it("lists every version with its manifest file, time and metadata", async () => {
+    const r = await list("vt");
+    expect(r.status).toBe(200);
+    expect(r.json.page_token).toBeNull();
+    expect(r.json.versions.map((v: any) => v.version)).toEqual([1, 2, 3]);
+    const stamps = (await (await open("vt")).listVersions()).map((v) => v.timestamp.getTime());
+    for (const [i, v] of r.json.versions.entries()) {
+      expect(v.manifest_path).toMatch(/^_versions\/\d{20}\.manifest$/);
+      expect(BigInt(v.manifest_path.slice(10, 30))).toBe(18446744073709551615n - BigInt(v.version));
+      const st = statSync(path.join(dataDir, "vt.lance", v.manifest_path));
+      expect(v.manifest_size).toBe(st.size);
+      expect(v.e_tag).toMatch(/^[0-9a-f]+-[0-9a-f]+-[0-9a-f]+$/);
+      expect(v.e_tag.endsWith(`-${st.size.toString(16)}`)).toBe(true);
+      expect(v.timestamp_millis).toBe(Math.round(stamps[i]));
+    }
+    expect(r.json.versions.map((v: any) => v.metadata.total_rows)).toEqual(["3", "5", "6"]);
+  });
+
+  it("pages with limit and page_token, ascending or descending", async () => {
+    const p1 = await list("vt", "?limit=2");
+    expect(p1.json.versions.map((v: any) => v.version)).toEqual([1, 2]);
+    expect(p1.json.page_token).toBe("2");
+    const p2 = await list("vt", `?limit=2&page_token=${p1.json.page_token}`);
+    expect(p2.json.versions.map((v: any) => v.version)).toEqual([3]);
+    expect(p2.json.page_token).toBeNull();
+    const d1 = await list("vt", "?descending=true&limit=2");
+    expect(d1.json.versions.map((v: any) => v.version)).toEqual([3, 2]);
+    const d2 = await list("vt", `?descending=true&limit=2&page_token=${d1.json.page_token}`);
+    expect(d2.json.versions.map((v: any) => v.version)).toEqual([1]);
+  });
+
+  it("accepts an empty body as well as JSON null", async () => {
+    const r = await q.call("POST", "/v1/table/vt/version/list");
+    expect(r.status).toBe(200);
+    expect(r.json.versions).toHaveLength(3);
+  });
+
+  it("lists a branch's versions from its own manifests", async () => {
+    const r = await list("vt", "?branch=b1");
+    expect(r.status).toBe(200);
+    expect(r.json.versions.map((v: any) => v.version)).toEqual([2, 3]);
+    for (const v of r.json.versions) {
+      expect(v.manifest_path).toMatch(/^tree\/b1\/_versions\/\d{20}\.manifest$/);
+      expect(v.manifest_size).toBe(statSync(path.join(dataDir, "vt.lance", v.manifest_path)).size);
+    }
+    expect(r.json.versions[1].metadata.total_rows).toBe("9");
+  });
+
+  it("bad paging parameters are 400 naming them", async () => {
+    const a = await list("vt", "?limit=0");
+    expect(a.status).toBe(400);
+    expect(a.json.detail).toMatch(/^limit: /);
+    const b = await list("vt", "?page_token=abc");
+    expect(b.status).toBe(400);
+    expect(b.json.detail).toMatch(/^page_token: /);
+    const c = await list("vt", "?descending=maybe");
+    expect(c.status).toBe(400);
+    expect(c.json.detail).toMatch(/^descending: /);
+  });
+
+  it("works on a table in a nested namespace", async () => {
+    const r = await list("ns1$ns2$nt");
+    expect(r.status).toBe(200);
+    expect(r.json.versions.map((v: any) => v.version)).toEqual([1, 2]);
+    expect(r.json.versions[1].manifest_size).toBeGreaterThan(0);
+  });
+
+  it("an unknown table, namespace or branch is 404 with its code", async () => {
+    const t = await list("nosuch");
+    expect(t.status).toBe(404);
+    expect(t.json.code).toBe(4);
+    const n = await list("nons$nt");
+    expect(n.json.code).toBe(1);
+    const b = await list("vt", "?branch=nob");
+    expect(b.status).toBe(404);
+    expect(b.json.code).toBe(22);
+    expect(b.json.detail).toContain('"nob"');
+  });
+});
+
+describe("version describe", () => {
+  it("describes a given version exactly as the list does", async () => {
+    const all = (await list("vt")).json.versions;
+    const r = await describeV("vt", { version: 2 });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ version: all[1] });
+  });
+
+  it("describes the latest version when none is given", async () => {
+    const r = await describeV("vt", {});
+    expect(r.json.version.version).toBe(3);
+    const n = await describeV("ns1$ns2$nt", { version: null });
+    expect(n.json.version.version).toBe(2);
+  });
+
+  it("honours branch", async () => {
+    const r = await describeV("vt", { branch: "b1" });
+    expect(r.json.version.version).toBe(3);
+    expect(r.json.version.manifest_path).toMatch(/^tree\/b1\//);
+    expect(r.json.version.metadata.total_rows).toBe("9");
+  });
+
+  it("an unknown version is 404 with code 11 naming it", async () => {
+    const r = await describeV("vt", { version: 99 });
+    expect(r.status).toBe(404);
+    expect(r.json.code).toBe(11);
+    expect(r.json.detail).toContain("99");
+    expect((await describeV("vt", { version: 1, branch: "b1" })).json.code).toBe(11);
+  });
+
+  it("a bad version is 400 naming the field", async () => {
+    const r = await describeV("vt", { version: -1 });
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/^version: /);
+  });
+});
+
+describe("restore", () => {
+  const restore = (id: string, body: unknown) => q.call("POST", `/v1/table/${id}/restore`, body);
+
+  it("commits a new version with the old content; the server's own view follows", async () => {
+    // Read through the server first so its cached handle exists before the restore.
+    expect((await describeV("rt")).json.version.metadata.total_rows).toBe("6");
+    const r = await restore("rt", { version: 1 });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({});
+    const t = await open("rt");
+    expect(await t.version()).toBe(3);
+    expect(await t.countRows()).toBe(3);
+    const d = await describeV("rt");
+    expect(d.json.version.version).toBe(3);
+    expect(d.json.version.metadata.total_rows).toBe("3");
+    expect((await list("rt")).json.versions.map((v: any) => v.version)).toEqual([1, 2, 3]);
+  });
+
+  it("restores on a branch and leaves main untouched", async () => {
+    const mainBefore = (await describeV("vt")).json.version;
+    const r = await restore("vt", { version: 2, branch: "b1" });
+    expect(r.status).toBe(200);
+    const b = await open("vt", [], { branch: "b1" });
+    expect(await b.version()).toBe(4);
+    expect(await b.countRows()).toBe(5);
+    expect((await describeV("vt")).json.version).toEqual(mainBefore);
+    expect(await (await open("vt")).countRows()).toBe(6);
+  });
+
+  it("an unknown version is 404 code 11 and changes nothing", async () => {
+    const r = await restore("rt", { version: 42 });
+    expect(r.status).toBe(404);
+    expect(r.json.code).toBe(11);
+    expect(await (await open("rt")).version()).toBe(3);
+  });
+
+  it("version is required", async () => {
+    const r = await restore("rt", {});
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toMatch(/^version: /);
+    expect(await (await open("rt")).version()).toBe(3);
+  });
+
+  it("works in a nested namespace and 404s for an unknown table", async () => {
+    expect((await restore("ns1$ns2$nt", { version: 1 })).status).toBe(200);
+    expect(await (await open("nt", ["ns1", "ns2"])).countRows()).toBe(2);
+    const r = await restore("ns1$ns2$zz", { version: 1 });
+    expect(r.status).toBe(404);
+    expect(r.json.code).toBe(4);
+  });
+});
