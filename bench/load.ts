@@ -129,7 +129,7 @@ async function enginePhase(table: lancedb.Table, name: string, run: (v: number[]
   return r;
 }
 
-async function recall(url: URL): Promise<number> {
+async function recall(url: URL, extra: object): Promise<number> {
   const conn = new Conn(url.hostname, Number(url.port));
   const headers = `x-api-key: ${KEY}\r\ncontent-type: application/json\r\n`;
   const { arrow } = await import("../src/engine/arrow.js");
@@ -142,7 +142,7 @@ async function recall(url: URL): Promise<number> {
   const n = 50;
   for (const v of vectors.slice(0, n)) {
     const base = { vector: { single_vector: v }, k: 10, columns: { column_names: ["id"] } };
-    const got = await ids({ ...base, nprobes: NPROBES });
+    const got = await ids({ ...base, nprobes: NPROBES, ...extra });
     const exact = new Set(await ids({ ...base, bypass_vector_index: true }));
     hits += got.filter((id) => exact.has(id)).length;
   }
@@ -171,7 +171,10 @@ async function main() {
     const url = new URL(values.url ? String(values.url) : started!.url);
     const label = w !== undefined && sweep.length > 1 ? ` w=${w}` : "";
     try {
-      console.log(`\nrecall@10 (nprobes ${NPROBES}) of indexed search against exact search, 50 queries: ${(await recall(url)).toFixed(3)}`);
+      for (const refine of [0, 10]) {
+        const r = await recall(url, refine ? { refine_factor: refine } : {});
+        console.log(`recall@10 of indexed search (nprobes ${NPROBES}, refine_factor ${refine}) against exact search, 50 queries: ${r.toFixed(3)}`);
+      }
       console.log(`\nQuiver ${url.origin}${w !== undefined ? ` --workers ${w}` : ""}`);
       console.log(header());
       await quiverPhases(url, label, String(values.ops).split(",").filter((o) => o !== "vector"));

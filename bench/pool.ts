@@ -34,9 +34,10 @@ console.log(header());
 for (const c of [1, Number(values.concurrency)]) {
   await phase(`main thread c=${c}`, c, main);
 }
-const filename = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../workers/query.js");
+const filename = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "./pool-worker.js");
 for (const w of String(values.sweep).split(",").map(Number)) {
-  const pool = new Piscina({ filename, minThreads: w, maxThreads: w });
+  // LanceDB calls are async: let each worker overlap as many tasks as are in flight.
+  const pool = new Piscina({ filename, minThreads: w, maxThreads: w, concurrentTasksPerWorker: Number(values.concurrency) });
   const run = (v: number[]) => pool.run({ dataDir, table: BENCH_TABLE, vector: v, k: K, nprobes: NPROBES });
   for (const c of [1, Number(values.concurrency)]) await phase(`piscina ${w} worker(s) c=${c}`, c, run);
   await pool.destroy();

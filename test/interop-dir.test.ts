@@ -7,6 +7,8 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { seedTable } from "./helpers/seed.js";
+import { toStream } from "./helpers/arrow.js";
+import { tableFromArrays } from "apache-arrow";
 
 const servers: Quiver[] = [];
 afterAll(async () => {
@@ -28,6 +30,19 @@ describe("directory catalog interop", () => {
     expect((await db.describeNamespace(["team"])).properties).toEqual({ owner: "a" });
   });
 
+  it("LanceDB opens and reads the tables Quiver made, nested ones included", async () => {
+    const q = await startQuiver();
+    servers.push(q);
+    await q.call("POST", "/v1/namespace/qns/create", {});
+    const body = toStream(tableFromArrays({ id: Int32Array.from([1, 2, 3]) }));
+    expect((await q.call("POST", "/v1/table/qns$made/create", body)).status).toBe(200);
+    expect((await q.call("POST", "/v1/table/rooted/create", body)).status).toBe(200);
+    const db = await lancedb.connectNamespace("dir", { root: q.dataDir });
+    expect((await db.listTables(["qns"])).tables).toEqual(["made"]);
+    expect(await (await db.openTable("made", ["qns"])).countRows()).toBe(3);
+    expect(await (await db.openTable("rooted")).countRows()).toBe(3);
+  });
+
   it("Quiver serves the namespaces and tables LanceDB made before it started", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "quiver-interop-"));
     const db = await lancedb.connectNamespace("dir", { root: dir });
@@ -37,6 +52,8 @@ describe("directory catalog interop", () => {
     servers.push(q);
     expect((await q.call("GET", "/v1/namespace/%24/list")).json.namespaces).toEqual(["lns"]);
     expect((await q.call("POST", "/v1/namespace/lns/describe", {})).json).toEqual({ properties: { made: "by-lancedb" } });
+    expect((await q.call("GET", "/v1/namespace/lns/table/list")).json.tables).toEqual(["things"]);
+    expect((await q.call("POST", "/v1/table/lns$things/count_rows", {})).json).toBe(2);
     const drop = await q.call("POST", "/v1/namespace/lns/drop", {});
     expect(drop.status).toBe(409);
     expect(drop.json.detail).toContain("lns$things");

@@ -55,7 +55,6 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (process.env.QDEBUG) console.log(q?.stderr());
   await q?.stop();
   removeDir(dataDir);
 });
@@ -134,6 +133,11 @@ describe("vector search", () => {
     expect(names(aliased)).toEqual(["ident", "cat", "_distance"]);
     expect(col(aliased, "ident")).toEqual(col(await flat.vectorSearch(qv[0]).limit(5).toArrow(), "id"));
     expect(names(await rows("flat", { vector: qv[0], k: 5, columns: ["text"] }))).toEqual(["text", "_distance"]);
+    // LanceDB's client may send `{output name: SQL expression}`.
+    const exprs = await rows("flat", { vector: qv[0], k: 5, columns: { twice: "id * 2" } });
+    expect(names(exprs)).toEqual(["twice", "_distance"]);
+    expect(col(exprs, "twice")).toEqual(col(aliased, "ident").map((x) => (x as number) * 2));
+    await expectError("flat", { vector: qv[0], columns: { bad: "id +" } }, 400, /^columns: /, 13);
   });
 
   it("distance_type changes the metric (cosine equals LanceDB's cosine)", async () => {
@@ -230,6 +234,8 @@ describe("full-text search", () => {
     expect(col(got, "id")).toEqual(col(own, "id"));
     const legacy = await rows("items", { vector: [], full_text_query: { query: "river", columns: ["text"] }, filter: "category = 'gamma'", k: 20 });
     expect(col(legacy, "id")).toEqual(col(own, "id"));
+    const legacyTree = await rows("items", { vector: [], full_text_query: { query: { match: { terms: "river", column: "text" } } }, filter: "category = 'gamma'", k: 20 });
+    expect(col(legacyTree, "id")).toEqual(col(own, "id"));
   });
 
   const structured = (query: object) => ({ full_text_query: { structured_query: { query } }, k: 10, columns: { column_names: ["id", "text"] } });

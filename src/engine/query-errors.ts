@@ -11,7 +11,8 @@ export function engineReason(err: unknown): string {
     .trim();
 }
 
-type Rule = [RegExp, (m: RegExpMatchArray, table: string) => ApiError];
+/** A rule's answer: an ApiError, or null for "400 naming the field, with the engine's own reason". */
+type Rule = [RegExp, (m: RegExpMatchArray, table: string) => ApiError | null];
 
 const notFound = (what: string, name: string, table: string) =>
   new ApiError(Code.TableColumnNotFound, `${what} ${JSON.stringify(name)} not found in table ${JSON.stringify(table)}`);
@@ -28,8 +29,8 @@ const rules: Rule[] = [
     invalid(`vector: has ${m[1]} dimensions, vector column ${JSON.stringify(m[2])} has ${m[3]}`)],
   [/Data type is not a vector[^,]*, but (\S+)/, (m) => invalid(`vector_column: is not a vector column (its type is ${m[1]})`)],
   [/Distance type (\w+) does not support (\w+)/, (m) => invalid(`distance_type: ${m[1]} does not support ${m[2]} vectors`)],
-  [/Error parsing statement|Error resolving filter expression|Invalid user input|sql parser error/, (_m, _t) => invalid("")],
-  [/Expression is not valid/, () => invalid("")],
+  [/Error parsing statement|Error resolving filter expression|Invalid user input|sql parser error/, () => null],
+  [/Expression is not valid/, () => null],
   [/INVERTED index has been created/, (_m, t) =>
     invalid(`full_text_query: table ${JSON.stringify(t)} has no full-text index; name the columns to search or create an FTS index`)],
   [/position is not found but required for phrase queries/, () =>
@@ -37,7 +38,7 @@ const rules: Rule[] = [
   [/FTS field '([^']+)' must resolve to/, (m) => invalid(`full_text_query: column ${JSON.stringify(m[1])} is not a string column`)],
   [/Cannot have both nearest and full text search/, () =>
     invalid("query: the engine cannot produce a plan for hybrid (vector plus full-text) search")],
-  [/maximum_nprobes must be/, () => invalid("")],
+  [/maximum_nprobes must be/, () => null],
   [/Query timeout/, () => new ApiError(Code.ServiceUnavailable, "query timed out")],
 ];
 
@@ -57,11 +58,9 @@ export function translateQueryError(err: unknown, table: string): never {
     const m = msg.match(re);
     if (!m) continue;
     const e = make(m, table);
-    if (e.message === "") {
-      const reason = engineReason(err);
-      throw invalid(`${fieldOf(reason)}: ${reason}`);
-    }
-    throw e;
+    if (e) throw e;
+    const reason = engineReason(err);
+    throw invalid(`${fieldOf(reason)}: ${reason}`);
   }
   if (/Invalid input/.test(msg)) throw invalid(`query: ${engineReason(err)}`);
   throw err;

@@ -125,14 +125,20 @@ function applyVector(q: lancedb.VectorQuery, s: QuerySpec): void {
   if (!s.prefilter) q.postfilter();
 }
 
-/** The projection: a pure vector search always returns `_distance`; naming it keeps the engine quiet. */
+/**
+ * The projection. The engine always appends its score column (`_distance` for a vector search,
+ * `_score` for a full-text one) and warns on every query when the select list omits it; naming it
+ * gives the same output without the noise.
+ */
 function applySelect(q: Builder, s: QuerySpec): void {
   if (s.columns === null) return;
-  const pureVector = s.vectors !== null && s.fts === null;
+  const auto = s.vectors !== null && s.fts === null ? "_distance" : s.vectors === null && s.fts !== null ? "_score" : null;
   if (Array.isArray(s.columns)) {
-    q.select(pureVector && !s.columns.includes("_distance") ? [...s.columns, "_distance"] : s.columns);
+    q.select(auto && !s.columns.includes(auto) ? [...s.columns, auto] : s.columns);
   } else {
-    q.select(new Map(Object.entries(s.columns)));
+    const m = new Map(Object.entries(s.columns));
+    if (auto && !m.has(auto)) m.set(auto, auto);
+    q.select(m);
   }
 }
 

@@ -1,7 +1,7 @@
 // A validated query request (either wire shape) → one plain QuerySpec the engine executes.
 // The "one of A or B, not both" and "exactly one key" rules live here so each 400 names its field.
 import { compile } from "../schemas/validate.js";
-import { ApiError, Code, invalid } from "../errors.js";
+import { invalid } from "../errors.js";
 import { FtsQuery, type FtsNode, type QueryRequest } from "../schemas/query.js";
 import type { FtsSpec, QuerySpec } from "../engine/query-spec.js";
 
@@ -99,7 +99,7 @@ export function querySpec(b: QueryRequest): QuerySpec {
   const minP = b.minimum_nprobes ?? b.nprobes ?? null;
   const maxP = b.maximum_nprobes ?? b.nprobes ?? null;
   if (minP && maxP && maxP < minP) {
-    throw new ApiError(Code.InvalidInput, `maximum_nprobes: ${maxP} is less than minimum_nprobes ${minP}`);
+    throw invalid(`maximum_nprobes: ${maxP} is less than minimum_nprobes ${minP}`);
   }
   return {
     vectors: vs,
