@@ -60,6 +60,7 @@ async function main() {
   const db = await lancedb.connect(dataDir);
   const t = await db.createTable("bench_ix", rows(Math.min(ROWS, 20_000), 0));
   for (let done = 20_000; done < ROWS; done += 20_000) await t.add(rows(Math.min(20_000, ROWS - done), done));
+  console.error(`seeded ${ROWS} x ${DIM}`);
   const q = await startQuiver(dataDir);
   const conns = Array.from({ length: C }, () => new Conn("127.0.0.1", q.port));
   const admin = new Conn("127.0.0.1", q.port);
@@ -68,10 +69,12 @@ async function main() {
     const r = await conns[loop].request("POST", "/v1/table/bench_ix/query", headers, qv);
     return r.status === 200 ? null : `HTTP ${r.status}: ${r.body.toString().slice(0, 200)}`;
   };
+  console.error("baseline");
   const base = await closedLoop("query, no build", C, Number(values.baseline), query);
 
   const created = await admin.request("POST", "/v1/table/bench_ix/create_index", headers, Buffer.from(JSON.stringify({ column: "vec", index_type: "IVF_PQ" })));
   if (created.status !== 200) throw new Error(`create_index: ${created.status} ${created.body}`);
+  console.error("build started");
   const tx = JSON.parse(created.body.toString()).transaction_id as string;
   const t0 = performance.now();
   let status = "Queued";

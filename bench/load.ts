@@ -8,14 +8,12 @@
 // Without --url it starts Quiver itself (dist/src/main.js) on the data directory, with --workers N
 // (or once per count in --sweep) and a generated API key; with --url it uses the running one.
 import * as lancedb from "@lancedb/lancedb";
-import { spawn, type ChildProcess } from "node:child_process";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { queryVectors } from "./dataset.js";
 import { BENCH_TABLE, datasetArgs } from "./generate.js";
 import { Conn } from "./http-client.js";
+import { startQuiver } from "./quiver-process.js";
 import { closedLoop, header, line, summary, type Result } from "./stats.js";
 
 const { values } = parseArgs({
@@ -62,23 +60,6 @@ const ops: Record<string, { path: string; bodies: Buffer[] }> = {
   count: { path: `/v1/table/${BENCH_TABLE}/count_rows`, bodies: [Buffer.from(JSON.stringify({ predicate: "category = 'beta'" }))] },
   describe: { path: `/v1/namespace/${NS}/describe`, bodies: [Buffer.from("{}")] },
 };
-
-async function startQuiver(workers: number | undefined): Promise<{ url: string; proc: ChildProcess }> {
-  const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src/main.js");
-  const args = [main, "--port", "0", "--data-dir", dataDir, "--api-keys", `${KEY}:admin`, "--log-level", "warn"];
-  if (workers !== undefined) args.push("--workers", String(workers));
-  const proc = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
-    proc.stdout!.on("data", (d) => {
-      out += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on("exit", (c) => reject(new Error(`quiver exited with ${c}: ${out}`)));
-  });
-  return { url: `http://127.0.0.1:${port}`, proc };
-}
 
 async function httpPhase(url: URL, name: string, pick: (loop: number, i: number) => { path: string; body: Buffer }, seconds: number): Promise<Result> {
   const conns = Array.from({ length: C }, () => new Conn(url.hostname, Number(url.port)));
@@ -167,7 +148,7 @@ async function main() {
     while (await it.next());
   };
   for (const w of sweep) {
-    const started = values.url ? null : await startQuiver(w);
+    const started = values.url ? null : await startQuiver(dataDir, KEY, w !== undefined ? ["--workers", String(w)] : []);
     const url = new URL(values.url ? String(values.url) : started!.url);
     const label = w !== undefined && sweep.length > 1 ? ` w=${w}` : "";
     try {
@@ -195,8 +176,7 @@ async function main() {
         console.log(`${qb.name} vs ${e.name}: QPS ratio ${(a.qps / b.qps).toFixed(3)}, p99 ratio ${(a.p99 / b.p99).toFixed(3)}`);
       }
     } finally {
-      started?.proc.kill("SIGTERM");
-      if (started) await new Promise((r) => started.proc.on("exit", r));
+      await started?.stop();
     }
   }
 }

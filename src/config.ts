@@ -23,6 +23,7 @@ export const options = [
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "tasks waiting for a pool worker; more are answered 503 Slow down" },
+  { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
   { key: "index-builds", kind: "int", def: 1, min: 1, doc: "index builds running at once; more wait as Queued" },
   { key: "api-keys", kind: "string", def: undefined, doc: "comma-separated `key:role[:prefix|prefix]` (role: read, write, admin)" },
@@ -45,6 +46,7 @@ export interface Config {
   maxArrowBody: number;
   maxInFlight: number;
   maxQueue: number;
+  ingestInlineMaxBytes: number;
   consistencyIntervalMs: number;
   indexBuilds: number;
   apiKeys?: string;

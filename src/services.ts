@@ -8,6 +8,7 @@ import { openTables, type Tables } from "./engine/tables.js";
 import { engineMessage } from "./engine/indexes.js";
 import { INDEX_BUILD, indexBuildRunner } from "./jobs/index-build.js";
 import { openJobs, type Jobs } from "./jobs/scheduler.js";
+import { createIngestPool, type IngestPool } from "./pool.js";
 
 export interface Services {
   config: Config;
@@ -17,6 +18,8 @@ export interface Services {
   privateDir: string;
   /** Background operations (index builds) tracked as durable transactions. */
   jobs: Jobs;
+  /** Worker threads decoding large Arrow IPC request bodies. */
+  pool: IngestPool;
   /** Release what the services hold (called after the server drained). */
   close(): Promise<void>;
 }
@@ -27,7 +30,11 @@ export async function createServices(config: Config): Promise<Services> {
   const manifest = await openManifestTable(config.dataDir, privateDir);
   const catalog = await openCatalog(manifest, config.consistencyIntervalMs);
   const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
-  const svc: Services = { config, catalog, tables, privateDir, jobs: undefined as unknown as Jobs, close: () => svc.jobs.close() };
+  const pool = createIngestPool(config);
+  const close = async () => {
+    await Promise.all([svc.jobs.close(), pool.destroy()]);
+  };
+  const svc: Services = { config, catalog, tables, privateDir, jobs: undefined as unknown as Jobs, pool, close };
   svc.jobs = openJobs(privateDir, config.indexBuilds, { [INDEX_BUILD]: indexBuildRunner(svc) }, engineMessage);
   return svc;
 }

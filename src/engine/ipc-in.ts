@@ -3,11 +3,16 @@
 // nulls into non-nullable columns.
 import type * as A from "apache-arrow";
 import { invalid } from "../errors.js";
+import type { Services } from "../services.js";
 import { arrow } from "./arrow.js";
 import { toJsonType } from "./json-arrow.js";
 
-/** The body as an Arrow table; 400 when it is missing or not an Arrow IPC stream (or file). */
-export function decodeIpc(raw: Uint8Array | undefined): A.Table {
+/**
+ * THE decode of a request body, run inline for small bodies and in workers/ingest.ts for large
+ * ones: the body as a storable table (dictionary columns flattened), and whether that table differs
+ * from the bytes sent. 400 when the body is missing, not an Arrow IPC stream (or file), or unstorable.
+ */
+export function normaliseIpc(raw: Uint8Array | undefined): { table: A.Table; rewritten: boolean } {
   if (!raw || raw.length === 0) throw invalid("body: an Arrow IPC stream is required");
   let t: A.Table;
   try {
@@ -18,7 +23,18 @@ export function decodeIpc(raw: Uint8Array | undefined): A.Table {
   // A byte soup that happens to parse yields no schema at all.
   if (t.schema.fields.length === 0) throw invalid("body: not a valid Arrow IPC stream (no schema with columns)");
   t.schema.fields.forEach((f) => checkStorable(f, f.name));
-  return plainColumns(t);
+  const table = plainColumns(t);
+  return { table, rewritten: table !== t };
+}
+
+/**
+ * The body as a storable table. Bodies up to `--ingest-inline-max-bytes` are decoded here; larger
+ * ones in the ingest pool, so their O(rows) flattening never stalls the event loop serving queries
+ * (the pool hands back plain IPC bytes, whose decode here is O(batches x columns)).
+ */
+export async function decodeIpc(svc: Pick<Services, "config" | "pool">, raw: Uint8Array | undefined): Promise<A.Table> {
+  if (!raw || raw.length <= svc.config.ingestInlineMaxBytes) return normaliseIpc(raw).table;
+  return arrow.tableFromIPC(await svc.pool.ingest(raw));
 }
 
 // Lance writes a timestamp's zone into a ':'-separated type string, so a zone such as "+01:00"

@@ -29,7 +29,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
 }
 
 async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
-  const data = decodeIpc(ctx.raw);
+  const data = await decodeIpc(ctx.svc, ctx.raw);
   if (data.numRows === 0) throw invalid("body: the Arrow IPC stream holds no rows");
   checkFits(data, await t.schema(), name);
   return data;

@@ -95,7 +95,7 @@ export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
   tableName(id);
   const mode = modeParam(query, "mode", ["create", "exist_ok", "overwrite"] as const, "create");
   const properties = mapParam(query, "properties");
-  const data = decodeIpc(raw);
+  const data = await decodeIpc(svc, raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc, id.slice(0, -1));
   if (!existingTable(svc, id)) return createNew(svc, id, data, properties ?? {});
