@@ -1,6 +1,7 @@
 // Runs a create_index transaction in a child process (see build-worker.ts for why).
 // Cancel kills the child; an index that committed anyway (cancel raced the commit) is dropped.
 import { fork } from "node:child_process";
+import { setPriority } from "node:os";
 import type { Entry } from "../catalog/catalog.js";
 import { dropIfPresent, type IndexParams } from "../engine/indexes.js";
 import { requireTable } from "../operations/table-ref.js";
@@ -24,6 +25,7 @@ export interface BuildRequest {
 
 export const INDEX_BUILD = "create_index";
 
+const BUILD_NICENESS = 10;
 const WORKER = new URL("./build-worker.js", import.meta.url);
 
 export function indexBuildRunner(svc: Services): Runner {
@@ -31,6 +33,8 @@ export function indexBuildRunner(svc: Services): Runner {
     const spec = rec.spec as IndexBuildSpec;
     const entry = await requireTable(svc, rec.table);
     const child = fork(WORKER, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    // Builds are background work: requests get the CPU first (query p99 during a build).
+    if (child.pid !== undefined) setPriority(child.pid, BUILD_NICENESS);
     const done = new Promise<void>((resolve, reject) => {
       child.once("message", (m: { ok: boolean; message?: string }) => (m.ok ? resolve() : reject(new Error(m.message))));
       child.once("exit", (code, signal) => reject(new Error(`the index build process ended unexpectedly (${signal ?? `exit code ${code}`})`)));
