@@ -4,14 +4,13 @@
 //
 //   node dist/bench/index-build.js [--rows 100000] [--dim 64] [--concurrency 8] [--baseline 5]
 import * as lancedb from "@lancedb/lancedb";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Conn } from "./http-client.js";
+import { startQuiver } from "./quiver-process.js";
 import { closedLoop, header, line, type Result } from "./stats.js";
 
 const { values } = parseArgs({
@@ -35,24 +34,6 @@ function rows(n: number, from: number) {
   return lancedb.makeArrowTable(Array.from({ length: n }, (_, i) => ({ id: BigInt(from + i), vec: Array.from({ length: DIM }, r) })), { schema });
 }
 
-async function startQuiver(dataDir: string): Promise<{ port: number; stop: () => void }> {
-  const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src/main.js");
-  const proc = spawn(process.execPath, [main, "--port", "0", "--data-dir", dataDir], {
-    env: { ...process.env, QUIVER_API_KEYS: `${KEY}:admin`, QUIVER_LOG_LEVEL: "warn" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
-    proc.stdout!.on("data", (d) => {
-      out += d;
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on("exit", (code) => reject(new Error(`quiver exited with ${code}`)));
-  });
-  return { port, stop: () => proc.kill("SIGTERM") };
-}
-
 const headers = `x-api-key: ${KEY}\r\ncontent-type: application/json\r\n`;
 
 async function main() {
@@ -60,11 +41,11 @@ async function main() {
   const db = await lancedb.connectNamespace("dir", { root: dataDir });
   const t = await db.createTable("bench_ix", rows(Math.min(ROWS, 20_000), 0), []);
   for (let done = 20_000; done < ROWS; done += 20_000) await t.add(rows(Math.min(20_000, ROWS - done), done));
-  const q = await startQuiver(dataDir);
+  const q = await startQuiver(dataDir, KEY);
   try {
-    await measure(q.port);
+    await measure(Number(new URL(q.url).port));
   } finally {
-    q.stop();
+    await q.stop();
     await new Promise((r) => setTimeout(r, 500));
     rmSync(dataDir, { recursive: true, force: true });
   }

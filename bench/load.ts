@@ -131,8 +131,12 @@ async function recall(url: URL, extra: object): Promise<number> {
   return hits / (n * 10);
 }
 
-/** Best round of a phase (highest QPS): other load on a shared machine only ever slows a round down. */
-const best = (rs: Result[]) => rs.reduce((a, b) => (summary(b).qps > summary(a).qps ? b : a));
+/** Median over rounds of each figure (QPS and each percentile taken separately). */
+function medians(rs: Result[]) {
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const ss = rs.map(summary);
+  return { name: rs[0].name, qps: med(ss.map((s) => s.qps)), p50: med(ss.map((s) => s.p50)), p95: med(ss.map((s) => s.p95)), p99: med(ss.map((s) => s.p99)) };
+}
 
 async function main() {
   console.log(`machine: ${cpus()[0]?.model ?? "?"} x ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
@@ -166,14 +170,14 @@ async function main() {
         rounds.toArrow.push(await enginePhase(table, "engine vector toArrow", engineToArrow));
         rounds.raw.push(await enginePhase(table, "engine vector raw IPC", engineRaw));
       }
-      const [qb, tb, rb] = [best(rounds.quiver), best(rounds.toArrow), best(rounds.raw)];
-      console.log(`\nbest of ${ROUNDS} rounds`);
-      console.log(header());
-      [qb, tb, rb].forEach((r) => console.log(line(r)));
-      for (const e of [tb, rb]) {
-        const a = summary(qb);
-        const b = summary(e);
-        console.log(`${qb.name} vs ${e.name}: QPS ratio ${(a.qps / b.qps).toFixed(3)}, p99 ratio ${(a.p99 / b.p99).toFixed(3)}`);
+      const [qm, tm, rm] = [medians(rounds.quiver), medians(rounds.toArrow), medians(rounds.raw)];
+      console.log(`\nmedians of ${ROUNDS} rounds`);
+      console.log(`${"operation".padEnd(28)}${"QPS".padStart(10)}${"p50 ms".padStart(10)}${"p95 ms".padStart(10)}${"p99 ms".padStart(10)}`);
+      for (const m of [qm, tm, rm]) {
+        console.log(`${m.name.padEnd(28)}${m.qps.toFixed(0).padStart(10)}${[m.p50, m.p95, m.p99].map((x) => x.toFixed(2).padStart(10)).join("")}`);
+      }
+      for (const e of [tm, rm]) {
+        console.log(`${qm.name} vs ${e.name}: QPS ratio ${(qm.qps / e.qps).toFixed(3)}, p99 ratio ${(qm.p99 / e.p99).toFixed(3)}`);
       }
     } finally {
       await started?.stop();

@@ -1,4 +1,5 @@
-import { exportSPKI, generateKeyPair, SignJWT, type KeyLike } from "jose";
+import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type KeyLike } from "jose";
+import http from "node:http";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -155,5 +156,29 @@ describe("first start without configured credentials", () => {
     expect((await request(`${second.url}/v1/namespace/%24/list`, "GET", undefined, { "x-api-key": printed! })).status).toBe(200);
     await second.stop();
     removeDir(first.dataDir);
+  });
+});
+
+describe("JWKS URL", () => {
+  it("verifies tokens against keys served by the authorization server's JWKS endpoint", async () => {
+    const pair = await generateKeyPair("ES256");
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "ES256" };
+    const jwks = http.createServer((_, res) => {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((r) => jwks.listen(0, "127.0.0.1", r));
+    const port = (jwks.address() as { port: number }).port;
+    const s = await startQuiver({ env: { QUIVER_JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, QUIVER_JWT_ISSUER: ISSUER } });
+    const sign = (key: KeyLike) =>
+      new SignJWT({ role: "read" }).setProtectedHeader({ alg: "ES256", kid: "k1" }).setIssuer(ISSUER).setExpirationTime("5m").sign(key);
+    const good = await sign(pair.privateKey);
+    const bad = await sign((await generateKeyPair("ES256")).privateKey);
+    const list = (t: string) => request(`${s.url}/v1/namespace/%24/list`, "GET", undefined, { authorization: `Bearer ${t}` });
+    expect((await list(good)).status).toBe(200);
+    expect((await list(bad)).status).toBe(401);
+    await s.stop();
+    jwks.close();
+    removeDir(s.dataDir);
   });
 });

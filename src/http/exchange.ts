@@ -125,7 +125,11 @@ const waitWritable = (x: Exchange) =>
     });
   });
 
-/** Stream chunks (chunked encoding), pausing whenever uWS reports backpressure. */
+// Chunks are gathered up to this size before a write: a small result (a top-k query) leaves in
+// one write with a Content-Length, a large one streams in chunks of about this size.
+const FLUSH_BYTES = 64 * 1024;
+
+/** Stream chunks (chunked encoding past FLUSH_BYTES), pausing whenever uWS reports backpressure. */
 export async function sendStream(
   x: Exchange,
   status: number,
@@ -136,16 +140,26 @@ export async function sendStream(
   if (x.aborted || x.done) return;
   x.done = true;
   let started = false;
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const flush = async () => {
+    const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    let ok = true;
+    x.res.cork(() => {
+      if (!started) head(x, status, contentType, headers);
+      started = true;
+      ok = x.res.write(data);
+    });
+    if (!ok) await waitWritable(x);
+  };
   try {
     for await (const chunk of chunks) {
       if (x.aborted) return;
-      let ok = true;
-      x.res.cork(() => {
-        if (!started) head(x, status, contentType, headers);
-        started = true;
-        ok = x.res.write(chunk);
-      });
-      if (!ok) await waitWritable(x);
+      pending.push(chunk);
+      pendingBytes += chunk.byteLength;
+      if (pendingBytes >= FLUSH_BYTES) await flush();
       if (x.aborted) return;
     }
   } catch (err) {
@@ -155,8 +169,9 @@ export async function sendStream(
     else if (!x.aborted) x.res.close();
     throw err;
   }
+  const rest = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
   x.res.cork(() => {
     if (!started) head(x, status, contentType, headers);
-    x.res.end();
+    x.res.end(rest);
   });
 }
