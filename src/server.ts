@@ -149,7 +149,7 @@ export function startServer(svc: Services, authenticate: Authenticate): Promise<
 
     const ctx: OpContext = {
       id: id ?? [],
-      params: id === null && rawParams.id !== undefined ? { ...params, id: decodeSegment(rawParams.id, "id") } : params,
+      params,
       query,
       body: validated,
       raw: op.body === "arrow" ? bytes : undefined,
