@@ -26,6 +26,7 @@ interface Incoming {
   creds: Credentials;
   contentLength: number | null;
   context: Record<string, string>;
+  lancedbClient: boolean;
 }
 
 /** Everything needed from the uWS request, read synchronously: it is invalid after the first await. */
@@ -33,6 +34,7 @@ function readIncoming(req: HttpRequest): Incoming {
   const creds: Credentials = {};
   const context: Record<string, string> = {};
   let contentLength: number | null = null;
+  let lancedbClient = false;
   req.forEach((k, v) => {
     if (k === "x-api-key") creds.apiKey = v;
     else if (k === "authorization") {
@@ -41,8 +43,9 @@ function readIncoming(req: HttpRequest): Incoming {
     } else if (k === "content-length") contentLength = Number(v);
     else if (k.startsWith("x-svc-ctx-")) context[k.slice(10)] = v;
     else if (k.startsWith("x-lance-ctx-")) context[k.slice(12)] ??= v;
+    else if (k === "x-lancedb-database") lancedbClient = true;
   });
-  return { method: req.getMethod().toUpperCase(), url: req.getUrl(), query: req.getQuery() ?? "", creds, contentLength, context };
+  return { method: req.getMethod().toUpperCase(), url: req.getUrl(), query: req.getQuery() ?? "", creds, contentLength, context, lancedbClient };
 }
 
 function sendError(x: Exchange, err: ApiError, instance: string, requestId: string): void {
@@ -157,6 +160,7 @@ export function startServer(svc: Services, authenticate: Authenticate): Promise<
       principal,
       context,
       requestId,
+      lancedbClient: inc.lancedbClient,
       signal: x.signal,
       svc,
     };

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { A } from "./helpers/index-data.js";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { seedTable } from "./helpers/seed.js";
 
@@ -127,6 +128,20 @@ describe("alter_columns", () => {
     expect(f.map((x) => x.name)).toEqual(["id", "x", "title", "s"]);
     expect(String(f[1].type)).toBe("Float32");
     expect(String(f[3].type)).toContain("a.b:");
+  });
+
+  it("nullable: true relaxes a non-nullable field, as describe's schema shows", async () => {
+    const schema = new A.Schema([new A.Field("id", new A.Int32(), false), new A.Field("name", new A.Utf8(), false)]);
+    const data = lancedb.makeArrowTable([{ id: 1, name: "a" }, { id: 2, name: "b" }], { schema });
+    expect((await call("nl", "create", A.tableToIPC(data, "stream"))).status).toBe(200);
+    const nullability = async () =>
+      Object.fromEntries(((await call("nl", "describe", {})).json.schema.fields as any[]).map((f) => [f.name, f.nullable]));
+    expect(await nullability()).toEqual({ id: false, name: false });
+    const r = await call("nl", "alter_columns", { alterations: [{ path: "name", nullable: true }] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toEqual({ version: 2 });
+    expect(await nullability()).toEqual({ id: false, name: true });
+    expect((await fieldsOf("nl")).map((f) => [f.name, f.nullable])).toEqual([["id", false], ["name", true]]);
   });
 
   it("addresses a dotted nested name with backticks", async () => {

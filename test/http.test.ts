@@ -1,11 +1,13 @@
 import net from "node:net";
 import { readdirSync } from "node:fs";
+import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toStream } from "./helpers/arrow.js";
 import { ADMIN_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 
 let q: Quiver;
 beforeAll(async () => {
-  q = await startQuiver({ args: ["--max-json-body", "4096"], env: { QUIVER_LOG_LEVEL: "debug" } });
+  q = await startQuiver({ args: ["--max-json-body", "4096", "--max-arrow-body", "65536"], env: { QUIVER_LOG_LEVEL: "debug" } });
 });
 afterAll(async () => {
   await q.stop();
@@ -142,6 +144,51 @@ describe("bodies", () => {
     expect(r.status).toBe(413);
     expect(r.json.detail).toContain("4096");
     expect((await q.call("POST", "/v1/namespace/huge/exists", {})).status).toBe(404);
+  });
+
+  it("an Arrow body over --max-arrow-body is 413 naming the limit, and nothing is stored", async () => {
+    const arrowRows = (n: number) => {
+      const ids = Array.from({ length: n }, (_, i) => i);
+      return toStream(new Table({ id: vectorFromArray(ids, new Int32()), name: vectorFromArray(ids.map((i) => `row-${i}`), new Utf8()) }));
+    };
+    const big = arrowRows(10_000);
+    expect(big.byteLength).toBeGreaterThan(65536);
+    const c = await q.call("POST", "/v1/table/bigarrow/create", big);
+    expect(c.status).toBe(413);
+    expect(c.json.detail).toContain("65536");
+    expect((await q.call("POST", "/v1/table/bigarrow/exists", {})).status).toBe(404);
+    // Under the limit it is stored; an insert over it adds nothing.
+    expect((await q.call("POST", "/v1/table/bigarrow/create", arrowRows(10))).status).toBe(200);
+    const i = await q.call("POST", "/v1/table/bigarrow/insert", big);
+    expect(i.status).toBe(413);
+    expect(i.json.detail).toContain("65536");
+    expect((await q.call("POST", "/v1/table/bigarrow/count_rows", {})).json).toBe(10);
+    // Without a Content-Length (chunked), the limit applies to the bytes read so far. Sent piece
+    // by piece over a raw socket: the server answers and closes before the client finishes.
+    const out = await new Promise<string>((resolve) => {
+      const sock = net.connect(q.port, "127.0.0.1");
+      let got = "";
+      sock.on("data", (d) => (got += d));
+      sock.on("close", () => resolve(got));
+      sock.on("error", () => resolve(got));
+      sock.write(`POST /v1/table/bigarrow/insert HTTP/1.1\r\nHost: x\r\nx-api-key: ${ADMIN_KEY}\r\ntransfer-encoding: chunked\r\n\r\n`);
+      let o = 0;
+      const timer = setInterval(() => {
+        if (sock.destroyed || o >= big.byteLength) {
+          clearInterval(timer);
+          if (!sock.destroyed) sock.end("0\r\n\r\n");
+          return;
+        }
+        const piece = big.subarray(o, o + 16384);
+        o += piece.byteLength;
+        sock.write(`${piece.byteLength.toString(16)}\r\n`);
+        sock.write(piece);
+        sock.write("\r\n");
+      }, 10);
+    });
+    expect(out).toMatch(/^HTTP\/1.1 413/);
+    expect(out).toContain("65536");
+    expect((await q.call("POST", "/v1/table/bigarrow/describe", {})).json.version).toBe(1);
   });
 
   it("413 comes from Content-Length alone, without reading the rest", async () => {

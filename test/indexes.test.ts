@@ -16,6 +16,7 @@ beforeAll(async () => {
   await seedIndexTable(dataDir, "t", N);
   await seedIndexTable(dataDir, "vt", N);
   await seedIndexTable(dataDir, "errs", 300);
+  await seedIndexTable(dataDir, "ep", 600);
   q = await startQuiver({ dataDir });
 });
 afterAll(async () => {
@@ -144,6 +145,50 @@ describe("vector indexes", () => {
     const r = await create("vt", { column: "vec", index_type: "IVF_PQ" }, "create_scalar_index");
     expect(r.status).toBe(400);
     expect(r.json.detail).toMatch(/^index_type: IVF_PQ is a vector index/);
+  });
+});
+
+describe("index records and plans through Quiver", () => {
+  it("a listed index carries its size, creation time, type URL, version and segments", async () => {
+    const started = Date.now();
+    await build("ep", { column: "id", index_type: "BTREE", name: "ep_id" });
+    const ix = (await list("ep")).find((i) => i.index_name === "ep_id");
+    expect(ix.size_bytes).toBeGreaterThan(0);
+    expect(typeof ix.created_at).toBe("string");
+    const at = Date.parse(ix.created_at);
+    expect(Number.isNaN(at)).toBe(false);
+    expect(at).toBeGreaterThanOrEqual(started - 1000);
+    expect(at).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(ix.type_url).toMatch(/BTree/i);
+    expect(Number.isInteger(ix.index_version)).toBe(true);
+    expect(ix.num_segments).toBeGreaterThanOrEqual(1);
+  });
+
+  const explain = async (query: Record<string, unknown>, verbose?: boolean) => {
+    const r = await q.call("POST", "/v1/table/ep/explain_plan", { query, ...(verbose === undefined ? {} : { verbose }) });
+    expect(r.status, r.text).toBe(200);
+    expect(typeof r.json).toBe("string");
+    return r.json as string;
+  };
+
+  it("explain_plan shows a BTREE filter, an IVF_PQ search and an FTS query using their indexes", async () => {
+    expect(await explain({ filter: "cat = 'c1'", k: 10 })).not.toContain("ScalarIndexQuery");
+    await build("ep", { column: "cat", index_type: "BTREE", name: "ep_cat" });
+    const scalar = await explain({ filter: "cat = 'c1'", k: 10 });
+    expect(scalar).toContain("ScalarIndexQuery");
+    expect(scalar).toContain("@ep_cat(BTree)");
+
+    const vq = { vector: { single_vector: unit(3) }, vector_column: "vec", k: 5 };
+    expect(await explain(vq)).not.toContain("ANNSubIndex");
+    await build("ep", { column: "vec", index_type: "IVF_PQ", name: "ep_vec", num_partitions: 2, num_sub_vectors: 4 });
+    const ann = await explain(vq, true);
+    expect(ann).toContain("ANNSubIndex: name=ep_vec");
+    expect(ann).toContain(`uuid=${(await list("ep")).find((i) => i.index_name === "ep_vec").index_uuid}`);
+
+    await build("ep", { column: "text", index_type: "FTS", name: "ep_text" });
+    const fts = await explain({ full_text_query: { string_query: { query: "lazy", columns: ["text"] } }, k: 5 });
+    expect(fts).toContain("MatchQuery");
+    expect(fts).toContain("column=text");
   });
 });
 

@@ -1,4 +1,7 @@
+import { existsSync } from "node:fs";
+import { Int32, Table, vectorFromArray } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toStream } from "./helpers/arrow.js";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 
 let q: Quiver;
@@ -11,6 +14,24 @@ afterAll(async () => {
 });
 
 const create = (id: string, body: unknown = {}) => q.call("POST", `/v1/namespace/${id}/create`, body);
+/** A table holding one row, and a declared-only table, under namespace `ns`; their data directories. */
+async function tablesIn(ns: string): Promise<string[]> {
+  const body = toStream(new Table({ id: vectorFromArray([1], new Int32()) }));
+  const t = await q.call("POST", `/v1/table/${ns}$t/create`, body);
+  expect(t.status, t.text).toBe(200);
+  const d = await q.call("POST", `/v1/table/${ns}$decl/declare`, {});
+  expect(d.status, d.text).toBe(200);
+  const locs = [t.json.location, d.json.location] as string[];
+  for (const l of locs) expect(existsSync(l)).toBe(true);
+  return locs;
+}
+/** Neither table is there any more: not listed, not found, no data left. */
+async function tablesGone(ns: string, locs: string[]) {
+  for (const l of locs) expect(existsSync(l), l).toBe(false);
+  for (const t of ["t", "decl"]) expect((await q.call("POST", `/v1/table/${ns}$${t}/exists`, {})).status).toBe(404);
+  const all = (await q.call("GET", "/v1/table")).json.tables as string[];
+  expect(all.filter((x) => x.startsWith(`${ns}$`))).toEqual([]);
+}
 
 describe("namespace create", () => {
   it("stores and returns properties", async () => {
@@ -44,6 +65,15 @@ describe("namespace create", () => {
     expect(r.json.properties).toEqual({ v: "2" });
     const list = await q.call("GET", "/v1/namespace/over/list");
     expect(list.json.namespaces).toEqual([]);
+  });
+
+  it("mode Overwrite drops the tables inside, data and all", async () => {
+    await create("overt");
+    const locs = await tablesIn("overt");
+    const r = await create("overt", { mode: "Overwrite" });
+    expect(r.status, r.text).toBe(200);
+    await tablesGone("overt", locs);
+    expect((await q.call("GET", "/v1/namespace/overt/table/list")).json.tables).toEqual([]);
   });
 
   it("a missing parent is 404 naming it", async () => {
@@ -100,6 +130,17 @@ describe("namespace drop", () => {
     for (const id of ["casc", "casc$a", "casc$a$b"]) {
       expect((await q.call("POST", `/v1/namespace/${id}/exists`, {})).status).toBe(404);
     }
+  });
+
+  it("behavior Cascade drops tables and declared tables, data directories included", async () => {
+    await create("casct");
+    await create("casct$in");
+    const locs = [...(await tablesIn("casct")), ...(await tablesIn("casct$in"))];
+    const r = await q.call("POST", "/v1/namespace/casct/drop", { behavior: "Cascade" });
+    expect(r.status, r.text).toBe(200);
+    await tablesGone("casct", locs.slice(0, 2));
+    await tablesGone("casct$in", locs.slice(2));
+    expect((await q.call("POST", "/v1/namespace/casct/exists", {})).status).toBe(404);
   });
 
   it("the root namespace cannot be dropped", async () => {

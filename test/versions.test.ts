@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromIPC } from "./helpers/arrow.js";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { seedTable } from "./helpers/seed.js";
 
@@ -35,6 +36,14 @@ afterAll(async () => {
 
 const list = (id: string, qs = "", body: unknown = null) => q.call("POST", `/v1/table/${id}/version/list${qs}`, body);
 const describeV = (id: string, body: unknown = {}) => q.call("POST", `/v1/table/${id}/version/describe`, body);
+/** Rows (a, b) of a table read through the server's query endpoint, sorted by a. */
+async function rowsOf(id: string, at: { version?: number; branch?: string } = {}): Promise<[number, string][]> {
+  const r = await q.call("POST", `/v1/table/${id}/query`, { k: 1000, columns: ["a", "b"], ...at });
+  expect(r.status, r.text).toBe(200);
+  const t = fromIPC(r.bytes);
+  const out = Array.from({ length: t.numRows }, (_, i) => [Number(t.getChild("a")!.get(i)), t.getChild("b")!.get(i) as string] as [number, string]);
+  return out.sort((x, y) => x[0] - y[0]);
+}
 
 describe("version list", () => {
   it("lists every version with its manifest file, time and metadata", async () => {
@@ -160,6 +169,8 @@ describe("restore", () => {
   it("commits a new version with the old content; the server's own view follows", async () => {
     // Read through the server first so its cached handle exists before the restore.
     expect((await describeV("rt")).json.version.metadata.total_rows).toBe("6");
+    const old = await rowsOf("rt", { version: 1 });
+    expect(old).toEqual(rows(0, 3).map((x) => [x.a, x.b]));
     const r = await restore("rt", { version: 1 });
     expect(r.status).toBe(200);
     expect(r.json).toEqual({});
@@ -170,15 +181,23 @@ describe("restore", () => {
     expect(d.json.version.version).toBe(3);
     expect(d.json.version.metadata.total_rows).toBe("3");
     expect((await list("rt")).json.versions.map((v: any) => v.version)).toEqual([1, 2, 3]);
+    // The very rows of version 1, read through the server and by LanceDB itself.
+    expect(await rowsOf("rt")).toEqual(old);
+    const own = (await t.query().select(["a", "b"]).toArray()).map((x) => [Number(x.a), x.b]).sort((x, y) => x[0] - y[0]);
+    expect(own).toEqual(old);
   });
 
   it("restores on a branch and leaves main untouched", async () => {
     const mainBefore = (await describeV("vt")).json.version;
+    const mainRows = await rowsOf("vt");
+    const v2 = await rowsOf("vt", { version: 2 });
     const r = await restore("vt", { version: 2, branch: "b1" });
     expect(r.status).toBe(200);
     const b = await open("vt", [], { branch: "b1" });
     expect(await b.version()).toBe(4);
     expect(await b.countRows()).toBe(5);
+    expect(await rowsOf("vt", { branch: "b1" })).toEqual(v2);
+    expect(await rowsOf("vt")).toEqual(mainRows);
     expect((await describeV("vt")).json.version).toEqual(mainBefore);
     expect(await (await open("vt")).countRows()).toBe(6);
   });

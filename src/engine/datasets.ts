@@ -7,6 +7,7 @@ import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code, invalid } from "../errors.js";
+import { EXPRESSION_FAULT, engineReason, filterError } from "./query-errors.js";
 import type { Tables } from "./tables.js";
 
 const MARKER = ".svc-reserved";
@@ -63,27 +64,18 @@ export async function createDataset(
   return t;
 }
 
-/** LanceDB's message without its duplicated cause chain, source locations and prefixes. */
-function reason(err: unknown): string {
-  return String((err as Error)?.message ?? err)
-    .split("  Caused by:")[0]
-    .replace(/, \/\S+\.rs:\d+:\d+/g, "")
-    .replace(/: Schema \{[\s\S]*$/, "")
-    .replace(/^Failed to execute merge insert: GenericFailure, /, "")
-    .replace(/^lance error: /, "")
-    .replace(/^Invalid input, /, "")
-    .replace(/^Invalid user input: /, "")
-    .trim();
-}
-
-const BAD_INPUT =
-  /Invalid input|Invalid user input|Error parsing statement|sql parser error|Schema error|Cast error|Error during planning/;
+const BAD_INPUT = /Invalid input|Invalid user input/;
 const CONFLICT = /[Cc]ommit conflict|Retryable commit|conflicting transaction|CommitConflict/;
 
-/** LanceDB's error for a write or filter as an API error (`field` names the request input at fault); null if not one of these. */
-export function dataError(err: unknown, field: string): ApiError | null {
+/**
+ * LanceDB's error for a write or filter as an API error (`field` names the request input at fault;
+ * given the `table`, an unknown column in its SQL is 404 TableColumnNotFound); null if not one of these.
+ */
+export function dataError(err: unknown, field: string, table?: string): ApiError | null {
   const msg = String((err as Error)?.message ?? err);
-  if (CONFLICT.test(msg)) return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${reason(err)}; retry`);
-  if (BAD_INPUT.test(msg)) return invalid(`${field}: ${reason(err)}`);
+  if (CONFLICT.test(msg)) return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${engineReason(err)}; retry`);
+  const sql = table === undefined ? null : filterError(err, field, table);
+  if (sql) return sql;
+  if (BAD_INPUT.test(msg) || EXPRESSION_FAULT.test(msg)) return invalid(`${field}: ${engineReason(err)}`);
   return null;
 }

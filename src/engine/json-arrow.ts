@@ -1,6 +1,7 @@
 // Arrow schemas as upstream's JSON (JsonArrowSchema / JsonArrowDataType, upstream-notes §2.19).
 // Output uses lance-namespace's vocabulary (what DescribeTable answers with), adding the unit
-// and time zone where that vocabulary would lose them; input accepts both vocabularies.
+// and time zone where that vocabulary would lose them, or on request `lance::arrow::json`'s
+// (for LanceDB's remote client); input accepts both vocabularies.
 import type * as A from "apache-arrow";
 import { invalid } from "../errors.js";
 import { arrow } from "./arrow.js";
@@ -28,18 +29,39 @@ const intervalNames = ["year_month", "day_time", "month_day_nano"] as const;
 const metadataOf = (m: Map<string, string> | undefined) =>
   m && m.size > 0 ? Object.fromEntries(m) : undefined;
 
-export function toJsonSchema(schema: A.Schema): JsonArrowSchema {
+/** lance-namespace's names (DescribeTable per the spec), or `lance::arrow::json`'s, which LanceDB's
+ *  remote client parses (`double`, `string`, `timestamp:us:-`, ...; upstream-notes §2.19). */
+export type Vocabulary = "namespace" | "lance";
+
+export function toJsonSchema(schema: A.Schema, vocab: Vocabulary = "namespace"): JsonArrowSchema {
   const metadata = metadataOf(schema.metadata);
-  return { fields: schema.fields.map(toJsonField), ...(metadata ? { metadata } : {}) };
+  return { fields: schema.fields.map((f) => toJsonField(f, vocab)), ...(metadata ? { metadata } : {}) };
 }
 
-export function toJsonField(f: A.Field): JsonArrowField {
+export function toJsonField(f: A.Field, vocab: Vocabulary = "namespace"): JsonArrowField {
   const metadata = metadataOf(f.metadata);
-  return { name: f.name, type: toJsonType(f.type), nullable: f.nullable, ...(metadata ? { metadata } : {}) };
+  return { name: f.name, type: toJsonType(f.type, vocab), nullable: f.nullable, ...(metadata ? { metadata } : {}) };
 }
 
-export function toJsonType(t: A.DataType): JsonArrowDataType {
+/** The scalar types whose names differ in `lance::arrow::json`; null for the rest. */
+function lanceName(t: A.DataType): string | null {
   const x = t as any;
+  switch (t.typeId) {
+    case Type.Float: return ["halffloat", "float", "double"][x.precision];
+    case Type.Utf8: return "string";
+    case Type.LargeUtf8: return "large_string";
+    case Type.Date: return x.unit === arrow.DateUnit.DAY ? "date32:day" : "date64:ms";
+    case Type.Timestamp: return `timestamp:${unitNames[x.unit]}:${x.timezone || "-"}`;
+    case Type.Decimal: return `decimal:${x.bitWidth}:${x.precision}:${x.scale}`;
+    default: return null;
+  }
+}
+
+export function toJsonType(t: A.DataType, vocab: Vocabulary = "namespace"): JsonArrowDataType {
+  const x = t as any;
+  const field = (f: A.Field) => toJsonField(f, vocab);
+  const lance = vocab === "lance" ? lanceName(t) : null;
+  if (lance) return { type: lance };
   switch (t.typeId) {
     case Type.Null: return { type: "null" };
     case Type.Bool: return { type: "bool" };
@@ -59,12 +81,12 @@ export function toJsonType(t: A.DataType): JsonArrowDataType {
     case Type.Duration: return { type: `duration:${unitNames[x.unit]}` };
     case Type.Interval: return { type: `interval:${intervalNames[x.unit]}` };
     case Type.Decimal: return { type: `decimal${x.bitWidth}`, length: x.precision * 1000 + x.scale };
-    case Type.List: return { type: "list", fields: [toJsonField(x.children[0])] };
-    case Type.FixedSizeList: return { type: "fixed_size_list", fields: [toJsonField(x.children[0])], length: x.listSize };
-    case Type.Struct: return { type: "struct", fields: x.children.map(toJsonField) };
-    case Type.Map: return { type: "map", fields: [toJsonField(x.children[0])] };
+    case Type.List: return { type: "list", fields: [field(x.children[0])] };
+    case Type.FixedSizeList: return { type: "fixed_size_list", fields: [field(x.children[0])], length: x.listSize };
+    case Type.Struct: return { type: "struct", fields: x.children.map(field) };
+    case Type.Map: return { type: "map", fields: [field(x.children[0])] };
     // A dictionary is an encoding of its value type.
-    case Type.Dictionary: return toJsonType(x.dictionary);
+    case Type.Dictionary: return toJsonType(x.dictionary, vocab);
     default: return { type: String(t).toLowerCase() };
   }
 }

@@ -1,24 +1,61 @@
-// LanceDB query error texts → ApiErrors (the one place they are matched; lancedb-query.md §1–3).
+// LanceDB's texts for failing queries and SQL expressions (filters, predicates, computed values)
+// → ApiErrors: the one place they are matched (lancedb-query.md §1–3).
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
 
-/** The engine's own reason, without its call-site prefix, source paths and "Caused by" tails. */
+/** Wrappers the engine puts before its reason, possibly several deep. */
+const PREFIX =
+  /^(Failed to [^:]*: (GenericFailure, )?|lance error: |LanceError\(\w+\): |Invalid (user )?input(, |: )|Query Execution error: )/;
+
+/** The engine's own reason, without call-site prefixes, source paths, schema dumps and "Caused by" tails. */
 export function engineReason(err: unknown): string {
-  return String((err as Error)?.message ?? err)
-    .replace(/^Failed to [^:]*: (GenericFailure, )?/, "")
-    .replace(/^(lance error: )?Invalid input, /, "")
-    .replace(/,? \/(usr|root|home)\/[^\s]*\.rs:\d+:\d+/g, "")
+  let s = String((err as Error)?.message ?? err)
     .replace(/\s*Caused by:[\s\S]*$/, "")
+    .replace(/,? \/\S+\.rs:\d+:\d+/g, "")
+    .replace(/:? (in schema: ?)?Schema \{[\s\S]*$/, "")
+    // The engine parses a filter as `SELECT 1 FROM t WHERE <filter>`; the client only wrote the filter.
+    .replace(/SELECT 1 FROM t WHERE /g, "")
     .trim();
+  for (let prev = ""; prev !== s; ) [prev, s] = [s, s.replace(PREFIX, "")];
+  return s;
 }
 
-/** A rule's answer: an ApiError, or null for "400 naming the field, with the engine's own reason". */
-type Rule = [RegExp, (m: RegExpMatchArray, table: string) => ApiError | null];
+/**
+ * An SQL expression the engine could not parse, plan or evaluate on the data (bad cast, division
+ * by zero, field access on a non-struct): the request's fault, whether found before or during execution.
+ */
+export const EXPRESSION_FAULT =
+  /Error (parsing|tokenizing|during planning|optimizing|applying filter expression)|sql parser error|Schema error|Arrow error|LanceError\(Arrow\)|Cast error|Divide by zero|Cannot access field|(^|: )Execution error: /;
+
+/** Evaluated while scanning with a filter (as opposed to computing a value). */
+export const isFilterFault = (err: unknown) => /Error applying filter expression/.test(String((err as Error)?.message ?? err));
+
+const NO_FIELD = /No field named (.+?)\. Valid fields/;
+const unquote = (s: string) => s.replace(/^"(.*)"$/, "$1");
 
 const notFound = (what: string, name: string, table: string) =>
   new ApiError(Code.TableColumnNotFound, `${what} ${JSON.stringify(name)} not found in table ${JSON.stringify(table)}`);
 
+/** Is this a failure of SQL the request wrote (a filter, a predicate, a value expression)? */
+export const isSqlFault = (err: unknown) => {
+  const msg = String((err as Error)?.message ?? err);
+  return NO_FIELD.test(msg) || EXPRESSION_FAULT.test(msg);
+};
+
+/**
+ * A failing filter or predicate (`field` names it): an unknown column is 404 TableColumnNotFound,
+ * any other expression fault 400 with the engine's reason; null if the failure is not about it.
+ */
+export function filterError(err: unknown, field: string, table: string): ApiError | null {
+  const msg = String((err as Error)?.message ?? err);
+  const m = msg.match(NO_FIELD);
+  if (m) return notFound(`${field}: column`, unquote(m[1]), table);
+  return isSqlFault(err) ? invalid(`${field}: ${engineReason(err)}`) : null;
+}
+
+type Rule = [RegExp, (m: RegExpMatchArray, table: string) => ApiError];
+
 const rules: Rule[] = [
-  [/No field named (.+?)\. Valid fields/, (m, t) => notFound("column", m[1].replace(/^"(.*)"$/, "$1"), t)],
+  [NO_FIELD, (m, t) => notFound("column", unquote(m[1]), t)],
   [/FTS field path '([^']+)' does not exist/, (m, t) => notFound("full-text column", m[1], t)],
   [/column (\S+) does not exist in schema/, (m, t) => notFound("vector_column", m[1], t)],
   [/More than one vector columns found[^[]*(\[[^\]]*\])/, (m, t) =>
@@ -29,8 +66,6 @@ const rules: Rule[] = [
     invalid(`vector: has ${m[1]} dimensions, vector column ${JSON.stringify(m[2])} has ${m[3]}`)],
   [/Data type is not a vector[^,]*, but (\S+)/, (m) => invalid(`vector_column: is not a vector column (its type is ${m[1]})`)],
   [/Distance type (\w+) does not support (\w+)/, (m) => invalid(`distance_type: ${m[1]} does not support ${m[2]} vectors`)],
-  [/Error parsing statement|Error resolving filter expression|Invalid user input|sql parser error/, () => null],
-  [/Expression is not valid/, () => null],
   [/INVERTED index has been created/, (_m, t) =>
     invalid(`full_text_query: table ${JSON.stringify(t)} has no full-text index; name the columns to search or create an FTS index`)],
   [/position is not found but required for phrase queries/, () =>
@@ -38,30 +73,31 @@ const rules: Rule[] = [
   [/FTS field '([^']+)' must resolve to/, (m) => invalid(`full_text_query: column ${JSON.stringify(m[1])} is not a string column`)],
   [/Cannot have both nearest and full text search/, () =>
     invalid("query: the engine cannot produce a plan for hybrid (vector plus full-text) search")],
-  [/maximum_nprobes must be/, () => null],
   [/Query timeout/, () => new ApiError(Code.ServiceUnavailable, "query timed out")],
 ];
 
-/** Field a free-text engine error is about, to name it in the 400. */
-function fieldOf(reason: string): string {
-  if (/WHERE|filter/i.test(reason)) return "filter";
-  if (/Expression is not valid/.test(reason)) return "columns";
-  if (/nprobes/.test(reason)) return "nprobes";
-  return "query";
-}
+/** Failures answered as 400 `<field>: <engine's reason>`; null = the field of the query's SQL expressions. */
+const reasonRules: [RegExp, string | null][] = [
+  [/maximum_nprobes must be/, "nprobes"],
+  [/Expression is not valid/, "columns"],
+  [EXPRESSION_FAULT, null],
+  [/Error resolving filter expression/, "filter"],
+  [/Invalid (user )?input/, "query"],
+];
 
-/** Translate a LanceDB query failure; unknown failures are re-thrown (500 with a request id). */
-export function translateQueryError(err: unknown, table: string): never {
+/**
+ * Translate a LanceDB query failure; `exprField` names the request field(s) holding the SQL the
+ * engine evaluates (filter, computed columns). Unknown failures are re-thrown (500 with a request id).
+ */
+export function translateQueryError(err: unknown, table: string, exprField: string): never {
   if (isApiError(err)) throw err;
   const msg = String((err as Error)?.message ?? err);
   for (const [re, make] of rules) {
     const m = msg.match(re);
-    if (!m) continue;
-    const e = make(m, table);
-    if (e) throw e;
-    const reason = engineReason(err);
-    throw invalid(`${fieldOf(reason)}: ${reason}`);
+    if (m) throw make(m, table);
   }
-  if (/Invalid input/.test(msg)) throw invalid(`query: ${engineReason(err)}`);
-  throw err;
+  const hit = reasonRules.find(([re]) => re.test(msg));
+  if (!hit) throw err;
+  const field = hit[1] ?? (isFilterFault(err) ? "filter" : exprField);
+  throw invalid(`${field}: ${engineReason(err)}`);
 }

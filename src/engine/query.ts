@@ -142,6 +142,13 @@ function applySelect(q: Builder, s: QuerySpec): void {
   }
 }
 
+/** The request field(s) holding the SQL the engine evaluates, to name in its errors. */
+function expressionField(s: QuerySpec): string {
+  const computed = s.columns !== null && !Array.isArray(s.columns);
+  if (s.filter === null) return computed ? "columns" : "query";
+  return computed ? "filter or columns" : "filter";
+}
+
 async function build(table: lancedb.Table, s: QuerySpec, name: string): Promise<Builder> {
   const defaultColumn = needsSchema(s) ? await checkFields(table, s, name) : () => "";
   let q: Builder;
@@ -184,7 +191,7 @@ export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string)
     if (!first) return [await emptyResult(q)];
     return ipcFile(first, () => it.next());
   } catch (err) {
-    translateQueryError(err, name);
+    translateQueryError(err, name, expressionField(s));
   }
 }
 
@@ -192,7 +199,7 @@ export async function explainQuery(table: lancedb.Table, s: QuerySpec, name: str
   try {
     return await (await build(table, s, name)).explainPlan(verbose);
   } catch (err) {
-    translateQueryError(err, name);
+    translateQueryError(err, name, expressionField(s));
   }
 }
 
@@ -200,6 +207,6 @@ export async function analyzeQuery(table: lancedb.Table, s: QuerySpec, name: str
   try {
     return await (await build(table, s, name)).analyzePlan();
   } catch (err) {
-    translateQueryError(err, name);
+    translateQueryError(err, name, expressionField(s));
   }
 }

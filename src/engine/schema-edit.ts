@@ -4,35 +4,27 @@ import type * as lancedb from "@lancedb/lancedb";
 import { invalid, type ApiError } from "../errors.js";
 import type * as A from "apache-arrow";
 import { arrow } from "./arrow.js";
-
-/** LanceDB's message without the repeated cause, source locations or Rust schema dumps. */
-function cleanMessage(err: unknown): string {
-  return String((err as Error)?.message ?? err)
-    .split("  Caused by:")[0]
-    .replace(/, \/[^\s]*\.rs:\d+:\d+.*$/s, "")
-    .replace(/ in schema:\s*Schema \{.*$/s, "")
-    .replace(/^lance error: (LanceError\(\w+\): )?/, "")
-    .replace(/^Invalid input, /, "")
-    .replace(/^Not supported: /, "not supported: ")
-    .trim()
-    .slice(0, 400);
-}
+import { EXPRESSION_FAULT, engineReason } from "./query-errors.js";
 
 // Texts LanceDB uses when the request, not the server, is at fault.
 // "Not supported" is an expression the engine cannot evaluate, e.g. an aggregate.
 const CLIENT_FAULT = /^(Invalid input, |lance error: LanceError\(Schema\)|lance error: Invalid user input|lance error: Not supported: )/;
 
-export function schemaEditError(err: unknown): ApiError | null {
+/** A rejected schema change as a 400; `field` names the request input holding the SQL it evaluated, if any. */
+export function schemaEditError(err: unknown, field?: string): ApiError | null {
   const msg = String((err as Error)?.message ?? err);
-  return CLIENT_FAULT.test(msg) ? invalid(cleanMessage(err)) : null;
+  const sql = field !== undefined && EXPRESSION_FAULT.test(msg);
+  if (!sql && !CLIENT_FAULT.test(msg)) return null;
+  const reason = engineReason(err).replace(/^Not supported: /, "not supported: ").slice(0, 400);
+  return invalid(field !== undefined ? `${field}: ${reason}` : reason);
 }
 
 /** Runs one schema-changing LanceDB call; returns the version it committed. */
-export async function commitSchemaEdit(edit: () => Promise<{ version: number }>): Promise<number> {
+export async function commitSchemaEdit(edit: () => Promise<{ version: number }>, field?: string): Promise<number> {
   try {
     return (await edit()).version;
   } catch (err) {
-    throw schemaEditError(err) ?? err;
+    throw schemaEditError(err, field) ?? err;
   }
 }
 

@@ -53,7 +53,10 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => {
   if (sql.length > 0 && sql.length < cols.length) throw invalid("new_columns: expression and data_type entries cannot be mixed in one request");
   const version =
     sql.length > 0
-      ? await commitSchemaEdit(() => t.addColumns(sql.map((c) => ({ name: c.name, valueSql: c.expression! }))))
+      ? await commitSchemaEdit(
+          () => t.addColumns(sql.map((c) => ({ name: c.name, valueSql: c.expression! }))),
+          sql.length === 1 ? `new_columns[${cols.indexOf(sql[0])}].expression` : "new_columns.expression",
+        )
       : await addNullColumns(t, cols.map((c) => ({ name: c.name, type: fromJsonType(c.data_type as JsonArrowDataType, c.name) })));
   return json({ version });
 });

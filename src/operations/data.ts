@@ -3,6 +3,7 @@
 import type * as lancedb from "@lancedb/lancedb";
 import { dataError } from "../engine/datasets.js";
 import { checkFits, decodeIpc } from "../engine/ipc-in.js";
+import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { invalid } from "../errors.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
 import { arrowOp, jsonOp } from "./define.js";
@@ -12,12 +13,15 @@ import { openAt, requireTable } from "./table-ref.js";
 import type { OpContext } from "./types.js";
 import { json } from "./types.js";
 
-/** Run a LanceDB call, turning its input errors into 400s about `field`. */
-async function engine<T>(field: string, fn: () => Promise<T>): Promise<T> {
+/**
+ * Run a LanceDB call, turning its input errors into 4xx about `field` (chosen from the error when
+ * the call takes several inputs); given the `table` name, SQL naming an unknown column is a 404.
+ */
+async function engine<T>(field: string | ((err: unknown) => string), table: string | undefined, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    throw dataError(err, field) ?? err;
+    throw dataError(err, typeof field === "string" ? field : field(err), table) ?? err;
   }
 }
 
@@ -39,7 +43,7 @@ export const insertIntoTable = arrowOp(async (ctx) => {
   const mode = modeParam(ctx.query, "mode", ["append", "overwrite"] as const, "append");
   const { entry, table } = await target(ctx);
   const data = await arrowBody(ctx, table, entry.objectId);
-  const r = await engine("body", () => table.add(data, { mode }));
+  const r = await engine("body", undefined, () => table.add(data, { mode }));
   return json({ version: r.version, num_inserted_rows: data.numRows });
 });
 
@@ -65,7 +69,14 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
     b = b.whenNotMatchedBySourceDelete(bySourceFilt ? { where: bySourceFilt } : undefined);
   }
   if (q.has("use_index")) b = b.useIndex(boolParam(q, "use_index", true));
-  const r = await engine("merge_insert", () => b.execute(data));
+  // The filters are SQL over the source and target rows, checked only as the merge runs.
+  const filters = [matchedFilt && "when_matched_update_all_filt", bySourceFilt && "when_not_matched_by_source_delete_filt"];
+  const sqlField = filters.filter(Boolean).join(" or ");
+  const r = await engine(
+    (err) => (sqlField && isSqlFault(err) ? sqlField : "merge_insert"),
+    sqlField ? entry.objectId : undefined,
+    () => b.execute(data),
+  );
   return json({
     version: r.version,
     num_inserted_rows: r.numInsertedRows,
@@ -85,19 +96,21 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   });
   const valuesSql = Object.fromEntries(body.updates);
   const where = body.predicate || undefined;
-  const r = await engine("updates", () => table.update({ valuesSql, where }));
+  // Planning the predicate on its own first lets its errors name it rather than the values.
+  if (where) await engine("predicate", entry.objectId, () => table.query().where(where).explainPlan());
+  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => table.update({ valuesSql, where }));
   return json({ version: r.version, updated_rows: r.rowsUpdated });
 });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
-  const { table } = await target(ctx, ctx.body);
-  const r = await engine("predicate", () => table.delete(ctx.body.predicate));
+  const { entry, table } = await target(ctx, ctx.body);
+  const r = await engine("predicate", entry.objectId, () => table.delete(ctx.body.predicate));
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 });
 
 export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
-  const { table } = await target(ctx, ctx.body);
-  return json(await engine("predicate", () => table.countRows(ctx.body.predicate || undefined)));
+  const { entry, table } = await target(ctx, ctx.body);
+  return json(await engine("predicate", entry.objectId, () => table.countRows(ctx.body.predicate || undefined)));
 });
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {

@@ -90,6 +90,10 @@ function fullText(f: QueryRequest["full_text_query"]): FtsSpec | null {
   throw invalid("full_text_query: provide string_query or structured_query");
 }
 
+/** LanceDB's remote client sends `k` = i64::MAX for a query without a limit; past 2^53 a JSON
+ *  number is no longer exact, and the engine would take it as a zero limit. Either way: no limit. */
+const limitOf = (k: number | null | undefined) => (k == null || k > Number.MAX_SAFE_INTEGER ? null : k);
+
 export function querySpec(b: QueryRequest): QuerySpec {
   const { vectors: vs, multi } = vectors(b.vector);
   const fts = fullText(b.full_text_query);
@@ -105,7 +109,7 @@ export function querySpec(b: QueryRequest): QuerySpec {
     vectors: vs,
     multi,
     fts,
-    k: b.k ?? null,
+    k: limitOf(b.k),
     offset: b.offset ?? 0,
     filter: b.filter ?? null,
     prefilter: b.prefilter ?? true,

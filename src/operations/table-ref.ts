@@ -2,6 +2,8 @@
 import type * as lancedb from "@lancedb/lancedb";
 import { objectIdOf, type Entry } from "../catalog/catalog.js";
 import { ApiError, Code } from "../errors.js";
+import { resolveLocation } from "../catalog/locations.js";
+import { hasVersions } from "../engine/datasets.js";
 import type { Services } from "../services.js";
 import { namespaceNotFound } from "./namespace.js";
 
@@ -16,6 +18,12 @@ export async function requireTable(svc: Services, id: readonly string[]): Promis
   const e = svc.catalog.get(id);
   if (e?.type !== "table") throw tableNotFound(id);
   return e;
+}
+
+/** A declared table has a catalog entry but no dataset until it is created with data. */
+async function declaredOnly(svc: Services, entry: Entry): Promise<ApiError | null> {
+  if (!entry.location || (await hasVersions(resolveLocation(svc.tables.root, entry.location)))) return null;
+  return new ApiError(Code.TableNotFound, `table ${JSON.stringify(entry.objectId)} is declared, no data yet (create it with data first)`);
 }
 
 export interface At {
@@ -37,7 +45,7 @@ export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<
     if (version !== undefined && /_versions\/\d+\.manifest was not found/.test(msg)) {
       throw new ApiError(Code.TableVersionNotFound, `version ${version} of table ${JSON.stringify(entry.objectId)} not found`);
     }
-    if (/was not found|Not found/.test(msg)) throw tableNotFound(entry.id);
+    if (/was not found|Not found/.test(msg)) throw (await declaredOnly(svc, entry)) ?? tableNotFound(entry.id);
     throw err;
   }
 }

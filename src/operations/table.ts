@@ -218,7 +218,7 @@ async function basicStats(t: lancedb.Table, version: number) {
 const notDeclaredVersion = (entry: Entry) =>
   new ApiError(Code.TableVersionNotFound, `table ${q(entry.objectId)} is declared only and has no versions yet`);
 
-export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc }) => {
+export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc, lancedbClient }) => {
   const entry = await requireTable(svc, id);
   if (body.tag && (body.version != null || body.branch)) throw invalid("tag: cannot be combined with version or branch");
   const withUri = body.with_table_uri ?? boolParam(query, "with_table_uri", false);
@@ -243,7 +243,7 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
   return json({
     ...base,
     version,
-    schema: toJsonSchema(schema),
+    schema: toJsonSchema(schema, lancedbClient ? "lance" : "namespace"),
     metadata: Object.fromEntries(schema.metadata),
     ...(detailed ? { stats: await basicStats(t, version) } : {}),
     is_only_declared: false,

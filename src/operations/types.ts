@@ -16,6 +16,9 @@ export interface OpContext<B = any> {
   principal: Principal;
   context: Record<string, string>;
   requestId: string;
+  /** Sent by LanceDB's remote (Cloud) client (it adds `x-lancedb-database`), which reads a few
+   *  response shapes in LanceDB's older vocabulary rather than lance-namespace's. */
+  lancedbClient: boolean;
   /** Aborted when the client goes away, so long work can stop early. */
   signal: AbortSignal;
   svc: Services;

@@ -9,6 +9,7 @@ import { branch, common, FieldPath, Mode, Opt, UInt } from "./common.js";
 
 const Num = Type.Number();
 const Vec = Type.Array(Num);
+const NonEmpty = { minLength: 1 };
 
 /** One FtsQuery node: exactly one of its keys (checked in code); recursive through boost/boolean. */
 export const FtsQuery = Type.Recursive(
@@ -59,6 +60,23 @@ export type MatchNode = {
 
 const FtsColumns = Opt(Type.Array(FieldPath));
 
+/** `columns`: a list of field paths, `{column_names | column_aliases}`, or the LanceDB client's
+ *  `{alias: expression}` map. One schema rather than a union: `items` constrains only arrays and
+ *  `properties`/`propertyNames` only objects, so an error names the exact field (e.g. an empty
+ *  alias → `columns.column_aliases`) instead of "columns: must be array". A Record's key schema
+ *  does not constrain names in JSON Schema; propertyNames does. */
+const Columns = Type.Unsafe<
+  string[] | { column_names?: string[] | null; column_aliases?: Record<string, string> | null; [alias: string]: unknown }
+>({
+  type: ["array", "object"],
+  items: FieldPath,
+  properties: {
+    column_names: Opt(Type.Array(FieldPath)),
+    column_aliases: Opt(Type.Record(Type.String(), FieldPath, { propertyNames: NonEmpty })),
+  },
+  propertyNames: NonEmpty,
+});
+
 export const QueryFields = {
   ...common,
   ...branch,
@@ -73,15 +91,7 @@ export const QueryFields = {
   offset: Opt(UInt()),
   filter: Opt(Type.String()),
   prefilter: Opt(Type.Boolean()),
-  columns: Opt(
-    Type.Union([
-      Type.Array(FieldPath),
-      Type.Object({
-        column_names: Opt(Type.Array(FieldPath)),
-        column_aliases: Opt(Type.Record(Type.String({ minLength: 1 }), FieldPath)),
-      }),
-    ]),
-  ),
+  columns: Opt(Columns),
   distance_type: Opt(Mode("l2", "cosine", "dot", "hamming")),
   nprobes: Opt(UInt()),
   minimum_nprobes: Opt(UInt()),

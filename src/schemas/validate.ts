@@ -47,12 +47,35 @@ export function describeError(e: ErrorObject): string {
   return `${fieldPath(e.instancePath)}: ${e.message ?? "is invalid"}`;
 }
 
+const isUnion = (e: ErrorObject) => e.keyword === "anyOf" || e.keyword === "oneOf";
+const depth = (e: ErrorObject) => (e.instancePath === "" ? 0 : e.instancePath.split("/").length);
+
+/**
+ * The error to report. ajv lists a failed union's branch errors before the union's own; a branch
+ * whose type did not match the value says little ("must be array" for an object), so the error
+ * from a branch of the value's type is chosen, the deepest first. When no branch had the right
+ * type, the answer lists the types the value may have (null, the "optional" branch, left out).
+ */
+function pick(errors: ErrorObject[]): string {
+  if (!errors.some(isUnion)) return describeError(errors[0]);
+  const unionPaths = new Set(errors.filter(isUnion).map((e) => e.instancePath));
+  const typeMiss = (e: ErrorObject) => e.keyword === "type" && unionPaths.has(e.instancePath);
+  const inBranch = errors.filter((e) => !isUnion(e) && !typeMiss(e));
+  if (inBranch.length > 0) return describeError(inBranch.reduce((best, e) => (depth(e) > depth(best) ? e : best)));
+  const at = errors[0].instancePath;
+  const types = errors
+    .filter((e) => typeMiss(e) && e.instancePath === at)
+    .map((e) => String((e.params as { type: string }).type))
+    .filter((t, i, all) => t !== "null" && all.indexOf(t) === i);
+  return `${fieldPath(at)}: must be ${types.join(" or ") || "null"}`;
+}
+
 export type Validator<T> = (data: unknown) => T;
 
 export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   const fn: ValidateFunction = ajv.compile(schema);
   return (data: unknown) => {
-    if (!fn(data)) throw invalid(describeError(fn.errors![0]));
+    if (!fn(data)) throw invalid(pick(fn.errors!));
     return data as Static<S>;
   };
 }
