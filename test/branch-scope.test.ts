@@ -1,19 +1,12 @@
 // `branch` on the operations that take it: the named branch changes, main does not, and an
 // unknown branch is 404 code 22 with nothing changed anywhere.
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
+const q = serverForFile();
 
-beforeAll(async () => {
-  q = await startQuiver();
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
-});
 
 const rows = (ids: number[], names = ids.map((i) => `n${i}`)) =>
   toStream(new Table({ id: vectorFromArray(ids, new Int32()), name: vectorFromArray(names, new Utf8()) }));

@@ -1,19 +1,14 @@
 import path from "node:path";
 import { Field, Float64, Int32, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
 import * as lancedb from "@lancedb/lancedb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { type Quiver, serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
+const q = serverForFile();
 beforeAll(async () => {
-  q = await startQuiver();
   expect((await q.call("POST", "/v1/namespace/d/create", {})).status).toBe(200);
   expect((await q.call("POST", "/v1/namespace/d$in/create", {})).status).toBe(200);
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
 });
 
 const rows = (ids: number[], names = ids.map((i) => `n${i}`)) =>

@@ -1,25 +1,20 @@
 // Engine failures caused by the request: SQL that fails as it is planned or evaluated, unknown
 // columns in predicates, union-typed fields and declared tables without data. Each answer names the field at fault, and nothing stored changes.
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
+const q = serverForFile();
 const T = "e$t";
 const rows = (ids: number[]) =>
   toStream(new Table({ id: vectorFromArray(ids, new Int32()), name: vectorFromArray(ids.map((i) => `n${i}`), new Utf8()) }));
 const post = (id: string, op: string, body?: unknown) => q.call("POST", `/v1/table/${id}/${op}`, body);
 
 beforeAll(async () => {
-  q = await startQuiver();
   expect((await q.call("POST", "/v1/namespace/e/create", {})).status).toBe(200);
   expect((await post(T, "create", rows([1, 2, 3]))).status).toBe(200);
   expect((await post("e$decl", "declare", {})).status).toBe(200);
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
 });
 
 /** The table is still at version 1 with its three rows and two columns. */

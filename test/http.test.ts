@@ -1,18 +1,11 @@
 import net from "node:net";
 import { readdirSync } from "node:fs";
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { ADMIN_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
-beforeAll(async () => {
-  q = await startQuiver({ args: ["--max-json-body", "4096", "--max-arrow-body", "65536"], env: { QUIVER_LOG_LEVEL: "debug" } });
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
-});
+const q = serverForFile({ args: ["--max-json-body", "4096", "--max-arrow-body", "65536"], env: { QUIVER_LOG_LEVEL: "debug" } });
 
 /** Raw HTTP over a socket, for what fetch will not send (lying Content-Length, half bodies). */
 function raw(text: string, waitMs = 2000): Promise<string> {

@@ -3,18 +3,13 @@
 import path from "node:path";
 import { Field, Int32, Schema, Table, TimestampMillisecond, Utf8, vectorFromArray } from "apache-arrow";
 import * as lancedb from "@lancedb/lancedb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { removeDir, startQuiver, type Quiver, serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
+const q = serverForFile({ args: ["--ingest-inline-max-bytes", "1"] });
 beforeAll(async () => {
-  q = await startQuiver({ args: ["--ingest-inline-max-bytes", "1"] });
   expect((await q.call("POST", "/v1/namespace/g/create", {})).status).toBe(200);
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
 });
 
 const WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"];

@@ -1,17 +1,10 @@
 import { existsSync } from "node:fs";
 import { Int32, Table, vectorFromArray } from "apache-arrow";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
-beforeAll(async () => {
-  q = await startQuiver();
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
-});
+const q = serverForFile();
 
 const create = (id: string, body: unknown = {}) => q.call("POST", `/v1/namespace/${id}/create`, body);
 /** A table holding one row, and a declared-only table, under namespace `ns`; their data directories. */

@@ -3,21 +3,16 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { fromIPC, toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
+const q = serverForFile();
 const T = "a$b$t";
 let location: string;
 
 beforeAll(async () => {
-  q = await startQuiver();
   for (const ns of ["a", "a$b", "c"]) expect((await q.call("POST", `/v1/namespace/${ns}/create`, {})).status).toBe(200);
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
 });
 
 const rows = (ids: number[], names = ids.map((i) => `n${i}`)) =>

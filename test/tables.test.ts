@@ -2,21 +2,16 @@ import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import * as lancedb from "@lancedb/lancedb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { seedTable } from "./helpers/seed.js";
-import { NS1_KEY, READ_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { NS1_KEY, READ_KEY, type Quiver, serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
+const q = serverForFile();
 beforeAll(async () => {
-  q = await startQuiver();
   for (const ns of ["ns1", "ns1$deep", "ns2", "lst", "la", "la$x", "ren", "ren2"]) {
     expect((await q.call("POST", `/v1/namespace/${ns}/create`, {})).status).toBe(200);
   }
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
 });
 
 const rows = (ids: number[], names = ids.map((i) => `n${i}`)) =>

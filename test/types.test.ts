@@ -8,19 +8,12 @@ import {
   type DataType,
 } from "apache-arrow";
 import * as lancedb from "@lancedb/lancedb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fromJsonType, toJsonType } from "../src/engine/json-arrow.js";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
-beforeAll(async () => {
-  q = await startQuiver();
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
-});
+const q = serverForFile();
 
 const bytes = (...b: number[]) => new Uint8Array(b);
 // name, type, values (3 rows, the last null where the type allows it), expected JSON type

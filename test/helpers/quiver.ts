@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { afterAll, beforeAll } from "vitest";
 
 export const ADMIN_KEY = "test-admin-key";
 export const WRITE_KEY = "test-write-key";
@@ -113,4 +114,20 @@ export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
 /** Remove a temp data directory after the server using it stopped. */
 export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * One server for a whole test file: started before its tests, stopped (and its data directory
+ * removed) after them. The returned object is filled in when the server is up.
+ */
+export function serverForFile(opts: StartOptions = {}): Quiver {
+  const q = {} as Quiver;
+  beforeAll(async () => {
+    Object.assign(q, await startQuiver(opts));
+  });
+  afterAll(async () => {
+    await q.stop();
+    removeDir(q.dataDir);
+  });
+  return q;
 }
