@@ -1,17 +1,14 @@
 // `branch` on the operations that take it: the named branch changes, main does not, and an
 // unknown branch is 404 code 22 with nothing changed anywhere.
-import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
-import { toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
+import { idNameRows, tableCalls } from "./helpers/tables.js";
 
 const q = serverForFile();
 
 
-const rows = (ids: number[], names = ids.map((i) => `n${i}`)) =>
-  toStream(new Table({ id: vectorFromArray(ids, new Int32()), name: vectorFromArray(names, new Utf8()) }));
-const post = (id: string, op: string, body: unknown = {}, qs = "") => q.call("POST", `/v1/table/${id}/${op}${qs}`, body);
-const count = async (id: string, body: unknown = {}) => (await post(id, "count_rows", body)).json as number;
+const rows = idNameRows;
+const { post, count } = tableCalls(q);
 /** Version and schema of `id` on `branch` (main when absent). */
 async function state(id: string, branch?: string) {
   const d = await post(id, "describe", branch ? { branch } : {});

@@ -3,7 +3,7 @@ import { Field, Float64, Int32, Schema, Table, Utf8, vectorFromArray } from "apa
 import * as lancedb from "@lancedb/lancedb";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { type Quiver, serverForFile } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 
 const q = serverForFile();
 beforeAll(async () => {

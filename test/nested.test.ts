@@ -2,10 +2,10 @@
 // nested namespaces everywhere, not only in create and describe.
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
-import { fromIPC, toStream } from "./helpers/arrow.js";
+import { fromIPC } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
+import { idNameRows, tableCalls } from "./helpers/tables.js";
 
 const q = serverForFile();
 const T = "a$b$t";
@@ -15,10 +15,8 @@ beforeAll(async () => {
   for (const ns of ["a", "a$b", "c"]) expect((await q.call("POST", `/v1/namespace/${ns}/create`, {})).status).toBe(200);
 });
 
-const rows = (ids: number[], names = ids.map((i) => `n${i}`)) =>
-  toStream(new Table({ id: vectorFromArray(ids, new Int32()), name: vectorFromArray(names, new Utf8()) }));
-const post = (id: string, op: string, body: unknown = {}, qs = "") => q.call("POST", `/v1/table/${id}/${op}${qs}`, body);
-const count = async (id: string, body: unknown = {}) => (await post(id, "count_rows", body)).json as number;
+const rows = idNameRows;
+const { post, count } = tableCalls(q);
 const version = async (id: string) => (await post(id, "describe")).json.version as number;
 const fields = async (id: string) => (await post(id, "describe")).json.schema.fields as { name: string; nullable: boolean; metadata?: Record<string, string> }[];
 /** Rows as {id: name}, read through the query endpoint. */

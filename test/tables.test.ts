@@ -5,7 +5,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { seedTable } from "./helpers/seed.js";
-import { NS1_KEY, READ_KEY, type Quiver, serverForFile } from "./helpers/quiver.js";
+import { NS1_KEY, READ_KEY, serverForFile } from "./helpers/quiver.js";
 
 const q = serverForFile();
 beforeAll(async () => {

@@ -1,17 +1,14 @@
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
-import { seedTable } from "./helpers/seed.js";
+import { abRows, openDirect, seedTable } from "./helpers/seed.js";
 
 let q: Quiver;
 let dataDir: string;
-const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ a: from + i, b: `r${from + i}` }));
-
-const open = async (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) =>
-  (await lancedb.connectNamespace("dir", { root: dataDir })).openTable(name, ns, opts);
+const rows = abRows;
+const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(dataDir, name, ns, opts);
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(tmpdir(), "quiver-refs-"));

@@ -12,3 +12,10 @@ export async function seedTable(dataDir: string, id: string[], rows: Record<stri
   }
   await db.createTable(id[id.length - 1], rows, ns);
 }
+
+/** Rows `{a, b}` numbered from `from`: a small table shape shared by the version and ref tests. */
+export const abRows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ a: from + i, b: `r${from + i}` }));
+
+/** Open a table directly with LanceDB (another process's view of the same data directory). */
+export const openDirect = async (dataDir: string, name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) =>
+  (await lancedb.connectNamespace("dir", { root: dataDir })).openTable(name, ns, opts);
