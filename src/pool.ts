@@ -1,6 +1,6 @@
 // The ingest pool: Piscina workers that decode and normalise large Arrow IPC request bodies off the
 // event loop (workers/ingest.ts). Queries never use it: LanceDB runs them on its own native threads
-// and a worker hop only made them slower (design-query.md).
+// and a worker hop only made them slower (README, Design: Queries).
 import { Piscina } from "piscina";
 import type { Config } from "./config.js";
 import { ApiError, Code, invalid } from "./errors.js";

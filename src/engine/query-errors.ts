@@ -1,5 +1,5 @@
 // LanceDB's texts for failing queries and SQL expressions (filters, predicates, computed values)
-// → ApiErrors: the one place they are matched (lancedb-query.md §1–3).
+// → ApiErrors: the one place they are matched.
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
 
 /** Wrappers the engine puts before its reason, possibly several deep. */

@@ -8,7 +8,7 @@ import { translateQueryError } from "./query-errors.js";
 import type { FtsSpec, QuerySpec } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
-/** nativeExecute is protected in the typings but public at runtime (lancedb-query.md §5). */
+/** nativeExecute is protected in the typings but public at runtime (checked against 0.39.0). */
 interface NativeIterator {
   next(): Promise<Buffer | null>;
 }
