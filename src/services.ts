@@ -28,7 +28,7 @@ export async function createServices(config: Config): Promise<Services> {
   const privateDir = path.join(config.dataDir, ".quiver");
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
   const manifest = await openManifestTable(config.dataDir, privateDir);
-  const catalog = await openCatalog(manifest, config.consistencyIntervalMs);
+  const catalog = await openCatalog(manifest, config.consistencyIntervalMs, config.dataDir);
   const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
   const pool = createIngestPool(config);
   const close = async () => {

@@ -68,4 +68,34 @@ describe("directory catalog interop", () => {
     expect((await q.call("POST", "/v1/namespace/later/describe", {})).json).toEqual({ properties: { p: "1" } });
     expect((await q.call("POST", "/v1/namespace/later/create", {})).status).toBe(409);
   });
+
+  it("root compatibility: serves `<name>.lance` datasets that no manifest row names", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "quiver-v1-"));
+    // LanceDB's plain connection writes root tables without touching __manifest.
+    const plain = await lancedb.connect(dir);
+    await plain.createTable("before", [{ id: 1 }, { id: 2 }]);
+    const q = await startQuiver({ dataDir: dir, args: ["--consistency-interval-ms", "0"] });
+    servers.push(q);
+    await plain.createTable("during", [{ id: 1 }]);
+    expect((await q.call("GET", "/v1/namespace/%24/table/list")).json.tables).toEqual(["before", "during"]);
+    expect((await q.call("GET", "/v1/table")).json.tables).toEqual(["before", "during"]);
+    expect((await q.call("POST", "/v1/table/before/count_rows", {})).json).toBe(2);
+    expect((await q.call("POST", "/v1/table/before/exists", {})).status).toBe(200);
+    // A name taken by such a table is taken for Quiver too.
+    const body = toStream(tableFromArrays({ id: Int32Array.from([9]) }));
+    expect((await q.call("POST", "/v1/table/before/create", body)).status).toBe(409);
+
+    // Deregister keeps the data and keeps it out of listings; register brings it back.
+    const dereg = await q.call("POST", "/v1/table/during/deregister", {});
+    expect(dereg.status).toBe(200);
+    expect((await q.call("GET", "/v1/namespace/%24/table/list")).json.tables).toEqual(["before"]);
+    expect((await q.call("POST", "/v1/table/during/exists", {})).status).toBe(404);
+    expect((await q.call("POST", "/v1/table/during2/register", { location: dereg.json.location })).status).toBe(200);
+    expect((await q.call("POST", "/v1/table/during2/count_rows", {})).json).toBe(1);
+
+    // Drop removes the data, so it does not come back on the next listing.
+    expect((await q.call("POST", "/v1/table/before/drop", {})).status).toBe(200);
+    expect((await q.call("GET", "/v1/namespace/%24/table/list")).json.tables).toEqual(["during2"]);
+    expect(await plain.tableNames()).toEqual(["during"]);
+  });
 });

@@ -5,6 +5,8 @@
 import type { ManifestRow, ManifestTable } from "../engine/manifest-table.js";
 import { ApiError, type ErrorCode } from "../errors.js";
 import { serialQueue } from "../util/serial.js";
+import { lanceNameOf } from "./locations.js";
+import { scanRootDatasets } from "./root-listing.js";
 
 export type ObjectType = "namespace" | "table";
 
@@ -15,6 +17,8 @@ export interface Entry {
   /** Relative to the data directory (tables only). */
   location: string | null;
   properties: Record<string, string>;
+  /** Found by listing the data directory, with no manifest row (root compatibility). */
+  listed?: boolean;
 }
 
 export const SEP = "$";
@@ -68,12 +72,28 @@ export interface Catalog {
   remove(entries: Entry[]): Promise<void>;
 }
 
-export async function openCatalog(table: ManifestTable, consistencyMs: number): Promise<Catalog> {
+export async function openCatalog(table: ManifestTable, consistencyMs: number, root: string): Promise<Catalog> {
+  /** The manifest's rows. */
+  let manifest = new Map<string, Entry>();
+  /** Root datasets found in the data directory (locations), whether or not a row points at them. */
+  let rootDatasets = new Set<string>();
+  /** What reads see: the manifest, plus root datasets no row points at (manifest rows win). */
   let entries = new Map<string, Entry>();
   let version = -1;
   let checkedAt = 0;
   let pending: Promise<void> | null = null;
   let sortedTables: Entry[] | null = null;
+
+  const merge = () => {
+    const referenced = new Set([...manifest.values()].map((e) => e.location?.replace(/\/+$/, "")));
+    entries = new Map(manifest);
+    for (const loc of rootDatasets) {
+      const name = lanceNameOf(loc)!;
+      if (referenced.has(loc) || entries.has(name)) continue;
+      entries.set(name, { id: [name], objectId: name, type: "table", location: loc, properties: {}, listed: true });
+    }
+    sortedTables = null;
+  };
 
   const load = async () => {
     const { rows, version: v } = await table.readAll();
@@ -82,25 +102,34 @@ export async function openCatalog(table: ManifestTable, consistencyMs: number): 
       const e = toEntry(r);
       if (e) next.set(e.objectId, e);
     }
-    entries = next;
+    manifest = next;
     version = v;
-    sortedTables = null;
   };
-  await load();
+  const scan = async () => {
+    const found = await scanRootDatasets(root);
+    const changed = found.size !== rootDatasets.size || [...found].some((l) => !rootDatasets.has(l));
+    rootDatasets = found;
+    return changed;
+  };
+  await Promise.all([load(), scan()]);
+  merge();
   checkedAt = Date.now();
 
   const check = async () => {
-    if ((await table.latestVersion()) !== version) await load();
+    const [latest, listingChanged] = await Promise.all([table.latestVersion(), scan()]);
+    const manifestChanged = latest !== version;
+    if (manifestChanged) await load();
+    if (manifestChanged || listingChanged) merge();
     checkedAt = Date.now();
   };
 
   /** After our own commit: advance in step, or reload when another writer slipped in between. */
   const committed = async (newVersion: number, apply: () => void) => {
-    sortedTables = null;
     if (newVersion === version + 1) {
       apply();
       version = newVersion;
     } else await load();
+    merge();
   };
 
   const exclusive = serialQueue();
@@ -138,16 +167,20 @@ export async function openCatalog(table: ManifestTable, consistencyMs: number): 
         await load();
         throw new ApiError(conflictCode, `${entry.type} ${JSON.stringify(entry.objectId)} already exists`);
       }
-      await committed(v, () => entries.set(entry.objectId, entry));
+      await committed(v, () => manifest.set(entry.objectId, { ...entry, listed: undefined }));
     },
     async upsert(entry) {
       const v = await table.upsert(toRow(entry));
-      await committed(v, () => entries.set(entry.objectId, entry));
+      await committed(v, () => manifest.set(entry.objectId, { ...entry, listed: undefined }));
     },
     async remove(list) {
       if (list.length === 0) return;
-      const v = await table.remove(list.map((e) => e.objectId));
-      await committed(v, () => list.forEach((e) => entries.delete(e.objectId)));
+      // A directory-listed table has no row; it leaves the listing with its data or its marker.
+      for (const e of list) if (e.listed && e.location) rootDatasets.delete(e.location);
+      const rows = list.filter((e) => !e.listed);
+      if (rows.length === 0) return merge();
+      const v = await table.remove(rows.map((e) => e.objectId));
+      await committed(v, () => rows.forEach((e) => manifest.delete(e.objectId)));
     },
   };
   return catalog;

@@ -6,6 +6,7 @@ import type * as lancedb from "@lancedb/lancedb";
 import { covers } from "../auth/principal.js";
 import { objectIdOf, type Entry } from "../catalog/catalog.js";
 import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
+import { markDeregistered } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
 import { decodeIpc } from "../engine/ipc-in.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
@@ -132,7 +133,9 @@ async function createNew(svc: Services, id: string[], data: A.Table, properties:
     await svc.catalog.exclusive(async () => {
       await svc.catalog.refresh(true);
       requireNamespace(svc, id.slice(0, -1));
-      if (existingTable(svc, id)) throw alreadyExists(id);
+      // The directory listing may already show the dataset just written; the claim made it ours.
+      const taken = existingTable(svc, id);
+      if (taken && !(taken.listed && taken.location === location)) throw alreadyExists(id);
       await svc.catalog.insert(entry, Code.TableAlreadyExists);
     });
   } catch (err) {
@@ -176,7 +179,8 @@ export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc }) => 
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     requireNamespace(svc, id.slice(0, -1));
-    const other = svc.catalog.allTables().find((e) => e.location === location && e.objectId !== objectIdOf(id));
+    // A directory-listed root dataset has no row yet: registering it gives it one (and this id).
+    const other = svc.catalog.allTables().find((e) => e.location === location && e.objectId !== objectIdOf(id) && !e.listed);
     if (other) throw new ApiError(Code.TableAlreadyExists, `location ${q(body.location)} is already registered as table ${q(other.objectId)}`);
     const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
     const existing = existingTable(svc, id);
@@ -269,6 +273,8 @@ async function unlist(svc: Services, id: string[], data: boolean) {
   const entry = await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     const e = await requireTable(svc, id);
+    // A table known only from the directory listing would reappear with its data: mark it.
+    if (!data && e.listed) await markDeregistered(dirOf(svc, e));
     await svc.catalog.remove([e]);
     return e;
   });

@@ -1,0 +1,32 @@
+// Root compatibility of the directory catalog (upstream-notes.md §4.3): `<name>.lance` datasets in
+// the data directory that no manifest row points at (made by LanceDB's plain `connect(root)`,
+// for example) are root tables too. A deregistered one carries a marker and is not listed.
+import { readdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { lanceNameOf } from "./locations.js";
+
+const DEREGISTERED = ".svc-deregistered";
+
+async function names(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Locations (`<name>.lance`) of the root datasets: directories with versions and no deregistered marker. */
+export async function scanRootDatasets(root: string): Promise<Set<string>> {
+  const found = new Set<string>();
+  const dirs = (await names(root)).filter((n) => lanceNameOf(n) !== null);
+  await Promise.all(
+    dirs.map(async (loc) => {
+      const [inside, versions] = await Promise.all([names(path.join(root, loc)), names(path.join(root, loc, "_versions"))]);
+      if (versions.some((v) => v.endsWith(".manifest")) && !inside.includes(DEREGISTERED)) found.add(loc);
+    }),
+  );
+  return found;
+}
+
+/** Keep a directory-listed table out of listings while its data stays (deregister). */
+export const markDeregistered = (dir: string) => writeFile(path.join(dir, DEREGISTERED), "");
