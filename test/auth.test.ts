@@ -108,6 +108,13 @@ describe("JWT bearer tokens", () => {
     expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(401);
   });
 
+  it("a token accepted once stops working when it expires (verified tokens are cached only until exp)", async () => {
+    const t = await token({ role: "read" }, { exp: Math.floor(Date.now() / 1000) + 2 });
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2600));
+    expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(401);
+  });
+
   it("a token not valid yet → 401", async () => {
     const t = await token({ role: "admin" }, { nbf: Math.floor(Date.now() / 1000) + 3600 });
     expect((await describeNs("ns1", { authorization: `Bearer ${t}` })).status).toBe(401);

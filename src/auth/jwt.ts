@@ -8,6 +8,9 @@ import { isRole, roleRank, type Principal, type Role } from "./principal.js";
 
 export type JwtVerifier = (token: string) => Promise<Principal | null>;
 
+const CACHE_MS = 60_000;
+const CACHE_SIZE = 10_000;
+
 function claimList(v: unknown): string[] {
   if (Array.isArray(v)) return v.map(String);
   if (typeof v === "string") return v.split(/[|\s,]+/).filter(Boolean);
@@ -37,9 +40,20 @@ export function makeJwtVerifier(cfg: Config): JwtVerifier | null {
     const key: KeyObject = createPublicKey(pem);
     verify = (token) => jwtVerify(token, key, opts);
   } else return null;
+  // Signature checks cost ~50 µs (RS256): a token verified once is trusted again until it expires,
+  // for at most CACHE_MS, so a key removed from the JWKS stops working within that time.
+  const cache = new Map<string, { principal: Principal; until: number }>();
   return async (token) => {
+    const hit = cache.get(token);
+    if (hit && Date.now() < hit.until) return hit.principal;
+    cache.delete(token);
     try {
-      return toPrincipal((await verify(token)).payload, cfg);
+      const { payload } = await verify(token);
+      const principal = toPrincipal(payload, cfg);
+      if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      const expires = payload.exp !== undefined ? payload.exp * 1000 : Infinity;
+      cache.set(token, { principal, until: Math.min(expires, Date.now() + CACHE_MS) });
+      return principal;
     } catch {
       return null;
     }
