@@ -2,6 +2,7 @@
 // metadata) read from Lance's `_refs/` files, name rules, and the one place Lance's ref error
 // texts are turned into API errors.
 import { readFile, rm, stat } from "node:fs/promises";
+import { namedBranch } from "./tables.js";
 import path from "node:path";
 import { ApiError, Code, invalid } from "../errors.js";
 
@@ -73,7 +74,7 @@ const q = JSON.stringify;
 export function refError(err: unknown, n: RefNames): ApiError | null {
   const msg = String((err as Error)?.message ?? err);
   const first = msg.split("  Caused by:")[0].replace(/^lance error: /, "");
-  const onBranch = n.branch && n.branch !== "main" ? ` on branch ${q(n.branch)}` : "";
+  const onBranch = namedBranch(n.branch) ? ` on branch ${q(n.branch)}` : "";
   if (/Ref conflict error: tag \S+ already exists/.test(msg)) {
     return new ApiError(Code.TableTagAlreadyExists, `tag ${q(n.tag)} already exists in table ${q(n.table)}`);
   }

@@ -8,12 +8,18 @@ import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 
 export interface OpenOptions {
   version?: number;
-  branch?: string;
+  branch?: string | null;
+  /** A handle of its own (e.g. to check out a tag) even for the latest main. */
+  fresh?: boolean;
 }
+
+/** The branch a request names, or undefined for the main branch (absent, empty or "main"). */
+export const namedBranch = (branch: string | null | undefined): string | undefined =>
+  branch && branch !== "main" ? branch : undefined;
 
 export interface Tables {
   root: string;
-  /** The latest version of the main branch, cached; other versions and branches opened per call. */
+  /** The latest version of the main branch, cached; other versions, branches and fresh handles opened per call. */
   open(entry: Entry, opts?: OpenOptions): Promise<lancedb.Table>;
   evict(objectId: string): void;
   /** Delete a table's data directory (never outside the data directory). */
@@ -29,9 +35,8 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
   const namespaced = await lancedb.connectNamespace("dir", { root }, { readConsistencyInterval });
   const cache = new Map<string, Promise<lancedb.Table>>();
 
-  const openRaw = (entry: Entry, opts: OpenOptions) => {
+  const openRaw = (entry: Entry, options: { version?: number; branch?: string }) => {
     const name = entry.location ? lanceNameOf(entry.location) : null;
-    const options = { branch: opts.branch, version: opts.version };
     return name
       ? plain.openTable(name, [], options)
       : namespaced.openTable(entry.id[entry.id.length - 1], entry.id.slice(0, -1), options);
@@ -42,7 +47,8 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
     plain,
     namespaced,
     open(entry, opts = {}) {
-      if (opts.version !== undefined || opts.branch !== undefined) return openRaw(entry, opts);
+      const branch = namedBranch(opts.branch);
+      if (opts.version !== undefined || branch !== undefined || opts.fresh) return openRaw(entry, { version: opts.version, branch });
       let t = cache.get(entry.objectId);
       if (!t) {
         t = openRaw(entry, {});

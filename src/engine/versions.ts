@@ -2,6 +2,7 @@
 // from the table directory. Lance names manifests `{u64::MAX - v}.manifest` (V2, the default)
 // or `{v}.manifest` (V1); a branch keeps its own under `tree/<branch>/`.
 import { stat } from "node:fs/promises";
+import { namedBranch } from "./tables.js";
 import path from "node:path";
 import type { Entry } from "../catalog/catalog.js";
 import { resolveLocation } from "../catalog/locations.js";
@@ -16,7 +17,7 @@ export interface ManifestFile {
   eTag: string;
 }
 
-const branchPrefix = (branch: string | undefined) => (branch && branch !== "main" ? `tree/${branch}/` : "");
+const branchPrefix = (branch: string | undefined) => (namedBranch(branch) ? `tree/${branch}/` : "");
 
 /** Where Lance's default (V2) naming puts the manifest of `version`, relative to the table directory. */
 export const manifestPathV2 = (version: number, branch?: string) =>

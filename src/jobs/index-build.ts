@@ -48,7 +48,7 @@ export function indexBuildRunner(svc: Services): Runner {
       async cancel() {
         child.kill("SIGKILL");
         await done.catch(() => undefined);
-        await dropIfPresent(await svc.tables.open(entry, { branch: spec.branch ?? "main" }), spec.name);
+        await dropIfPresent(await svc.tables.open(entry, { branch: spec.branch }), spec.name);
         refresh();
       },
     };

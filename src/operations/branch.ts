@@ -1,6 +1,7 @@
 // Table branches. LanceDB answers an internal error for an existing name and leaves a directory
 // behind for an invalid one, so names and existence are checked here first, one change at a time.
 import type { Branches } from "@lancedb/lancedb";
+import { namedBranch } from "../engine/tables.js";
 import type { Entry } from "../catalog/catalog.js";
 import { branchFile, checkBranchName, refError, withoutOrphan, type RefNames } from "../engine/refs.js";
 import { tableDir } from "../engine/versions.js";
@@ -53,7 +54,7 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
   const entry = await requireTable(svc, id);
   const { name } = body;
   checkBranchName(name);
-  const from = body.from_branch && body.from_branch !== "main" ? body.from_branch : undefined;
+  const from = namedBranch(body.from_branch);
   const version = body.from_version ?? undefined;
   await serial(async () => {
     const existing = await onBranches(svc, entry, {}, (b) => b.list());

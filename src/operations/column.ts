@@ -10,15 +10,14 @@ import { AddColumns, AlterColumns, DropColumns, SchemaMetadataUpdate, UpdateFiel
 import { canonicalPath, resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openTable } from "./table-ref.js";
 import { json } from "./types.js";
 
 const q = JSON.stringify;
 
 /** The writable handle of the table's latest version on `branch` and its current fields. */
 async function target(svc: Services, id: string[], branch: string | null | undefined) {
-  const entry = await requireTable(svc, id);
-  const t = await openAt(svc, entry, { branch });
+  const { entry, table: t } = await openTable(svc, id, { branch });
   const fields = (await t.schema()).fields as FieldLike[];
   return { entry, t, fields };
 }

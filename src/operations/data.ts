@@ -9,7 +9,7 @@ import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../
 import { arrowOp, jsonOp } from "./define.js";
 import { boolParam } from "./pagination.js";
 import { listParam, modeParam, stringParam } from "./table-params.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openTable } from "./table-ref.js";
 import type { OpContext } from "./types.js";
 import { json } from "./types.js";
 
@@ -26,11 +26,8 @@ async function engine<T>(field: string | ((err: unknown) => string), table: stri
 }
 
 /** The table named by the path, on the branch the request names (body field or `?branch=`). */
-async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}) {
-  const entry = await requireTable(ctx.svc, ctx.id);
-  const branch = at.branch ?? stringParam(ctx.query, "branch");
-  return { entry, table: await openAt(ctx.svc, entry, { branch, version: at.version }) };
-}
+const target = (ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}) =>
+  openTable(ctx.svc, ctx.id, { branch: at.branch ?? stringParam(ctx.query, "branch"), version: at.version });
 
 async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
   const data = await decodeIpc(ctx.svc, ctx.raw);

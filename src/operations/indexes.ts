@@ -4,6 +4,7 @@
 import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { ALL_PARAMS, checkIndexParams, friendlyType, indexKind, isIndexNotFound, isVectorKind, type ColumnType, type IndexParams } from "../engine/indexes.js";
+import { namedBranch } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { INDEX_BUILD, type IndexBuildSpec } from "../jobs/index-build.js";
 import type { TxRecord } from "../jobs/store.js";
@@ -16,7 +17,8 @@ import { page, pageParams } from "./pagination.js";
 import { openAt, requireTable } from "./table-ref.js";
 import { json, type OpContext } from "./types.js";
 
-const mainOr = (branch: string | null | undefined) => (branch && branch !== "main" ? branch : null);
+// Build specs are stored as JSON, where the main branch is null.
+const mainOr = (branch: string | null | undefined) => namedBranch(branch) ?? null;
 const sameId = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((s, i) => s === b[i]);
 
 /** Builds of table `id` (on `branch`) still Queued or Running. */

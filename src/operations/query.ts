@@ -5,14 +5,13 @@ import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.j
 import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
 import { querySpec } from "./query-spec.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openTable } from "./table-ref.js";
 import { json } from "./types.js";
 
 export const ARROW_FILE = "application/vnd.apache.arrow.file";
 
 async function target(svc: Services, id: string[], body: { version?: number | null; branch?: string | null }) {
-  const entry = await requireTable(svc, id);
-  const table = await openAt(svc, entry, { version: body.version, branch: body.branch });
+  const { entry, table } = await openTable(svc, id, { version: body.version, branch: body.branch });
   return { table, name: entry.objectId };
 }
 

@@ -1,5 +1,6 @@
 // Finding the table a request names, and opening it at the requested version or branch.
 import type * as lancedb from "@lancedb/lancedb";
+import { namedBranch } from "../engine/tables.js";
 import { objectIdOf, type Entry } from "../catalog/catalog.js";
 import { ApiError, Code } from "../errors.js";
 import { resolveLocation } from "../catalog/locations.js";
@@ -34,7 +35,7 @@ export interface At {
 /** Open a table at a version and/or branch; unknown ones are 404 with upstream's codes. */
 export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<lancedb.Table> {
   const version = at.version ?? undefined;
-  const branch = at.branch && at.branch !== "main" ? at.branch : undefined;
+  const branch = namedBranch(at.branch);
   try {
     return await svc.tables.open(entry, { version, branch });
   } catch (err) {
@@ -48,4 +49,10 @@ export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<
     if (/was not found|Not found/.test(msg)) throw (await declaredOnly(svc, entry)) ?? tableNotFound(entry.id);
     throw err;
   }
+}
+
+/** The table named by `id`, opened at `at`: the pair most operations start from. */
+export async function openTable(svc: Services, id: readonly string[], at: At = {}) {
+  const entry = await requireTable(svc, id);
+  return { entry, table: await openAt(svc, entry, at) };
 }

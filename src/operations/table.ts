@@ -9,6 +9,7 @@ import { newLocation, normaliseLocation, resolveLocation } from "../catalog/loca
 import { markDeregistered } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
 import { decodeIpc } from "../engine/ipc-in.js";
+import { namedBranch } from "../engine/tables.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
 import { refError } from "../engine/refs.js";
 import { ApiError, Code, invalid } from "../errors.js";
@@ -204,7 +205,7 @@ interface Ref {
 async function openRef(svc: Services, entry: Entry, ref: Ref): Promise<lancedb.Table> {
   if (!ref.tag) return openAt(svc, entry, ref);
   if (ref.version != null || ref.branch) throw invalid("tag: cannot be combined with version or branch");
-  const t = await svc.tables.open(entry, { branch: "main" });
+  const t = await svc.tables.open(entry, { fresh: true });
   try {
     await t.checkout(ref.tag);
   } catch (err) {
@@ -238,7 +239,7 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
   };
   // LanceDB's client treats a description with a version and schema as an existing table.
   if (!(await hasVersions(dir))) {
-    if (body.version != null || body.tag || (body.branch && body.branch !== "main")) throw notDeclaredVersion(entry);
+    if (body.version != null || body.tag || namedBranch(body.branch)) throw notDeclaredVersion(entry);
     return json({ ...base, is_only_declared: true });
   }
   const t = await openRef(svc, entry, body);

@@ -1,6 +1,7 @@
 // Table tags: table-wide names for a version of main or of a branch. LanceDB resolves a tag's
 // version against the branch of the handle that sets it, so set/update go through that branch.
 import type { Tags } from "@lancedb/lancedb";
+import { namedBranch } from "../engine/tables.js";
 import { tableDir } from "../engine/versions.js";
 import { refError, tagBranch, type RefNames } from "../engine/refs.js";
 import type { Entry } from "../catalog/catalog.js";
@@ -21,7 +22,7 @@ async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "tab
   }
 }
 
-const withBranch = (branch: string | undefined) => (branch && branch !== "main" ? { branch } : {});
+const withBranch = (branch: string | undefined) => (namedBranch(branch) ? { branch } : {});
 
 export const listTableTags = queryOp(async ({ id, query, svc }) => {
   const entry = await requireTable(svc, id);

@@ -1,12 +1,13 @@
 // Table versions: list, describe, restore. LanceDB lists versions with their time and metadata;
 // the manifest's path, size and e_tag come from the file itself (engine/versions.ts).
 import type * as lancedb from "@lancedb/lancedb";
+import { namedBranch } from "../engine/tables.js";
 import { manifestFile, manifestPathV2, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { DescribeTableVersion, RestoreTable } from "../schemas/version.js";
 import { jsonOp, queryOp } from "./define.js";
 import { boolParam, pageParams } from "./pagination.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openAt, openTable, requireTable } from "./table-ref.js";
 import { json } from "./types.js";
 
 type LanceVersion = Awaited<ReturnType<lancedb.Table["listVersions"]>>[number];
@@ -54,7 +55,7 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
   const wanted = body.version ?? (await t.version());
   const v = (await t.listVersions()).find((x) => x.version === wanted);
   if (!v) {
-    const on = branch && branch !== "main" ? ` on branch ${JSON.stringify(branch)}` : "";
+    const on = namedBranch(branch) ? ` on branch ${JSON.stringify(branch)}` : "";
     throw new ApiError(Code.TableVersionNotFound, `version ${wanted} not found${on} in table ${JSON.stringify(entry.objectId)}`);
   }
   return json({ version: await versionRecord(tableDir(svc.tables.root, entry), branch, v) });
@@ -62,8 +63,7 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
 
 /** Commits a new version whose content is the old one's; history is kept. */
 export const restoreTable = jsonOp(RestoreTable, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
-  const old = await openAt(svc, entry, { version: body.version, branch: body.branch });
+  const { entry, table: old } = await openTable(svc, id, { version: body.version, branch: body.branch });
   await old.restore();
   // The cached main handle did not make this commit.
   svc.tables.evict(entry.objectId);
