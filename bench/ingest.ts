@@ -15,7 +15,7 @@ import { runInNewContext } from "node:vm";
 import { options } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { normaliseIpc } from "../src/engine/ipc-in.js";
-import { createIngestPool } from "../src/pool.js";
+import { createWorkerPool } from "../workers/pool.js";
 import { Conn } from "./http-client.js";
 import { startQuiver } from "./quiver-process.js";
 import { closedLoop, header, line, pct, type Result } from "./stats.js";
@@ -74,8 +74,9 @@ const median = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50);
 async function micro(): Promise<void> {
   console.log("\n## micro: decode + normalise, inline vs ingest pool (1 worker, warm), median of repetitions");
   console.log(`${"body".padEnd(26)}${"MB".padStart(8)}${"inline ms".padStart(11)}${"ms/MB".padStart(8)}${"pool wall ms".padStart(14)}${"pool loop-busy ms".padStart(19)}`);
-  const pool = createIngestPool({ workers: 1, maxQueue: 16 });
-  const viaPool = async (raw: Uint8Array) => arrow.tableFromIPC(await pool.ingest(raw));
+  // An inline threshold of 0 sends every body through the pool.
+  const pool = createWorkerPool({ workers: 1, maxQueue: 16, ingestInlineMaxBytes: 0 });
+  const viaPool = (raw: Uint8Array) => pool.ingest(raw);
   await viaPool(body(100)); // start the worker
   const cases: [number, Kind][] = [
     [100, "mixed"], [300, "mixed"], [1_000, "mixed"], [3_000, "mixed"], [10_000, "mixed"], [50_000, "mixed"], [200_000, "mixed"],

@@ -1,8 +1,10 @@
 // tinybench micro-benchmarks of the hot pieces:
-//  - one query request's front-end work: route match, id parse, API-key auth, JSON parse, ajv
-//    validation and normalisation to a QuerySpec (what happens before LanceDB is called);
+//  - one request through the real pipeline (src/http/pipeline.ts) without a socket: route match,
+//    id parse, API-key auth, JSON parse, ajv validation, the operation (namespace describe, served
+//    from the catalog cache) and the JSON encoding; and a query request up to the table look-up;
 //  - IPC pass-through: re-framing engine result buffers into one IPC file, against decoding and
-//    re-encoding them (the route Quiver does not take).
+//    re-encoding them (the route Quiver does not take);
+//  - one state change of a job record when the store holds 10,000 records.
 //   node dist/bench/micro.js
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,26 +14,24 @@ import { setupAuth } from "../src/auth/authenticate.js";
 import { loadConfig } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { ipcFile } from "../src/engine/ipc-out.js";
-import { compileRoutes } from "../src/http/router.js";
-import { decodeSegment, parseId } from "../src/http/path-id.js";
-import { querySpec } from "../src/operations/query-spec.js";
-import { routes } from "../src/routes.js";
+import { createPipeline, type Incoming } from "../src/http/pipeline.js";
+import { openStore, type JobRecord } from "../src/jobs/store.js";
+import { createServices } from "../src/services.js";
 import { batch, queryVectors, rng, vectorSource } from "./dataset.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "quiver-micro-"));
 const KEY = "micro-bench-key";
-const auth = setupAuth(loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:read`], {}));
-const match = compileRoutes(routes);
-const body = Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(queryVectors({ dim: 128, rank: 16, seed: 42 }, 1)[0]) }, k: 10, nprobes: 20, filter: "category = 'beta'" }));
+const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
+const svc = await createServices(config);
+const pipeline = createPipeline(svc, setupAuth(config).authenticate);
+const signal = new AbortController().signal;
+const request = (p: string): Incoming => ({ method: "POST", path: p, query: "", headers: { "x-api-key": KEY }, signal });
+const describeBody = Buffer.from("{}");
+const queryBody = Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(queryVectors({ dim: 128, rank: 16, seed: 42 }, 1)[0]) }, k: 10, nprobes: 20, filter: "category = 'beta'" }));
 
-async function frontEnd() {
-  const m = match("POST", "/v1/table/ns1%24bench/query");
-  if (m.kind !== "found") throw new Error("no route");
-  const id = parseId(decodeSegment(m.params.id, "id"), "$");
-  await auth.authenticate({ apiKey: KEY });
-  const parsed = JSON.parse(body.toString("utf8"));
-  const op = m.value.op;
-  return querySpec(op.validate!(parsed) as never) && id;
+async function dispatch(p: string, body: Buffer, want: number) {
+  const out = await pipeline.dispatch(request(p), body);
+  if (out.status !== want) throw new Error(`${p}: ${out.status}`);
 }
 
 /** Engine-like result buffers: one IPC file per batch of 1,024 rows (100 x 128-d rows → ~20 files for 20k rows). */
@@ -65,13 +65,33 @@ const reencode = (bufs: Buffer[]) => {
   return w.toUint8Array(true).byteLength;
 };
 
+/** A store of 10,000 finished records, and one record whose state changes. */
+const storeDir = mkdtempSync(path.join(tmpdir(), "quiver-micro-store-"));
+const store = openStore(storeDir);
+const record = (i: number): JobRecord => ({
+  id: `job-${i}`, status: "Succeeded", operation: "create_index", table: ["ns", `t${i}`],
+  spec: { column: "vec", kind: "IVF_PQ", name: `vec_idx_${i}`, params: {}, branch: null }, properties: {}, createdAt: i, finishedAt: i,
+});
+for (let i = 0; i < 10_000; i++) void store.put(record(i));
+await store.flush();
+const moving = record(-1);
+let tick = 0;
+
 const bench = new Bench({ time: 1000 });
 bench
-  .add("front end: route + auth + parse + validate (query)", frontEnd)
+  .add("pipeline: namespace describe (route, auth, parse, validate, op, encode)", () => dispatch("/v1/namespace/%24/describe", describeBody, 200))
+  .add("pipeline: query request up to the table look-up (404)", () => dispatch("/v1/table/ns1%24bench/query", queryBody, 404))
   .add("IPC pass-through, top-10 result (1 batch)", () => reframe(small))
   .add("IPC decode + re-encode, top-10 result", () => reencode(small))
   .add(`IPC pass-through, 20k x 128-d rows (${large.length} batches)`, () => reframe(large))
-  .add("IPC decode + re-encode, 20k x 128-d rows", () => reencode(large));
+  .add("IPC decode + re-encode, 20k x 128-d rows", () => reencode(large))
+  .add("job store: one state change among 10,000 records (fsynced)", () => {
+    moving.progress = { rows_done: ++tick };
+    return store.put(moving);
+  });
 await bench.run();
 console.table(bench.table());
+await store.close();
+await svc.close();
 rmSync(dir, { recursive: true, force: true });
+rmSync(storeDir, { recursive: true, force: true });

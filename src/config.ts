@@ -59,6 +59,9 @@ export interface Config {
   logLevel: string;
 }
 
+/** Quiver's own state inside the data directory (keys, job records, links); never a table. */
+export const privateDirOf = (dataDir: string) => path.join(dataDir, ".quiver");
+
 const camel = (k: string) => k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 const envName = (k: string) => "QUIVER_" + k.toUpperCase().replace(/-/g, "_");
 

@@ -1,5 +1,5 @@
 // One error model: every failure is an ApiError carrying upstream's numeric code;
-// errorBody() turns it into SPEC.md's body plus upstream's `code` and `error`.
+// errorBody() turns it into the contract's body (docs/contract.md) plus upstream's `code` and `error`.
 
 export const Code = {
   Unsupported: 0,
@@ -35,7 +35,7 @@ const statusOfCode: Record<number, number> = {
   19: 409, 20: 400, 21: 503, 22: 404, 23: 409,
 };
 
-// SPEC.md's Errors table; 413 and 405 are transport errors SPEC.md does not list.
+// The contract's error table (docs/contract.md), with Quiver's 405 and 413.
 const kinds: Record<number, { type: string; title: string }> = {
   400: { type: "/errors/bad-request", title: "Malformed request" },
   401: { type: "/errors/unauthorized-request", title: "No valid authentication credentials for the operation" },

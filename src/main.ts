@@ -4,6 +4,7 @@ import { setupAuth } from "./auth/authenticate.js";
 import { adminKeyFile } from "./auth/api-keys.js";
 import { loadConfig } from "./config.js";
 import { log, setLogLevel } from "./log.js";
+import { createPipeline } from "./http/pipeline.js";
 import { startServer } from "./server.js";
 import { createServices } from "./services.js";
 
@@ -21,7 +22,7 @@ async function main(): Promise<void> {
   assertNativeUws();
   const services = await createServices(config);
   const auth = setupAuth(config);
-  const server = await startServer(services, auth.authenticate);
+  const server = await startServer(services, createPipeline(services, auth.authenticate));
   if (auth.generatedKey) {
     process.stdout.write(
       `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.dataDir)}):\n  ${auth.generatedKey}\n`,
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info("stopping", { signal, inFlight: server.state.inFlight });
+    log.info("stopping", { signal, inFlight: server.inFlight() });
     await server.drain();
     await services.close();
     process.exit(0);

@@ -1,4 +1,4 @@
-// THE route table: every path of SPEC.md and upstream's lance-namespace spec, each mapped to one
+// THE route table: every path of the lance-namespace REST spec (docs/contract.md), each mapped to one
 // operation with the role it needs. Routing, validation and authorisation are all read off it,
 // and so is the README's API overview.
 import type { Role } from "./auth/principal.js";
@@ -7,6 +7,7 @@ import { notImplemented, type Operation } from "./operations/define.js";
 import * as branch from "./operations/branch.js";
 import * as column from "./operations/column.js";
 import * as data from "./operations/data.js";
+import * as health from "./operations/health.js";
 import * as indexes from "./operations/indexes.js";
 import * as ns from "./operations/namespace.js";
 import * as query from "./operations/query.js";
@@ -24,13 +25,14 @@ export type Scope = "object" | "browse" | "none";
 
 export interface RouteSpec {
   op: Operation;
-  role: Role;
+  /** The least role a credential needs; "public" routes need no credential and take no admission slot. */
+  role: Role | "public";
   scope: Scope;
   /** Operation id in upstream's spec, for the API overview and logs. */
   name: string;
 }
 
-const r = (method: "GET" | "POST", path: string, name: string, op: Operation, role: Role, scope: Scope = "object"): Pattern<RouteSpec> => ({
+const r = (method: "GET" | "POST", path: string, name: string, op: Operation, role: RouteSpec["role"], scope: Scope = "object"): Pattern<RouteSpec> => ({
   method,
   path,
   value: { op, role, scope, name },
@@ -38,6 +40,10 @@ const r = (method: "GET" | "POST", path: string, name: string, op: Operation, ro
 const todo = (name: string) => notImplemented(name);
 
 export const routes: Pattern<RouteSpec>[] = [
+  // Operations of the server itself
+  r("GET", "/healthz", "Health", health.healthz, "public", "none"),
+  r("GET", "/readyz", "Readiness", health.readyz, "public", "none"),
+
   // Namespaces
   r("POST", "/v1/namespace/{id}/create", "CreateNamespace", ns.createNamespace, "write"),
   r("GET", "/v1/namespace/{id}/list", "ListNamespaces", ns.listNamespaces, "read", "browse"),

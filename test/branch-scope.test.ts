@@ -2,6 +2,7 @@
 // unknown branch is 404 code 22 with nothing changed anywhere.
 import { describe, expect, it } from "vitest";
 import { serverForFile } from "./helpers/quiver.js";
+import { settle } from "./helpers/transactions.js";
 import { idNameRows, tableCalls } from "./helpers/tables.js";
 
 const q = serverForFile();
@@ -28,16 +29,6 @@ async function unknownBranch(r: Awaited<ReturnType<typeof post>>) {
   expect(r.status, r.text).toBe(404);
   expect(r.json.code).toBe(22);
   expect(r.json.detail).toContain('"nob"');
-}
-
-async function settle(tx: string): Promise<string> {
-  const end = Date.now() + 20_000;
-  for (;;) {
-    const r = await q.call("POST", `/v1/transaction/${tx}/describe`, {});
-    if (["Succeeded", "Failed", "Canceled"].includes(r.json.status)) return r.json.status;
-    if (Date.now() > end) throw new Error(`transaction ${tx} still ${r.json.status}`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
 }
 
 describe("branch scope", () => {
@@ -103,7 +94,7 @@ describe("branch scope", () => {
     const main = await state(t);
     const c = await post(t, "create_index", { branch: "dev", column: "id", index_type: "BTREE" });
     expect(c.status, c.text).toBe(200);
-    expect(await settle(c.json.transaction_id)).toBe("Succeeded");
+    expect((await settle(q, c.json.transaction_id)).status).toBe("Succeeded");
     const dev = await post(t, "index/list", { branch: "dev" });
     expect(dev.json.indexes.map((i: any) => i.index_name)).toEqual(["id_idx"]);
     expect((await post(t, "index/list")).json.indexes).toEqual([]);

@@ -1,34 +1,25 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { A } from "./helpers/index-data.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 import { seedTable } from "./helpers/seed.js";
 
-let q: Quiver;
-let dataDir: string;
 const rows = [
   { id: 1, x: 1.5, name: "a", s: { a: 1, b: "p" } },
   { id: 2, x: 2.5, name: "b", s: { a: 2, b: "q" } },
 ];
 
 const open = async (name: string, ns: string[] = [], opts: { branch?: string } = {}) =>
-  (await lancedb.connectNamespace("dir", { root: dataDir })).openTable(name, ns, opts);
+  (await lancedb.connectNamespace("dir", { root: q.dataDir })).openTable(name, ns, opts);
 const fieldsOf = async (name: string, ns: string[] = []) => (await (await open(name, ns)).schema()).fields;
 const versionOf = async (name: string) => (await open(name)).version();
 const call = (id: string, op: string, body: unknown, qs = "") => q.call("POST", `/v1/table/${id}/${op}${qs}`, body);
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-columns-"));
-  for (const t of ["ac", "al", "dc", "fm", "sm"]) await seedTable(dataDir, [t], rows);
-  await seedTable(dataDir, ["ns1", "ns2", "nt"], rows);
-  q = await startQuiver({ dataDir });
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(dataDir);
+const q = serverForFile({
+  seed: async (dataDir) => {
+    for (const t of ["ac", "al", "dc", "fm", "sm"]) await seedTable(dataDir, [t], rows);
+    await seedTable(dataDir, ["ns1", "ns2", "nt"], rows);
+  },
 });
 
 /** Asserts a request fails with `status`/`code` and leaves the table at its version. */

@@ -232,7 +232,7 @@ describe("count_rows and stats", () => {
     expect((await post(t, "count_rows", { branch: "nob" })).json.code).toBe(22);
   });
 
-  it("stats in SPEC.md's shape", async () => {
+  it("stats in the contract's shape", async () => {
     const t = await fresh(4);
     await post(t, "insert", rows([5, 6]));
     await post(t, "delete", { predicate: "id = 1" });

@@ -3,7 +3,7 @@ import { readdirSync } from "node:fs";
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
+import { ADMIN_KEY, logLine, serverForFile } from "./helpers/quiver.js";
 
 const q = serverForFile({ args: ["--max-json-body", "4096", "--max-arrow-body", "65536"], env: { QUIVER_LOG_LEVEL: "debug" } });
 
@@ -205,12 +205,7 @@ describe("bodies", () => {
 describe("context", () => {
   it("x-svc-ctx-* and x-lance-ctx-* headers merge over body context and reach the logs", async () => {
     await q.call("POST", "/v1/namespace/ctx/create", { context: { trace: "body", keep: "b" } }, { "x-svc-ctx-trace": "hdr-123", "x-lance-ctx-span": "s-9" });
-    await new Promise((r) => setTimeout(r, 100));
-    const line = q
-      .stderr()
-      .split("\n")
-      .find((l) => l.includes('"path":"/v1/namespace/ctx/create"'));
-    expect(line).toBeTruthy();
-    expect(JSON.parse(line!).context).toEqual({ trace: "hdr-123", keep: "b", span: "s-9" });
+    const line = await logLine(q, (l) => l.includes('"path":"/v1/namespace/ctx/create"'));
+    expect(JSON.parse(line).context).toEqual({ trace: "hdr-123", keep: "b", span: "s-9" });
   });
 });

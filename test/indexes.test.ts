@@ -1,57 +1,35 @@
 // Index operations end to end: every index type built through the API and used by a query,
 // parameters reaching the engine, validation errors, listing, stats, drop, unindexed rows.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openIndexTable, seedIndexTable } from "./helpers/index-data.js";
-import { READ_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { READ_KEY, serverForFile } from "./helpers/quiver.js";
+import { settle } from "./helpers/transactions.js";
 
-let q: Quiver;
-let dataDir: string;
 const N = 2000;
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-ix-"));
-  await seedIndexTable(dataDir, "t", N);
-  await seedIndexTable(dataDir, "vt", N);
-  await seedIndexTable(dataDir, "errs", 300);
-  await seedIndexTable(dataDir, "ep", 600);
-  q = await startQuiver({ dataDir });
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(dataDir);
+const q = serverForFile({
+  seed: async (dataDir) => {
+    await seedIndexTable(dataDir, "t", N);
+    await seedIndexTable(dataDir, "vt", N);
+    await seedIndexTable(dataDir, "errs", 300);
+    await seedIndexTable(dataDir, "ep", 600);
+  },
 });
 
 const create = (table: string, body: Record<string, unknown>, op = "create_index") => q.call("POST", `/v1/table/${table}/${op}`, body);
 const list = async (table: string) => (await q.call("POST", `/v1/table/${table}/index/list`, {})).json.indexes as any[];
 
-/** Poll a transaction until it ends; returns the final description and every status seen. */
-async function settle(tx: string, timeoutMs = 30_000): Promise<{ status: string; properties: Record<string, string>; seen: string[] }> {
-  const seen: string[] = [];
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await q.call("POST", `/v1/transaction/${tx}/describe`, {});
-    expect(r.status).toBe(200);
-    if (seen[seen.length - 1] !== r.json.status) seen.push(r.json.status);
-    if (["Succeeded", "Failed", "Canceled"].includes(r.json.status)) return { ...r.json, seen };
-    if (Date.now() > end) throw new Error(`transaction ${tx} still ${r.json.status}`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
-}
-
 async function build(table: string, body: Record<string, unknown>, op?: string) {
   const r = await create(table, body, op);
   expect(r.status, r.text).toBe(200);
   expect(r.json.transaction_id).toMatch(/^[0-9a-f-]{36}$/);
-  const done = await settle(r.json.transaction_id);
+  const done = await settle(q, r.json.transaction_id);
   expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
   return done;
 }
 
 const plan = async (table: string, f: (t: Awaited<ReturnType<typeof openIndexTable>>) => { explainPlan(): Promise<string> }) =>
-  f(await openIndexTable(dataDir, table)).explainPlan();
+  f(await openIndexTable(q.dataDir, table)).explainPlan();
 
 const unit = (seed: number) => Array.from({ length: 32 }, (_, i) => Math.sin(seed + i));
 
@@ -83,7 +61,7 @@ describe("scalar and FTS indexes", () => {
     expect(JSON.parse(ix.index_details)).toMatchObject({ ...opts, language: "French" });
     expect(await plan("t", (t) => t.search("quick", "fts").limit(5))).toContain("MatchQuery: column=text");
     // with_position reached it: phrase queries need positions.
-    const hits = await (await openIndexTable(dataDir, "t")).search('"The quick"', "fts").limit(3).toArray();
+    const hits = await (await openIndexTable(q.dataDir, "t")).search('"The quick"', "fts").limit(3).toArray();
     expect(hits.length).toBe(3);
   });
 });
@@ -195,7 +173,7 @@ describe("index records and plans through Quiver", () => {
 describe("rows added after a build", () => {
   it("show as unindexed in list and stats", async () => {
     await build("vt", { column: "id", index_type: "BTREE" });
-    const t = await openIndexTable(dataDir, "vt");
+    const t = await openIndexTable(q.dataDir, "vt");
     const { indexRows } = await import("./helpers/index-data.js");
     const { makeArrowTable } = await import("@lancedb/lancedb");
     const { indexSchema } = await import("./helpers/index-data.js");
@@ -212,7 +190,7 @@ describe("a build that fails", () => {
   it("is Failed with the engine's message, and nothing is listed", async () => {
     const r = await create("errs", { column: "vec", index_type: "IVF_PQ", name: "too_many", num_partitions: 1000 });
     expect(r.status).toBe(200);
-    const done = await settle(r.json.transaction_id);
+    const done = await settle(q, r.json.transaction_id);
     expect(done.status).toBe("Failed");
     expect(done.properties.error_message).toMatch(/KMeans cannot train 1000 centroids with 300 vectors/);
     expect(done.properties.error_message).not.toMatch(/\.rs:\d+/);
@@ -274,7 +252,7 @@ describe("create_index validation (nothing is built)", () => {
     // Two creates of one name at once: exactly one is accepted.
     const both = await Promise.all([1, 2].map(() => create("errs", { column: "f", index_type: "BTREE", name: "racy" })));
     expect(both.map((b) => b.status).sort()).toEqual([200, 409]);
-    await settle(both.find((b) => b.status === 200)!.json.transaction_id);
+    await settle(q, both.find((b) => b.status === 200)!.json.transaction_id);
     expect((await list("errs")).filter((i) => i.index_name === "racy").length).toBe(1);
   });
 

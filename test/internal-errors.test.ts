@@ -5,7 +5,7 @@ import path from "node:path";
 import { tableFromArrays } from "apache-arrow";
 import { afterAll, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { logLine, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 
 const servers: Quiver[] = [];
 afterAll(async () => {
@@ -29,8 +29,7 @@ it("an engine failure is a 500 without internals, logged with its request id", a
   const requestId = /request (\S+)\)/.exec(r.json.detail)![1];
   expect(r.headers.get("x-request-id")).toBe(requestId);
   expect(r.text).not.toMatch(/garbage|cargo|\.rs:|\n\s+at /);
-  await new Promise((res) => setTimeout(res, 100));
-  const logged = q.stderr().split("\n").find((l) => l.includes(`"requestId":"${requestId}"`));
+  const logged = await logLine(q, (l) => l.includes(`"requestId":"${requestId}"`));
   expect(logged).toContain("garbage");
   // The server keeps serving.
   expect((await q.call("GET", "/v1/namespace/%24/list")).status).toBe(200);

@@ -3,20 +3,15 @@
 import { existsSync } from "node:fs";
 import * as lancedb from "@lancedb/lancedb";
 import { tableFromArrays, tableToIPC } from "apache-arrow";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 
-let q: Quiver;
+// The client writes table data itself; with a 0 ms consistency interval Quiver's cached handles
+// see those writes on the very next request (the default re-checks once a second).
+const q = serverForFile({ args: ["--consistency-interval-ms", "0"] });
 let db: lancedb.Connection;
 beforeAll(async () => {
-  // The client writes table data itself; with a 0 ms consistency interval Quiver's cached handles
-  // see those writes on the very next request (the default re-checks once a second).
-  q = await startQuiver({ args: ["--consistency-interval-ms", "0"] });
   db = await lancedb.connectNamespace("rest", { uri: q.url, headers: { "x-api-key": ADMIN_KEY } });
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(q.dataDir);
 });
 
 describe("LanceDB REST namespace client", () => {

@@ -3,38 +3,38 @@
 // explain_plan/, analyze_plan/), checked end to end. Every answer is compared with LanceDB's
 // in-process answer to the same query on the same files.
 import * as lancedb from "@lancedb/lancedb";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { arrow } from "../src/engine/arrow.js";
 import { batches, queryVectors } from "../bench/dataset.js";
-import { READ_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { READ_KEY, serverForFile } from "./helpers/quiver.js";
 
 const SPEC = { rows: 2000, dim: 16, rank: 4, seed: 11 };
-let q: Quiver;
-let dataDir: string;
 let local: lancedb.Connection; // in-process, on Quiver's data directory
 let remote: lancedb.Connection; // LanceDB's remote client, talking HTTP to Quiver
 let mine: lancedb.Table; // local handle of "items"
 let theirs: lancedb.Table; // remote handle of "items"
 const qv = queryVectors(SPEC, 5).map((v) => Array.from(v));
 
+const q = serverForFile(
+  {
+    seed: async (dataDir) => {
+      const ns = await lancedb.connectNamespace("dir", { root: dataDir });
+      const items = await ns.createTable("items", [...batches(SPEC, SPEC.rows)][0], []);
+      await items.createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 8, numSubVectors: 4 }) });
+      await items.createIndex("text", { config: lancedb.Index.fts() });
+      await ns.createTable("types", typesTable(), []);
+      await ns.createNamespace(["ns1"]);
+      const inner = new arrow.Table({
+        id: arrow.vectorFromArray([1, 2], new arrow.Int32()),
+        v: arrow.vectorFromArray([[1, 0], [0, 1]], new arrow.FixedSizeList(2, new arrow.Field("item", new arrow.Float32(), true))),
+      });
+      await ns.createTable("inner", inner, ["ns1"]);
+    },
+  },
+  120_000,
+);
 beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-remote-"));
-  const ns = await lancedb.connectNamespace("dir", { root: dataDir });
-  const items = await ns.createTable("items", [...batches(SPEC, SPEC.rows)][0], []);
-  await items.createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 8, numSubVectors: 4 }) });
-  await items.createIndex("text", { config: lancedb.Index.fts() });
-  await ns.createTable("types", typesTable(), []);
-  await ns.createNamespace(["ns1"]);
-  const inner = new arrow.Table({
-    id: arrow.vectorFromArray([1, 2], new arrow.Int32()),
-    v: arrow.vectorFromArray([[1, 0], [0, 1]], new arrow.FixedSizeList(2, new arrow.Field("item", new arrow.Float32(), true))),
-  });
-  await ns.createTable("inner", inner, ["ns1"]);
-  q = await startQuiver({ dataDir });
-  local = await lancedb.connect(dataDir);
+  local = await lancedb.connect(q.dataDir);
   mine = await local.openTable("items");
   remote = await lancedb.connect("db://quiver", {
     apiKey: READ_KEY,
@@ -42,11 +42,6 @@ beforeAll(async () => {
     clientConfig: { retryConfig: { retries: 0 } },
   });
   theirs = await remote.openTable("items");
-}, 120_000);
-
-afterAll(async () => {
-  await q?.stop();
-  removeDir(dataDir);
 });
 
 /** One column of each common type, to check the schema the remote client reads from describe/. */

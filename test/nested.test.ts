@@ -5,6 +5,7 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fromIPC } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
+import { settle } from "./helpers/transactions.js";
 import { idNameRows, tableCalls } from "./helpers/tables.js";
 
 const q = serverForFile();
@@ -27,17 +28,6 @@ async function read(id: string, body: Record<string, unknown> = {}): Promise<Rec
   const ids = Array.from(t.getChild("id")!.toArray() as Int32Array);
   const names = Array.from({ length: t.numRows }, (_, i) => t.getChild("name")!.get(i) as string);
   return Object.fromEntries(ids.map((v, i) => [v, names[i]]));
-}
-
-async function settle(tx: string): Promise<string> {
-  const end = Date.now() + 20_000;
-  for (;;) {
-    const r = await q.call("POST", `/v1/transaction/${tx}/describe`, {});
-    expect(r.status).toBe(200);
-    if (["Succeeded", "Failed", "Canceled"].includes(r.json.status)) return r.json.status;
-    if (Date.now() > end) throw new Error(`transaction ${tx} still ${r.json.status}`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
 }
 
 describe("a table in a two-level namespace", () => {
@@ -133,7 +123,7 @@ describe("a table in a two-level namespace", () => {
   it("create_index (BTREE), index list, stats and drop", async () => {
     const c = await post(T, "create_index", { column: "id", index_type: "BTREE" });
     expect(c.status, c.text).toBe(200);
-    expect(await settle(c.json.transaction_id)).toBe("Succeeded");
+    expect((await settle(q, c.json.transaction_id)).status).toBe("Succeeded");
     const l = await post(T, "index/list");
     expect(l.json.indexes.map((i: any) => [i.index_name, i.index_type, i.status])).toEqual([["id_idx", "BTREE", "Active"]]);
     const s = await post(T, "index/id_idx/stats");

@@ -1,28 +1,18 @@
 // Overload: past --max-in-flight the answer is 503 "Slow down" with Retry-After, and the server
 // keeps serving once the flood has passed.
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { arrow } from "../src/engine/arrow.js";
 import { seedTable } from "./helpers/seed.js";
 import { fromIPC } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { serverForFile } from "./helpers/quiver.js";
 
 const ROWS = 50_000;
-let q: Quiver;
-let dataDir: string;
-
-beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-overload-"));
-  const ids = Int32Array.from({ length: ROWS }, (_, i) => i);
-  await seedTable(dataDir, ["flood"], new arrow.Table({ id: arrow.makeVector(ids) }) as never);
-  q = await startQuiver({ dataDir, args: ["--max-in-flight", "4"] });
-}, 60_000);
-
-afterAll(async () => {
-  await q?.stop();
-  removeDir(dataDir);
+const q = serverForFile({
+  args: ["--max-in-flight", "4"],
+  seed: async (dataDir) => {
+    const ids = Int32Array.from({ length: ROWS }, (_, i) => i);
+    await seedTable(dataDir, ["flood"], new arrow.Table({ id: arrow.makeVector(ids) }) as never);
+  },
 });
 
 it("a flood gets 503 Slow down with Retry-After beyond the in-flight bound, the rest succeed", async () => {

@@ -1,63 +1,56 @@
 // POST /v1/table/{id}/query (+ explain_plan, analyze_plan) against tables made by LanceDB itself;
 // every result is compared with LanceDB's own answer to the same query in this process.
 import * as lancedb from "@lancedb/lancedb";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { Table as EsmTable } from "apache-arrow";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { arrow } from "../src/engine/arrow.js";
 import { batches, queryVectors } from "../bench/dataset.js";
 import { fromIPC } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 
 const SPEC = { rows: 2000, dim: 16, rank: 4, seed: 7 };
 const BIG = 100_000;
-let q: Quiver;
-let dataDir: string;
 let db: lancedb.Connection;
 let items: lancedb.Table; // IVF_PQ + FTS (with positions) + bitmap
 let flat: lancedb.Table; // same rows, no indexes
 let ver: lancedb.Table;
 const qv = queryVectors(SPEC, 20).map((v) => Array.from(v));
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-query-"));
-  db = await lancedb.connectNamespace("dir", { root: dataDir });
-  await db.createNamespace(["ns1"]);
-  const data = [...batches(SPEC, SPEC.rows)][0];
-  items = await db.createTable("items", data, ["ns1"]);
-  flat = await db.createTable("flat", data, ["ns1"]);
-  await items.createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 8, numSubVectors: 8 }) });
-  await items.createIndex("text", { config: lancedb.Index.fts({ withPosition: true }) });
-  await items.createIndex("category", { config: lancedb.Index.bitmap() });
-  const fsl = (xs: number[][]) =>
-    arrow.makeVector(arrow.makeData({
-      type: new arrow.FixedSizeList(4, new arrow.Field("item", new arrow.Float32(), true)),
-      length: xs.length,
-      nullCount: 0,
-      child: arrow.makeData({ type: new arrow.Float32(), length: xs.length * 4, data: Float32Array.from(xs.flat()) }),
-    }));
-  const n = Array.from({ length: 50 }, (_, i) => i);
-  await db.createTable("two", new arrow.Table({
-    id: arrow.makeVector(Int32Array.from(n)),
-    a: fsl(n.map((i) => [i, 1, 0, 0])),
-    b: fsl(n.map((i) => [0, i, 1, 0])),
-    name: arrow.vectorFromArray(n.map((i) => `n${i}`), new arrow.Utf8()),
-  }), ["ns1"]);
-  ver = await db.createTable("ver", Array.from({ length: 100 }, (_, i) => ({ id: i, v: [i, 0] })), ["ns1"]);
-  await ver.add(Array.from({ length: 50 }, (_, i) => ({ id: 100 + i, v: [i, 1] })));
-  const dev = await (await ver.branches()).create("dev");
-  await dev.add([{ id: 999, v: [9, 9] }]);
-  const ids = new Int32Array(BIG).map((_, i) => i);
-  await db.createTable("big", new arrow.Table({ id: arrow.makeVector(ids), x: arrow.makeVector(new Float32Array(BIG).map((_, i) => i / 2)) }), ["ns1"]);
-  q = await startQuiver({ dataDir });
-}, 120_000);
-
-afterAll(async () => {
-  await q?.stop();
-  removeDir(dataDir);
-});
+const q = serverForFile(
+  {
+    seed: async (dataDir) => {
+      db = await lancedb.connectNamespace("dir", { root: dataDir });
+      await db.createNamespace(["ns1"]);
+      const data = [...batches(SPEC, SPEC.rows)][0];
+      items = await db.createTable("items", data, ["ns1"]);
+      flat = await db.createTable("flat", data, ["ns1"]);
+      await items.createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 8, numSubVectors: 8 }) });
+      await items.createIndex("text", { config: lancedb.Index.fts({ withPosition: true }) });
+      await items.createIndex("category", { config: lancedb.Index.bitmap() });
+      const fsl = (xs: number[][]) =>
+        arrow.makeVector(arrow.makeData({
+          type: new arrow.FixedSizeList(4, new arrow.Field("item", new arrow.Float32(), true)),
+          length: xs.length,
+          nullCount: 0,
+          child: arrow.makeData({ type: new arrow.Float32(), length: xs.length * 4, data: Float32Array.from(xs.flat()) }),
+        }));
+      const n = Array.from({ length: 50 }, (_, i) => i);
+      await db.createTable("two", new arrow.Table({
+        id: arrow.makeVector(Int32Array.from(n)),
+        a: fsl(n.map((i) => [i, 1, 0, 0])),
+        b: fsl(n.map((i) => [0, i, 1, 0])),
+        name: arrow.vectorFromArray(n.map((i) => `n${i}`), new arrow.Utf8()),
+      }), ["ns1"]);
+      ver = await db.createTable("ver", Array.from({ length: 100 }, (_, i) => ({ id: i, v: [i, 0] })), ["ns1"]);
+      await ver.add(Array.from({ length: 50 }, (_, i) => ({ id: 100 + i, v: [i, 1] })));
+      const dev = await (await ver.branches()).create("dev");
+      await dev.add([{ id: 999, v: [9, 9] }]);
+      const ids = new Int32Array(BIG).map((_, i) => i);
+      await db.createTable("big", new arrow.Table({ id: arrow.makeVector(ids), x: arrow.makeVector(new Float32Array(BIG).map((_, i) => i / 2)) }), ["ns1"]);
+    },
+  },
+  120_000,
+);
 
 const run = (table: string, body: unknown) => q.call("POST", `/v1/table/ns1$${table}/query`, body);
 async function rows(table: string, body: unknown): Promise<EsmTable> {

@@ -1,30 +1,23 @@
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { describe, expect, it } from "vitest";
+import { serverForFile } from "./helpers/quiver.js";
 import { abRows, openDirect, seedTable } from "./helpers/seed.js";
 
-let q: Quiver;
-let dataDir: string;
 const rows = abRows;
-const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(dataDir, name, ns, opts);
+const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(q.dataDir, name, ns, opts);
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-refs-"));
-  // tt: v1 2 rows, v2 3 rows, v3 4 rows.
-  await seedTable(dataDir, ["tt"], rows(0, 2));
-  const t = await open("tt");
-  await t.add(rows(2, 1));
-  await t.add(rows(3, 1));
-  await seedTable(dataDir, ["bt"], rows(0, 2));
-  await (await open("bt")).add(rows(2, 2));
-  await seedTable(dataDir, ["ns1", "ns2", "nt"], rows(0, 2));
-  q = await startQuiver({ dataDir });
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(dataDir);
+const q = serverForFile({
+  seed: async (dataDir) => {
+    // tt: v1 2 rows, v2 3 rows, v3 4 rows.
+    await seedTable(dataDir, ["tt"], rows(0, 2));
+    const t = await openDirect(dataDir, "tt");
+    await t.add(rows(2, 1));
+    await t.add(rows(3, 1));
+    await seedTable(dataDir, ["bt"], rows(0, 2));
+    await (await openDirect(dataDir, "bt")).add(rows(2, 2));
+    await seedTable(dataDir, ["ns1", "ns2", "nt"], rows(0, 2));
+  },
 });
 
 const call = (id: string, op: string, body: unknown = {}, qs = "") => q.call("POST", `/v1/table/${id}/${op}${qs}`, body);
@@ -160,7 +153,7 @@ describe("branches", () => {
       expect(r.status).toBe(400);
       expect(r.json.detail).toMatch(/^name: /);
     }
-    expect(existsSync(path.join(dataDir, "bt.lance", "tree", "bad name"))).toBe(false);
+    expect(existsSync(path.join(q.dataDir, "bt.lance", "tree", "bad name"))).toBe(false);
     expect(Object.keys(await branches()).sort()).toEqual(["b1", "feat/x", "old"]);
   });
 
@@ -173,9 +166,9 @@ describe("branches", () => {
     expect(v.status).toBe(404);
     expect(v.json.code).toBe(11);
     expect(Object.keys(await branches())).not.toContain("nv");
-    expect(existsSync(path.join(dataDir, "bt.lance", "tree", "nv"))).toBe(false);
+    expect(existsSync(path.join(q.dataDir, "bt.lance", "tree", "nv"))).toBe(false);
     expect((await call("bt", "branches/create", { name: "deep/nv", from_version: 99 })).json.code).toBe(11);
-    expect(existsSync(path.join(dataDir, "bt.lance", "tree", "deep"))).toBe(false);
+    expect(existsSync(path.join(q.dataDir, "bt.lance", "tree", "deep"))).toBe(false);
   });
 
   it("writes on a branch leave main untouched", async () => {

@@ -1,28 +1,21 @@
 // Index builds as transactions: Queued → Running → Succeeded under the --index-builds bound,
 // reads and writes during a build, cancel (running and queued), alter, durability across a
 // crash (SIGKILL mid-build) and restart, and who may see a transaction.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openIndexTable, rowsIpc, seedIndexTable } from "./helpers/index-data.js";
-import { NS1_KEY, READ_KEY, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { NS1_KEY, READ_KEY, serverForFile } from "./helpers/quiver.js";
+import { terminal, until } from "./helpers/transactions.js";
 
-let q: Quiver;
-let dataDir: string;
 const BIG = 20_000;
 const DIM = 64;
 const ARGS = ["--index-builds", "1"];
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-tx-"));
-  await seedIndexTable(dataDir, "big", BIG, DIM);
-  await seedIndexTable(dataDir, "small", 500, 8);
-  q = await startQuiver({ dataDir, args: ARGS });
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(dataDir);
+const q = serverForFile({
+  args: ARGS,
+  seed: async (dataDir) => {
+    await seedIndexTable(dataDir, "big", BIG, DIM);
+    await seedIndexTable(dataDir, "small", 500, 8);
+  },
 });
 
 type Tx = { status: string; properties: Record<string, string> };
@@ -39,18 +32,6 @@ async function submit(table: string, body: Record<string, unknown>): Promise<str
 /** A build that takes seconds here: HNSW over all rows in one partition. */
 const slow = (name: string, column = "vec") => submit("big", { column, index_type: "IVF_HNSW_SQ", name, num_partitions: 1, m: 16, ef_construction: 150 });
 
-async function until(tx: string, want: (s: string) => boolean, timeoutMs = 40_000): Promise<{ tx: Tx; seen: string[] }> {
-  const seen: string[] = [];
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const d = await describeTx(tx);
-    if (seen[seen.length - 1] !== d.status) seen.push(d.status);
-    if (want(d.status)) return { tx: d, seen };
-    if (Date.now() > end) throw new Error(`transaction ${tx} still ${d.status}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-const terminal = (s: string) => ["Succeeded", "Failed", "Canceled"].includes(s);
 
 let succeededTx = "";
 
@@ -59,7 +40,7 @@ describe("progress, bound and concurrency", () => {
     const a = await slow("slow_a");
     const b = await submit("big", { column: "id", index_type: "BTREE" });
     expect((await describeTx(b)).status).toBe("Queued");
-    await until(a, (s) => s === "Running");
+    await until(q, a, (s) => s === "Running");
     expect((await describeTx(b)).status).toBe("Queued");
 
     const listed = await list("big");
@@ -108,19 +89,19 @@ describe("progress, bound and concurrency", () => {
 describe("cancel", () => {
   it("a running build: Canceled at once, never committed", async () => {
     const c = await slow("slow_c", "s.v");
-    await until(c, (s) => s === "Running");
+    await until(q, c, (s) => s === "Running");
     const r = await cancel(c);
     expect(r.status).toBe(200);
     expect(r.json.status).toBe("Canceled");
     expect((await describeTx(c)).status).toBe("Canceled");
-    const version = await (await openIndexTable(dataDir, "big")).version();
+    const version = await (await openIndexTable(q.dataDir, "big")).version();
     // The slot is free again: the next build runs.
     const d = await submit("small", { column: "id", index_type: "BTREE" });
-    expect((await until(d, terminal)).tx.status).toBe("Succeeded");
+    expect((await until(q, d, terminal)).status).toBe("Succeeded");
     expect((await list("big")).map((i) => i.index_name)).not.toContain("slow_c");
     // Nor later: the build's process was killed, nothing is left to commit.
     await new Promise((res) => setTimeout(res, 1500));
-    expect(await (await openIndexTable(dataDir, "big")).version()).toBe(version);
+    expect(await (await openIndexTable(q.dataDir, "big")).version()).toBe(version);
     expect((await list("big")).map((i) => i.index_name)).not.toContain("slow_c");
   });
 
@@ -195,14 +176,14 @@ describe("durability", () => {
   it("a crash mid-build: the build is Failed after restart, a queued one resumes, finished ones stay", async () => {
     const g = await slow("slow_g");
     const h = await submit("small", { column: "cat", index_type: "BTREE", name: "after_crash" });
-    await until(g, (s) => s === "Running");
+    await until(q, g, (s) => s === "Running");
     expect((await describeTx(h)).status).toBe("Queued");
     await q.kill();
-    q = await startQuiver({ dataDir, args: ARGS });
+    await q.restart();
     const dg = await describeTx(g);
     expect(dg.status).toBe("Failed");
     expect(dg.properties.error_message).toBe("interrupted by a server restart");
-    expect((await until(h, terminal)).tx.status).toBe("Succeeded");
+    expect((await until(q, h, terminal)).status).toBe("Succeeded");
     expect((await list("small")).map((i) => i.index_name)).toContain("after_crash");
     expect((await list("big")).map((i) => i.index_name)).not.toContain("slow_g");
     const a = await describeTx(succeededTx);
@@ -211,9 +192,9 @@ describe("durability", () => {
 
   it("a clean stop marks a running build Failed (never Running forever)", async () => {
     const k = await slow("slow_k");
-    await until(k, (s) => s === "Running");
+    await until(q, k, (s) => s === "Running");
     expect(await q.stop()).toBe(0);
-    q = await startQuiver({ dataDir, args: ARGS });
+    await q.restart();
     const d = await describeTx(k);
     expect(d.status).toBe("Failed");
     expect(d.properties.error_message).toMatch(/^interrupted by a server (shutdown|restart)$/);

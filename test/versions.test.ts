@@ -1,34 +1,27 @@
-import { mkdtempSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { statSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fromIPC } from "./helpers/arrow.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile } from "./helpers/quiver.js";
 import { abRows, openDirect, seedTable } from "./helpers/seed.js";
 
-let q: Quiver;
-let dataDir: string;
 const rows = abRows;
-const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(dataDir, name, ns, opts);
+const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(q.dataDir, name, ns, opts);
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), "quiver-versions-"));
-  // vt: v1 3 rows, v2 5 rows, v3 6 rows; a branch "b1" forked at v2 with one write (b1 v3).
-  await seedTable(dataDir, ["vt"], rows(0, 3));
-  const t = await open("vt");
-  await t.add(rows(3, 2));
-  await t.add(rows(5, 1));
-  const b1 = await (await t.branches()).create("b1", undefined, 2);
-  await b1.add(rows(100, 4));
-  await seedTable(dataDir, ["ns1", "ns2", "nt"], rows(0, 2));
-  await (await open("nt", ["ns1", "ns2"])).add(rows(2, 2));
-  await seedTable(dataDir, ["rt"], rows(0, 3));
-  await (await open("rt")).add(rows(3, 3));
-  q = await startQuiver({ dataDir });
-});
-afterAll(async () => {
-  await q.stop();
-  removeDir(dataDir);
+const q = serverForFile({
+  seed: async (dataDir) => {
+    // vt: v1 3 rows, v2 5 rows, v3 6 rows; a branch "b1" forked at v2 with one write (b1 v3).
+    await seedTable(dataDir, ["vt"], rows(0, 3));
+    const t = await openDirect(dataDir, "vt");
+    await t.add(rows(3, 2));
+    await t.add(rows(5, 1));
+    const b1 = await (await t.branches()).create("b1", undefined, 2);
+    await b1.add(rows(100, 4));
+    await seedTable(dataDir, ["ns1", "ns2", "nt"], rows(0, 2));
+    await (await openDirect(dataDir, "nt", ["ns1", "ns2"])).add(rows(2, 2));
+    await seedTable(dataDir, ["rt"], rows(0, 3));
+    await (await openDirect(dataDir, "rt")).add(rows(3, 3));
+  },
 });
 
 const list = (id: string, qs = "", body: unknown = null) => q.call("POST", `/v1/table/${id}/version/list${qs}`, body);
@@ -52,7 +45,7 @@ describe("version list", () => {
     for (const [i, v] of r.json.versions.entries()) {
       expect(v.manifest_path).toMatch(/^_versions\/\d{20}\.manifest$/);
       expect(BigInt(v.manifest_path.slice(10, 30))).toBe(18446744073709551615n - BigInt(v.version));
-      const st = statSync(path.join(dataDir, "vt.lance", v.manifest_path));
+      const st = statSync(path.join(q.dataDir, "vt.lance", v.manifest_path));
       expect(v.manifest_size).toBe(st.size);
       expect(v.e_tag).toMatch(/^[0-9a-f]+-[0-9a-f]+-[0-9a-f]+$/);
       expect(v.e_tag.endsWith(`-${st.size.toString(16)}`)).toBe(true);
@@ -86,7 +79,7 @@ describe("version list", () => {
     expect(r.json.versions.map((v: any) => v.version)).toEqual([2, 3]);
     for (const v of r.json.versions) {
       expect(v.manifest_path).toMatch(/^tree\/b1\/_versions\/\d{20}\.manifest$/);
-      expect(v.manifest_size).toBe(statSync(path.join(dataDir, "vt.lance", v.manifest_path)).size);
+      expect(v.manifest_size).toBe(statSync(path.join(q.dataDir, "vt.lance", v.manifest_path)).size);
     }
     expect(r.json.versions[1].metadata.total_rows).toBe("9");
   });

@@ -1,12 +1,14 @@
-// Piscina task of the ingest pool (src/pool.ts): decode, check and normalise one Arrow IPC request
-// body with the same function the main thread uses for small bodies, and hand back only bytes, moved.
+// Pool task "ingest": decode, check and normalise one Arrow IPC request body with the same function
+// the main thread uses for small bodies, and hand back only bytes, moved.
 import { Piscina } from "piscina";
 import { normaliseIpc } from "../src/engine/ipc-in.js";
 import { arrow } from "../src/engine/arrow.js";
 import { ApiError } from "../src/errors.js";
-import type { IngestReply } from "../src/pool.js";
 
-export default function ingest(raw: Uint8Array): IngestReply {
+/** Normalised IPC bytes, or the 400 message for a bad body. */
+export type IngestReply = Uint8Array | { error: string };
+
+export function ingest(raw: Uint8Array): IngestReply {
   try {
     const { table, rewritten } = normaliseIpc(raw);
     // Unchanged bodies go back as they came: no re-encode.

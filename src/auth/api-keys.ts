@@ -4,6 +4,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { SEP } from "../catalog/names.js";
+import { privateDirOf } from "../config.js";
 import { isRole, type Principal } from "./principal.js";
 
 export interface StoredKey {
@@ -30,15 +32,15 @@ export function parseKeySpec(spec: string): { key: string; entry: StoredKey }[] 
         entry: {
           hash: hashKey(key),
           role,
-          prefixes: prefixes ? prefixes.split("|").map((p) => p.split("$")) : null,
+          prefixes: prefixes ? prefixes.split("|").map((p) => p.split(SEP)) : null,
           label: `configured key ${i + 1}`,
         },
       };
     });
 }
 
-const keysFile = (dataDir: string) => path.join(dataDir, ".quiver", "keys.json");
-export const adminKeyFile = (dataDir: string) => path.join(dataDir, ".quiver", "admin.key");
+const keysFile = (dataDir: string) => path.join(privateDirOf(dataDir), "keys.json");
+export const adminKeyFile = (dataDir: string) => path.join(privateDirOf(dataDir), "admin.key");
 
 /**
  * Keys stored in the data directory. When none exist and nothing else is configured,

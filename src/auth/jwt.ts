@@ -3,6 +3,7 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from "jose";
+import { SEP } from "../catalog/names.js";
 import type { Config } from "../config.js";
 import { isRole, roleRank, type Principal, type Role } from "./principal.js";
 
@@ -24,7 +25,7 @@ function toPrincipal(payload: JWTPayload, cfg: Config): Principal {
   if (roles.length === 0) return { subject, role: "read", prefixes: [] };
   const role = roles.reduce((a, b) => (roleRank[b] > roleRank[a] ? b : a));
   const prefixClaim = payload[cfg.jwtPrefixClaim];
-  const prefixes = prefixClaim === undefined ? null : claimList(prefixClaim).map((p) => p.split("$"));
+  const prefixes = prefixClaim === undefined ? null : claimList(prefixClaim).map((p) => p.split(SEP));
   return { subject, role, prefixes };
 }
 

@@ -1,12 +1,32 @@
 // The namespace and table registry: the `__manifest` table of the Lance directory catalog,
 // cached in memory. Reads are served from the cache, re-checked against the table at most once
 // per consistency interval (writes by other processes, e.g. LanceDB itself); writes go through
-// one in-process queue and the manifest's atomic insert-if-absent.
-import type { ManifestRow, ManifestTable } from "../engine/manifest-table.js";
+// one in-process queue and the manifest's atomic insert-if-absent. The catalog owns the manifest's
+// row type and the storage interface it needs; src/engine/manifest-table.ts implements it on Lance.
 import { ApiError, type ErrorCode } from "../errors.js";
 import { serialQueue } from "../util/serial.js";
 import { lanceNameOf } from "./locations.js";
+import { objectIdOf, SEP } from "./names.js";
 import { scanRootDatasets } from "./root-listing.js";
+
+/** One row of the directory catalog's `__manifest` table. */
+export interface ManifestRow {
+  object_id: string;
+  object_type: string;
+  location: string | null;
+  metadata: string | null;
+}
+
+/** What the catalog needs from the storage of its manifest. */
+export interface ManifestStore {
+  readAll(): Promise<{ rows: ManifestRow[]; version: number }>;
+  /** Re-read the latest version number (cheap: one manifest read). */
+  latestVersion(): Promise<number>;
+  /** Insert-if-absent keyed on object_id; false when the id already exists. */
+  insertIfAbsent(row: ManifestRow): Promise<{ inserted: boolean; version: number }>;
+  upsert(row: ManifestRow): Promise<number>;
+  remove(objectIds: string[]): Promise<number>;
+}
 
 export type ObjectType = "namespace" | "table";
 
@@ -21,8 +41,6 @@ export interface Entry {
   listed?: boolean;
 }
 
-export const SEP = "$";
-export const objectIdOf = (id: readonly string[]) => id.join(SEP);
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function parseProps(metadata: string | null): Record<string, string> {
@@ -72,7 +90,7 @@ export interface Catalog {
   remove(entries: Entry[]): Promise<void>;
 }
 
-export async function openCatalog(table: ManifestTable, consistencyMs: number, root: string): Promise<Catalog> {
+export async function openCatalog(table: ManifestStore, consistencyMs: number, root: string): Promise<Catalog> {
   /** The manifest's rows. */
   let manifest = new Map<string, Entry>();
   /** Root datasets found in the data directory (locations), whether or not a row points at them. */

@@ -1,4 +1,4 @@
-// Root compatibility of the directory catalog (upstream-notes.md §4.3): `<name>.lance` datasets in
+// Root compatibility of the directory catalog (the lance-namespace directory catalog's "compatibility mode"): `<name>.lance` datasets in
 // the data directory that no manifest row points at (made by LanceDB's plain `connect(root)`,
 // for example) are root tables too. A deregistered one carries a marker and is not listed.
 import { readdir, writeFile } from "node:fs/promises";

@@ -7,7 +7,8 @@ import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { EXPRESSION_FAULT, engineReason, filterError } from "./query-errors.js";
+import { EXPRESSION_FAULT, filterError } from "./query-errors.js";
+import { engineReason, errorText } from "./messages.js";
 import type { Tables } from "./tables.js";
 
 const MARKER = ".svc-reserved";
@@ -72,7 +73,7 @@ const CONFLICT = /[Cc]ommit conflict|Retryable commit|conflicting transaction|Co
  * given the `table`, an unknown column in its SQL is 404 TableColumnNotFound); null if not one of these.
  */
 export function dataError(err: unknown, field: string, table?: string): ApiError | null {
-  const msg = String((err as Error)?.message ?? err);
+  const msg = errorText(err);
   if (CONFLICT.test(msg)) return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${engineReason(err)}; retry`);
   const sql = table === undefined ? null : filterError(err, field, table);
   if (sql) return sql;

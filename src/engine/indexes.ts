@@ -4,6 +4,7 @@
 // (an unknown FTS language) or panic (num_partitions 0, hamming on float vectors).
 import * as lancedb from "@lancedb/lancedb";
 import { invalid } from "../errors.js";
+import { errorText } from "./messages.js";
 
 /** Arrow type ids (apache-arrow `Type` enum); numbers, so either arrow copy's fields work. */
 const T = { Int: 2, Float: 3, Binary: 4, Utf8: 5, Bool: 6, Decimal: 7, Date: 8, Time: 9, Timestamp: 10, List: 12, FixedSizeBinary: 15, FixedSizeList: 16, Duration: 18, LargeBinary: 19, LargeUtf8: 20 } as const;
@@ -41,7 +42,7 @@ const vector = (extra: ParamName[]): Kind => ({
   needs: "a fixed-size list of floats (a vector column)",
 });
 
-/** The index types Quiver offers: SPEC.md's seven plus the other ones LanceDB's Node API builds. */
+/** The index types Quiver offers: the contract's seven plus the other ones LanceDB's Node API builds. */
 export const INDEX_KINDS: Record<string, Kind> = {
   BTREE: { vector: false, params: [], accepts: (t) => scalarIds.includes(t.typeId ?? -99), needs: "a scalar column (number, string, boolean, date/time or binary)" },
   BITMAP: { vector: false, params: [], accepts: (t) => scalarIds.includes(t.typeId ?? -99) && t.typeId !== T.Float && t.typeId !== T.Decimal, needs: "a non-float scalar column" },
@@ -153,19 +154,20 @@ export function engineIndex(kind: string, p: IndexParams): lancedb.Index {
   }
 }
 
+/** One index build, checked and normalised (plain JSON: it is stored in the job record). */
+export interface IndexBuildSpec {
+  [k: string]: unknown;
+  column: string;
+  kind: string;
+  name: string;
+  params: IndexParams;
+  /** null for the main branch. */
+  branch: string | null;
+}
+
 /** Build index `name` on `column`; resolves when it is committed. */
 export async function buildIndex(table: lancedb.Table, column: string, kind: string, params: IndexParams, name: string): Promise<void> {
   await table.createIndex(column, { config: engineIndex(kind, params), name, replace: false });
-}
-
-/** LanceDB's messages end with a Rust source path and repeat after "Caused by:"; keep the first statement. */
-export function engineMessage(err: unknown): string {
-  const raw = String((err as Error)?.message ?? err);
-  return raw
-    .split(/\s*Caused by:/)[0]
-    .replace(/,\s*\S+\.rs:\d+:\d+\s*$/, "")
-    .replace(/^(Job failed: )?(lance error: )?/, "")
-    .trim();
 }
 
 /** The upstream friendly type name of an engine index type (listIndices' `indexType`). */
@@ -175,7 +177,7 @@ const FRIENDLY: Record<string, string> = {
 };
 export const friendlyType = (engineType: string) => FRIENDLY[engineType] ?? engineType.toUpperCase();
 
-export const isIndexNotFound = (err: unknown) => /Lance index not found/.test(String((err as Error)?.message ?? err));
+export const isIndexNotFound = (err: unknown) => /Lance index not found/.test(errorText(err));
 
 /** Remove index `name` if it is committed on the latest version (a canceled build that committed anyway). */
 export async function dropIfPresent(table: lancedb.Table, name: string): Promise<void> {

@@ -3,14 +3,13 @@
 // nulls into non-nullable columns.
 import type * as A from "apache-arrow";
 import { invalid } from "../errors.js";
-import type { Services } from "../services.js";
 import { arrow } from "./arrow.js";
 import { toJsonType } from "./json-arrow.js";
 
 /**
- * THE decode of a request body, run inline for small bodies and in workers/ingest.ts for large
- * ones: the body as a storable table (dictionary columns flattened), and whether that table differs
- * from the bytes sent. 400 when the body is missing, not an Arrow IPC stream (or file), or unstorable.
+ * THE decode of a request body, run inline for small bodies and in a worker for large ones
+ * (workers/pool.ts): the body as a storable table (dictionary columns flattened), and whether
+ * that table differs from the bytes sent. 400 when the body is missing, not an Arrow IPC stream (or file), or unstorable.
  */
 export function normaliseIpc(raw: Uint8Array | undefined): { table: A.Table; rewritten: boolean } {
   if (!raw || raw.length === 0) throw invalid("body: an Arrow IPC stream is required");
@@ -25,16 +24,6 @@ export function normaliseIpc(raw: Uint8Array | undefined): { table: A.Table; rew
   t.schema.fields.forEach((f) => checkStorable(f, f.name));
   const table = plainColumns(t);
   return { table, rewritten: table !== t };
-}
-
-/**
- * The body as a storable table. Bodies up to `--ingest-inline-max-bytes` are decoded here; larger
- * ones in the ingest pool, so their O(rows) flattening never stalls the event loop serving queries
- * (the pool hands back plain IPC bytes, whose decode here is O(batches x columns)).
- */
-export async function decodeIpc(svc: Pick<Services, "config" | "pool">, raw: Uint8Array | undefined): Promise<A.Table> {
-  if (!raw || raw.length <= svc.config.ingestInlineMaxBytes) return normaliseIpc(raw).table;
-  return arrow.tableFromIPC(await svc.pool.ingest(raw));
 }
 
 // Lance writes a timestamp's zone into a ':'-separated type string, so a zone such as "+01:00"

@@ -1,4 +1,4 @@
-// Arrow schemas as upstream's JSON (JsonArrowSchema / JsonArrowDataType, upstream-notes §2.19).
+// Arrow schemas as upstream's JSON (JsonArrowSchema / JsonArrowDataType, lance-namespace `spec.yaml`).
 // Output uses lance-namespace's vocabulary (what DescribeTable answers with), adding the unit
 // and time zone where that vocabulary would lose them, or on request `lance::arrow::json`'s
 // (for LanceDB's remote client); input accepts both vocabularies.
@@ -30,7 +30,7 @@ const metadataOf = (m: Map<string, string> | undefined) =>
   m && m.size > 0 ? Object.fromEntries(m) : undefined;
 
 /** lance-namespace's names (DescribeTable per the spec), or `lance::arrow::json`'s, which LanceDB's
- *  remote client parses (`double`, `string`, `timestamp:us:-`, ...; upstream-notes §2.19). */
+ *  remote client parses (`double`, `string`, `timestamp:us:-`, ...). */
 export type Vocabulary = "namespace" | "lance";
 
 export function toJsonSchema(schema: A.Schema, vocab: Vocabulary = "namespace"): JsonArrowSchema {

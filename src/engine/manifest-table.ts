@@ -4,16 +4,10 @@
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
+import type { ManifestRow, ManifestStore } from "../catalog/catalog.js";
 import { arrow } from "./arrow.js";
 
 const { Field, List, Schema, Utf8 } = arrow;
-
-export interface ManifestRow {
-  object_id: string;
-  object_type: string;
-  location: string | null;
-  metadata: string | null;
-}
 
 // Exactly LanceDB's own schema, so either side can open what the other made.
 const schema = new Schema([
@@ -26,17 +20,7 @@ const schema = new Schema([
 
 const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-export interface ManifestTable {
-  readAll(): Promise<{ rows: ManifestRow[]; version: number }>;
-  /** Re-read the latest version number (cheap: one manifest read). */
-  latestVersion(): Promise<number>;
-  /** Insert-if-absent keyed on object_id; false when the id already exists. */
-  insertIfAbsent(row: ManifestRow): Promise<{ inserted: boolean; version: number }>;
-  upsert(row: ManifestRow): Promise<number>;
-  remove(objectIds: string[]): Promise<number>;
-}
-
-export async function openManifestTable(root: string, privateDir: string): Promise<ManifestTable> {
+export async function openManifestTable(root: string, privateDir: string): Promise<ManifestStore> {
   const linkDir = path.join(privateDir, "manifest-link");
   const link = path.join(linkDir, "__manifest.lance");
   const target = path.join(root, "__manifest");

@@ -1,23 +1,7 @@
 // LanceDB's texts for failing queries and SQL expressions (filters, predicates, computed values)
 // → ApiErrors: the one place they are matched.
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
-
-/** Wrappers the engine puts before its reason, possibly several deep. */
-const PREFIX =
-  /^(Failed to [^:]*: (GenericFailure, )?|lance error: |LanceError\(\w+\): |Invalid (user )?input(, |: )|Query Execution error: )/;
-
-/** The engine's own reason, without call-site prefixes, source paths, schema dumps and "Caused by" tails. */
-export function engineReason(err: unknown): string {
-  let s = String((err as Error)?.message ?? err)
-    .replace(/\s*Caused by:[\s\S]*$/, "")
-    .replace(/,? \/\S+\.rs:\d+:\d+/g, "")
-    .replace(/:? (in schema: ?)?Schema \{[\s\S]*$/, "")
-    // The engine parses a filter as `SELECT 1 FROM t WHERE <filter>`; the client only wrote the filter.
-    .replace(/SELECT 1 FROM t WHERE /g, "")
-    .trim();
-  for (let prev = ""; prev !== s; ) [prev, s] = [s, s.replace(PREFIX, "")];
-  return s;
-}
+import { engineReason, errorText } from "./messages.js";
 
 /**
  * An SQL expression the engine could not parse, plan or evaluate on the data (bad cast, division
@@ -27,7 +11,7 @@ export const EXPRESSION_FAULT =
   /Error (parsing|tokenizing|during planning|optimizing|applying filter expression)|sql parser error|Schema error|Arrow error|LanceError\(Arrow\)|Cast error|Divide by zero|Cannot access field|(^|: )Execution error: /;
 
 /** Evaluated while scanning with a filter (as opposed to computing a value). */
-export const isFilterFault = (err: unknown) => /Error applying filter expression/.test(String((err as Error)?.message ?? err));
+export const isFilterFault = (err: unknown) => /Error applying filter expression/.test(errorText(err));
 
 const NO_FIELD = /No field named (.+?)\. Valid fields/;
 const unquote = (s: string) => s.replace(/^"(.*)"$/, "$1");
@@ -37,7 +21,7 @@ const notFound = (what: string, name: string, table: string) =>
 
 /** Is this a failure of SQL the request wrote (a filter, a predicate, a value expression)? */
 export const isSqlFault = (err: unknown) => {
-  const msg = String((err as Error)?.message ?? err);
+  const msg = errorText(err);
   return NO_FIELD.test(msg) || EXPRESSION_FAULT.test(msg);
 };
 
@@ -46,7 +30,7 @@ export const isSqlFault = (err: unknown) => {
  * any other expression fault 400 with the engine's reason; null if the failure is not about it.
  */
 export function filterError(err: unknown, field: string, table: string): ApiError | null {
-  const msg = String((err as Error)?.message ?? err);
+  const msg = errorText(err);
   const m = msg.match(NO_FIELD);
   if (m) return notFound(`${field}: column`, unquote(m[1]), table);
   return isSqlFault(err) ? invalid(`${field}: ${engineReason(err)}`) : null;
@@ -91,7 +75,7 @@ const reasonRules: [RegExp, string | null][] = [
  */
 export function translateQueryError(err: unknown, table: string, exprField: string): never {
   if (isApiError(err)) throw err;
-  const msg = String((err as Error)?.message ?? err);
+  const msg = errorText(err);
   for (const [re, make] of rules) {
     const m = msg.match(re);
     if (m) throw make(m, table);

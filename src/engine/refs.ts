@@ -5,6 +5,7 @@ import { readFile, rm, stat } from "node:fs/promises";
 import { namedBranch } from "./tables.js";
 import path from "node:path";
 import { ApiError, Code, invalid } from "../errors.js";
+import { engineReason, errorText } from "./messages.js";
 
 async function readJson(file: string): Promise<Record<string, unknown> | null> {
   try {
@@ -72,8 +73,8 @@ const q = JSON.stringify;
 
 /** Lance's tag/branch/version errors as API errors; null for anything else. */
 export function refError(err: unknown, n: RefNames): ApiError | null {
-  const msg = String((err as Error)?.message ?? err);
-  const first = msg.split("  Caused by:")[0].replace(/^lance error: /, "");
+  const msg = errorText(err);
+  const first = engineReason(err);
   const onBranch = namedBranch(n.branch) ? ` on branch ${q(n.branch)}` : "";
   if (/Ref conflict error: tag \S+ already exists/.test(msg)) {
     return new ApiError(Code.TableTagAlreadyExists, `tag ${q(n.tag)} already exists in table ${q(n.table)}`);

@@ -4,7 +4,8 @@ import type * as lancedb from "@lancedb/lancedb";
 import { invalid, type ApiError } from "../errors.js";
 import type * as A from "apache-arrow";
 import { arrow } from "./arrow.js";
-import { EXPRESSION_FAULT, engineReason } from "./query-errors.js";
+import { EXPRESSION_FAULT } from "./query-errors.js";
+import { engineReason, errorText } from "./messages.js";
 
 // Texts LanceDB uses when the request, not the server, is at fault.
 // "Not supported" is an expression the engine cannot evaluate, e.g. an aggregate.
@@ -12,7 +13,7 @@ const CLIENT_FAULT = /^(Invalid input, |lance error: LanceError\(Schema\)|lance 
 
 /** A rejected schema change as a 400; `field` names the request input holding the SQL it evaluated, if any. */
 export function schemaEditError(err: unknown, field?: string): ApiError | null {
-  const msg = String((err as Error)?.message ?? err);
+  const msg = errorText(err);
   const sql = field !== undefined && EXPRESSION_FAULT.test(msg);
   if (!sql && !CLIENT_FAULT.test(msg)) return null;
   const reason = engineReason(err).replace(/^Not supported: /, "not supported: ").slice(0, 400);

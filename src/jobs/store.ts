@@ -1,25 +1,31 @@
-// Durable transaction records: one JSON file in Quiver's private directory, rewritten whole on
-// every change through write-temp + fsync + rename + fsync(dir), so a crash leaves either the old
-// or the new file, never a torn one. Chosen over sql.js: sql.js also persists by exporting the
-// whole database to a file (it has no journal), so it would add a wasm runtime and a schema for
-// the same write pattern; the record count is small (finished ones are pruned past RETAIN).
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+// Durable job records: an append-only log of JSON lines in Quiver's private directory. A change
+// appends the changed record's new state (one line) and fsyncs; it never rewrites the others, so
+// a running job can record its progress as often as it needs. Loading replays the log (the last
+// line of a record wins; a torn last line, left by a crash mid-append, is skipped). When the log
+// holds many superseded lines it is compacted: the live records are written to a temp file,
+// fsynced and renamed over it. Chosen over sql.js: sql.js persists only by exporting the whole
+// database to a file, the very rewrite this log avoids.
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { open, rename, type FileHandle } from "node:fs/promises";
 import path from "node:path";
+import { log } from "../log.js";
 import { serialQueue } from "../util/serial.js";
 
 export const STATUSES = ["Queued", "Running", "Succeeded", "Failed", "Canceled"] as const;
-export type TxStatus = (typeof STATUSES)[number];
-export const isTerminal = (s: TxStatus) => s === "Succeeded" || s === "Failed" || s === "Canceled";
+export type JobStatus = (typeof STATUSES)[number];
+export const isTerminal = (s: JobStatus) => s === "Succeeded" || s === "Failed" || s === "Canceled";
 
-export interface TxRecord {
+export interface JobRecord {
   id: string;
-  status: TxStatus;
-  /** What runs, e.g. "create_index"; selects the runner. */
+  status: JobStatus;
+  /** The job kind, e.g. "create_index"; selects what runs it. */
   operation: string;
-  /** The table it acts on (path id). */
+  /** The table (or view) it acts on (path id). */
   table: string[];
-  /** The operation's own inputs (plain JSON), enough to run it again after a restart. */
+  /** The job's own inputs (plain JSON), enough to run it again after a restart. */
   spec: Record<string, unknown>;
+  /** What the kind recorded while running (counters, checkpoint), plain JSON. */
+  progress?: Record<string, unknown>;
   /** Properties set through AlterTransaction. */
   properties: Record<string, string>;
   createdAt: number;
@@ -28,44 +34,53 @@ export interface TxRecord {
   error?: string;
 }
 
-/** Finished records kept; older ones are dropped first. */
+/** Finished records kept; older ones are dropped first when the log is compacted. */
 const RETAIN = 10_000;
+/** Compact once superseded lines outnumber live records by this factor (and a floor). */
+const COMPACT_FACTOR = 4;
+const COMPACT_FLOOR = 2_000;
 
 export interface Store {
-  all(): TxRecord[];
-  get(id: string): TxRecord | undefined;
-  /** Apply a change in memory and wait until it is on disk. */
-  put(rec: TxRecord): Promise<void>;
+  all(): JobRecord[];
+  get(id: string): JobRecord | undefined;
+  /** Record the record's current state; resolves when it is on disk. */
+  put(rec: JobRecord): Promise<void>;
+  /** Resolves when every change made so far is on disk. */
   flush(): Promise<void>;
+  close(): Promise<void>;
 }
 
-function writeAtomic(file: string, text: string): void {
-  const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-  const dir = openSync(path.dirname(file), "r");
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
+function load(file: string, recs: Map<string, JobRecord>): number {
+  if (!existsSync(file)) return 0;
+  const lines = readFileSync(file, "utf8").split("\n");
+  let count = 0;
+  lines.forEach((line, i) => {
+    if (line.trim() === "") return;
+    try {
+      const r = JSON.parse(line) as JobRecord;
+      recs.set(r.id, r);
+      count++;
+    } catch {
+      if (i < lines.length - 2) throw new Error(`cannot read ${file}: line ${i + 1} is not a record`);
+      log.warn("skipped a torn last line of the job log", { file });
+    }
+  });
+  return count;
 }
 
 export function openStore(dir: string): Store {
-  const file = path.join(dir, "transactions.json");
-  const recs = new Map<string, TxRecord>();
-  try {
-    for (const r of JSON.parse(readFileSync(file, "utf8")) as TxRecord[]) recs.set(r.id, r);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw new Error(`cannot read ${file}: ${(err as Error).message}`);
+  const file = path.join(dir, "transactions.jsonl");
+  const recs = new Map<string, JobRecord>();
+  let lines = load(file, recs);
+  // Records of the earlier whole-file format are carried over once.
+  const legacy = path.join(dir, "transactions.json");
+  if (existsSync(legacy)) {
+    for (const r of JSON.parse(readFileSync(legacy, "utf8")) as JobRecord[]) if (!recs.has(r.id)) recs.set(r.id, r);
   }
+
   const serial = serialQueue();
+  let fh: FileHandle | null = null;
+  const dirty = new Set<string>();
   let pending: Promise<void> | null = null;
 
   const prune = () => {
@@ -75,12 +90,42 @@ export function openStore(dir: string): Store {
     for (const r of done.slice(0, done.length - RETAIN)) recs.delete(r.id);
   };
 
-  // Writes coalesce: a write not yet started covers every change made before it starts.
+  async function compact(): Promise<void> {
+    prune();
+    const tmp = `${file}.tmp`;
+    const out = await open(tmp, "w", 0o600);
+    try {
+      await out.writeFile([...recs.values()].map((r) => JSON.stringify(r) + "\n").join(""));
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    await fh?.close();
+    fh = null;
+    await rename(tmp, file);
+    const d = await open(dir, "r");
+    try {
+      await d.sync();
+    } finally {
+      await d.close();
+    }
+    lines = recs.size;
+    dirty.clear();
+    rmSync(legacy, { force: true });
+  }
+
+  // Changes coalesce: a write not yet started covers every change made before it starts.
   const flush = () => {
     pending ??= serial(async () => {
       pending = null;
-      prune();
-      writeAtomic(file, JSON.stringify([...recs.values()]));
+      if (lines > COMPACT_FLOOR + COMPACT_FACTOR * recs.size || existsSync(legacy)) return compact();
+      const text = [...dirty].map((id) => recs.get(id)).filter((r) => r !== undefined).map((r) => JSON.stringify(r) + "\n").join("");
+      lines += dirty.size;
+      dirty.clear();
+      if (text === "") return;
+      fh ??= await open(file, "a", 0o600);
+      await fh.appendFile(text);
+      await fh.sync();
     });
     return pending;
   };
@@ -90,8 +135,16 @@ export function openStore(dir: string): Store {
     get: (id) => recs.get(id),
     put(rec) {
       recs.set(rec.id, rec);
+      dirty.add(rec.id);
       return flush();
     },
     flush,
+    async close() {
+      await flush();
+      await serial(async () => {
+        await fh?.close();
+        fh = null;
+      });
+    },
   };
 }

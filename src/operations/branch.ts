@@ -11,7 +11,8 @@ import type { Services } from "../services.js";
 import { serialQueue } from "../util/serial.js";
 import { jsonOp, queryOp } from "./define.js";
 import { page, pageParams } from "./pagination.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openAt } from "./table-ref.js";
+import { requireTable } from "../catalog/lookup.js";
 import { json } from "./types.js";
 
 // Branch changes are rare; one queue makes check-then-create atomic within this process.
@@ -29,7 +30,7 @@ async function onBranches<T>(svc: Services, entry: Entry, names: Omit<RefNames, 
 const q = JSON.stringify;
 
 export const listTableBranches = queryOp(async ({ id, query, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const { after, limit } = pageParams(query);
   const all = await onBranches(svc, entry, {}, (b) => b.list());
   const p = page(Object.keys(all).sort(), (n) => n, after, limit);
@@ -51,7 +52,7 @@ export const listTableBranches = queryOp(async ({ id, query, svc }) => {
 });
 
 export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const { name } = body;
   checkBranchName(name);
   const from = namedBranch(body.from_branch);
@@ -69,7 +70,7 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
 });
 
 export const deleteTableBranch = jsonOp(DeleteTableBranch, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   if (body.name === "main") throw invalid(`name: "main" is the main branch and cannot be deleted`);
   await serial(() => onBranches(svc, entry, { branch: body.name }, (b) => b.delete(body.name)));
   return json({});

@@ -2,7 +2,7 @@
 // main go through the cached table handle, so later reads see them; `branch` writes leave main alone.
 import type * as lancedb from "@lancedb/lancedb";
 import { dataError } from "../engine/datasets.js";
-import { checkFits, decodeIpc } from "../engine/ipc-in.js";
+import { checkFits } from "../engine/ipc-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { invalid } from "../errors.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
@@ -30,7 +30,7 @@ const target = (ctx: OpContext, at: { branch?: string | null; version?: number |
   openTable(ctx.svc, ctx.id, { branch: at.branch ?? stringParam(ctx.query, "branch"), version: at.version });
 
 async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
-  const data = await decodeIpc(ctx.svc, ctx.raw);
+  const data = await ctx.svc.pool.ingest(ctx.raw);
   if (data.numRows === 0) throw invalid("body: the Arrow IPC stream holds no rows");
   checkFits(data, await t.schema(), name);
   return data;

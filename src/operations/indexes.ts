@@ -3,26 +3,27 @@
 // tracked as transactions on the latest version (they carry `transaction_id` and an empty uuid).
 import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
-import { ALL_PARAMS, checkIndexParams, friendlyType, indexKind, isIndexNotFound, isVectorKind, type ColumnType, type IndexParams } from "../engine/indexes.js";
+import { requireTable } from "../catalog/lookup.js";
+import { sameId } from "../catalog/names.js";
+import { ALL_PARAMS, checkIndexParams, friendlyType, indexKind, isIndexNotFound, isVectorKind, type ColumnType, type IndexBuildSpec, type IndexParams } from "../engine/indexes.js";
 import { namedBranch } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { INDEX_BUILD, type IndexBuildSpec } from "../jobs/index-build.js";
-import type { TxRecord } from "../jobs/store.js";
+import { INDEX_BUILD } from "../jobs/kinds/index-build.js";
+import type { JobRecord } from "../jobs/store.js";
 import { canonicalPath, resolveFieldPath } from "../schemas/field-path.js";
 import { CreateIndex, DropIndex, IndexStats, ListIndices } from "../schemas/indexes.js";
 import type { Services } from "../services.js";
 import type { Static } from "@sinclair/typebox";
 import { jsonOp } from "./define.js";
 import { page, pageParams } from "./pagination.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openAt } from "./table-ref.js";
 import { json, type OpContext } from "./types.js";
 
 // Build specs are stored as JSON, where the main branch is null.
 const mainOr = (branch: string | null | undefined) => namedBranch(branch) ?? null;
-const sameId = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((s, i) => s === b[i]);
 
 /** Builds of table `id` (on `branch`) still Queued or Running. */
-function pendingBuilds(svc: Services, id: readonly string[], branch: string | null): TxRecord[] {
+function pendingBuilds(svc: Services, id: readonly string[], branch: string | null): JobRecord[] {
   return svc.jobs
     .active()
     .filter((r) => r.operation === INDEX_BUILD && sameId(r.table, id) && (r.spec as IndexBuildSpec).branch === branch);
@@ -33,7 +34,7 @@ const indexNotFound = (name: string, entry: Entry) =>
 
 async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: boolean) {
   const { id, body, svc } = ctx;
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const kind = indexKind(body.index_type);
   if (scalarOnly && isVectorKind(kind)) throw invalid(`index_type: ${kind} is a vector index; create it with create_index`);
   const branch = mainOr(body.branch);
@@ -78,15 +79,15 @@ function indexRecord(c: lancedb.IndexConfig) {
   };
 }
 
-const buildStatus = (r: TxRecord) => (r.status === "Queued" ? "Queued" : "Building");
+const buildStatus = (r: JobRecord) => (r.status === "Queued" ? "Queued" : "Building");
 
-function pendingRecord(r: TxRecord) {
+function pendingRecord(r: JobRecord) {
   const s = r.spec as IndexBuildSpec;
   return { index_name: s.name, index_uuid: "", columns: [s.column], status: buildStatus(r), index_type: s.kind, transaction_id: r.id };
 }
 
 export const listTableIndices = jsonOp(ListIndices, async ({ id, body, query, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { version: body.version, branch });
   const built = (await table.listIndices()).map(indexRecord);
@@ -99,7 +100,7 @@ export const listTableIndices = jsonOp(ListIndices, async ({ id, body, query, sv
 });
 
 export const describeTableIndexStats = jsonOp(IndexStats, async ({ id, params, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const name = params.index_name;
   if (body.index_name && body.index_name !== name) throw invalid(`index_name: body ${JSON.stringify(body.index_name)} differs from the path's ${JSON.stringify(name)}`);
   const branch = mainOr(body.branch);
@@ -130,7 +131,7 @@ export const describeTableIndexStats = jsonOp(IndexStats, async ({ id, params, b
 });
 
 export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const name = params.index_name;
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { branch });

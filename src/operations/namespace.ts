@@ -1,7 +1,8 @@
 // Namespaces: create, describe, drop, list, exists.
 import { canBrowse } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
-import { objectIdOf } from "../catalog/catalog.js";
+import { namespaceNotFound, requireNamespace } from "../catalog/lookup.js";
+import { objectIdOf } from "../catalog/names.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
 import { CreateNamespace, DropNamespace } from "../schemas/namespace.js";
@@ -11,12 +12,6 @@ import { page, pageParams } from "./pagination.js";
 import { empty, json } from "./types.js";
 
 const name = (id: readonly string[]) => JSON.stringify(objectIdOf(id));
-export const namespaceNotFound = (id: readonly string[]) =>
-  new ApiError(Code.NamespaceNotFound, `namespace ${name(id)} not found`);
-
-export function requireNamespace(svc: Services, id: readonly string[]): void {
-  if (!svc.catalog.namespaceExists(id)) throw namespaceNotFound(id);
-}
 
 /** Drop everything below a namespace, table data included, deepest first. */
 export async function dropContents(svc: Services, id: readonly string[]): Promise<void> {
@@ -31,7 +26,7 @@ export const createNamespace = jsonOp(CreateNamespace, async ({ id, body, svc })
   const properties = body.properties ?? {};
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
-    requireNamespace(svc, id.slice(0, -1));
+    requireNamespace(svc.catalog, id.slice(0, -1));
     const existing = svc.catalog.get(id);
     if (existing?.type === "table") {
       throw new ApiError(Code.NamespaceAlreadyExists, `${name(id)} already exists as a table`);
@@ -58,7 +53,7 @@ export const describeNamespace = jsonOp(CommonBody, async ({ id, svc }) => {
 
 export const namespaceExists = jsonOp(CommonBody, async ({ id, svc }) => {
   await svc.catalog.refresh();
-  requireNamespace(svc, id);
+  requireNamespace(svc.catalog, id);
   return empty(200);
 });
 
@@ -68,7 +63,7 @@ export const dropNamespace = jsonOp(DropNamespace, async ({ id, body, svc }) => 
     await svc.catalog.refresh(true);
     const e = svc.catalog.get(id);
     if (e?.type !== "namespace") {
-      // SPEC.md: mode Skip → 204, mode Fail → 400 (code 1 in the body).
+      // docs/contract.md: mode Skip → 204, mode Fail → 400 (code 1 in the body).
       if (body.mode === "skip") return empty(204);
       throw new ApiError(Code.NamespaceNotFound, `namespace ${name(id)} not found`, 400);
     }
@@ -84,7 +79,7 @@ export const dropNamespace = jsonOp(DropNamespace, async ({ id, body, svc }) => 
 
 export const listNamespaces = queryOp(async ({ id, query, svc, principal }) => {
   await svc.catalog.refresh();
-  requireNamespace(svc, id);
+  requireNamespace(svc.catalog, id);
   const { after, limit } = pageParams(query);
   const visible = svc.catalog.children(id, "namespace").filter((e) => canBrowse(principal, e.id));
   const p = page(visible, (e) => e.id[e.id.length - 1], after, limit);

@@ -1,4 +1,4 @@
-// SPEC.md's pagination: an opaque `page_token` (here: the last name returned, so LanceDB's client,
+// Pagination (lance-namespace `PageToken`): an opaque `page_token` (here: the last name returned, so LanceDB's client,
 // which sends "start after this name", works too) and an inclusive `limit`. Listings are sorted,
 // so an item that exists throughout a listing is returned exactly once however others change it.
 import { invalid } from "../errors.js";

@@ -1,4 +1,4 @@
-// QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (SPEC.md §1, upstream §2.1).
+// QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (docs/contract.md; lance-namespace `QueryTableRequest`).
 import { analyzeQuery, explainQuery, runQuery } from "../engine/query.js";
 import type { QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";

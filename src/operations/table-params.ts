@@ -1,12 +1,12 @@
 // Options of bodyless and Arrow-body table operations, which arrive as query parameters.
 import { invalid } from "../errors.js";
+import { matchMode } from "../schemas/mode.js";
 
 /** A mode parameter, case-insensitive in PascalCase or snake_case; yields the snake_case value. */
 export function modeParam<V extends string>(q: URLSearchParams, name: string, allowed: readonly V[], def: V): V {
   const raw = q.get(name);
   if (raw === null || raw === "") return def;
-  const norm = raw.toLowerCase().replace(/_/g, "");
-  const hit = allowed.find((a) => a.replace(/_/g, "") === norm);
+  const hit = matchMode(raw, allowed);
   if (hit === undefined) throw invalid(`${name}: must be one of ${allowed.join(", ")} (got ${JSON.stringify(raw)})`);
   return hit;
 }

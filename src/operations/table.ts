@@ -4,24 +4,23 @@ import { mkdir, rm } from "node:fs/promises";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { covers } from "../auth/principal.js";
-import { objectIdOf, type Entry } from "../catalog/catalog.js";
+import type { Entry } from "../catalog/catalog.js";
+import { checkName, objectIdOf } from "../catalog/names.js";
 import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
 import { markDeregistered } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
-import { decodeIpc } from "../engine/ipc-in.js";
 import { namedBranch } from "../engine/tables.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
 import { refError } from "../engine/refs.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { checkName } from "../http/path-id.js";
 import { CommonBody } from "../schemas/common.js";
 import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
 import type { Services } from "../services.js";
 import { arrowOp, jsonOp, queryOp } from "./define.js";
-import { requireNamespace } from "./namespace.js";
 import { boolParam, page, pageParams } from "./pagination.js";
 import { mapParam, modeParam } from "./table-params.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openAt } from "./table-ref.js";
+import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import { empty, json } from "./types.js";
 
 const q = JSON.stringify;
@@ -73,7 +72,7 @@ async function withData(svc: Services, entries: Entry[]): Promise<Entry[]> {
 
 export const listTables = queryOp(async ({ id, query, svc, principal }) => {
   await svc.catalog.refresh();
-  requireNamespace(svc, id);
+  requireNamespace(svc.catalog, id);
   const { after, limit } = pageParams(query);
   let tables = svc.catalog.children(id, "table").filter((e) => covers(principal, e.id));
   if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
@@ -97,14 +96,14 @@ export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
   tableName(id);
   const mode = modeParam(query, "mode", ["create", "exist_ok", "overwrite"] as const, "create");
   const properties = mapParam(query, "properties");
-  const data = await decodeIpc(svc, raw);
+  const data = await svc.pool.ingest(raw);
   await svc.catalog.refresh(true);
-  requireNamespace(svc, id.slice(0, -1));
+  requireNamespace(svc.catalog, id.slice(0, -1));
   if (!existingTable(svc, id)) return createNew(svc, id, data, properties ?? {});
   // Filling a declared table or overwriting one writes at its location: one writer at a time.
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
-    const existing = await requireTable(svc, id);
+    const existing = await requireTable(svc.catalog, id);
     const dir = dirOf(svc, existing);
     const declaredOnly = !(await hasVersions(dir));
     if (!declaredOnly && mode === "create") throw alreadyExists(id);
@@ -133,7 +132,7 @@ async function createNew(svc: Services, id: string[], data: A.Table, properties:
     t = await createDataset(svc.tables, location, data, "create");
     await svc.catalog.exclusive(async () => {
       await svc.catalog.refresh(true);
-      requireNamespace(svc, id.slice(0, -1));
+      requireNamespace(svc.catalog, id.slice(0, -1));
       // The directory listing may already show the dataset just written; the claim made it ours.
       const taken = existingTable(svc, id);
       if (taken && !(taken.listed && taken.location === location)) throw alreadyExists(id);
@@ -151,7 +150,7 @@ export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) => {
   const properties = body.properties ?? {};
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
-    requireNamespace(svc, id.slice(0, -1));
+    requireNamespace(svc.catalog, id.slice(0, -1));
     if (existingTable(svc, id)) throw alreadyExists(id);
     const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await claimLocation(svc, id);
     const dir = resolveLocation(svc.tables.root, location);
@@ -179,7 +178,7 @@ export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc }) => 
   const properties = body.properties ?? {};
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
-    requireNamespace(svc, id.slice(0, -1));
+    requireNamespace(svc.catalog, id.slice(0, -1));
     // A directory-listed root dataset has no row yet: registering it gives it one (and this id).
     const other = svc.catalog.allTables().find((e) => e.location === location && e.objectId !== objectIdOf(id) && !e.listed);
     if (other) throw new ApiError(Code.TableAlreadyExists, `location ${q(body.location)} is already registered as table ${q(other.objectId)}`);
@@ -224,7 +223,7 @@ const notDeclaredVersion = (entry: Entry) =>
   new ApiError(Code.TableVersionNotFound, `table ${q(entry.objectId)} is declared only and has no versions yet`);
 
 export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc, lancedbClient }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   if (body.tag && (body.version != null || body.branch)) throw invalid("tag: cannot be combined with version or branch");
   const withUri = body.with_table_uri ?? boolParam(query, "with_table_uri", false);
   const detailed = body.load_detailed_metadata ?? boolParam(query, "load_detailed_metadata", false);
@@ -256,7 +255,7 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
 });
 
 export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const dir = dirOf(svc, entry);
   if (await hasVersions(dir)) {
     if (body.version != null) await openAt(svc, entry, { version: body.version });
@@ -273,7 +272,7 @@ export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
 async function unlist(svc: Services, id: string[], data: boolean) {
   const entry = await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
-    const e = await requireTable(svc, id);
+    const e = await requireTable(svc.catalog, id);
     // A table known only from the directory listing would reappear with its data: mark it.
     if (!data && e.listed) await markDeregistered(dirOf(svc, e));
     await svc.catalog.remove([e]);
@@ -297,8 +296,8 @@ export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal
   }
   await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
-    const entry = await requireTable(svc, id);
-    requireNamespace(svc, ns);
+    const entry = await requireTable(svc.catalog, id);
+    requireNamespace(svc.catalog, ns);
     if (existingTable(svc, newId)) throw alreadyExists(newId);
     // LanceDB cannot rename tables: the new id takes over the same data directory.
     await svc.catalog.insert({ ...entry, id: newId, objectId: objectIdOf(newId) }, Code.TableAlreadyExists);

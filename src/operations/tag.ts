@@ -9,7 +9,8 @@ import { SetTag, TagRef } from "../schemas/tag.js";
 import type { Services } from "../services.js";
 import { jsonOp, queryOp } from "./define.js";
 import { page, pageParams } from "./pagination.js";
-import { openAt, requireTable } from "./table-ref.js";
+import { openAt } from "./table-ref.js";
+import { requireTable } from "../catalog/lookup.js";
 import { json } from "./types.js";
 
 /** Runs a tag call on the table (at `branch`), turning Lance's ref errors into API errors. */
@@ -25,7 +26,7 @@ async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "tab
 const withBranch = (branch: string | undefined) => (namedBranch(branch) ? { branch } : {});
 
 export const listTableTags = queryOp(async ({ id, query, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const { after, limit } = pageParams(query);
   const all = await onTags(svc, entry, {}, (tags) => tags.list());
   const names = Object.keys(all).sort();
@@ -41,27 +42,27 @@ export const listTableTags = queryOp(async ({ id, query, svc }) => {
 });
 
 export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const version = await onTags(svc, entry, { tag: body.tag }, (tags) => tags.getVersion(body.tag));
   return json({ version, ...withBranch(await tagBranch(tableDir(svc.tables.root, entry), body.tag)) });
 });
 
 export const createTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
   await onTags(svc, entry, names, (tags) => tags.create(body.tag, body.version));
   return json({});
 });
 
 export const updateTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
   await onTags(svc, entry, names, (tags) => tags.update(body.tag, body.version));
   return json({});
 });
 
 export const deleteTableTag = jsonOp(TagRef, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   await onTags(svc, entry, { tag: body.tag }, (tags) => tags.delete(body.tag));
   return json({});
 });

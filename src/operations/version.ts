@@ -7,7 +7,8 @@ import { ApiError, Code, invalid } from "../errors.js";
 import { DescribeTableVersion, RestoreTable } from "../schemas/version.js";
 import { jsonOp, queryOp } from "./define.js";
 import { boolParam, pageParams } from "./pagination.js";
-import { openAt, openTable, requireTable } from "./table-ref.js";
+import { openAt, openTable } from "./table-ref.js";
+import { requireTable } from "../catalog/lookup.js";
 import { json } from "./types.js";
 
 type LanceVersion = Awaited<ReturnType<lancedb.Table["listVersions"]>>[number];
@@ -31,7 +32,7 @@ function versionToken(token: string | null): number | null {
 }
 
 export const listTableVersions = queryOp(async ({ id, query, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const branch = query.get("branch") || undefined;
   const { after, limit } = pageParams(query);
   const from = versionToken(after);
@@ -49,7 +50,7 @@ export const listTableVersions = queryOp(async ({ id, query, svc }) => {
 });
 
 export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, body, svc }) => {
-  const entry = await requireTable(svc, id);
+  const entry = await requireTable(svc.catalog, id);
   const branch = body.branch ?? undefined;
   const t = await openAt(svc, entry, { branch });
   const wanted = body.version ?? (await t.version());

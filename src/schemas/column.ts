@@ -1,7 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { branch, common, FieldPath, Opt } from "./common.js";
 
-/** JsonArrowDataType (upstream-notes §2.19); its vocabulary is checked when converted. */
+/** JsonArrowDataType (lance-namespace `JsonArrowDataType`); its vocabulary is checked when converted. */
 export const JsonDataType = Type.Object({ type: Type.String({ minLength: 1 }) }, { additionalProperties: true });
 const AnyObject = Type.Object({}, { additionalProperties: true });
 

@@ -1,4 +1,4 @@
-// Building blocks shared by every request schema (SPEC.md "Common request fields").
+// Building blocks shared by every request schema (docs/contract.md, "Common request fields").
 import { Type, type TSchema } from "@sinclair/typebox";
 
 /** Optional and nullable: clients send `null` for fields they leave unset. */

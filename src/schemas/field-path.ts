@@ -1,4 +1,4 @@
-// SPEC.md's field path syntax: dot-separated segments; a segment holding a literal dot (or
+// The field path syntax (docs/contract.md): dot-separated segments; a segment holding a literal dot (or
 // starting with a backtick) is backtick-quoted, with backticks inside doubled. A bare leaf name
 // means a top-level field only. Invalid → 400 InvalidInput; unresolved → 404 TableColumnNotFound,
 // both naming the canonical path.

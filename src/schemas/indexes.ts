@@ -1,4 +1,4 @@
-// Request bodies of the index operations (upstream-notes.md §2.2).
+// Request bodies of the index operations (lance-namespace `CreateTableIndexRequest` and the index listings).
 import { Type } from "@sinclair/typebox";
 import { branch, common, FieldPath, Opt, UInt } from "./common.js";
 

@@ -1,4 +1,4 @@
-// QueryTable / ExplainTableQueryPlan / AnalyzeTableQueryPlan request bodies (SPEC.md §1, upstream
+// QueryTable / ExplainTableQueryPlan / AnalyzeTableQueryPlan request bodies (docs/contract.md; lance-namespace
 // §2.1). Both wire shapes are accepted: the spec's (`vector.single_vector`, `columns.column_names`,
 // `full_text_query.string_query`) and the one LanceDB's own client sends (flat `vector` array,
 // `columns` as a list or `{alias: expression}` map, `full_text_query: {query, columns}`).

@@ -1,4 +1,4 @@
-// Request bodies of the transaction operations (upstream-notes.md §2.20).
+// Request bodies of the transaction operations (lance-namespace `AlterTransactionRequest`).
 import { Type } from "@sinclair/typebox";
 import { common, Mode } from "./common.js";
 

@@ -4,6 +4,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import type { Static, TSchema } from "@sinclair/typebox";
 import { invalid } from "../errors.js";
+import { matchMode } from "./mode.js";
 
 const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false });
 
@@ -18,8 +19,7 @@ ajv.addKeyword({
     _parent?: unknown,
     cxt?: { parentData: Record<string | number, unknown>; parentDataProperty: string | number },
   ): boolean {
-    const norm = data.toLowerCase().replace(/_/g, "");
-    const hit = allowed.find((a) => a.replace(/_/g, "") === norm);
+    const hit = matchMode(data, allowed);
     if (hit === undefined) {
       (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [
         { keyword: "x-mode", message: `must be one of ${allowed.join(", ")} (got ${JSON.stringify(data)})`, params: {} },

@@ -43,6 +43,8 @@ export interface StartOptions {
   dataDir?: string;
   /** Leave QUIVER_API_KEYS unset (first-start key generation). */
   noKeys?: boolean;
+  /** Runs on the (fresh) data directory before the server starts, e.g. to make tables with LanceDB. */
+  seed?: (dataDir: string) => Promise<void>;
 }
 
 export async function request(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
@@ -64,6 +66,7 @@ export async function request(url: string, method: string, body?: unknown, heade
 
 export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), "quiver-test-"));
+  if (opts.seed) await opts.seed(dataDir);
   const env: Record<string, string> = { ...(process.env as Record<string, string>), QUIVER_LOG_LEVEL: "warn", ...opts.env };
   if (!opts.noKeys) env.QUIVER_API_KEYS ??= DEFAULT_KEYS;
   const proc = spawn(process.execPath, [MAIN, "--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])], {
@@ -116,18 +119,39 @@ export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** A server that can be restarted on the same data directory (after stop() or kill()). */
+export interface FileServer extends Quiver {
+  restart(): Promise<void>;
+}
+
 /**
- * One server for a whole test file: started before its tests, stopped (and its data directory
- * removed) after them. The returned object is filled in when the server is up.
+ * One server for a whole test file: `seed` fills a fresh data directory, then the server starts
+ * before the file's tests; it is stopped (and the directory removed) after them. The returned
+ * object is filled in when the server is up, and again by restart().
  */
-export function serverForFile(opts: StartOptions = {}): Quiver {
-  const q = {} as Quiver;
-  beforeAll(async () => {
-    Object.assign(q, await startQuiver(opts));
-  });
-  afterAll(async () => {
+export function serverForFile(opts: StartOptions = {}, setupTimeoutMs?: number): FileServer {
+  const q = {} as FileServer;
+  const restart = async () => {
     await q.stop();
-    removeDir(q.dataDir);
+    Object.assign(q, await startQuiver({ ...opts, seed: undefined, dataDir: q.dataDir }), { restart });
+  };
+  beforeAll(async () => {
+    Object.assign(q, await startQuiver(opts), { restart });
+  }, setupTimeoutMs);
+  afterAll(async () => {
+    await q.stop?.();
+    if (q.dataDir) removeDir(q.dataDir);
   });
   return q;
+}
+
+/** Resolves with the first stderr line (a JSON log line) that `match` accepts; polls until `timeoutMs`. */
+export async function logLine(q: Quiver, match: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const hit = q.stderr().split("\n").find(match);
+    if (hit !== undefined) return hit;
+    if (Date.now() > end) throw new Error(`no log line matched within ${timeoutMs} ms:\n${q.stderr().slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

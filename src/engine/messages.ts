@@ -1,0 +1,22 @@
+// LanceDB's error texts: the one place they are read and cleaned. Every module that matches an
+// engine error (queries, writes, schema changes, refs, indexes) starts from these two functions.
+
+/** The raw text of an engine error. */
+export const errorText = (err: unknown): string => String((err as Error)?.message ?? err);
+
+/** Wrappers the engine puts before its reason, possibly several deep. */
+const PREFIX =
+  /^(Job failed: |Failed to [^:]*: (GenericFailure, )?|lance error: |LanceError\(\w+\): |Invalid (user )?input(, |: )|Query Execution error: )/;
+
+/** The engine's own reason, without call-site prefixes, source paths, schema dumps and "Caused by" tails. */
+export function engineReason(err: unknown): string {
+  let s = errorText(err)
+    .replace(/\s*Caused by:[\s\S]*$/, "")
+    .replace(/,? (location: )?\/\S+\.rs:\d+:\d+/g, "")
+    .replace(/:? (in schema: ?)?Schema \{[\s\S]*$/, "")
+    // The engine parses a filter as `SELECT 1 FROM t WHERE <filter>`; the client only wrote the filter.
+    .replace(/SELECT 1 FROM t WHERE /g, "")
+    .trim();
+  for (let prev = ""; prev !== s; ) [prev, s] = [s, s.replace(PREFIX, "")];
+  return s;
+}

@@ -1,0 +1,225 @@
+// The request pipeline, without a socket: route match, path ids, credentials, body parsing,
+// authorisation, validation, the operation, and the result's encoding. src/server.ts adapts it to
+// uWS (body bytes, admission, writes); tests and the bench call it in process.
+import { randomBytes } from "node:crypto";
+import type { Authenticate, Credentials } from "../auth/authenticate.js";
+import { canBrowse, covers, roleRank, type Principal } from "../auth/principal.js";
+import { objectIdOf, sameId } from "../catalog/names.js";
+import { ApiError, Code, errorBody, internal, isApiError } from "../errors.js";
+import { log } from "../log.js";
+import type { OpContext, OpResult } from "../operations/types.js";
+import { routes, type RouteSpec } from "../routes.js";
+import type { Services } from "../services.js";
+import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
+import { compileRoutes } from "./router.js";
+
+const JSON_TYPE = "application/json";
+
+/** One request as the pipeline sees it: no socket, no body bytes yet. */
+export interface Incoming {
+  /** Upper case. */
+  method: string;
+  /** The URL path, without the query string. */
+  path: string;
+  query: string;
+  /** Header names in lower case. */
+  headers: Record<string, string>;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+}
+
+interface Head {
+  status: number;
+  headers: Record<string, string>;
+  /** Operation name and request context, for the access log. */
+  op?: string;
+  context?: Record<string, string>;
+}
+
+/** What to send back: a whole body, a stream of chunks (written with backpressure), or nothing. */
+export type Outgoing = Head &
+  (
+    | { kind: "body"; contentType: string; body: string | Uint8Array; close?: boolean }
+    | { kind: "stream"; contentType: string; chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array> }
+    | { kind: "empty" }
+  );
+
+/** A matched route, with what the front end needs before the body arrives. */
+export interface Route {
+  spec: RouteSpec;
+  params: Record<string, string>;
+  path: string;
+  /** Largest body accepted, and what kind of body it is (for the 413); null when none is read. */
+  body: { limit: number; what: string } | null;
+}
+
+export type Routed = { kind: "route"; route: Route } | { kind: "answer"; out: Outgoing };
+
+export interface Pipeline {
+  /** Match a request line (sync, cheap): a route to run, or the 404/405 answer. */
+  route(method: string, path: string): Routed;
+  /** Run a matched route; `body` resolves to the request body (read by the caller). */
+  run(route: Route, inc: Incoming, body: Promise<Uint8Array>): Promise<Outgoing>;
+  /** An error answer outside an operation (the front end's 503, a stream that failed early). */
+  error(path: string, err: ApiError, requestId?: string): Outgoing;
+  /** A whole request in one call, for tests and the bench: route, then run with `body`. */
+  dispatch(inc: Incoming, body?: Uint8Array): Promise<Outgoing>;
+}
+
+const requestPrefix = randomBytes(3).toString("hex");
+let requestCounter = 0;
+const nextRequestId = () => `${requestPrefix}-${(++requestCounter).toString(36)}`;
+
+function credentialsOf(h: Record<string, string>): Credentials {
+  const creds: Credentials = {};
+  if (h["x-api-key"] !== undefined) creds.apiKey = h["x-api-key"];
+  const m = h.authorization !== undefined ? /^bearer\s+(.+)$/i.exec(h.authorization) : null;
+  if (m) creds.bearer = m[1].trim();
+  return creds;
+}
+
+/** Context headers: `x-svc-ctx-<key>`, or upstream's `x-lance-ctx-<key>` where the former is absent. */
+function headerContext(h: Record<string, string>): Record<string, string> {
+  const ctx: Record<string, string> = {};
+  for (const k in h) if (k.startsWith("x-lance-ctx-")) ctx[k.slice(12)] = h[k];
+  for (const k in h) if (k.startsWith("x-svc-ctx-")) ctx[k.slice(10)] = h[k];
+  return ctx;
+}
+
+function parseJsonBody(bytes: Uint8Array): Record<string, unknown> {
+  if (bytes.length === 0) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
+  } catch (e) {
+    throw new ApiError(Code.InvalidInput, `body: malformed JSON (${(e as Error).message})`);
+  }
+  // LanceDB's client sends the literal `null` where a body has no fields.
+  if (v === null) return {};
+  if (typeof v !== "object" || Array.isArray(v)) throw new ApiError(Code.InvalidInput, "body: must be a JSON object");
+  return v as Record<string, unknown>;
+}
+
+function authorise(p: Principal, spec: RouteSpec, id: string[] | null): void {
+  if (spec.role === "public") return;
+  if (roleRank[p.role] < roleRank[spec.role]) {
+    throw new ApiError(Code.PermissionDenied, `${spec.name} needs the ${spec.role} role; this credential has ${p.role}`);
+  }
+  if (id === null || spec.scope === "none") return;
+  const ok = spec.scope === "browse" ? canBrowse(p, id) : covers(p, id);
+  if (!ok) throw new ApiError(Code.PermissionDenied, `this credential may not access ${JSON.stringify(objectIdOf(id))}`);
+}
+
+function encode(result: OpResult, head: Head): Outgoing {
+  const { headers, op, context } = head;
+  switch (result.kind) {
+    case "json":
+      return { status: result.status ?? 200, headers, op, context, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(result.body) };
+    case "empty":
+      return { status: result.status, headers, op, context, kind: "empty" };
+    case "bytes":
+      return { status: result.status ?? 200, headers, op, context, kind: "stream", contentType: result.contentType, chunks: result.chunks };
+  }
+}
+
+function errorOut(err: ApiError, instance: string, requestId: string, extra: Record<string, string> = {}): Outgoing {
+  const headers: Record<string, string> = { "x-request-id": requestId, ...extra };
+  if (err.status === 503) headers["retry-after"] = "1";
+  // After a 413 the rest of the body is never read, so the connection cannot be reused.
+  return { status: err.status, headers, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 };
+}
+
+const NO_BODY = Promise.resolve(new Uint8Array(0));
+
+export function createPipeline(svc: Services, authenticate: Authenticate): Pipeline {
+  const match = compileRoutes(routes);
+  const cfg = svc.config;
+
+  function route(method: string, rawPath: string): Routed {
+    const path = rawPath.replace(/\/+$/, "") || "/";
+    const m = match(method, path);
+    if (m.kind === "found") {
+      const op = m.value.op;
+      const body = method === "GET" ? null : op.body === "arrow" ? { limit: cfg.maxArrowBody, what: "Arrow IPC" } : { limit: cfg.maxJsonBody, what: "JSON" };
+      return { kind: "route", route: { spec: m.value, params: m.params, path, body } };
+    }
+    const requestId = nextRequestId();
+    if (m.kind === "wrong-method") {
+      const err = new ApiError(Code.InvalidInput, `${method} is not allowed on ${path}; use ${m.allowed.join(", ")}`, 405);
+      return { kind: "answer", out: errorOut(err, path, requestId, { allow: m.allowed.join(", ") }) };
+    }
+    return { kind: "answer", out: errorOut(new ApiError(Code.InvalidInput, `no such endpoint: ${method} ${path}`, 404), path, requestId) };
+  }
+
+  async function execute(r: Route, inc: Incoming, body$: Promise<Uint8Array>, requestId: string, context: Record<string, string>): Promise<Outgoing> {
+    const { spec } = r;
+    const query = new URLSearchParams(inc.query);
+    const delimiter = query.get("delimiter") || DEFAULT_DELIMITER;
+    const params: Record<string, string> = {};
+    let id: string[] | null = null;
+    for (const k in r.params) {
+      const v = decodeSegment(r.params[k], k);
+      if (k === "id" && spec.scope !== "none") id = parseId(v, delimiter);
+      else params[k] = v;
+    }
+
+    const creds = credentialsOf(inc.headers);
+    let principal: Principal | null = null;
+    if (spec.role !== "public" && (creds.apiKey !== undefined || creds.bearer !== undefined)) principal = await authenticate(creds);
+
+    const op = spec.op;
+    const bytes = await body$;
+    let body: Record<string, unknown> = {};
+    if (op.body === "json") body = parseJsonBody(bytes);
+    if (!principal && spec.role !== "public") {
+      const identity = body.identity as { api_key?: string; auth_token?: string } | undefined;
+      principal = await authenticate({ apiKey: identity?.api_key ?? undefined, bearer: identity?.auth_token ?? undefined });
+    }
+    authorise(principal!, spec, id);
+    if (id !== null && body.id !== undefined && body.id !== null && !(Array.isArray(body.id) && sameId(body.id, id))) {
+      throw new ApiError(Code.InvalidInput, `id: body id ${JSON.stringify(body.id)} differs from the path's ${JSON.stringify(id)}`);
+    }
+    const validated = op.validate ? op.validate(body) : undefined;
+    Object.assign(context, { ...((body.context as Record<string, string> | undefined) ?? {}), ...context });
+
+    const ctx: OpContext = {
+      id: id ?? [],
+      params,
+      query,
+      body: validated,
+      raw: op.body === "arrow" ? bytes : undefined,
+      delimiter,
+      principal: principal!,
+      context,
+      requestId,
+      lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
+      signal: inc.signal,
+      svc,
+    };
+    return encode(await op.handler(ctx), { status: 200, headers: { "x-request-id": requestId }, op: spec.name, context });
+  }
+
+  async function run(r: Route, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
+    const requestId = nextRequestId();
+    const context = headerContext(inc.headers);
+    try {
+      return await execute(r, inc, body$, requestId, context);
+    } catch (err) {
+      const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
+      if (out) return { ...out, op: r.spec.name, context };
+      log.error("request failed", { requestId, op: r.spec.name, path: r.path, context, error: String((err as Error)?.stack ?? err) });
+      return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
+    }
+  }
+
+  return {
+    route,
+    run,
+    error: (path, err, requestId) => errorOut(err, path, requestId || nextRequestId()),
+    dispatch(inc, body) {
+      const routed = route(inc.method, inc.path);
+      if (routed.kind === "answer") return Promise.resolve(routed.out);
+      return run(routed.route, inc, body ? Promise.resolve(body) : NO_BODY);
+    },
+  };
+}

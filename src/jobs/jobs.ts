@@ -1,0 +1,181 @@
+// Background work tracked as transactions, by kind. Each kind registers itself (name, how many
+// run at once, what happens to a run interrupted by a restart, how to start one and what its
+// record shows); this module knows no kind. Records wait as Queued in submission order until
+// their kind has a free slot; every state change is persisted before it is reported.
+import { randomUUID } from "node:crypto";
+import { objectIdOf } from "../catalog/names.js";
+import { log } from "../log.js";
+import { isTerminal, openStore, type JobRecord } from "./store.js";
+
+/** A started job: `done` settles when it ends; `stop` makes it end early (resolves once stopped). */
+export interface Running {
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** What a kind's start() gets: the record and a way to record progress durably. */
+export interface JobContext<S = Record<string, unknown>> {
+  readonly rec: Readonly<JobRecord> & { readonly spec: S };
+  /** Merge `progress` into the record's progress and persist it. */
+  report(progress: Record<string, unknown>): Promise<void>;
+}
+
+export interface JobKind<S = any> {
+  /** The record's `operation`, e.g. "create_index". */
+  name: string;
+  /** Jobs of this kind running at once; more wait as Queued. */
+  limit: number;
+  /**
+   * A record left Running by a restart or shutdown: "resume" queues it again (start() continues
+   * from its progress), "fail" marks it Failed (its work died with the process).
+   */
+  interrupted: "resume" | "fail";
+  start(job: JobContext<S>): Promise<Running>;
+  /** The properties DescribeTransaction reports for a record of this kind (undefined: not shown). */
+  describe(rec: JobRecord & { spec: S }): Record<string, string | undefined>;
+}
+
+export interface Jobs {
+  submit(kind: string, table: string[], spec: Record<string, unknown>): Promise<JobRecord>;
+  get(id: string): JobRecord | undefined;
+  /** Queued and Running records, oldest first. */
+  active(): JobRecord[];
+  /** Persist a changed record (properties set through AlterTransaction). */
+  save(rec: JobRecord): Promise<void>;
+  /** Cancel a Queued or Running record; it is Canceled when this resolves. */
+  cancel(rec: JobRecord): Promise<void>;
+  /** The properties Quiver reports for a record (read-only to clients), by key. */
+  reported(rec: JobRecord): Record<string, string | undefined>;
+  /** Stop running work for a shutdown: resumable jobs are queued again, the others fail. */
+  close(): Promise<void>;
+}
+
+const RESTART_MESSAGE = "interrupted by a server restart";
+const SHUTDOWN_MESSAGE = "interrupted by a server shutdown";
+
+const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unknown) => string): Jobs {
+  const store = openStore(dir);
+  const byName = new Map(kinds.map((k) => [k.name, k]));
+  const running = new Map<string, Running>();
+  let closed = false;
+
+  const finish = async (rec: JobRecord, status: "Succeeded" | "Failed" | "Canceled", error?: string) => {
+    rec.status = status;
+    rec.finishedAt = Date.now();
+    if (error !== undefined) rec.error = error;
+    await store.put(rec);
+  };
+
+  /** `rec` was claimed (set Running) by pump(); it may be canceled at any await below. */
+  async function start(kind: JobKind, rec: JobRecord): Promise<void> {
+    await store.put(rec);
+    if (rec.status !== "Running") return;
+    const report = (progress: Record<string, unknown>) => {
+      rec.progress = { ...rec.progress, ...progress };
+      return store.put(rec);
+    };
+    let handle: Running;
+    try {
+      handle = await kind.start({ rec, report });
+    } catch (err) {
+      if (rec.status === "Running") await finish(rec, "Failed", describeError(err));
+      return;
+    }
+    running.set(rec.id, handle);
+    // Canceled while it was starting: the handle did not exist yet when cancel() ran.
+    if ((rec.status as string) !== "Running") await handle.stop();
+    try {
+      await handle.done;
+      if (rec.status === "Running") await finish(rec, "Succeeded");
+    } catch (err) {
+      if (rec.status === "Running") await finish(rec, "Failed", describeError(err));
+    }
+  }
+
+  function pump(): void {
+    if (closed) return;
+    const all = store.all().sort((a, b) => a.createdAt - b.createdAt);
+    for (const kind of kinds) {
+      let slots = kind.limit - all.filter((r) => r.operation === kind.name && r.status === "Running").length;
+      for (const rec of all) {
+        if (slots <= 0) break;
+        if (rec.operation !== kind.name || rec.status !== "Queued") continue;
+        slots--;
+        rec.status = "Running"; // claimed now, so a second pump() does not start it too
+        rec.startedAt = Date.now();
+        void start(kind, rec)
+          .catch((err: unknown) => log.error("job failed to run", { id: rec.id, error: String(err) }))
+          .finally(() => {
+            running.delete(rec.id);
+            pump();
+          });
+      }
+    }
+  }
+
+  // Recover what a previous process left behind: resumable runs queue again, the others failed.
+  const now = Date.now();
+  const fail = (r: JobRecord, error: string) => Object.assign(r, { status: "Failed", finishedAt: now, error });
+  const recovered: JobRecord[] = [];
+  for (const r of store.all()) {
+    if (isTerminal(r.status)) continue;
+    const kind = byName.get(r.operation);
+    if (!kind) fail(r, `unknown job kind ${JSON.stringify(r.operation)}`);
+    else if (r.status !== "Running") continue;
+    else if (kind.interrupted === "resume") r.status = "Queued";
+    else fail(r, RESTART_MESSAGE);
+    recovered.push(r);
+  }
+  void Promise.all(recovered.map((r) => store.put(r))).then(pump, (err: unknown) =>
+    log.error("cannot persist job records", { error: String(err) }),
+  );
+
+  return {
+    async submit(kind, table, spec) {
+      if (!byName.has(kind)) throw new Error(`unknown job kind ${JSON.stringify(kind)}`);
+      const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, properties: {}, createdAt: Date.now() };
+      await store.put(rec);
+      pump();
+      return rec;
+    },
+    get: (id) => store.get(id),
+    active: () => store.all().filter((r) => !isTerminal(r.status)).sort((a, b) => a.createdAt - b.createdAt),
+    save: (rec) => store.put(rec),
+    async cancel(rec) {
+      if (isTerminal(rec.status)) return;
+      await finish(rec, "Canceled");
+      await running.get(rec.id)?.stop();
+    },
+    reported(rec) {
+      const end = rec.finishedAt ?? (rec.status === "Running" ? Date.now() : undefined);
+      return {
+        operation: rec.operation,
+        table: objectIdOf(rec.table),
+        created_at: iso(rec.createdAt),
+        started_at: iso(rec.startedAt),
+        finished_at: iso(rec.finishedAt),
+        duration_ms: rec.startedAt !== undefined && end !== undefined ? String(end - rec.startedAt) : undefined,
+        error_message: rec.error,
+        ...byName.get(rec.operation)?.describe(rec),
+      };
+    },
+    async close() {
+      closed = true;
+      const now = Date.now();
+      const stopping: Promise<void>[] = [];
+      for (const r of store.all()) {
+        if (r.status !== "Running") continue;
+        if (byName.get(r.operation)?.interrupted === "resume") {
+          r.status = "Queued";
+          const h = running.get(r.id);
+          if (h) stopping.push(h.stop().catch(() => undefined));
+        } else Object.assign(r, { status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE });
+        stopping.push(store.put(r));
+      }
+      await Promise.all(stopping);
+      await store.close();
+    },
+  };
+}

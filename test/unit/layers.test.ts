@@ -1,0 +1,81 @@
+// The layer rule of the README's design section, checked on the import graph of src/ and workers/:
+// a module imports only modules of its own layer or of a lower one, and no import cycle exists.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+const ROOT = path.resolve(__dirname, "../..");
+
+/** Highest layer first; a path belongs to the first entry it starts with. */
+const LAYERS: [string, number][] = [
+  ["src/main.ts", 13],
+  ["src/server.ts", 12],
+  ["src/http/", 11],
+  ["src/routes.ts", 11],
+  ["src/operations/", 10],
+  ["src/services.ts", 9],
+  ["src/jobs/kinds/", 8],
+  ["workers/", 7],
+  ["src/engine/", 6],
+  ["src/jobs/", 5],
+  ["src/auth/", 4],
+  ["src/catalog/", 3],
+  ["src/schemas/", 2],
+  ["src/errors.ts", 1],
+  ["src/log.ts", 1],
+  ["src/config.ts", 1],
+  ["src/util/", 1],
+];
+
+const layerOf = (rel: string) => {
+  const hit = LAYERS.find(([p]) => rel === p || rel.startsWith(p));
+  if (!hit) throw new Error(`${rel} is in no layer`);
+  return hit[1];
+};
+
+function files(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir)).flatMap((n) => {
+    const rel = `${dir}/${n}`;
+    return statSync(path.join(ROOT, rel)).isDirectory() ? files(rel) : rel.endsWith(".ts") ? [rel] : [];
+  });
+}
+
+/** Relative imports (static, re-exports, dynamic and type-only) of one file, as repository paths. */
+function importsOf(rel: string): string[] {
+  const info = ts.preProcessFile(readFileSync(path.join(ROOT, rel), "utf8"), true, true);
+  return info.importedFiles
+    .map((f) => f.fileName)
+    .filter((f) => f.startsWith("."))
+    .map((f) => path.posix.normalize(path.posix.join(path.posix.dirname(rel), f)).replace(/\.js$/, ".ts"));
+}
+
+const all = [...files("src"), ...files("workers")];
+const graph = new Map(all.map((f) => [f, importsOf(f)]));
+
+describe("layers", () => {
+  it("every module is in a layer and imports only its own or lower layers", () => {
+    const upward: string[] = [];
+    for (const [from, tos] of graph) {
+      for (const to of tos) if (layerOf(to) > layerOf(from)) upward.push(`${from} → ${to}`);
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it("there is no import cycle", () => {
+    const state = new Map<string, "open" | "done">();
+    const cycles: string[] = [];
+    const visit = (f: string, trail: string[]) => {
+      if (state.get(f) === "done") return;
+      if (state.get(f) === "open") {
+        cycles.push([...trail.slice(trail.indexOf(f)), f].join(" → "));
+        return;
+      }
+      state.set(f, "open");
+      for (const to of graph.get(f) ?? []) visit(to, [...trail, f]);
+      state.set(f, "done");
+    };
+    for (const f of all) visit(f, []);
+    expect(cycles).toEqual([]);
+  });
+});

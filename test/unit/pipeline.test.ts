@@ -1,0 +1,77 @@
+// The request pipeline in process, without a socket: what dispatch() answers for routing,
+// credentials, public routes, bodies and readiness.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setupAuth } from "../../src/auth/authenticate.js";
+import { loadConfig } from "../../src/config.js";
+import { createPipeline, type Incoming, type Outgoing, type Pipeline } from "../../src/http/pipeline.js";
+import { createServices, type Services } from "../../src/services.js";
+
+const KEY = "unit-admin-key";
+let dir: string;
+let svc: Services;
+let pipeline: Pipeline;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), "quiver-pipeline-"));
+  const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
+  svc = await createServices(config);
+  pipeline = createPipeline(svc, setupAuth(config).authenticate);
+});
+afterAll(async () => {
+  await svc.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const signal = new AbortController().signal;
+const send = (method: string, p: string, body?: unknown, headers: Record<string, string> = { "x-api-key": KEY }): Promise<Outgoing> => {
+  const [pathOnly, query = ""] = p.split("?");
+  const inc: Incoming = { method, path: pathOnly, query, headers, signal };
+  return pipeline.dispatch(inc, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
+};
+const json = (o: Outgoing) => (o.kind === "body" ? JSON.parse(String(o.body)) : undefined);
+
+describe("pipeline", () => {
+  it("routes, with trailing slashes, and answers JSON with a request id", async () => {
+    const o = await send("POST", "/v1/namespace/a/create/", {});
+    expect(o.status).toBe(200);
+    expect(o.headers["x-request-id"]).toMatch(/^[0-9a-f]{6}-/);
+    expect(json(await send("GET", "/v1/namespace/%24/list"))).toMatchObject({ namespaces: ["a"] });
+  });
+
+  it("unknown paths are 404 and wrong methods 405 with Allow", async () => {
+    expect(json(await send("GET", "/v1/nope"))).toMatchObject({ status: 404, instance: "/v1/nope" });
+    const o = await send("GET", "/v1/namespace/a/create");
+    expect(o.status).toBe(405);
+    expect(o.headers.allow).toBe("POST");
+  });
+
+  it("credentials: none is 401, the body's identity counts, public routes need none", async () => {
+    expect((await send("POST", "/v1/namespace/a/describe", {}, {})).status).toBe(401);
+    expect((await send("POST", "/v1/namespace/a/describe", { identity: { api_key: KEY } }, {})).status).toBe(200);
+    expect(json(await send("GET", "/healthz", undefined, {}))).toEqual({ status: "ok" });
+  });
+
+  it("a body id that differs from the path is 400; malformed JSON is 400", async () => {
+    expect(json(await send("POST", "/v1/namespace/a/describe", { id: ["b"] }))).toMatchObject({ status: 400, detail: expect.stringMatching(/^id: body id/) });
+    const bad = await pipeline.dispatch({ method: "POST", path: "/v1/namespace/a/describe", query: "", headers: { "x-api-key": KEY }, signal }, Buffer.from("{"));
+    expect(json(bad).detail).toMatch(/^body: malformed JSON/);
+  });
+
+  it("context headers merge over the body's context", async () => {
+    const o = await send("POST", "/v1/namespace/a/describe", { context: { a: "body", b: "body" } }, { "x-api-key": KEY, "x-svc-ctx-a": "hdr", "x-lance-ctx-c": "up" });
+    expect(o.context).toEqual({ a: "hdr", b: "body", c: "up" });
+  });
+
+  it("readiness is 503 while draining", async () => {
+    svc.lifecycle.draining = true;
+    try {
+      const o = await send("GET", "/readyz", undefined, {});
+      expect([o.status, json(o)]).toEqual([503, { status: "draining" }]);
+    } finally {
+      svc.lifecycle.draining = false;
+    }
+  });
+});

@@ -1,0 +1,45 @@
+// Normalising a validated query request (either wire shape) to the engine's QuerySpec, in process.
+import { describe, expect, it } from "vitest";
+import { querySpec } from "../../src/operations/query-spec.js";
+import type { QueryRequest } from "../../src/schemas/query.js";
+
+const spec = (b: Record<string, unknown>) => querySpec({ k: 10, ...b } as QueryRequest);
+
+describe("query spec", () => {
+  it("a single vector in either shape", () => {
+    expect(spec({ vector: { single_vector: [1, 2] } })).toMatchObject({ vectors: [[1, 2]], multi: false, k: 10 });
+    expect(spec({ vector: [1, 2] })).toMatchObject({ vectors: [[1, 2]], multi: false });
+    expect(spec({ vector: [] })).toMatchObject({ vectors: null });
+  });
+
+  it("several vectors must share a dimension", () => {
+    expect(spec({ vector: { multi_vector: [[1, 2], [3, 4]] } })).toMatchObject({ vectors: [[1, 2], [3, 4]], multi: true });
+    expect(() => spec({ vector: { multi_vector: [[1, 2], [3]] } })).toThrow("vector.multi_vector[1]: has 1 dimensions, vector.multi_vector[0] has 2");
+    expect(() => spec({ vector: { single_vector: [1], multi_vector: [[1]] } })).toThrow(/not both/);
+  });
+
+  it("columns: names, aliases, or LanceDB's expression map", () => {
+    expect(spec({ columns: { column_names: ["a", "b.c"] } })).toMatchObject({ columns: ["a", "b.c"], columnPaths: ["a", "b.c"] });
+    expect(spec({ columns: { column_aliases: { x: "a" } } })).toMatchObject({ columns: { x: "a" }, columnPaths: ["a"] });
+    expect(spec({ columns: { twice: "a * 2" } })).toMatchObject({ columns: { twice: "a * 2" }, columnPaths: [] });
+    expect(() => spec({ columns: { column_names: ["a"], column_aliases: { x: "a" } } })).toThrow(/not both/);
+  });
+
+  it("0 knobs mean the engine default; an i64::MAX k means no limit", () => {
+    expect(spec({ nprobes: 0, ef: 0, refine_factor: 0 })).toMatchObject({ minNprobes: null, maxNprobes: null, ef: null, refineFactor: null });
+    expect(spec({ nprobes: 20 })).toMatchObject({ minNprobes: 20, maxNprobes: 20 });
+    expect(spec({ k: 9223372036854775807 })).toMatchObject({ k: null });
+  });
+
+  it("bounds and probes are checked against each other", () => {
+    expect(() => spec({ lower_bound: 2, upper_bound: 1 })).toThrow("lower_bound: 2 is greater than upper_bound 1");
+    expect(() => spec({ minimum_nprobes: 5, maximum_nprobes: 2 })).toThrow("maximum_nprobes: 2 is less than minimum_nprobes 5");
+  });
+
+  it("full-text: a string query, or a structured tree with exactly one kind per node", () => {
+    expect(spec({ full_text_query: { string_query: { query: "fox", columns: ["text"] } } }).fts).toEqual({ query: "fox", columns: ["text"] });
+    const tree = { match: { terms: "fox", column: "text" } };
+    expect(spec({ full_text_query: { structured_query: { query: tree } } }).fts).toEqual({ query: tree, columns: null });
+    expect(() => spec({ full_text_query: { structured_query: { query: { match: { terms: "a" }, phrase: { terms: "b" } } } } })).toThrow(/exactly one of/);
+  });
+});

@@ -1,0 +1,68 @@
+// The worker pool: one Piscina pool of `--workers` threads for everything JavaScript computes off
+// the event loop. Tasks are named exports of workers/tasks.ts; each task has its own admission
+// bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
+// yet still runs it later), so one kind of work cannot take every queue slot from another.
+// Queries never use it: LanceDB runs them on its own native threads (README, "Where LanceDB work runs").
+import type * as A from "apache-arrow";
+import { Piscina } from "piscina";
+import type { Config } from "../src/config.js";
+import { arrow } from "../src/engine/arrow.js";
+import { normaliseIpc } from "../src/engine/ipc-in.js";
+import { ApiError, Code, invalid } from "../src/errors.js";
+import type { IngestReply } from "./ingest.js";
+
+export interface WorkerPool {
+  /**
+   * The request body as a storable table. Bodies up to `--ingest-inline-max-bytes` are decoded on
+   * the calling thread; larger ones in a worker, so their O(rows) flattening never stalls the event
+   * loop serving queries. `raw` is moved to the worker: do not use it afterwards.
+   */
+  ingest(raw: Uint8Array | undefined): Promise<A.Table>;
+  /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
+  run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
+  destroy(): Promise<void>;
+}
+
+type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes">;
+
+/** Only a buffer the view spans whole can be transferred (small bodies live in Node's shared pool). */
+export const ownBuffer = (b: Uint8Array): Uint8Array =>
+  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : b.slice();
+
+export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
+  const pool = new Piscina({
+    // dist/workers/pool.js → dist/workers/tasks.js
+    filename: new URL("./tasks.js", import.meta.url).href,
+    // Workers start on the first task and retire when the work stops.
+    minThreads: 0,
+    maxThreads: config.workers,
+    idleTimeout: 60_000,
+  });
+  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, ...bounds };
+  const admitted: Record<string, number> = {};
+
+  async function run<T>(name: string, data: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
+    const limit = limits[name] ?? config.workers + config.maxQueue;
+    if ((admitted[name] ?? 0) >= limit) {
+      throw new ApiError(Code.ServiceUnavailable, `${name} pool is busy (${config.workers} workers, ${limit} ${name} tasks admitted); retry later`);
+    }
+    admitted[name] = (admitted[name] ?? 0) + 1;
+    try {
+      return (await pool.run(data, { name, transferList: transfer })) as T;
+    } finally {
+      admitted[name]--;
+    }
+  }
+
+  return {
+    async ingest(raw) {
+      if (!raw || raw.length <= config.ingestInlineMaxBytes) return normaliseIpc(raw).table;
+      const own = ownBuffer(raw);
+      const reply = await run<IngestReply>("ingest", own, [own.buffer as ArrayBuffer]);
+      if (reply instanceof Uint8Array) return arrow.tableFromIPC(reply);
+      throw invalid(reply.error);
+    },
+    run,
+    destroy: () => pool.destroy(),
+  };
+}

@@ -1,0 +1,2 @@
+// The pool's tasks, by name (Piscina calls the export a task names; see workers/pool.ts).
+export { ingest } from "./ingest.js";
