@@ -8,7 +8,7 @@ import type * as lancedb from "@lancedb/lancedb";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { EXPRESSION_FAULT, filterError } from "./query-errors.js";
-import { engineReason, errorText } from "./messages.js";
+import { engineReason, errorText, isCommitConflict } from "./messages.js";
 import type { Tables } from "./tables.js";
 
 const MARKER = ".svc-reserved";
@@ -66,7 +66,6 @@ export async function createDataset(
 }
 
 const BAD_INPUT = /Invalid input|Invalid user input/;
-const CONFLICT = /[Cc]ommit conflict|Retryable commit|conflicting transaction|CommitConflict/;
 
 /**
  * LanceDB's error for a write or filter as an API error (`field` names the request input at fault;
@@ -74,7 +73,7 @@ const CONFLICT = /[Cc]ommit conflict|Retryable commit|conflicting transaction|Co
  */
 export function dataError(err: unknown, field: string, table?: string): ApiError | null {
   const msg = errorText(err);
-  if (CONFLICT.test(msg)) return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${engineReason(err)}; retry`);
+  if (isCommitConflict(err)) return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${engineReason(err)}; retry`);
   const sql = table === undefined ? null : filterError(err, field, table);
   if (sql) return sql;
   if (BAD_INPUT.test(msg) || EXPRESSION_FAULT.test(msg)) return invalid(`${field}: ${engineReason(err)}`);

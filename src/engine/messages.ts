@@ -20,3 +20,7 @@ export function engineReason(err: unknown): string {
   for (let prev = ""; prev !== s; ) [prev, s] = [s, s.replace(PREFIX, "")];
   return s;
 }
+
+/** A commit that lost a race with another writer (the caller may retry). */
+export const isCommitConflict = (err: unknown) =>
+  /[Cc]ommit conflict|Retryable commit|conflicting transaction|CommitConflict/.test(errorText(err));

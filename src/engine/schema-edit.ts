@@ -1,11 +1,11 @@
 // Schema changes through LanceDB: the one place its schema-evolution error texts become API
 // errors, and schema-level metadata, for which LanceDB has no call of its own.
 import type * as lancedb from "@lancedb/lancedb";
-import { invalid, type ApiError } from "../errors.js";
+import { ApiError, Code, invalid } from "../errors.js";
 import type * as A from "apache-arrow";
 import { arrow } from "./arrow.js";
 import { EXPRESSION_FAULT } from "./query-errors.js";
-import { engineReason, errorText } from "./messages.js";
+import { engineReason, errorText, isCommitConflict } from "./messages.js";
 
 // Texts LanceDB uses when the request, not the server, is at fault.
 // "Not supported" is an expression the engine cannot evaluate, e.g. an aggregate.
@@ -13,6 +13,7 @@ const CLIENT_FAULT = /^(Invalid input, |lance error: LanceError\(Schema\)|lance 
 
 /** A rejected schema change as a 400; `field` names the request input holding the SQL it evaluated, if any. */
 export function schemaEditError(err: unknown, field?: string): ApiError | null {
+  if (isCommitConflict(err)) return new ApiError(Code.ConcurrentModification, `concurrent schema change: ${engineReason(err)}; retry`);
   const msg = errorText(err);
   const sql = field !== undefined && EXPRESSION_FAULT.test(msg);
   if (!sql && !CLIENT_FAULT.test(msg)) return null;

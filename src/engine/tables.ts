@@ -5,6 +5,7 @@ import { rm } from "node:fs/promises";
 import * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
+import { keyedSerial } from "../util/serial.js";
 
 export interface OpenOptions {
   version?: number;
@@ -22,6 +23,12 @@ export interface Tables {
   /** The latest version of the main branch, cached; other versions, branches and fresh handles opened per call. */
   open(entry: Entry, opts?: OpenOptions): Promise<lancedb.Table>;
   evict(objectId: string): void;
+  /**
+   * Run one commit on a table's branch at a time in this process. LanceDB reports the version its
+   * handle holds after a write, which under concurrent writes can be another write's; one at a
+   * time, it is the write's own (and LanceDB's commit-conflict retries are spared).
+   */
+  write<T>(entry: Entry, branch: string | null | undefined, commit: () => Promise<T>): Promise<T>;
   /** Delete a table's data directory (never outside the data directory). */
   removeData(entry: Entry): Promise<void>;
   plain: lancedb.Connection;
@@ -34,6 +41,7 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
   const plain = await lancedb.connect(root, { readConsistencyInterval });
   const namespaced = await lancedb.connectNamespace("dir", { root }, { readConsistencyInterval });
   const cache = new Map<string, Promise<lancedb.Table>>();
+  const writes = keyedSerial();
 
   const openRaw = (entry: Entry, options: { version?: number; branch?: string }) => {
     const name = entry.location ? lanceNameOf(entry.location) : null;
@@ -60,6 +68,7 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
     evict(objectId) {
       cache.delete(objectId);
     },
+    write: (entry, branch, commit) => writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, commit),
     async removeData(entry) {
       cache.delete(entry.objectId);
       if (entry.location) await rm(resolveLocation(root, entry.location), { recursive: true, force: true });

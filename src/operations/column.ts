@@ -10,16 +10,29 @@ import { AddColumns, AlterColumns, DropColumns, SchemaMetadataUpdate, UpdateFiel
 import { canonicalPath, resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
-import { openTable } from "./table-ref.js";
+import { requireTable } from "../catalog/lookup.js";
+import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
 
 const q = JSON.stringify;
 
-/** The writable handle of the table's latest version on `branch` and its current fields. */
-async function target(svc: Services, id: string[], branch: string | null | undefined) {
-  const { entry, table: t } = await openTable(svc, id, { branch });
-  const fields = (await t.schema()).fields as FieldLike[];
-  return { entry, t, fields };
+interface Target {
+  entry: Entry;
+  t: lancedb.Table;
+  fields: FieldLike[];
+}
+
+/**
+ * Runs a schema change on the writable handle of the table's latest version on `branch`, with its
+ * current fields, one write at a time per table and branch: the checks and the commit see the same
+ * schema, and the version answered is the change's own (see Tables.write).
+ */
+async function change<T>(svc: Services, id: string[], branch: string | null | undefined, fn: (t: Target) => Promise<T>): Promise<T> {
+  const entry = await requireTable(svc.catalog, id);
+  return svc.tables.write(entry, branch, async () => {
+    const t = await openAt(svc, entry, { branch });
+    return fn({ entry, t, fields: (await t.schema()).fields as FieldLike[] });
+  });
 }
 
 const resolve = (fields: readonly FieldLike[], entry: Entry, path: string, what: string) =>
@@ -35,8 +48,7 @@ function checkUnique(names: string[], what: string): void {
   }
 }
 
-export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => {
-  const { entry, t, fields } = await target(svc, id, body.branch);
+export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const cols = body.new_columns;
   cols.forEach((c, i) => {
     const at = `new_columns[${i}]`;
@@ -58,10 +70,9 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => {
         )
       : await addNullColumns(t, cols.map((c) => ({ name: c.name, type: fromJsonType(c.data_type as JsonArrowDataType, c.name) })));
   return json({ version });
-});
+}));
 
-export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => {
-  const { entry, t, fields } = await target(svc, id, body.branch);
+export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const alterations: lancedb.ColumnAlteration[] = body.alterations.map((a, i) => {
     const at = `alterations[${i}]`;
     if (a.virtual_column != null) throw notYet(`${at}.virtual_column`);
@@ -76,17 +87,15 @@ export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => {
   });
   checkUnique(alterations.map((a) => a.path), "alterations.path");
   return json({ version: await commitSchemaEdit(() => t.alterColumns(alterations)) });
-});
+}));
 
-export const dropColumns = jsonOp(DropColumns, async ({ id, body, svc }) => {
-  const { entry, t, fields } = await target(svc, id, body.branch);
+export const dropColumns = jsonOp(DropColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const paths = body.columns.map((c, i) => resolve(fields, entry, c, `columns[${i}]: column`));
   checkUnique(paths, "columns");
   return json({ version: await commitSchemaEdit(() => t.dropColumns(paths)) });
-});
+}));
 
-export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body, svc }) => {
-  const { entry, t, fields } = await target(svc, id, body.branch);
+export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const updates = body.updates.map((u, i) => ({
     path: resolve(fields, entry, u.path, `updates[${i}].path: column`),
     metadata: u.metadata,
@@ -101,7 +110,7 @@ export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body
     out[u.path] = Object.fromEntries(f.metadata ?? []);
   }
   return json({ version, fields: out });
-});
+}));
 
 // The body is the bare map; these keys are the request's own fields, not metadata.
 const REQUEST_KEYS = new Set(["identity", "context", "id"]);
@@ -110,8 +119,7 @@ const REQUEST_KEYS = new Set(["identity", "context", "id"]);
  * Adds keys to the table's schema metadata and answers the resulting map. LanceDB 0.39 can only
  * add keys (see engine/schema-edit.ts), so changing an existing key's value is 406.
  */
-export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, query, svc }) => {
-  const { t } = await target(svc, id, query.get("branch"));
+export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, query, svc }) => change(svc, id, query.get("branch"), async ({ t }) => {
   const current = (await t.schema()).metadata;
   const wanted = Object.entries(body as Record<string, unknown>).filter(([k]) => !REQUEST_KEYS.has(k)) as [string, string][];
   const changed = wanted.filter(([k, v]) => current.has(k) && current.get(k) !== v).map(([k]) => k);
@@ -121,4 +129,4 @@ export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, bo
   const added = wanted.filter(([k]) => !current.has(k));
   if (added.length > 0) await addSchemaMetadata(t, Object.fromEntries(added));
   return json(Object.fromEntries((await t.schema()).metadata));
-});
+}));

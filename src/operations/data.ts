@@ -25,9 +25,16 @@ async function engine<T>(field: string | ((err: unknown) => string), table: stri
   }
 }
 
-/** The table named by the path, on the branch the request names (body field or `?branch=`). */
-const target = (ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}) =>
-  openTable(ctx.svc, ctx.id, { branch: at.branch ?? stringParam(ctx.query, "branch"), version: at.version });
+/**
+ * The table named by the path, on the branch the request names (body field or `?branch=`), and a
+ * way to commit to it: one write at a time per table and branch (see Tables.write).
+ */
+async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}) {
+  const branch = at.branch ?? stringParam(ctx.query, "branch");
+  const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
+  const commit = <T>(fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, fn);
+  return { entry, table, commit };
+}
 
 async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
   const data = await ctx.svc.pool.ingest(ctx.raw);
@@ -38,9 +45,9 @@ async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
 
 export const insertIntoTable = arrowOp(async (ctx) => {
   const mode = modeParam(ctx.query, "mode", ["append", "overwrite"] as const, "append");
-  const { entry, table } = await target(ctx);
+  const { entry, table, commit } = await target(ctx);
   const data = await arrowBody(ctx, table, entry.objectId);
-  const r = await engine("body", undefined, () => table.add(data, { mode }));
+  const r = await engine("body", undefined, () => commit(() => table.add(data, { mode })));
   return json({ version: r.version, num_inserted_rows: data.numRows });
 });
 
@@ -48,7 +55,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const q = ctx.query;
   const on = listParam(q, "on");
   if (on.length === 0) throw invalid("on: is required (one or more key columns)");
-  const { entry, table } = await target(ctx);
+  const { entry, table, commit } = await target(ctx);
   const schema = await table.schema();
   for (const c of on) {
     if (!schema.fields.some((f) => f.name === c)) throw invalid(`on: column ${JSON.stringify(c)} not found in table ${JSON.stringify(entry.objectId)}`);
@@ -72,7 +79,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const r = await engine(
     (err) => (sqlField && isSqlFault(err) ? sqlField : "merge_insert"),
     sqlField ? entry.objectId : undefined,
-    () => b.execute(data),
+    () => commit(() => b.execute(data)),
   );
   return json({
     version: r.version,
@@ -84,7 +91,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
 
 export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const { body } = ctx;
-  const { entry, table } = await target(ctx, body);
+  const { entry, table, commit } = await target(ctx, body);
   const schema = await table.schema();
   body.updates.forEach(([col], i) => {
     if (!schema.fields.some((f) => f.name === col)) {
@@ -95,13 +102,13 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const where = body.predicate || undefined;
   // Planning the predicate on its own first lets its errors name it rather than the values.
   if (where) await engine("predicate", entry.objectId, () => table.query().where(where).explainPlan());
-  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => table.update({ valuesSql, where }));
+  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit(() => table.update({ valuesSql, where })));
   return json({ version: r.version, updated_rows: r.rowsUpdated });
 });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
-  const { entry, table } = await target(ctx, ctx.body);
-  const r = await engine("predicate", entry.objectId, () => table.delete(ctx.body.predicate));
+  const { entry, table, commit } = await target(ctx, ctx.body);
+  const r = await engine("predicate", entry.objectId, () => commit(() => table.delete(ctx.body.predicate)));
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 });
 

@@ -136,7 +136,7 @@ export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc }
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { branch });
   try {
-    await table.dropIndex(name);
+    await svc.tables.write(entry, branch, () => table.dropIndex(name));
   } catch (err) {
     if (!isIndexNotFound(err)) throw err;
     const building = pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name);

@@ -7,3 +7,17 @@ export function serialQueue() {
     return result;
   };
 }
+
+/** One serial queue per key, dropped when it runs empty. */
+export function keyedSerial() {
+  const tails = new Map<string, Promise<unknown>>();
+  return function run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const result = (tails.get(key) ?? Promise.resolve()).then(fn);
+    const tail = result.catch(() => undefined);
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return result;
+  };
+}
