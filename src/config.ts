@@ -18,7 +18,8 @@ export const options = [
   { key: "host", kind: "string", def: "127.0.0.1", doc: "address to listen on" },
   { key: "port", kind: "int", def: 8080, min: 0, doc: "port to listen on (0 picks a free one)" },
   { key: "data-dir", kind: "string", def: "./data", doc: "directory holding the catalog and the tables" },
-  { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the ingest pool, which decodes large Arrow uploads (default: core count)" },
+  { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool, which decodes large Arrow uploads and runs JavaScript and WebAssembly UDFs (default: core count)" },
+  { key: "worker-heap-mb", kind: "int", def: 1024, min: 64, doc: "JavaScript heap limit of each worker thread; a task past it fails alone and its worker is replaced" },
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
@@ -26,6 +27,10 @@ export const options = [
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
   { key: "index-builds", kind: "int", def: 1, min: 1, doc: "index builds running at once; more wait as Queued" },
+  { key: "backfill-jobs", kind: "int", def: 2, min: 1, doc: "column backfills running at once; more wait as Queued" },
+  { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript or WebAssembly UDF may run on one batch before its job fails" },
+  { key: "udf-wasm-memory-mb", kind: "int", def: 256, min: 1, doc: "largest memory a WebAssembly UDF instance may grow to" },
+  { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
   { key: "api-keys", kind: "string", def: undefined, doc: "comma-separated `key:role[:prefix|prefix]` (role: read, write, admin)" },
   { key: "jwt-jwks-url", kind: "string", def: undefined, doc: "JWKS URL to verify bearer JWTs against" },
   { key: "jwt-public-key", kind: "string", def: undefined, doc: "PEM public key (or a path to one) to verify bearer JWTs" },
@@ -49,6 +54,11 @@ export interface Config {
   ingestInlineMaxBytes: number;
   consistencyIntervalMs: number;
   indexBuilds: number;
+  backfillJobs: number;
+  udfTimeoutMs: number;
+  udfWasmMemoryMb: number;
+  autoBackfillDelayMs: number;
+  workerHeapMb: number;
   apiKeys?: string;
   jwtJwksUrl?: string;
   jwtPublicKey?: string;

@@ -15,6 +15,7 @@ import * as table from "./operations/table.js";
 import * as tag from "./operations/tag.js";
 import * as transaction from "./operations/transaction.js";
 import * as version from "./operations/version.js";
+import * as virtualColumns from "./operations/virtual-columns.js";
 
 /**
  * How the path id is checked against the caller's namespace prefixes:
@@ -101,7 +102,7 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/table/{id}/drop_columns", "AlterTableDropColumns", column.dropColumns, "write"),
   r("POST", "/v1/table/{id}/update_field_metadata", "UpdateFieldMetadata", column.updateFieldMetadata, "write"),
   r("POST", "/v1/table/{id}/schema_metadata/update", "UpdateTableSchemaMetadata", column.updateSchemaMetadata, "write"),
-  r("POST", "/v1/table/{id}/backfill_column", "AlterTableBackfillColumns", todo("AlterTableBackfillColumns"), "write"),
+  r("POST", "/v1/table/{id}/backfill_column", "AlterTableBackfillColumns", virtualColumns.backfillColumn, "write"),
 
   // Indexes
   r("POST", "/v1/table/{id}/create_index", "CreateTableIndex", indexes.createTableIndex, "write"),
@@ -113,6 +114,7 @@ export const routes: Pattern<RouteSpec>[] = [
   // Transactions
   r("POST", "/v1/transaction/{id}/describe", "DescribeTransaction", transaction.describeTransaction, "read", "none"),
   r("POST", "/v1/transaction/{id}/alter", "AlterTransaction", transaction.alterTransaction, "admin", "none"),
+  r("POST", "/v1/jobs/list", "ListJobs", transaction.listJobs, "read", "none"),
 
   // Materialized views
   r("POST", "/v1/materialized_view/{id}/create", "CreateMaterializedView", todo("CreateMaterializedView"), "write"),

@@ -7,7 +7,9 @@ import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
+import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
+import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
 export interface Services {
@@ -16,8 +18,12 @@ export interface Services {
   tables: Tables;
   /** Background work (index builds) tracked as durable transactions. */
   jobs: Jobs;
-  /** Worker threads for what JavaScript computes off the event loop (large uploads). */
+  /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
   pool: WorkerPool;
+  /** Which commits wrote each virtual column's values (what a backfill may skip). */
+  valueVersions: ValueVersions;
+  /** Queues follow-up backfills of auto_backfill columns after writes. */
+  autoBackfill: AutoBackfill;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
   lifecycle: { draining: boolean };
   /** Release what the services hold (called after the server drained). */
@@ -31,16 +37,29 @@ export async function createServices(config: Config): Promise<Services> {
   const catalog = await openCatalog(manifest, config.consistencyIntervalMs, config.dataDir);
   const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
   const pool = createWorkerPool(config);
-  const jobs = openJobs(privateDir, [indexBuildKind({ catalog, tables, limit: config.indexBuilds })], engineReason);
+  const valueVersions = openValueVersions(privateDir);
+  const jobs = openJobs(
+    privateDir,
+    [
+      indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
+      backfillKind({ catalog, tables, pool, versions: valueVersions, config }),
+    ],
+    engineReason,
+  );
+  const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
   return {
     config,
     catalog,
     tables,
     jobs,
     pool,
+    valueVersions,
+    autoBackfill: auto,
     lifecycle: { draining: false },
     async close() {
-      await Promise.all([jobs.close(), pool.destroy()]);
+      auto.close();
+      await jobs.close();
+      await Promise.all([pool.destroy(), valueVersions.close()]);
     },
   };
 }

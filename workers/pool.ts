@@ -23,7 +23,7 @@ export interface WorkerPool {
   destroy(): Promise<void>;
 }
 
-type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes">;
+type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes"> & Partial<Pick<Config, "workerHeapMb">>;
 
 /** Only a buffer the view spans whole can be transferred (small bodies live in Node's shared pool). */
 export const ownBuffer = (b: Uint8Array): Uint8Array =>
@@ -37,8 +37,11 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
     minThreads: 0,
     maxThreads: config.workers,
     idleTimeout: 60_000,
+    // A task past the heap limit fails alone; Piscina replaces its worker.
+    ...(config.workerHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: config.workerHeapMb } } : {}),
   });
-  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, ...bounds };
+  // UDF batches come from backfill jobs, each with a bounded number in flight: a generous bound.
+  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, udf: config.workers * 64, ...bounds };
   const admitted: Record<string, number> = {};
 
   async function run<T>(name: string, data: unknown, transfer: ArrayBuffer[] = []): Promise<T> {

@@ -8,11 +8,12 @@ import { translateQueryError } from "./query-errors.js";
 import type { FtsSpec, QuerySpec } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
-/** nativeExecute is protected in the typings but public at runtime (checked against 0.39.0). */
-interface NativeIterator {
+/** Each next() is one record batch as a complete little Arrow IPC file; null at the end. */
+export interface NativeIterator {
   next(): Promise<Buffer | null>;
 }
-const nativeExecute = (q: Builder): Promise<NativeIterator> =>
+/** nativeExecute is protected in the typings but public at runtime (checked against 0.39.0). */
+export const nativeExecute = (q: Builder | lancedb.TakeQuery): Promise<NativeIterator> =>
   (q as unknown as { nativeExecute(o?: object): Promise<NativeIterator> }).nativeExecute();
 
 /** Columns every result may name besides the table's own. */

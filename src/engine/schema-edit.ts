@@ -9,7 +9,7 @@ import { engineReason, errorText, isCommitConflict } from "./messages.js";
 
 // Texts LanceDB uses when the request, not the server, is at fault.
 // "Not supported" is an expression the engine cannot evaluate, e.g. an aggregate.
-const CLIENT_FAULT = /^(Invalid input, |lance error: LanceError\(Schema\)|lance error: Invalid user input|lance error: Not supported: )/;
+const CLIENT_FAULT = /^(Invalid input, |Invalid expression for column |lance error: LanceError\(Schema\)|lance error: Invalid user input|lance error: Not supported: )/;
 
 /** A rejected schema change as a 400; `field` names the request input holding the SQL it evaluated, if any. */
 export function schemaEditError(err: unknown, field?: string): ApiError | null {
@@ -30,9 +30,11 @@ export async function commitSchemaEdit(edit: () => Promise<{ version: number }>,
   }
 }
 
-/** Adds all-null columns (nullable, of the given types). */
-export const addNullColumns = (t: lancedb.Table, fields: { name: string; type: A.DataType }[]) =>
-  commitSchemaEdit(() => t.addColumns(new arrow.Schema(fields.map((f) => new arrow.Field(f.name, f.type, true)))));
+/** Adds all-null columns (nullable, of the given types, with the given field metadata). */
+export const addNullColumns = (t: lancedb.Table, fields: { name: string; type: A.DataType; metadata?: Record<string, string> }[]) =>
+  commitSchemaEdit(() =>
+    t.addColumns(new arrow.Schema(fields.map((f) => new arrow.Field(f.name, f.type, true, f.metadata ? new Map(Object.entries(f.metadata)) : undefined)))),
+  );
 
 /**
  * Adds keys to the table's schema metadata. Lance merges a schema's metadata into the table's when

@@ -38,8 +38,11 @@ export interface Tables {
 export async function openTables(root: string, consistencyMs: number): Promise<Tables> {
   // Cached handles see commits made elsewhere (other processes, LanceDB itself) within this interval.
   const readConsistencyInterval = consistencyMs / 1000;
-  const plain = await lancedb.connect(root, { readConsistencyInterval });
-  const namespaced = await lancedb.connectNamespace("dir", { root }, { readConsistencyInterval });
+  // Tables Quiver creates get stable row ids: materialized views need them on their source, and
+  // they record when each row was last updated, which tells a backfill which values are stale.
+  const storageOptions = { new_table_enable_stable_row_ids: "true" };
+  const plain = await lancedb.connect(root, { readConsistencyInterval, storageOptions });
+  const namespaced = await lancedb.connectNamespace("dir", { root }, { readConsistencyInterval, storageOptions });
   const cache = new Map<string, Promise<lancedb.Table>>();
   const writes = keyedSerial();
 

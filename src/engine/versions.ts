@@ -1,7 +1,7 @@
 // What LanceDB does not expose about a version: its manifest file's path, size and e_tag, read
 // from the table directory. Lance names manifests `{u64::MAX - v}.manifest` (V2, the default)
 // or `{v}.manifest` (V1); a branch keeps its own under `tree/<branch>/`.
-import { stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { namedBranch } from "./tables.js";
 import path from "node:path";
 import type { Entry } from "../catalog/catalog.js";
@@ -44,4 +44,52 @@ const eTagOf = (ino: bigint, mtimeNs: bigint, size: bigint) =>
 export function tableDir(root: string, entry: Entry): string {
   if (!entry.location) throw new ApiError(Code.TableNotFound, `table ${JSON.stringify(entry.objectId)} has no data yet (declared only)`);
   return resolveLocation(root, entry.location);
+}
+
+/** Reads a protobuf varint at `p`; returns [value, next position]. */
+function varint(b: Buffer, p: number): [number, number] {
+  let v = 0;
+  let scale = 1;
+  for (;;) {
+    const byte = b[p++];
+    v += (byte & 0x7f) * scale;
+    if (!(byte & 0x80)) return [v, p];
+    scale *= 128;
+  }
+}
+
+// Lance's reader feature flag for move-stable row ids (the table format's `reader_feature_flags`, bit 2).
+const FLAG_STABLE_ROW_IDS = 2;
+const READER_FEATURE_FLAGS = 9;
+
+/**
+ * Was the table created with stable row ids (which also track when each row was last updated)?
+ * Read from the manifest of `version`: the file ends with the manifest's position, the format
+ * version and "LANC"; the manifest is a length-prefixed protobuf message.
+ */
+export async function usesStableRowIds(tableDir: string, version: number, branch?: string): Promise<boolean> {
+  const m = await manifestFile(tableDir, version, branch);
+  if (!m) return false;
+  const b = await readFile(path.join(tableDir, m.path));
+  if (b.length < 16 || b.toString("latin1", b.length - 4) !== "LANC") return false;
+  const at = Number(b.readBigInt64LE(b.length - 16));
+  const end = at + 4 + b.readUInt32LE(at);
+  for (let p = at + 4; p < end; ) {
+    let tag: number;
+    [tag, p] = varint(b, p);
+    const field = Math.floor(tag / 8);
+    const wire = tag & 7;
+    if (wire === 0) {
+      let v: number;
+      [v, p] = varint(b, p);
+      if (field === READER_FEATURE_FLAGS) return (v & FLAG_STABLE_ROW_IDS) !== 0;
+    } else if (wire === 1) p += 8;
+    else if (wire === 5) p += 4;
+    else if (wire === 2) {
+      let len: number;
+      [len, p] = varint(b, p);
+      p += len;
+    } else return false;
+  }
+  return false;
 }

@@ -38,6 +38,8 @@ export interface JobKind<S = any> {
 export interface Jobs {
   submit(kind: string, table: string[], spec: Record<string, unknown>): Promise<JobRecord>;
   get(id: string): JobRecord | undefined;
+  /** Every record kept (finished ones too, up to the store's retention). */
+  all(): JobRecord[];
   /** Queued and Running records, oldest first. */
   active(): JobRecord[];
   /** Persist a changed record (properties set through AlterTransaction). */
@@ -141,6 +143,7 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
       return rec;
     },
     get: (id) => store.get(id),
+    all: () => store.all(),
     active: () => store.all().filter((r) => !isTerminal(r.status)).sort((a, b) => a.createdAt - b.createdAt),
     save: (rec) => store.put(rec),
     async cancel(rec) {

@@ -1,6 +1,7 @@
 // Schema changes: add, alter and drop columns, field and schema metadata. Every path and name is
-// checked against the table's current schema first, so a rejected request changes nothing; each
-// accepted one commits exactly one version.
+// checked against the table's current schema first, so a rejected request changes nothing; an
+// accepted one commits one version (virtual columns: see virtual-columns.ts).
+import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { fromJsonType, type JsonArrowDataType } from "../engine/json-arrow.js";
 import { addNullColumns, addSchemaMetadata, commitSchemaEdit } from "../engine/schema-edit.js";
@@ -13,6 +14,7 @@ import { jsonOp } from "./define.js";
 import { requireTable } from "../catalog/lookup.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
+import { addVirtualColumns, alterVirtualColumns } from "./virtual-columns.js";
 
 const q = JSON.stringify;
 
@@ -38,8 +40,6 @@ async function change<T>(svc: Services, id: string[], branch: string | null | un
 const resolve = (fields: readonly FieldLike[], entry: Entry, path: string, what: string) =>
   canonicalPath(resolveFieldPath(fields, path, entry.objectId, what).segs);
 
-const notYet = (what: string) => unsupported(`${what}: virtual and computed columns are not supported by this server yet`);
-
 function checkUnique(names: string[], what: string): void {
   const seen = new Set<string>();
   for (const n of names) {
@@ -52,13 +52,18 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => change
   const cols = body.new_columns;
   cols.forEach((c, i) => {
     const at = `new_columns[${i}]`;
-    if (c.virtual_column != null) throw notYet(`${at}.virtual_column`);
-    if (c.computed != null) throw notYet(`${at}.computed`);
-    if ((c.expression == null) === (c.data_type == null)) throw invalid(`${at}: needs exactly one of expression or data_type`);
+    const given = [c.expression, c.data_type, c.computed, c.virtual_column].filter((x) => x != null).length;
+    if (given !== 1) throw invalid(`${at}: needs exactly one of expression, data_type, computed or virtual_column`);
     if (c.name.includes(".")) throw invalid(`${at}.name: top-level column name ${q(c.name)} cannot contain "."`);
     if (fields.some((f) => f.name === c.name)) throw invalid(`${at}.name: column ${q(c.name)} already exists in table ${q(entry.objectId)}`);
   });
   checkUnique(cols.map((c) => c.name), "new_columns.name");
+  const virtual = cols.filter((c) => c.computed != null || c.virtual_column != null);
+  if (virtual.length > 0) {
+    if (virtual.length < cols.length) throw invalid("new_columns: computed or virtual columns and other columns cannot be mixed in one request");
+    const version = await addVirtualColumns(svc, entry, t, fields as unknown as A.Field[], cols.map((e, i) => ({ e, at: `new_columns[${i}]` })));
+    return json({ version });
+  }
   const sql = cols.filter((c) => c.expression != null);
   // Two LanceDB calls would be two commits; a request is one.
   if (sql.length > 0 && sql.length < cols.length) throw invalid("new_columns: expression and data_type entries cannot be mixed in one request");
@@ -73,11 +78,18 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => change
 }));
 
 export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
+  const virtual = body.alterations.filter((a) => a.virtual_column != null);
+  if (virtual.length > 0 && virtual.length < body.alterations.length) {
+    throw invalid("alterations: virtual_column alterations and other alterations cannot be mixed in one request");
+  }
   const alterations: lancedb.ColumnAlteration[] = body.alterations.map((a, i) => {
     const at = `alterations[${i}]`;
-    if (a.virtual_column != null) throw notYet(`${at}.virtual_column`);
     const path = resolve(fields, entry, a.path, `${at}.path: column`);
-    if (a.rename == null && a.data_type == null && a.nullable == null) throw invalid(`${at}: needs rename, data_type or nullable`);
+    if (a.virtual_column != null) {
+      if (a.rename != null || a.data_type != null || a.nullable != null) throw invalid(`${at}: virtual_column cannot be combined with rename, data_type or nullable`);
+      return { path };
+    }
+    if (a.rename == null && a.data_type == null && a.nullable == null) throw invalid(`${at}: needs rename, data_type, nullable or virtual_column`);
     return {
       path,
       ...(a.rename != null ? { rename: a.rename } : {}),
@@ -86,6 +98,10 @@ export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => ch
     };
   });
   checkUnique(alterations.map((a) => a.path), "alterations.path");
+  if (virtual.length > 0) {
+    const alts = body.alterations.map((a, i) => ({ path: alterations[i].path, d: a.virtual_column!, at: `alterations[${i}]` }));
+    return json({ version: await alterVirtualColumns(svc, entry, t, fields as unknown as A.Field[], alts) });
+  }
   return json({ version: await commitSchemaEdit(() => t.alterColumns(alterations)) });
 }));
 

@@ -2,6 +2,7 @@
 // main go through the cached table handle, so later reads see them; `branch` writes leave main alone.
 import type * as lancedb from "@lancedb/lancedb";
 import { dataError } from "../engine/datasets.js";
+import { namedBranch } from "../engine/tables.js";
 import { checkFits } from "../engine/ipc-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { invalid } from "../errors.js";
@@ -32,7 +33,12 @@ async function engine<T>(field: string | ((err: unknown) => string), table: stri
 async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}) {
   const branch = at.branch ?? stringParam(ctx.query, "branch");
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
-  const commit = <T>(fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, fn);
+  // After the commit, tables with auto_backfill columns get a follow-up backfill.
+  const commit = async <T>(fn: () => Promise<T>) => {
+    const r = await ctx.svc.tables.write(entry, branch, fn);
+    ctx.svc.autoBackfill.written(entry, namedBranch(branch) ?? null);
+    return r;
+  };
   return { entry, table, commit };
 }
 
@@ -107,8 +113,10 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
 });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
-  const { entry, table, commit } = await target(ctx, ctx.body);
-  const r = await engine("predicate", entry.objectId, () => commit(() => table.delete(ctx.body.predicate)));
+  const { entry, table } = await target(ctx, ctx.body);
+  // A delete leaves nothing to compute: no follow-up backfill.
+  const branch = ctx.body.branch ?? stringParam(ctx.query, "branch");
+  const r = await engine("predicate", entry.objectId, () => ctx.svc.tables.write(entry, branch, () => table.delete(ctx.body.predicate)));
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 });
 

@@ -7,7 +7,9 @@ import { objectIdOf } from "../catalog/names.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { isTerminal, STATUSES, type JobRecord, type JobStatus } from "../jobs/store.js";
 import { matchMode } from "../schemas/mode.js";
-import { AlterTransaction, DescribeTransaction } from "../schemas/transaction.js";
+import { AlterTransaction, DescribeTransaction, ListJobs } from "../schemas/transaction.js";
+import { sameId } from "../catalog/names.js";
+import { MAX_PAGE } from "./pagination.js";
 import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
 import { json } from "./types.js";
@@ -71,4 +73,24 @@ export const alterTransaction = jsonOp(AlterTransaction, async ({ params, body, 
   if (cancel) await svc.jobs.cancel(rec);
   else await svc.jobs.save(rec);
   return json(describe(svc, rec));
+});
+
+// LanceDB's job states, as its clients parse them.
+const JOB_STATE: Record<JobStatus, string> = { Queued: "IN_PROGRESS", Running: "IN_PROGRESS", Succeeded: "DONE", Failed: "FAILED", Canceled: "CANCELLED" };
+
+/** Background work the credential may see, newest first; `table` narrows it to one table. */
+export const listJobs = jsonOp(ListJobs, async ({ body, principal, svc }) => {
+  const recs = svc.jobs
+    .all()
+    .filter((r) => covers(principal, r.table) && (!body.table || sameId(r.table, body.table)))
+    .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : 1));
+  // The token is the last id returned; newest-first order is stable for records that exist throughout.
+  const after = body.page_token ? recs.findIndex((r) => r.id === body.page_token) + 1 : 0;
+  const limit = Math.min(body.limit ?? MAX_PAGE, MAX_PAGE);
+  const items = recs.slice(after, after + limit);
+  const more = after + limit < recs.length;
+  return json({
+    jobs: items.map((r) => ({ job_id: r.id, table: objectIdOf(r.table), job_type: r.operation, state: JOB_STATE[r.status], status: r.status, created_at_millis: r.createdAt })),
+    page_token: more ? items[items.length - 1].id : null,
+  });
 });

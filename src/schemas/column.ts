@@ -1,9 +1,36 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { branch, common, FieldPath, Opt } from "./common.js";
+import { branch, common, FieldPath, Opt, StringMap } from "./common.js";
 
 /** JsonArrowDataType (lance-namespace `JsonArrowDataType`); its vocabulary is checked when converted. */
 export const JsonDataType = Type.Object({ type: Type.String({ minLength: 1 }) }, { additionalProperties: true });
-const AnyObject = Type.Object({}, { additionalProperties: true });
+
+/** One physical column a virtual column's UDF produces (lance-namespace `AddVirtualColumnOutputEntry`). */
+const VirtualOutput = Type.Object({
+  column: Type.String({ minLength: 1 }),
+  /** The field of the UDF's result this column takes; "" (or absent) for the whole result. */
+  struct_field: Opt(Type.String()),
+  data_type: Opt(JsonDataType),
+  nullable: Opt(Type.Boolean()),
+  metadata: Opt(StringMap),
+});
+
+/** A UDF-backed column (lance-namespace `AddVirtualColumnEntry`; `outputs` on add only). */
+const virtualFields = {
+  input_columns: Opt(Type.Array(FieldPath)),
+  image: Opt(Type.String()),
+  udf: Opt(Type.String()),
+  udf_name: Opt(Type.String()),
+  udf_version: Opt(Type.String()),
+  udf_backend: Opt(Type.String()),
+  auto_backfill: Opt(Type.Boolean()),
+  manifest: Opt(Type.String()),
+  manifest_checksum: Opt(Type.String()),
+  field_metadata: Opt(StringMap),
+};
+export const AddVirtualColumn = Type.Object({ ...virtualFields, outputs: Opt(Type.Array(VirtualOutput, { minItems: 1 })) });
+export type AddVirtualColumn = Static<typeof AddVirtualColumn>;
+export const AlterVirtualColumn = Type.Object(virtualFields);
+export type AlterVirtualColumn = Static<typeof AlterVirtualColumn>;
 
 export const AddColumnsEntry = Type.Object({
   name: Type.String({ minLength: 1 }),
@@ -12,7 +39,7 @@ export const AddColumnsEntry = Type.Object({
   /** An all-null (nullable) column of this type. */
   data_type: Opt(JsonDataType),
   computed: Opt(Type.String()),
-  virtual_column: Opt(AnyObject),
+  virtual_column: Opt(AddVirtualColumn),
 });
 export type AddColumnsEntry = Static<typeof AddColumnsEntry>;
 
@@ -23,7 +50,7 @@ export const AlterColumnsEntry = Type.Object({
   rename: Opt(Type.String({ minLength: 1 })),
   data_type: Opt(JsonDataType),
   nullable: Opt(Type.Boolean()),
-  virtual_column: Opt(AnyObject),
+  virtual_column: Opt(AlterVirtualColumn),
 });
 
 export const AlterColumns = Type.Object({ ...common, ...branch, alterations: Type.Array(AlterColumnsEntry, { minItems: 1 }) });
@@ -46,3 +73,26 @@ export const UpdateFieldMetadata = Type.Object({
 
 /** The body is the bare metadata map; the common fields may ride along and are not metadata. */
 export const SchemaMetadataUpdate = Type.Object({ ...common }, { additionalProperties: Type.String() });
+
+const Count = Opt(Type.Integer({ minimum: 1 }));
+
+/** lance-namespace `AlterTableBackfillColumnsRequest`; the README says which fields have effect. */
+export const BackfillColumn = Type.Object({
+  ...common,
+  ...branch,
+  column: FieldPath,
+  where: Opt(Type.String({ minLength: 1 })),
+  concurrency: Count,
+  intra_applier_concurrency: Count,
+  min_checkpoint_size: Count,
+  max_checkpoint_size: Count,
+  batch_checkpoint_flush_interval_seconds: Opt(Type.Number({ minimum: 0 })),
+  read_version: Opt(Type.Integer({ minimum: 0 })),
+  task_size: Count,
+  num_frags: Count,
+  checkpoint_size: Count,
+  commit_granularity: Count,
+  cluster: Opt(Type.String()),
+  manifest: Opt(Type.String()),
+});
+export type BackfillColumn = Static<typeof BackfillColumn>;

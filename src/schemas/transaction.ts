@@ -1,6 +1,6 @@
 // Request bodies of the transaction operations (lance-namespace `AlterTransactionRequest`).
 import { Type } from "@sinclair/typebox";
-import { common, Mode } from "./common.js";
+import { common, Mode, Opt } from "./common.js";
 
 const Key = Type.String({ minLength: 1 });
 
@@ -12,3 +12,11 @@ const Action = Type.Object({
 
 export const DescribeTransaction = Type.Object({ ...common });
 export const AlterTransaction = Type.Object({ ...common, actions: Type.Array(Action, { minItems: 1 }) });
+
+/** LanceDB's jobs listing (`POST /v1/jobs/list`), plus a filter by table (path id) of Quiver's. */
+export const ListJobs = Type.Object({
+  ...common,
+  page_token: Opt(Type.String()),
+  limit: Opt(Type.Integer({ minimum: 1 })),
+  table: Opt(Type.Array(Type.String())),
+});

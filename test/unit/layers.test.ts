@@ -9,14 +9,15 @@ const ROOT = path.resolve(__dirname, "../..");
 
 /** Highest layer first; a path belongs to the first entry it starts with. */
 const LAYERS: [string, number][] = [
-  ["src/main.ts", 13],
-  ["src/server.ts", 12],
-  ["src/http/", 11],
-  ["src/routes.ts", 11],
-  ["src/operations/", 10],
-  ["src/services.ts", 9],
-  ["src/jobs/kinds/", 8],
-  ["workers/", 7],
+  ["src/main.ts", 14],
+  ["src/server.ts", 13],
+  ["src/http/", 12],
+  ["src/routes.ts", 12],
+  ["src/operations/", 11],
+  ["src/services.ts", 10],
+  ["src/jobs/kinds/", 9],
+  ["workers/", 8],
+  ["src/compute/", 7],
   ["src/engine/", 6],
   ["src/jobs/", 5],
   ["src/auth/", 4],

@@ -1,0 +1,166 @@
+// LanceDB's side of virtual columns: declaring them (as LanceDB SQL computed columns, or as all-null
+// columns that carry their descriptor), refreshing SQL ones, and for JavaScript and WebAssembly
+// ones: choosing the rows a backfill computes, reading their inputs, and writing values back
+// without overwriting a row that changed since it was read.
+import type * as A from "apache-arrow";
+import type * as lancedb from "@lancedb/lancedb";
+import { arrow } from "./arrow.js";
+import { isCommitConflict } from "./messages.js";
+import { nativeExecute, type NativeIterator } from "./query.js";
+import { commitSchemaEdit } from "./schema-edit.js";
+
+/** A Lance SQL identifier: backtick-quoted, backticks doubled. */
+export const quoteIdent = (name: string) => "`" + name.replace(/`/g, "``") + "`";
+
+/** Declare LanceDB SQL computed columns, each with its descriptor beside LanceDB's own metadata: the version. */
+export async function declareSqlColumns(t: lancedb.Table, cols: { name: string; valueSql: string; metadata: Record<string, string> }[], field: string): Promise<number> {
+  await commitSchemaEdit(() => t.addColumns({ computed: cols.map(({ name, valueSql }) => ({ name, valueSql })) }), field);
+  try {
+    return await commitSchemaEdit(() => t.updateFieldMetadata(cols.map((c) => ({ path: c.name, metadata: c.metadata }))));
+  } catch (err) {
+    // One request, all or nothing: without their descriptors the columns are not what was asked for.
+    await t.dropColumns(cols.map((c) => c.name)).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Fill a SQL computed column's missing and stale rows (LanceDB's refresh), retrying lost commit races. */
+export async function refreshSqlColumn(t: lancedb.Table, column: string, attempts = 5): Promise<{ rowsFilled: number; version: number }> {
+  for (let i = 1; ; i++) {
+    try {
+      return await t.refreshColumn(column);
+    } catch (err) {
+      if (!isCommitConflict(err) || i >= attempts) throw err;
+      await t.checkoutLatest();
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
+  }
+}
+
+/** The merge key of a JS/wasm backfill: the table's primary key, else a top-level `id` column. */
+export function backfillKey(fields: readonly A.Field[]): string[] | null {
+  const pk = fields
+    .map((f) => ({ f, pos: [...(f.metadata ?? new Map())].find(([k]) => k.startsWith("lance-schema:unenforced-primary-key")) }))
+    .filter((x) => x.pos !== undefined)
+    .sort((a, b) => Number(a.pos![1]) - Number(b.pos![1]))
+    .map((x) => x.f.name);
+  if (pk.length > 0) return pk;
+  return fields.some((f) => f.name === "id" && (f.type.children ?? []).length === 0) ? ["id"] : null;
+}
+
+export interface PlanOptions {
+  column: string;
+  /** An explicit SQL filter: exactly the rows it selects. */
+  where: string | null;
+  /** Without `where`: rows whose value is null, and rows last updated by a commit not in this set. */
+  fresh: ReadonlySet<number> | null;
+  /** Rows last updated by these commits are already done (this job's own). */
+  done: ReadonlySet<number>;
+  /** Only rows in these fragments (num_frags), if set. */
+  fragments: ReadonlySet<number> | null;
+}
+
+export interface Plan {
+  /** Row ids to compute, in row-address order, and their addresses at the read version. */
+  ids: bigint[];
+  addresses: bigint[];
+}
+
+const fragmentOf = (addr: bigint) => Number(addr >> 32n);
+
+/** The rows a backfill computes, read from `t` (checked out at the read version). */
+export async function planRows(t: lancedb.Table, o: PlanOptions): Promise<Plan> {
+  const q = t
+    .query()
+    .select(new Map([["missing", `${quoteIdent(o.column)} IS NULL`], ["v", "_row_last_updated_at_version"], ["a", "_rowaddr"]]))
+    .withRowId();
+  if (o.where !== null) q.where(o.where);
+  const rows = await q.toArrow();
+  const missing = rows.getChild("missing")!;
+  const versions = rows.getChild("v")!.toArray() as BigUint64Array;
+  const addrs = rows.getChild("a")!.toArray() as BigUint64Array;
+  const rowIds = rows.getChild("_rowid")!.toArray() as BigUint64Array;
+  const picked: number[] = [];
+  for (let i = 0; i < rows.numRows; i++) {
+    const v = Number(versions[i]);
+    if (o.done.has(v)) continue;
+    if (o.fragments && !o.fragments.has(fragmentOf(addrs[i]))) continue;
+    if (o.where === null && !(missing.get(i) || (o.fresh !== null && !o.fresh.has(v)))) continue;
+    picked.push(i);
+  }
+  picked.sort((a, b) => (addrs[a] < addrs[b] ? -1 : addrs[a] > addrs[b] ? 1 : 0));
+  return { ids: picked.map((i) => rowIds[i]), addresses: picked.map((i) => addrs[i]) };
+}
+
+/** The first `n` fragments (by id) holding rows of a plan. */
+export function firstFragments(addresses: bigint[], n: number): Set<number> {
+  return new Set([...new Set(addresses.map(fragmentOf))].sort((a, b) => a - b).slice(0, n));
+}
+
+/** Read rows by id: `select` maps output names to columns; batches as IPC files, in the ids' order. */
+export async function readRows(t: lancedb.Table, ids: bigint[], select: Map<string, string>): Promise<NativeIterator> {
+  return nativeExecute(t.takeRowIds(ids).select(select));
+}
+
+/**
+ * SQL true for exactly the target rows at `addresses` (sorted): runs of consecutive addresses as
+ * ranges, the rest listed. An updated row moves to a new fragment, so a row still at an address
+ * read earlier is unchanged since.
+ */
+export function addressGuard(addresses: bigint[]): string {
+  const parts: string[] = [];
+  const single: bigint[] = [];
+  for (let i = 0; i < addresses.length; ) {
+    let j = i;
+    while (j + 1 < addresses.length && addresses[j + 1] === addresses[j] + 1n) j++;
+    if (j - i >= 2) parts.push(`target._rowaddr BETWEEN ${addresses[i]} AND ${addresses[j]}`);
+    else for (let k = i; k <= j; k++) single.push(addresses[k]);
+    i = j + 1;
+  }
+  if (single.length) parts.push(`target._rowaddr IN (${single.join(", ")})`);
+  return parts.join(" OR ");
+}
+
+/** Split rows so no merge source holds one key twice (a merge matches each source row by key). */
+function uniqueKeyParts(data: A.Table, key: string[]): number[][] {
+  const cols = key.map((k) => data.getChild(k)!);
+  const parts: { seen: Set<string>; rows: number[] }[] = [];
+  for (let i = 0; i < data.numRows; i++) {
+    const k = JSON.stringify(cols.map((c) => String(c.get(i))));
+    let part = parts.find((p) => !p.seen.has(k));
+    if (!part) parts.push((part = { seen: new Set(), rows: [] }));
+    part.seen.add(k);
+    part.rows.push(i);
+  }
+  return parts.map((p) => p.rows);
+}
+
+const take = (data: A.Table, rows: number[]) =>
+  new arrow.Table(Object.fromEntries(data.schema.fields.map((f) => [f.name, arrow.vectorFromArray(rows.map((i) => data.getChild(f.name)!.get(i)), f.type)])));
+
+/**
+ * Write computed values (`data`: the key columns and the value column) into the rows read at
+ * `addresses`, leaving any row that changed since untouched; answers each commit's version and the
+ * rows written. Key-less rows (a null key) cannot be matched and are not written.
+ */
+export async function writeValues(t: lancedb.Table, key: string[], data: A.Table, addresses: bigint[]): Promise<{ versions: number[]; written: number }> {
+  const guard = addressGuard(addresses);
+  const parts = uniqueKeyParts(data, key);
+  const versions: number[] = [];
+  let written = 0;
+  for (const rows of parts) {
+    const source = parts.length === 1 ? data : take(data, rows);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await t.mergeInsert(key).whenMatchedUpdateAll({ where: guard }).execute(source);
+        versions.push(r.version);
+        written += r.numUpdatedRows;
+        break;
+      } catch (err) {
+        if (!isCommitConflict(err) || attempt >= 5) throw err;
+        await t.checkoutLatest();
+      }
+    }
+  }
+  return { versions, written };
+}

@@ -1,0 +1,153 @@
+// The "udf" pool task in process: JavaScript UDFs (scalar, batch, struct fields) in their sandbox,
+// the WebAssembly ABI with the example module, and every way a UDF can fail: a throw (naming the
+// row's key), a wrong type, a loop past the time limit, and attempts to leave the sandbox.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import wabtInit from "wabt";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { UdfDefinition } from "../../src/compute/udf.js";
+import { arrow } from "../../src/engine/arrow.js";
+import type { JsonArrowDataType } from "../../src/engine/json-arrow.js";
+import { runUdf as udf, type UdfReply } from "../../workers/udf.js";
+
+let wasm = "";
+beforeAll(async () => {
+  const wabt = await wabtInit();
+  const wat = readFileSync(path.resolve(__dirname, "../../native/udf/double_plus_one.wat"), "utf8");
+  wasm = Buffer.from(wabt.parseWat("double_plus_one.wat", wat).toBinary({}).buffer).toString("base64");
+});
+
+let keys = 0;
+function def(source: string, type: JsonArrowDataType, opts: Partial<UdfDefinition> = {}): UdfDefinition {
+  return {
+    key: `k${++keys}`,
+    backend: "js",
+    source,
+    batch: false,
+    inputs: ["__in0"],
+    output: { name: "out", type, nullable: true, structField: "" },
+    timeoutMs: 300,
+    wasmMaxPages: 64,
+    ...opts,
+  };
+}
+
+const ids = (n: number) => arrow.vectorFromArray(Array.from({ length: n }, (_, i) => BigInt(i)), new arrow.Int64());
+function input(cols: Record<string, import("apache-arrow").Vector>): Uint8Array {
+  return arrow.tableToIPC(new arrow.Table(cols), "stream");
+}
+function values(r: UdfReply): unknown[] {
+  if (!r.ok) throw new Error(r.error);
+  const t = arrow.tableFromIPC(r.output!);
+  expect(t.schema.fields.map((f) => f.name)).toEqual(["id", "out"]);
+  return [...t.getChild("out")!];
+}
+const run = (u: UdfDefinition, cols: Record<string, import("apache-arrow").Vector>) => udf({ op: "run", udf: u, input: input(cols), keep: ["id"] });
+const int64 = { type: "int64" };
+
+describe("JavaScript UDFs", () => {
+  it("scalar: one call per row, int64 in and out", () => {
+    const r = run(def("(x) => x * 2 + 1", int64), { id: ids(5), __in0: ids(5) });
+    expect(values(r)).toEqual([1n, 3n, 5n, 7n, 9n]);
+  });
+
+  it("batch: one call with one array per input", () => {
+    const u = def("(xs, ys) => xs.map((x, i) => x + ys[i])", { type: "float64" }, { batch: true, inputs: ["__in0", "__in1"] });
+    const r = run(u, { id: ids(3), __in0: arrow.vectorFromArray([1.5, 2, 3]), __in1: arrow.vectorFromArray([10, 20, 30]) });
+    expect(values(r)).toEqual([11.5, 22, 33]);
+  });
+
+  it("a struct field of the result, strings, lists and nulls", () => {
+    const u = def("(s, v) => s === null ? null : ({ label: s.toUpperCase() + v.length, other: 1 })", { type: "utf8" }, { inputs: ["__in0", "__in1"], output: { name: "out", type: { type: "utf8" }, nullable: true, structField: "label" } });
+    const vec = arrow.vectorFromArray([[1, 2], [3], [4, 5, 6]], new arrow.List(new arrow.Field("item", new arrow.Float32(), true)));
+    const r = run(u, { id: ids(3), __in0: arrow.vectorFromArray(["a", null, "c"], new arrow.Utf8()), __in1: vec });
+    expect(values(r)).toEqual(["A2", null, "C3"]);
+  });
+
+  it("a fixed-size list output (a vector)", () => {
+    const type = { type: "fixed_size_list", length: 2, fields: [{ name: "item", type: { type: "float32" }, nullable: true }] };
+    const r = run(def("(x) => [Number(x), Number(x) / 2]", type), { id: ids(2), __in0: ids(2) });
+    const t = arrow.tableFromIPC((r as { output: Uint8Array }).output);
+    expect(Array.from(t.getChild("out")!.get(1) as Float32Array)).toEqual([1, 0.5]);
+  });
+
+  it("a throw fails the batch naming the row's key", () => {
+    const r = run(def("(x) => { if (x === 3) throw new Error('bad row'); return x; }", int64), { id: ids(5), __in0: ids(5) });
+    expect(r).toEqual({ ok: false, error: "the UDF failed on the row with id = 3: bad row" });
+  });
+
+  it("a value of the wrong type fails naming the row", () => {
+    const r = run(def("(x) => 'text'", int64), { id: ids(2), __in0: ids(2) });
+    expect(r).toEqual({ ok: false, error: "the UDF failed on the row with id = 0: expected an integer, got string" });
+  });
+
+  it("a batch UDF must return one value per row", () => {
+    const r = run(def("(xs) => [1]", int64, { batch: true }), { id: ids(3), __in0: ids(3) });
+    expect(r).toEqual({ ok: false, error: "the UDF failed on the batch: a batch UDF must return one value per row: got 1 for 3 rows" });
+  });
+
+  it("an endless loop stops at the time limit, and the worker stays usable", () => {
+    const u = def("(x) => { for (;;) {} }", int64);
+    const t0 = Date.now();
+    expect(run(u, { id: ids(2), __in0: ids(2) })).toEqual({ ok: false, error: "the UDF ran longer than 300 ms on a batch of 2 rows" });
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(values(run(def("(x) => x", int64), { id: ids(2), __in0: ids(2) }))).toEqual([0n, 1n]);
+  });
+
+  it("a source that does not compile, or is not a function, is refused by check", () => {
+    expect(udf({ op: "check", udf: def("(x) => {", int64) })).toMatchObject({ ok: false, error: expect.stringMatching(/Unexpected/) });
+    expect(udf({ op: "check", udf: def("42", int64) })).toEqual({ ok: false, error: "the udf source must evaluate to a function" });
+    expect(udf({ op: "check", udf: def("(x) => x", { type: "map" }) })).toMatchObject({ ok: false, error: expect.stringMatching(/cannot produce/) });
+  });
+
+  const escapes: [string, string][] = [
+    ["process", "() => process.pid"],
+    ["require", "() => require('fs')"],
+    ["globalThis.process", "() => globalThis.process.pid"],
+    ["constructor.constructor", "(x) => (function () {}).constructor('return process')().pid"],
+    ["an input's constructor", "(x) => [x].constructor.constructor('return process')().pid"],
+    ["eval", "() => eval('1 + 1')"],
+    ["dynamic import", "() => import('node:fs')"],
+    ["WebAssembly", "() => WebAssembly.Module.length"],
+    ["ArrayBuffer", "() => new ArrayBuffer(8).byteLength"],
+    ["SharedArrayBuffer", "() => new SharedArrayBuffer(8).byteLength"],
+    ["timers", "() => setTimeout(() => {}, 1)"],
+    ["fetch", "() => fetch('http://127.0.0.1')"],
+    ["a planted prototype setter", "(x) => { Object.defineProperty(Array.prototype, 0, { set() {} }); return 1; }"],
+  ];
+  for (const [what, source] of escapes) {
+    it(`${what} is out of reach`, () => {
+      const r = run(def(source, { type: "float64" }), { id: ids(1), __in0: ids(1) });
+      expect(r.ok, JSON.stringify(r)).toBe(false);
+    });
+  }
+});
+
+describe("WebAssembly UDFs", () => {
+  const wdef = (opts: Partial<UdfDefinition> = {}) => def(wasm, int64, { backend: "wasm", source: wasm, ...opts });
+
+  it("the example module computes x * 2 + 1 and keeps nulls", () => {
+    const x = arrow.vectorFromArray([1n, null, 5n, -4n], new arrow.Int64());
+    expect(values(run(wdef(), { id: ids(4), __in0: x }))).toEqual([3n, null, 11n, -7n]);
+  });
+
+  it("many batches, one instance each", () => {
+    const batches = [0, 1, 2].map((b) =>
+      new arrow.RecordBatch({ id: arrow.makeData({ type: new arrow.Int64(), length: 3, data: BigInt64Array.from([0n, 1n, 2n].map((i) => i + BigInt(b * 3))) }), __in0: arrow.makeData({ type: new arrow.Int64(), length: 3, data: BigInt64Array.from([1n, 2n, 3n]) }) }),
+    );
+    const bytes = arrow.tableToIPC(new arrow.Table(batches), "stream");
+    const r = udf({ op: "run", udf: wdef(), input: bytes, keep: ["id"] });
+    expect(values(r)).toEqual([3n, 5n, 7n, 3n, 5n, 7n, 3n, 5n, 7n]);
+  });
+
+  it("a module outside the ABI is refused by check, naming what is missing", () => {
+    expect(udf({ op: "check", udf: wdef({ source: Buffer.from("not wasm").toString("base64") }) })).toMatchObject({ ok: false, error: expect.stringMatching(/not a valid WebAssembly module/) });
+    const noImport = "AGFzbQEAAAA="; // an empty module
+    expect(udf({ op: "check", udf: wdef({ source: noImport }) })).toMatchObject({ ok: false, error: expect.stringMatching(/env\.memory/) });
+  });
+
+  it("a wrong output type fails the batch", () => {
+    const r = run(wdef({ output: { name: "out", type: { type: "float64" }, nullable: true, structField: "" } }), { id: ids(1), __in0: ids(1) });
+    expect(r).toMatchObject({ ok: false, error: expect.stringMatching(/apply returned Int64; the column is Float64/) });
+  });
+});

@@ -1,0 +1,163 @@
+// The sandbox JavaScript UDFs run in: a `node:vm` context with no `process`, `require`, `fetch`,
+// timers, `eval`/`Function` or WebAssembly, no raw-memory constructors (ArrayBuffer, typed arrays,
+// SharedArrayBuffer, Atomics: their memory is outside the worker's heap limit), and every
+// intrinsic frozen before user code runs. No object from outside the context ever goes in: inputs
+// are built with the context's own constructors, so user code cannot reach this realm through
+// `.constructor.constructor`. A trusted driver, set up first, calls the UDF and copies each result
+// into plain data inside the context, under the batch's time limit; this side then reads only own
+// data properties, so no user code (a getter, a proxy trap) ever runs outside that limit.
+import vm from "node:vm";
+import type { Shape } from "../src/compute/udf.js";
+
+const DRIVER = `(() => {
+  "use strict";
+  const g = globalThis;
+  const isArray = Array.isArray, create = Object.create, freeze = Object.freeze, names = Object.getOwnPropertyNames;
+  const isInteger = Number.isInteger, Arr = Array, Str = String;
+  for (const n of ["ArrayBuffer", "SharedArrayBuffer", "Atomics", "WebAssembly", "DataView", "Int8Array", "Uint8Array",
+    "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array", "Float64Array",
+    "BigInt64Array", "BigUint64Array", "FinalizationRegistry", "WeakRef", "eval", "Function"]) delete g[n];
+  // The global object itself stays open (it cannot be frozen); what it holds is frozen.
+  const seen = new Set([g]);
+  const harden = (v) => {
+    if ((typeof v !== "object" && typeof v !== "function") || v === null || seen.has(v)) return;
+    seen.add(v);
+    freeze(v);
+    for (const n of names(v)) {
+      const d = Object.getOwnPropertyDescriptor(v, n);
+      if (d && "value" in d) harden(d.value);
+    }
+    harden(Object.getPrototypeOf(v));
+  };
+  for (const n of names(g)) harden(g[n]);
+  harden([][Symbol.iterator]());
+  harden(function* () {});
+  harden(async function () {});
+
+  let job = null;
+  const fail = (row, e) => {
+    let m;
+    try { m = e instanceof Error ? Str(e.message) : Str(e); } catch { m = "a value that cannot be shown"; }
+    return { error: m, row };
+  };
+  const check = (v, s, row) => {
+    if (v === null || v === undefined) return null;
+    switch (s.k) {
+      case "number":
+        if (typeof v === "number") return v;
+        break;
+      case "int64":
+        if (typeof v === "bigint" || (typeof v === "number" && isInteger(v))) return v;
+        break;
+      case "string":
+        if (typeof v === "string") return v;
+        break;
+      case "bool":
+        if (typeof v === "boolean") return v;
+        break;
+      case "list": {
+        if (!isArray(v)) break;
+        const n = v.length;
+        if (s.size !== null && n !== s.size) throw new TypeError("expected a list of " + s.size + " values, got " + n);
+        const out = new Arr(n);
+        for (let i = 0; i < n; i++) out[i] = check(v[i], s.of, row);
+        return out;
+      }
+      case "struct": {
+        if (typeof v !== "object") break;
+        const out = create(null);
+        for (const [name, fs] of s.fields) out[name] = check(v[name], fs, row);
+        return out;
+      }
+    }
+    throw new TypeError("expected " + (s.k === "int64" ? "an integer" : s.k === "list" ? "an array" : s.k === "struct" ? "an object" : "a " + s.k) + ", got " + (isArray(v) ? "an array" : typeof v));
+  };
+  // A promise is not a value (UDFs are synchronous); its rejection is handled here, not left unhandled.
+  const settle = (v) => {
+    if (v !== null && typeof v === "object" && typeof v.then === "function") v.then(undefined, () => undefined);
+    return v;
+  };
+  const pick = (v, field) => (field === "" || v === null || v === undefined ? v : settle(v)[field]);
+  const run = () => {
+    const { fn, cols, n, batch, shape, field } = job;
+    job = null;
+    const out = new Arr(n);
+    // -1: the batch call itself failed, not one row.
+    let row = batch ? -1 : 0;
+    try {
+      if (batch) {
+        const r = fn(...cols);
+        if (!isArray(r)) throw new TypeError("a batch UDF must return an array, got " + typeof r);
+        if (r.length !== n) throw new TypeError("a batch UDF must return one value per row: got " + r.length + " for " + n + " rows");
+        for (row = 0; row < n; row++) out[row] = check(settle(pick(r[row], field)), shape, row);
+      } else {
+        const args = new Arr(cols.length);
+        for (; row < n; row++) {
+          for (let c = 0; c < cols.length; c++) args[c] = cols[c][row];
+          out[row] = check(settle(pick(fn(...args), field)), shape, row);
+        }
+      }
+    } catch (e) {
+      return fail(row, e);
+    }
+    return { values: out };
+  };
+  Object.defineProperty(g, "__quiverRun", { value: run, writable: false, configurable: false, enumerable: false });
+  return {
+    array: (n) => new Arr(n),
+    object: () => create(null),
+    prepare: (fn, cols, n, batch, shape, field) => { job = { fn, cols, n, batch, shape, field }; },
+    isFunction: (v) => typeof v === "function",
+  };
+})()`;
+
+interface Driver {
+  array(n: number): unknown[];
+  object(): Record<string, unknown>;
+  prepare(fn: unknown, cols: unknown[], n: number, batch: boolean, shape: unknown, field: string): void;
+  isFunction(v: unknown): boolean;
+}
+
+/** A value this side reads after a run: plain data copied by the driver inside the context. */
+export type Plain = null | number | bigint | string | boolean | Plain[] | { [k: string]: Plain };
+
+export interface Sandbox {
+  /** A context-made copy of plain input data (arrays and objects are rebuilt inside the context). */
+  inside(v: Plain): unknown;
+  array(n: number): unknown[];
+  /** Run the UDF over `n` rows; the values come back checked against `shape`. */
+  run(cols: unknown[], n: number, batch: boolean, shape: Shape, structField: string): { values: Plain[] } | { error: string; row: number };
+}
+
+const RUN = new vm.Script("__quiverRun()", { filename: "quiver-udf-driver" });
+
+/** Compile `source` (a function expression) in a fresh sandbox; throws on a compile error or a non-function. */
+export function compileJs(source: string, timeoutMs: number): Sandbox {
+  const context = vm.createContext(Object.create(null), {
+    codeGeneration: { strings: false, wasm: false },
+    microtaskMode: "afterEvaluate",
+  });
+  const driver = new vm.Script(DRIVER, { filename: "quiver-udf-driver" }).runInContext(context) as Driver;
+  const fn = new vm.Script(`"use strict";\n(${source}\n)`, { filename: "udf.js" }).runInContext(context, { timeout: timeoutMs });
+  if (!driver.isFunction(fn)) throw new TypeError("the udf source must evaluate to a function");
+
+  const inside = (v: Plain): unknown => {
+    if (v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) {
+      const out = driver.array(v.length);
+      for (let i = 0; i < v.length; i++) out[i] = inside(v[i]);
+      return out;
+    }
+    const out = driver.object();
+    for (const k of Object.keys(v)) out[k] = inside(v[k]);
+    return out;
+  };
+  return {
+    inside,
+    array: (n) => driver.array(n),
+    run(cols, n, batch, shape, structField) {
+      driver.prepare(fn, cols, n, batch, inside(shape as unknown as Plain), structField);
+      return RUN.runInContext(context, { timeout: timeoutMs }) as { values: Plain[] } | { error: string; row: number };
+    },
+  };
+}

@@ -1,0 +1,149 @@
+// Pool task "udf": compile a JavaScript or WebAssembly UDF (once per worker, cached by its
+// definition hash) and run it over one batch of input rows, moved in as Arrow IPC bytes; the
+// output (the passed-through key columns and the computed column) is moved back as IPC bytes.
+import type * as A from "apache-arrow";
+import { isMainThread } from "node:worker_threads";
+import { Piscina } from "piscina";
+import { jsShape, type Shape, type UdfDefinition } from "../src/compute/udf.js";
+import { arrow } from "../src/engine/arrow.js";
+import { fromJsonType } from "../src/engine/json-arrow.js";
+import { compileJs, type Plain, type Sandbox } from "./sandbox.js";
+import { compileWasm, runWasm, type WasmUdf } from "./wasm-udf.js";
+
+export type UdfRequest =
+  | { op: "check"; udf: UdfDefinition }
+  | { op: "run"; udf: UdfDefinition; input: Uint8Array; keep: string[] };
+
+/** `output`: IPC stream bytes; `rows`: rows the UDF computed. An error names the failing row by its key. */
+export type UdfReply = { ok: true; output?: Uint8Array; rows?: number } | { ok: false; error: string };
+
+/** What crosses back to the main thread: the output bytes (moved), or the failure. */
+export type UdfTaskReply = Uint8Array | { ok: boolean; error?: string };
+
+type Compiled = { kind: "js"; sandbox: Sandbox; shape: Shape } | { kind: "wasm"; wasm: WasmUdf };
+
+// A UDF may drop a rejected promise; in a worker that must not end the thread.
+if (!isMainThread) process.on("unhandledRejection", () => undefined);
+
+const CACHE_SIZE = 16;
+const cache = new Map<string, Compiled>();
+
+function compile(udf: UdfDefinition): Compiled {
+  const hit = cache.get(udf.key);
+  if (hit) return hit;
+  let c: Compiled;
+  if (udf.backend === "js") {
+    const shape = jsShape(udf.output.type);
+    if (!shape) throw new Error(`a JavaScript UDF cannot produce ${JSON.stringify(udf.output.type)}`);
+    c = { kind: "js", sandbox: compileJs(udf.source, udf.timeoutMs), shape };
+  } else {
+    c = { kind: "wasm", wasm: compileWasm(udf.source, udf.wasmMaxPages) };
+  }
+  if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  cache.set(udf.key, c);
+  return c;
+}
+
+const { Type } = arrow;
+
+/** One Arrow value as plain data: 64-bit integers as numbers while exact, BigInt beyond. */
+function plain(v: unknown, t: A.DataType): Plain {
+  if (v === null || v === undefined) return null;
+  switch (t.typeId) {
+    case Type.List:
+    case Type.FixedSizeList: {
+      const vec = v as A.Vector;
+      const child = t.children[0].type;
+      return Array.from({ length: vec.length }, (_, i) => plain(vec.get(i), child));
+    }
+    case Type.Struct: {
+      const row = v as Record<string, unknown>;
+      return Object.fromEntries(t.children.map((f: A.Field) => [f.name, plain(row[f.name], f.type)]));
+    }
+    case Type.Binary:
+    case Type.LargeBinary:
+    case Type.FixedSizeBinary:
+      return Array.from(v as Uint8Array);
+  }
+  if (typeof v === "bigint") return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  if (v instanceof Date) return v.getTime();
+  return v as Plain;
+}
+
+/** An input column as an array made inside the sandbox. */
+function column(v: A.Vector, sb: Sandbox): unknown[] {
+  const out = sb.array(v.length);
+  const t = v.type;
+  const flat = (t.typeId === Type.Int && (t as A.Int).bitWidth <= 32) || t.typeId === Type.Float;
+  if (flat) {
+    const values = v.toArray() as ArrayLike<number>;
+    for (let i = 0; i < v.length; i++) out[i] = v.nullCount > 0 && !v.isValid(i) ? null : values[i];
+    return out;
+  }
+  for (let i = 0; i < v.length; i++) out[i] = sb.inside(plain(v.get(i), t));
+  return out;
+}
+
+/** Values checked by the sandbox → a vector of the declared type. */
+function toVector(values: Plain[], type: A.DataType): A.Vector {
+  const is64 = type.typeId === Type.Int && (type as A.Int).bitWidth === 64;
+  if (is64) return arrow.vectorFromArray(values.map((x) => (x === null ? null : BigInt(x as number))), type);
+  if (type.typeId === Type.Float && (type as A.Float).precision === arrow.Precision.DOUBLE && !values.includes(null)) {
+    return arrow.makeVector(Float64Array.from(values as number[]));
+  }
+  return arrow.vectorFromArray(values, type);
+}
+
+function keyOf(t: A.Table, keep: string[], row: number): string {
+  if (row < 0) return "the batch";
+  return `the row with ${keep.map((k) => `${k} = ${JSON.stringify(plain(t.getChild(k)!.get(row), t.getChild(k)!.type), (_, x) => (typeof x === "bigint" ? String(x) : x))}`).join(", ")}`;
+}
+
+function run(udf: UdfDefinition, c: Compiled, input: A.Table, keep: string[]): { vector: A.Vector } | { error: string } {
+  const type = fromJsonType(udf.output.type, udf.output.name);
+  if (c.kind === "js") {
+    const cols = udf.inputs.map((n) => column(input.getChild(n)!, c.sandbox));
+    const r = c.sandbox.run(cols, input.numRows, udf.batch, c.shape, udf.output.structField);
+    if ("error" in r) return { error: `the UDF failed on ${keyOf(input, keep, r.row)}: ${r.error}` };
+    return { vector: toVector(r.values, type) };
+  }
+  const fields = udf.inputs.map((n) => input.schema.fields.find((f) => f.name === n)!);
+  const parts = input.batches.map((b) => {
+    const out = runWasm(c.wasm, fields, udf.inputs.map((n) => b.getChild(n)!.data[0]), b.numRows, udf.timeoutMs);
+    if (out.length !== b.numRows) throw new Error(`apply returned ${out.length} rows for a batch of ${b.numRows}`);
+    if (String(out.type) !== String(type)) throw new Error(`apply returned ${String(out.type)}; the column is ${String(type)}`);
+    return out;
+  });
+  return { vector: parts.length === 1 ? parts[0] : parts.reduce((a, b) => a.concat(b)) };
+}
+
+const describe = (err: unknown, udf: UdfDefinition, rows?: number): string => {
+  const e = err as { code?: string; message?: string };
+  if (e?.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") return `the UDF ran longer than ${udf.timeoutMs} ms${rows === undefined ? " while loading" : ` on a batch of ${rows} rows`}`;
+  return String(e?.message ?? err);
+};
+
+export function runUdf(req: UdfRequest): UdfReply {
+  let compiled: Compiled;
+  try {
+    compiled = compile(req.udf);
+  } catch (err) {
+    return { ok: false, error: describe(err, req.udf) };
+  }
+  if (req.op === "check") return { ok: true };
+  const input = arrow.tableFromIPC(req.input);
+  try {
+    const r = run(req.udf, compiled, input, req.keep);
+    if ("error" in r) return { ok: false, error: r.error };
+    const out = new arrow.Table({ ...Object.fromEntries(req.keep.map((k) => [k, input.getChild(k)!])), [req.udf.output.name]: r.vector });
+    return { ok: true, output: arrow.tableToIPC(out, "stream"), rows: input.numRows };
+  } catch (err) {
+    return { ok: false, error: describe(err, req.udf, input.numRows) };
+  }
+}
+
+/** The pool task: runUdf, with the output moved (not copied) to the main thread. */
+export function udf(req: UdfRequest): UdfTaskReply {
+  const r = runUdf(req);
+  return r.ok && r.output ? (Piscina.move(r.output) as Uint8Array) : { ok: r.ok, error: r.ok ? undefined : r.error };
+}
