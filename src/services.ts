@@ -42,7 +42,7 @@ export async function createServices(config: Config): Promise<Services> {
     privateDir,
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
-      backfillKind({ catalog, tables, pool, versions: valueVersions, config }),
+      backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
     ],
     engineReason,
   );

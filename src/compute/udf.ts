@@ -1,6 +1,7 @@
 // What a worker needs to run a JavaScript or WebAssembly UDF: plain data, built on the main thread
 // from a column's descriptor and sent with each task; workers compile it once and cache it by key.
 import type { JsonArrowDataType } from "../engine/json-arrow.js";
+import { definitionHash, runnable, type VirtualColumn } from "./virtual-column.js";
 
 export interface UdfDefinition {
   /** The definition hash: a worker's cache key. */
@@ -48,4 +49,27 @@ export function jsShape(t: JsonArrowDataType): Shape | null {
     return { k: "struct", fields: fields as [string, Shape][] };
   }
   return null;
+}
+
+/** Limits a worker applies to UDFs (from the configuration). */
+export interface UdfLimits {
+  udfTimeoutMs: number;
+  udfWasmMemoryMb: number;
+}
+
+/** The input columns of a task's batch are named by position: their paths may clash with the key's. */
+export const inputAlias = (i: number) => `__in${i}`;
+
+/** What a worker runs for a JavaScript or WebAssembly column. */
+export function udfDefinition(vc: VirtualColumn, limits: UdfLimits): UdfDefinition {
+  return {
+    key: definitionHash(vc),
+    backend: runnable(vc) as "js" | "wasm",
+    source: vc.udf,
+    batch: vc.batch,
+    inputs: vc.inputs.map((_, i) => inputAlias(i)),
+    output: { name: vc.column, type: vc.dataType!, nullable: vc.nullable, structField: vc.structField },
+    timeoutMs: limits.udfTimeoutMs,
+    wasmMaxPages: limits.udfWasmMemoryMb * 16,
+  };
 }

@@ -95,6 +95,12 @@ export function fromFieldMetadata(column: string, meta: Map<string, string> | Re
   };
 }
 
+/** The virtual column `name` among a schema's fields, or null. */
+export function virtualColumnOf(fields: readonly { name: string; metadata: Map<string, string> }[], name: string): VirtualColumn | null {
+  const f = fields.find((x) => x.name === name);
+  return f ? fromFieldMetadata(name, f.metadata) : null;
+}
+
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
 /** Identifies what computes the values: two definitions with one hash compute the same values. */

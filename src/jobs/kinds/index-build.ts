@@ -1,14 +1,13 @@
 // Job kind "create_index": one index build, run in a child process (workers/index-build.ts says
 // why). Stop kills the child; an index that committed anyway (the stop raced the commit) is
 // dropped. A build interrupted by a restart fails: its work died with the process.
-import { fork } from "node:child_process";
-import { setPriority } from "node:os";
 import type { BuildRequest } from "../../../workers/index-build.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { dropIfPresent, type IndexBuildSpec } from "../../engine/indexes.js";
 import type { Tables } from "../../engine/tables.js";
 import type { JobKind } from "../jobs.js";
+import { startBackground } from "./background.js";
 
 export const INDEX_BUILD = "create_index";
 
@@ -25,9 +24,8 @@ export function indexBuildKind(deps: { catalog: Catalog; tables: Tables; limit: 
     async start({ rec }) {
       const spec = rec.spec;
       const entry = await requireTable(catalog, rec.table);
-      const child = fork(BUILD_PROCESS, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
       // Builds are background work: requests get the CPU first (query p99 during a build).
-      if (child.pid !== undefined) setPriority(child.pid, BUILD_NICENESS);
+      const child = startBackground(BUILD_PROCESS, BUILD_NICENESS);
       const done = new Promise<void>((resolve, reject) => {
         child.once("message", (m: { ok: boolean; message?: string }) => (m.ok ? resolve() : reject(new Error(m.message))));
         child.once("exit", (code, signal) => reject(new Error(`the index build process ended unexpectedly (${signal ?? `exit code ${code}`})`)));
