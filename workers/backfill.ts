@@ -15,10 +15,10 @@ import { runnable, virtualColumnOf } from "../src/compute/virtual-column.js";
 import { arrow } from "../src/engine/arrow.js";
 import { firstFragments, planRows, readRows, refreshSqlColumn, writeValues, type Plan } from "../src/engine/computed-columns.js";
 import { ipcFile } from "../src/engine/ipc-out.js";
-import { engineReason } from "../src/engine/messages.js";
 import { namedBranch, openTables } from "../src/engine/tables.js";
 import { usesStableRowIds } from "../src/engine/versions.js";
-import { createWorkerPool, type WorkerPool } from "./pool.js";
+import { serveJob, type JobProcessRequest, type Send as JobSend } from "./job-process.js";
+import type { WorkerPool } from "./pool.js";
 import type { UdfRequest, UdfTaskReply } from "./udf.js";
 
 /** The job's spec as the server keeps it (see BackfillSpec in src/jobs/kinds/backfill.ts). */
@@ -46,23 +46,18 @@ export interface BackfillProgress {
 }
 
 /** What the server sends: the job, where it stands, and the commits that wrote current values. */
-export interface BackfillRequest {
+export interface BackfillRequest extends JobProcessRequest {
   root: string;
   entry: Entry;
   run: BackfillRun;
   progress: BackfillProgress;
   /** Commits that wrote values of this definition (rows last updated by one are not stale). */
   fresh: number[];
-  workers: number;
-  workerHeapMb: number;
   limits: UdfLimits;
 }
 
-/** What the process reports: progress after each commit (with the commits it made), then the end. */
-export type BackfillMessage =
-  | { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean }
-  | { type: "done" }
-  | { type: "error"; message: string };
+/** What the process reports after each commit: its progress and the commits it made. */
+export type BackfillMessage = { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean };
 
 /** A pool failure in words: a heap past the limit is the UDF's doing. */
 function poolError(err: unknown, heapMb: number): Error {
@@ -80,7 +75,7 @@ async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(parts));
 }
 
-type Send = (m: BackfillMessage) => Promise<void>;
+type Send = JobSend<BackfillMessage>;
 
 async function runSql(req: BackfillRequest, send: Send): Promise<void> {
   const tables = await openTables(req.root, 0);
@@ -168,27 +163,9 @@ async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stoppi
   }
 }
 
-// The server died (even by SIGKILL): its IPC channel closes, and the backfill must not outlive it.
-process.on("disconnect", () => process.exit(1));
-
-let stopping = false;
-process.on("message", (m: { type: "start"; request: BackfillRequest } | { type: "stop" }) => {
-  if (m.type === "stop") {
-    stopping = true;
-    return;
-  }
-  const req = m.request;
-  const send: Send = (msg) => new Promise((resolve) => process.send!(msg, () => resolve()));
-  const pool = createWorkerPool({ workers: req.workers, maxQueue: 0, ingestInlineMaxBytes: 0, workerHeapMb: req.workerHeapMb });
-  void (async () => {
-    const t = await (await openTables(req.root, 0)).open(req.entry, { branch: req.run.branch, fresh: true });
-    const vc = virtualColumnOf((await t.schema()).fields, req.run.column);
-    if (runnable(vc!) === "sql") await runSql(req, send);
-    else await runUdf(req, pool, send, () => stopping);
-  })()
-    .then(
-      () => send({ type: "done" }),
-      (err: unknown) => send({ type: "error", message: engineReason(err) }),
-    )
-    .finally(() => pool.destroy().finally(() => process.exit(0)));
+serveJob<BackfillRequest, BackfillMessage>(async (req, pool, send, stopping) => {
+  const t = await (await openTables(req.root, 0)).open(req.entry, { branch: req.run.branch, fresh: true });
+  const vc = virtualColumnOf((await t.schema()).fields, req.run.column);
+  if (runnable(vc!) === "sql") await runSql(req, send);
+  else await runUdf(req, pool, send, stopping);
 });

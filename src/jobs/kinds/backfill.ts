@@ -15,7 +15,7 @@ import { namedBranch, type Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
 import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
-import { startBackground } from "./background.js";
+import { runInBackground } from "./background.js";
 
 export const BACKFILL = "backfill";
 
@@ -38,8 +38,6 @@ export interface BackfillDeps {
 }
 
 const NICENESS = 19;
-// A stop lets the commit in progress finish; a process still busy after this is killed.
-const STOP_DEADLINE_MS = 30_000;
 // dist/src/jobs/kinds/backfill.js → dist/workers/backfill.js
 const BACKFILL_PROCESS = new URL("../../../workers/backfill.js", import.meta.url);
 
@@ -67,36 +65,11 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         workerHeapMb: deps.workerHeapMb,
         limits: deps.limits,
       };
-      const child = startBackground(BACKFILL_PROCESS, NICENESS);
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      // Messages are handled one at a time, in order: a commit is recorded before the next report.
-      let handled = Promise.resolve();
-      const done = new Promise<void>((resolve, reject) => {
-        child.on("message", (m: BackfillMessage) => {
-          handled = handled.then(async () => {
-            if (m.type === "progress") {
-              if (m.tracked) for (const v of m.committed) await versions.add(valuesKey, v);
-              await job.report(m.progress as Record<string, unknown>);
-              if (m.committed.length > 0 && !namedBranch(spec.branch)) tables.evict(entry.objectId);
-            } else if (m.type === "done") resolve();
-            else reject(new Error(m.message));
-          });
-          handled.catch(reject);
-        });
-        child.once("exit", (code, signal) => void handled.then(() => reject(new Error(`the backfill process ended unexpectedly (${signal ?? `exit code ${code}`})`))));
-        child.once("error", reject);
+      return runInBackground<BackfillMessage>(BACKFILL_PROCESS, NICENESS, request, async (m) => {
+        if (m.tracked) for (const v of m.committed) await versions.add(valuesKey, v);
+        await job.report(m.progress as Record<string, unknown>);
+        if (m.committed.length > 0 && !namedBranch(spec.branch)) tables.evict(entry.objectId);
       });
-      child.send({ type: "start", request });
-      return {
-        done,
-        async stop() {
-          if (child.exitCode === null) child.send({ type: "stop" });
-          const deadline = setTimeout(() => child.kill("SIGKILL"), STOP_DEADLINE_MS);
-          await exited;
-          clearTimeout(deadline);
-          await handled.catch(() => undefined);
-        },
-      };
     },
     describe({ spec, progress, startedAt, finishedAt, status }) {
       const p = (progress ?? {}) as BackfillProgress;
