@@ -30,6 +30,9 @@ export const options = [
   { key: "backfill-jobs", kind: "int", def: 2, min: 1, doc: "column backfills running at once; more wait as Queued" },
   { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript or WebAssembly UDF may run on one batch before its job fails" },
   { key: "udf-wasm-memory-mb", kind: "int", def: 256, min: 1, doc: "largest memory a WebAssembly UDF instance may grow to" },
+  { key: "refresh-jobs", kind: "int", def: 2, min: 1, doc: "materialized-view refreshes running at once; more wait as Queued" },
+  { key: "auto-refresh-min-rows", kind: "int", def: 1, min: 1, doc: "source rows that must have changed since an auto_refresh view's last refresh before it refreshes again" },
+  { key: "auto-refresh-cooldown-ms", kind: "int", def: 5000, min: 0, doc: "least time between two automatic refreshes of one view" },
   { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
   { key: "api-keys", kind: "string", def: undefined, doc: "comma-separated `key:role[:prefix|prefix]` (role: read, write, admin)" },
   { key: "jwt-jwks-url", kind: "string", def: undefined, doc: "JWKS URL to verify bearer JWTs against" },
@@ -58,6 +61,9 @@ export interface Config {
   udfTimeoutMs: number;
   udfWasmMemoryMb: number;
   autoBackfillDelayMs: number;
+  refreshJobs: number;
+  autoRefreshMinRows: number;
+  autoRefreshCooldownMs: number;
   workerHeapMb: number;
   apiKeys?: string;
   jwtJwksUrl?: string;

@@ -15,6 +15,7 @@ import * as table from "./operations/table.js";
 import * as tag from "./operations/tag.js";
 import * as transaction from "./operations/transaction.js";
 import * as version from "./operations/version.js";
+import * as views from "./operations/views.js";
 import * as virtualColumns from "./operations/virtual-columns.js";
 
 /**
@@ -117,6 +118,6 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/jobs/list", "ListJobs", transaction.listJobs, "read", "none"),
 
   // Materialized views
-  r("POST", "/v1/materialized_view/{id}/create", "CreateMaterializedView", todo("CreateMaterializedView"), "write"),
-  r("POST", "/v1/materialized_view/{id}/refresh", "RefreshMaterializedView", todo("RefreshMaterializedView"), "write"),
+  r("POST", "/v1/materialized_view/{id}/create", "CreateMaterializedView", views.createMaterializedView, "write"),
+  r("POST", "/v1/materialized_view/{id}/refresh", "RefreshMaterializedView", views.refreshMaterializedView, "write"),
 ];

@@ -10,6 +10,8 @@ import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
+import { openViews, type Views } from "./compute/views.js";
+import { autoRefresh, viewRefreshKind, type AutoRefresh } from "./jobs/kinds/view-refresh.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
 export interface Services {
@@ -24,6 +26,10 @@ export interface Services {
   valueVersions: ValueVersions;
   /** Queues follow-up backfills of auto_backfill columns after writes. */
   autoBackfill: AutoBackfill;
+  /** Materialized views' definitions and last refreshes. */
+  views: Views;
+  /** Queues refreshes of auto_refresh views after writes to their sources. */
+  autoRefresh: AutoRefresh;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
   lifecycle: { draining: boolean };
   /** Release what the services hold (called after the server drained). */
@@ -38,15 +44,18 @@ export async function createServices(config: Config): Promise<Services> {
   const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
   const pool = createWorkerPool(config);
   const valueVersions = openValueVersions(privateDir);
+  const views = openViews(privateDir);
   const jobs = openJobs(
     privateDir,
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
       backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
+      viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs }),
     ],
     engineReason,
   );
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
+  const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs });
   return {
     config,
     catalog,
@@ -55,11 +64,14 @@ export async function createServices(config: Config): Promise<Services> {
     pool,
     valueVersions,
     autoBackfill: auto,
+    views,
+    autoRefresh: refreshes,
     lifecycle: { draining: false },
     async close() {
       auto.close();
+      refreshes.close();
       await jobs.close();
-      await Promise.all([pool.destroy(), valueVersions.close()]);
+      await Promise.all([pool.destroy(), valueVersions.close(), views.close()]);
     },
   };
 }

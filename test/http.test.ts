@@ -43,7 +43,7 @@ describe("routing", () => {
   });
 
   it("an operation whose feature has not landed answers 406 with the spec's body", async () => {
-    const r = await q.call("POST", "/v1/materialized_view/v/create", {});
+    const r = await q.call("POST", "/v1/table/t/version/create", {});
     expect(r.status).toBe(406);
     expect(r.json).toMatchObject({ type: "/errors/unsupported-operation", code: 0 });
   });

@@ -40,8 +40,8 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
     // A task past the heap limit fails alone; Piscina replaces its worker.
     ...(config.workerHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: config.workerHeapMb } } : {}),
   });
-  // UDF batches come from backfill jobs, each with a bounded number in flight: a generous bound.
-  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, udf: config.workers * 64, ...bounds };
+  // UDF and table-function batches come from jobs, each with a bounded number in flight: a generous bound.
+  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, udf: config.workers * 64, table: config.workers * 64, ...bounds };
   const admitted: Record<string, number> = {};
 
   async function run<T>(name: string, data: unknown, transfer: ArrayBuffer[] = []): Promise<T> {

@@ -1,4 +1,4 @@
-// The sandbox JavaScript UDFs run in: a `node:vm` context with no `process`, `require`, `fetch`,
+// The sandbox JavaScript UDFs and table functions run in: a `node:vm` context with no `process`, `require`, `fetch`,
 // timers, `eval`/`Function` or WebAssembly, no raw-memory constructors (ArrayBuffer, typed arrays,
 // SharedArrayBuffer, Atomics: their memory is outside the worker's heap limit), and every
 // intrinsic frozen before user code runs. No object from outside the context ever goes in: inputs
@@ -102,11 +102,46 @@ const DRIVER = `(() => {
     }
     return { values: out };
   };
+  // Table functions: a udtf maps all its rows to any number of rows; a chunker maps each row to
+  // zero or more. Each output row's fields are checked into one array per field.
+  const runRows = () => {
+    const { fn, rows, chunker, fields } = job;
+    job = null;
+    const cols = fields.map(() => []);
+    const parents = [];
+    let row = -1;
+    const take = (o, at) => {
+      if (typeof o !== "object" || o === null || isArray(o)) throw new TypeError("an output row must be an object, got " + (isArray(o) ? "an array" : typeof o));
+      for (let f = 0; f < fields.length; f++) cols[f].push(check(o[fields[f][0]], fields[f][1], at));
+    };
+    try {
+      if (!chunker) {
+        const out = settle(fn(rows));
+        if (!isArray(out)) throw new TypeError("a udtf must return an array of rows, got " + typeof out);
+        for (row = 0; row < out.length; row++) take(settle(out[row]), row);
+      } else {
+        for (row = 0; row < rows.length; row++) {
+          const out = settle(fn(rows[row]));
+          if (out === null || out === undefined) continue;
+          if (!isArray(out)) throw new TypeError("a chunker must return an array of rows (or nothing), got " + typeof out);
+          for (let c = 0; c < out.length; c++) {
+            take(settle(out[c]), row);
+            parents.push(row);
+          }
+        }
+      }
+    } catch (e) {
+      return fail(row, e);
+    }
+    return { columns: cols, parents };
+  };
   Object.defineProperty(g, "__quiverRun", { value: run, writable: false, configurable: false, enumerable: false });
+  Object.defineProperty(g, "__quiverRunRows", { value: runRows, writable: false, configurable: false, enumerable: false });
   return {
     array: (n) => new Arr(n),
     object: () => create(null),
     prepare: (fn, cols, n, batch, shape, field) => { job = { fn, cols, n, batch, shape, field }; },
+    prepareRows: (fn, rows, chunker, fields) => { job = { fn, rows, chunker, fields }; },
     isFunction: (v) => typeof v === "function",
   };
 })()`;
@@ -115,6 +150,7 @@ interface Driver {
   array(n: number): unknown[];
   object(): Record<string, unknown>;
   prepare(fn: unknown, cols: unknown[], n: number, batch: boolean, shape: unknown, field: string): void;
+  prepareRows(fn: unknown, rows: unknown, chunker: boolean, fields: unknown): void;
   isFunction(v: unknown): boolean;
 }
 
@@ -127,9 +163,12 @@ export interface Sandbox {
   array(n: number): unknown[];
   /** Run the UDF over `n` rows; the values come back checked against `shape`. */
   run(cols: unknown[], n: number, batch: boolean, shape: Shape, structField: string): { values: Plain[] } | { error: string; row: number };
+  /** Run a table function over `rows`: one array per output field and, for a chunker, each output row's input row. */
+  runRows(rows: unknown[], chunker: boolean, fields: [string, Shape][]): { columns: Plain[][]; parents: number[] } | { error: string; row: number };
 }
 
 const RUN = new vm.Script("__quiverRun()", { filename: "quiver-udf-driver" });
+const RUN_ROWS = new vm.Script("__quiverRunRows()", { filename: "quiver-udf-driver" });
 
 /** Compile `source` (a function expression) in a fresh sandbox; throws on a compile error or a non-function. */
 export function compileJs(source: string, timeoutMs: number): Sandbox {
@@ -158,6 +197,10 @@ export function compileJs(source: string, timeoutMs: number): Sandbox {
     run(cols, n, batch, shape, structField) {
       driver.prepare(fn, cols, n, batch, inside(shape as unknown as Plain), structField);
       return RUN.runInContext(context, { timeout: timeoutMs }) as { values: Plain[] } | { error: string; row: number };
+    },
+    runRows(rows, chunker, fields) {
+      driver.prepareRows(fn, rows, chunker, inside(fields as unknown as Plain));
+      return RUN_ROWS.runInContext(context, { timeout: timeoutMs }) as { columns: Plain[][]; parents: number[] } | { error: string; row: number };
     },
   };
 }

@@ -14,6 +14,7 @@ import { jsonOp } from "./define.js";
 import { requireTable } from "../catalog/lookup.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
+import { refuseView } from "./views.js";
 import { addVirtualColumns, alterVirtualColumns } from "./virtual-columns.js";
 
 const q = JSON.stringify;
@@ -31,6 +32,7 @@ interface Target {
  */
 async function change<T>(svc: Services, id: string[], branch: string | null | undefined, fn: (t: Target) => Promise<T>): Promise<T> {
   const entry = await requireTable(svc.catalog, id);
+  refuseView(svc, entry, "a schema change");
   return svc.tables.write(entry, branch, async () => {
     const t = await openAt(svc, entry, { branch });
     return fn({ entry, t, fields: (await t.schema()).fields as FieldLike[] });

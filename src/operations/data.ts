@@ -11,6 +11,7 @@ import { arrowOp, jsonOp } from "./define.js";
 import { boolParam } from "./pagination.js";
 import { listParam, modeParam, stringParam } from "./table-params.js";
 import { openTable } from "./table-ref.js";
+import { refuseView } from "./views.js";
 import type { OpContext } from "./types.js";
 import { json } from "./types.js";
 
@@ -30,13 +31,15 @@ async function engine<T>(field: string | ((err: unknown) => string), table: stri
  * The table named by the path, on the branch the request names (body field or `?branch=`), and a
  * way to commit to it: one write at a time per table and branch (see Tables.write).
  */
-async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}) {
+async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}, write?: string) {
   const branch = at.branch ?? stringParam(ctx.query, "branch");
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
+  if (write) refuseView(ctx.svc, entry, write);
   // After the commit, tables with auto_backfill columns get a follow-up backfill.
   const commit = async <T>(fn: () => Promise<T>) => {
     const r = await ctx.svc.tables.write(entry, branch, fn);
     ctx.svc.autoBackfill.written(entry, namedBranch(branch) ?? null);
+    ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
     return r;
   };
   return { entry, table, commit };
@@ -51,7 +54,7 @@ async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
 
 export const insertIntoTable = arrowOp(async (ctx) => {
   const mode = modeParam(ctx.query, "mode", ["append", "overwrite"] as const, "append");
-  const { entry, table, commit } = await target(ctx);
+  const { entry, table, commit } = await target(ctx, {}, "insert");
   const data = await arrowBody(ctx, table, entry.objectId);
   const r = await engine("body", undefined, () => commit(() => table.add(data, { mode })));
   return json({ version: r.version, num_inserted_rows: data.numRows });
@@ -61,7 +64,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const q = ctx.query;
   const on = listParam(q, "on");
   if (on.length === 0) throw invalid("on: is required (one or more key columns)");
-  const { entry, table, commit } = await target(ctx);
+  const { entry, table, commit } = await target(ctx, {}, "merge_insert");
   const schema = await table.schema();
   for (const c of on) {
     if (!schema.fields.some((f) => f.name === c)) throw invalid(`on: column ${JSON.stringify(c)} not found in table ${JSON.stringify(entry.objectId)}`);
@@ -97,7 +100,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
 
 export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const { body } = ctx;
-  const { entry, table, commit } = await target(ctx, body);
+  const { entry, table, commit } = await target(ctx, body, "update");
   const schema = await table.schema();
   body.updates.forEach(([col], i) => {
     if (!schema.fields.some((f) => f.name === col)) {
@@ -113,10 +116,11 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
 });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
-  const { entry, table } = await target(ctx, ctx.body);
-  // A delete leaves nothing to compute: no follow-up backfill.
+  const { entry, table } = await target(ctx, ctx.body, "delete");
+  // A delete leaves nothing to compute (no follow-up backfill), but views of the table may change.
   const branch = ctx.body.branch ?? stringParam(ctx.query, "branch");
   const r = await engine("predicate", entry.objectId, () => ctx.svc.tables.write(entry, branch, () => table.delete(ctx.body.predicate)));
+  ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 });
 

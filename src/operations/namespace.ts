@@ -9,6 +9,7 @@ import { CreateNamespace, DropNamespace } from "../schemas/namespace.js";
 import type { Services } from "../services.js";
 import { jsonOp, queryOp } from "./define.js";
 import { page, pageParams } from "./pagination.js";
+import { removeTableData } from "./table.js";
 import { empty, json } from "./types.js";
 
 const name = (id: readonly string[]) => JSON.stringify(objectIdOf(id));
@@ -17,7 +18,7 @@ const name = (id: readonly string[]) => JSON.stringify(objectIdOf(id));
 export async function dropContents(svc: Services, id: readonly string[]): Promise<void> {
   const below = svc.catalog.descendants(id);
   await svc.catalog.remove(below);
-  await Promise.all(below.filter((e) => e.type === "table").map((e) => svc.tables.removeData(e)));
+  await Promise.all(below.filter((e) => e.type === "table").map((e) => removeTableData(svc, e)));
 }
 
 export const createNamespace = jsonOp(CreateNamespace, async ({ id, body, svc }) => {

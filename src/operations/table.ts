@@ -22,6 +22,7 @@ import { mapParam, modeParam } from "./table-params.js";
 import { openAt } from "./table-ref.js";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import { empty, json } from "./types.js";
+import { describeView, viewOf } from "../compute/views.js";
 
 const q = JSON.stringify;
 const leaf = (e: Entry) => e.id[e.id.length - 1];
@@ -123,13 +124,17 @@ export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
   });
 });
 
-async function createNew(svc: Services, id: string[], data: A.Table, properties: Record<string, string>) {
+/**
+ * A new table at a location this request claims: `make` writes its dataset there, then the catalog
+ * gets its row; on any failure the directory is removed again. Answers the entry and the table.
+ */
+export async function createEntry(svc: Services, id: string[], properties: Record<string, string>, make: (location: string) => Promise<lancedb.Table>) {
   const location = await claimLocation(svc, id);
   const dir = resolveLocation(svc.tables.root, location);
   const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
-  let t: lancedb.Table;
+  let table: lancedb.Table;
   try {
-    t = await createDataset(svc.tables, location, data, "create");
+    table = await make(location);
     await svc.catalog.exclusive(async () => {
       await svc.catalog.refresh(true);
       requireNamespace(svc.catalog, id.slice(0, -1));
@@ -142,7 +147,18 @@ async function createNew(svc: Services, id: string[], data: A.Table, properties:
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
-  return json({ location: dir, version: await t.version(), properties });
+  return { entry, table, dir };
+}
+
+async function createNew(svc: Services, id: string[], data: A.Table, properties: Record<string, string>) {
+  const { table, dir } = await createEntry(svc, id, properties, (location) => createDataset(svc.tables, location, data, "create"));
+  return json({ location: dir, version: await table.version(), properties });
+}
+
+/** Remove a table's data and what Quiver keeps about it (a view's definition, computed-value versions). */
+export async function removeTableData(svc: Services, entry: Entry): Promise<void> {
+  await svc.tables.removeData(entry);
+  if (entry.location) await Promise.all([svc.views.forget(entry.location), svc.valueVersions.forget(entry.location)]);
 }
 
 export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) => {
@@ -244,12 +260,14 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
   const t = await openRef(svc, entry, body);
   const version = await t.version();
   const schema = await t.schema();
+  const view = viewOf(svc.views, entry);
   return json({
     ...base,
     version,
     schema: toJsonSchema(schema, lancedbClient ? "lance" : "namespace"),
     metadata: Object.fromEntries(schema.metadata),
     ...(detailed ? { stats: await basicStats(t, version) } : {}),
+    ...(view ? { materialized_view: describeView(view) } : {}),
     is_only_declared: false,
   });
 });
@@ -278,7 +296,7 @@ async function unlist(svc: Services, id: string[], data: boolean) {
     await svc.catalog.remove([e]);
     return e;
   });
-  if (data) await svc.tables.removeData(entry);
+  if (data) await removeTableData(svc, entry);
   else svc.tables.evict(entry.objectId);
   return json({ id: entry.id, location: dirOf(svc, entry), properties: entry.properties });
 }

@@ -1,0 +1,224 @@
+// Materialized views: their definitions (as created, and the parts Quiver runs), and the record of
+// each view's last refresh, kept durably in Quiver's private directory by view location.
+import { createHash } from "node:crypto";
+import path from "node:path";
+import type * as A from "apache-arrow";
+import { sameId, SEP } from "../catalog/names.js";
+import { arrow } from "../engine/arrow.js";
+import { invalid } from "../errors.js";
+import { openJsonLog } from "../util/json-log.js";
+
+export type ViewKind = "query" | "udtf" | "chunker";
+
+/**
+ * The source_query form Quiver executes (JSON): `table` (a path id, as an array or joined with
+ * `$`), and optionally `filter` (SQL), `columns` (names, or output name → SQL expression), `limit`,
+ * `branch` and `version`. Any other source_query is stored as sent and not refreshed.
+ */
+export interface SourceForm {
+  table: string[];
+  filter: string | null;
+  /** [output name, SQL expression] pairs; null for every column. */
+  columns: [string, string][] | null;
+  limit: number | null;
+  branch: string | null;
+  version: number | null;
+}
+
+/** A udtf or chunker body: `udtf_spec.udtf` is base64 of `{"backend":"js","source":…}` or `{"backend":"sql","sql":…}`. */
+export interface TableFunction {
+  backend: "js" | "sql";
+  code: string;
+}
+
+export interface ViewDefinition {
+  kind: ViewKind;
+  /** As sent. */
+  sourceQuery: string;
+  outputSchema: string;
+  udtfSpec: Record<string, unknown> | null;
+  autoRefresh: boolean;
+  /** What Quiver runs: null when source_query or udtf is in a form it does not execute. */
+  source: SourceForm | null;
+  fn: TableFunction | null;
+  inputColumns: string[] | null;
+  partitionBy: string | null;
+}
+
+export interface ViewRefresh {
+  sourceVersion: number;
+  viewVersion: number;
+  at: number;
+  rowsWritten: number;
+  mode: string;
+}
+
+export interface ViewRecord {
+  id: string[];
+  location: string;
+  definition: ViewDefinition;
+  lastRefresh: ViewRefresh | null;
+}
+
+/** The view columns Quiver adds: the source row a view row came from, and a chunker child's ordinal. */
+export const SOURCE_ROW_ID = "__source_row_id";
+export const CHUNK = "__chunk";
+
+const q = JSON.stringify;
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** Quiver's form of a source_query, or null for any other (opaque) one. Bad fields of the form are 400. */
+export function parseSourceQuery(text: string): SourceForm | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObject(v) || v.table === undefined) return null;
+  const at = (f: string) => `source_query.${f}`;
+  const table = typeof v.table === "string" ? v.table.split(SEP) : v.table;
+  if (!Array.isArray(table) || table.length === 0 || !table.every((s) => typeof s === "string" && s !== "")) throw invalid(`${at("table")}: must be a table id, an array of names or names joined with "$"`);
+  const str = (f: string) => {
+    if (v[f] == null) return null;
+    if (typeof v[f] !== "string") throw invalid(`${at(f)}: must be a string`);
+    return v[f] as string;
+  };
+  const int = (f: string) => {
+    if (v[f] == null) return null;
+    if (!Number.isSafeInteger(v[f]) || (v[f] as number) < 0) throw invalid(`${at(f)}: must be an integer >= 0`);
+    return v[f] as number;
+  };
+  let columns: [string, string][] | null = null;
+  if (Array.isArray(v.columns)) {
+    if (!v.columns.every((c) => typeof c === "string" && c !== "")) throw invalid(`${at("columns")}: must be column names, or an object of output name → SQL expression`);
+    columns = (v.columns as string[]).map((c) => [c, "`" + c.replace(/`/g, "``") + "`"]);
+  } else if (isObject(v.columns)) {
+    if (!Object.values(v.columns).every((e) => typeof e === "string" && e !== "")) throw invalid(`${at("columns")}: every expression must be a non-empty string`);
+    columns = Object.entries(v.columns as Record<string, string>);
+  } else if (v.columns != null) throw invalid(`${at("columns")}: must be column names, or an object of output name → SQL expression`);
+  return { table, filter: str("filter"), columns, limit: int("limit"), branch: str("branch"), version: int("version") };
+}
+
+/** The base64 Arrow IPC schema of output_schema. */
+export function decodeOutputSchema(b64: string): A.Schema {
+  let schema: A.Schema;
+  try {
+    schema = arrow.tableFromIPC(Buffer.from(b64, "base64")).schema;
+  } catch (e) {
+    throw invalid(`output_schema: not a base64 Arrow IPC schema (${(e as Error).message})`);
+  }
+  if (schema.fields.length === 0) throw invalid("output_schema: not a base64 Arrow IPC schema (no fields)");
+  return schema;
+}
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/** The body of udtf_spec.udtf, or null when it is not in the form Quiver runs (e.g. a Python pickle). */
+export function decodeTableFunction(udtf: string): TableFunction | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(udtf, "base64").toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (!isObject(v)) return null;
+  if (v.backend === "js" && typeof v.source === "string") return { backend: "js", code: v.source };
+  if (v.backend === "sql" && typeof v.sql === "string") return { backend: "sql", code: v.sql };
+  return null;
+}
+
+export interface CreateInput {
+  kind: string;
+  source_query: string;
+  output_schema: string;
+  udtf_spec?: (Record<string, unknown> & { udtf: string; kind?: string | null; udtf_sha?: string | null; input_columns?: string[] | null; partition_by?: string | null; partition_by_indexed_column?: string | null }) | null;
+  auto_refresh?: boolean | null;
+}
+
+/** A view's definition from a create request; every mismatch is 400 naming the field. */
+export function defineView(b: CreateInput): { definition: ViewDefinition; schema: A.Schema } {
+  const kind: ViewKind = b.kind === "scalar_udtf" ? "chunker" : (b.kind as ViewKind);
+  const schema = decodeOutputSchema(b.output_schema);
+  const spec = b.udtf_spec ?? null;
+  if (kind === "query" && spec) throw invalid("udtf_spec: must be null for a query view");
+  if (kind !== "query" && !spec) throw invalid(`udtf_spec: is required for a ${kind} view`);
+  let fn: TableFunction | null = null;
+  if (spec) {
+    const specKind = spec.kind === "scalar_udtf" ? "chunker" : spec.kind;
+    if (specKind != null && specKind !== kind) throw invalid(`udtf_spec.kind: ${q(spec.kind)} differs from the view's kind ${q(b.kind)}`);
+    if (spec.udtf_sha != null && sha256(spec.udtf) !== spec.udtf_sha.toLowerCase()) throw invalid("udtf_spec.udtf_sha: is not the SHA-256 of udtf_spec.udtf");
+    if (spec.partition_by != null && spec.partition_by_indexed_column != null) throw invalid("udtf_spec: partition_by and partition_by_indexed_column are mutually exclusive");
+    if (kind === "chunker" && (spec.partition_by != null || spec.partition_by_indexed_column != null)) throw invalid("udtf_spec.partition_by: only batch udtf views are partitioned");
+    if (spec.partition_by_indexed_column != null) throw invalid("udtf_spec.partition_by_indexed_column: not supported by this server (LanceDB's Node API does not expose a vector index's partitions); use partition_by");
+    fn = decodeTableFunction(spec.udtf);
+    if (fn?.backend === "sql" && kind === "chunker") throw invalid('udtf_spec.udtf: a chunker runs JavaScript ({"backend":"js","source":…}), not SQL');
+  }
+  const reserved = schema.fields.find((f) => f.name === SOURCE_ROW_ID || f.name === CHUNK);
+  if (reserved) throw invalid(`output_schema: ${q(reserved.name)} is a column Quiver adds to every view`);
+  return {
+    schema,
+    definition: {
+      kind,
+      sourceQuery: b.source_query,
+      outputSchema: b.output_schema,
+      udtfSpec: spec,
+      autoRefresh: b.auto_refresh ?? false,
+      source: parseSourceQuery(b.source_query),
+      fn,
+      inputColumns: spec?.input_columns ?? null,
+      partitionBy: spec?.partition_by ?? null,
+    },
+  };
+}
+
+export interface Views {
+  get(location: string): ViewRecord | undefined;
+  /** Views whose source is table `id`. */
+  ofSource(id: readonly string[]): ViewRecord[];
+  put(rec: ViewRecord): Promise<void>;
+  forget(location: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+type Line = ViewRecord | { forget: string };
+
+export function openViews(dir: string): Views {
+  const log = openJsonLog<Line>(path.join(dir, "views.jsonl"));
+  const byLocation = new Map<string, ViewRecord>();
+  for (const line of log.loaded) {
+    if ("forget" in line) byLocation.delete(line.forget);
+    else byLocation.set(line.location, line);
+  }
+  return {
+    get: (location) => byLocation.get(location),
+    ofSource: (id) => [...byLocation.values()].filter((v) => v.definition.source && sameId(v.definition.source.table, id)),
+    put(rec) {
+      byLocation.set(rec.location, rec);
+      return log.append([rec]);
+    },
+    forget(location) {
+      if (!byLocation.delete(location)) return Promise.resolve();
+      return log.append([{ forget: location }]);
+    },
+    close: () => log.close(),
+  };
+}
+
+/** The view's record when the table at `entry` is one; null otherwise. */
+export const viewOf = (views: Views, entry: { location: string | null }): ViewRecord | null => (entry.location ? (views.get(entry.location) ?? null) : null);
+
+/** What describe shows of a view (the table function's body left out). */
+export function describeView(rec: ViewRecord) {
+  const d = rec.definition;
+  const { udtf: _body, ...spec } = (d.udtfSpec ?? {}) as Record<string, unknown>;
+  const r = rec.lastRefresh;
+  return {
+    kind: d.kind,
+    source_query: d.sourceQuery,
+    runs_source_query: d.source !== null,
+    udtf_spec: d.udtfSpec ? spec : null,
+    auto_refresh: d.autoRefresh,
+    last_refresh: r ? { source_version: r.sourceVersion, view_version: r.viewVersion, refreshed_at: new Date(r.at).toISOString(), rows_written: r.rowsWritten, mode: r.mode } : null,
+  };
+}

@@ -1,0 +1,153 @@
+// Job kind "refresh_materialized_view": bring a view up to date with its source, in a child process
+// at the lowest CPU priority (workers/refresh.ts says how for each kind of view). The result (mode,
+// rows written, source and view versions) is recorded as the view's last refresh. A refresh
+// interrupted by a restart runs again: each kind's refresh is idempotent (a rebuild replaces the
+// contents in one commit; a chunker's merge is keyed by source row and child).
+import type { RefreshMessage, RefreshRequest, RefreshResult } from "../../../workers/refresh.js";
+import type { Catalog, Entry } from "../../catalog/catalog.js";
+import { requireTable } from "../../catalog/lookup.js";
+import { sameId } from "../../catalog/names.js";
+import type { Views } from "../../compute/views.js";
+import type { Tables } from "../../engine/tables.js";
+import { log } from "../../log.js";
+import type { JobKind, Jobs } from "../jobs.js";
+import type { JobRecord } from "../store.js";
+import { runInBackground } from "./background.js";
+
+export const VIEW_REFRESH = "refresh_materialized_view";
+
+export interface RefreshSpec {
+  [k: string]: unknown;
+  srcVersion: number | null;
+  sourceTaskSize: number;
+  outputLimit: number | null;
+  concurrency: number;
+  /** Queued by writes to the source of an auto_refresh view. */
+  auto: boolean;
+}
+
+export interface ViewRefreshDeps {
+  catalog: Catalog;
+  tables: Tables;
+  views: Views;
+  workers: number;
+  workerHeapMb: number;
+  timeoutMs: number;
+  limit: number;
+}
+
+const NICENESS = 19;
+// dist/src/jobs/kinds/view-refresh.js → dist/workers/refresh.js
+const REFRESH_PROCESS = new URL("../../../workers/refresh.js", import.meta.url);
+
+export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
+  const { catalog, tables, views } = deps;
+  return {
+    name: VIEW_REFRESH,
+    limit: deps.limit,
+    interrupted: "resume",
+    async start(job) {
+      const spec = job.rec.spec;
+      const entry = await requireTable(catalog, job.rec.table);
+      const view = views.get(entry.location!);
+      if (!view) throw new Error(`table ${JSON.stringify(entry.objectId)} is no longer a materialized view`);
+      const def = view.definition;
+      const source = def.source && def.kind !== "query" ? await requireTable(catalog, def.source.table) : null;
+      const request: RefreshRequest = {
+        root: tables.root,
+        view: entry,
+        source,
+        definition: def,
+        lastSourceVersion: view.lastRefresh?.sourceVersion ?? null,
+        srcVersion: spec.srcVersion,
+        sourceTaskSize: spec.sourceTaskSize,
+        outputLimit: spec.outputLimit,
+        concurrency: spec.concurrency,
+        timeoutMs: deps.timeoutMs,
+        workers: deps.workers,
+        workerHeapMb: deps.workerHeapMb,
+      };
+      return runInBackground<RefreshMessage>(REFRESH_PROCESS, NICENESS, request, async ({ result }) => {
+        const r: RefreshResult = result;
+        const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode };
+        await views.put({ ...view, lastRefresh });
+        await job.report({ ...r });
+        tables.evict(entry.objectId);
+      });
+    },
+    describe({ spec, progress }) {
+      const p = (progress ?? {}) as Partial<RefreshResult>;
+      const str = (v: number | undefined | null) => (v === undefined || v === null ? undefined : String(v));
+      return {
+        mode: p.mode,
+        rows_written: str(p.rows_written),
+        source_version: str(p.source_version),
+        view_version: str(p.view_version),
+        src_version: str(spec.srcVersion),
+        auto: spec.auto ? "true" : undefined,
+      };
+    },
+  };
+}
+
+/** A refresh of view `id` already Queued or Running. */
+export const activeRefresh = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
+  jobs.active().find((r) => r.operation === VIEW_REFRESH && sameId(r.table, id));
+
+export const DEFAULT_SOURCE_TASK_SIZE = 1024;
+
+export interface AutoRefresh {
+  /** A write landed on table `source` (on `branch`): its auto_refresh views may need a refresh. */
+  written(source: Entry, branch: string | null): void;
+  close(): void;
+}
+
+/**
+ * Refreshes of `auto_refresh` views: after a write to their source, once at least `minRows` source
+ * rows changed since the view's last refresh, and at most once per `cooldownMs` per view; while a
+ * refresh of the view is active, the check repeats after the cooldown instead of piling up jobs.
+ */
+export function autoRefresh(deps: { jobs: Jobs; tables: Tables; views: Views; catalog: Catalog; workers: number; minRows: number; cooldownMs: number }): AutoRefresh {
+  const timers = new Map<string, NodeJS.Timeout>();
+  const lastStart = new Map<string, number>();
+  const arm = (location: string, delay: number) => {
+    if (timers.has(location)) return;
+    const timer = setTimeout(() => {
+      timers.delete(location);
+      check(location).catch((err: unknown) => log.warn("auto refresh not started", { view: location, error: String(err) }));
+    }, delay);
+    timer.unref();
+    timers.set(location, timer);
+  };
+  async function changedRows(location: string): Promise<number> {
+    const v = deps.views.get(location)!;
+    const since = v.lastRefresh?.sourceVersion;
+    if (since === undefined) return Infinity;
+    const source = await requireTable(deps.catalog, v.definition.source!.table);
+    const t = await deps.tables.open(source, { branch: v.definition.source!.branch, fresh: true });
+    if ((await t.version()) === since) return 0;
+    return t.countRows(`_row_last_updated_at_version > ${since}`).catch(() => Infinity);
+  }
+  async function check(location: string): Promise<void> {
+    const v = deps.views.get(location);
+    if (!v) return;
+    if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
+    if ((await changedRows(location)) < deps.minRows) return;
+    lastStart.set(location, Date.now());
+    const spec: RefreshSpec = { srcVersion: null, sourceTaskSize: DEFAULT_SOURCE_TASK_SIZE, outputLimit: null, concurrency: deps.workers, auto: true };
+    await deps.jobs.submit(VIEW_REFRESH, v.id, spec);
+  }
+  return {
+    written(source, branch) {
+      for (const v of deps.views.ofSource(source.id)) {
+        if (!v.definition.autoRefresh || (v.definition.source!.branch ?? null) !== branch) continue;
+        const wait = Math.max(0, (lastStart.get(v.location) ?? 0) + deps.cooldownMs - Date.now());
+        arm(v.location, wait);
+      }
+    },
+    close() {
+      for (const t of timers.values()) clearTimeout(t);
+      timers.clear();
+    },
+  };
+}

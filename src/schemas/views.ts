@@ -1,0 +1,49 @@
+// Request bodies of the materialized-view operations (lance-namespace `CreateMaterializedViewRequest`,
+// `MaterializedViewUdtfEntry`, `RefreshMaterializedViewRequest`).
+import { Type, type Static } from "@sinclair/typebox";
+import { common, Mode, Opt } from "./common.js";
+
+const Count = Opt(Type.Integer({ minimum: 1 }));
+
+export const UdtfSpec = Type.Object({
+  kind: Opt(Mode("udtf", "chunker", "scalar_udtf")),
+  udtf: Type.String({ minLength: 1 }),
+  udtf_sha: Opt(Type.String()),
+  udtf_name: Opt(Type.String()),
+  udtf_version: Opt(Type.String()),
+  input_columns: Opt(Type.Array(Type.String({ minLength: 1 }))),
+  partition_by: Opt(Type.String({ minLength: 1 })),
+  partition_by_indexed_column: Opt(Type.String({ minLength: 1 })),
+  num_cpus: Opt(Type.Number()),
+  num_gpus: Opt(Type.Number()),
+  memory: Opt(Type.Number()),
+  error_handling: Opt(Type.Object({}, { additionalProperties: true })),
+  batch: Opt(Type.Boolean()),
+  manifest: Opt(Type.String()),
+  manifest_checksum: Opt(Type.String()),
+});
+export type UdtfSpec = Static<typeof UdtfSpec>;
+
+export const CreateMaterializedView = Type.Object({
+  ...common,
+  kind: Mode("query", "udtf", "chunker", "scalar_udtf"),
+  source_query: Type.String({ minLength: 1 }),
+  output_schema: Type.String({ minLength: 1 }),
+  udtf_spec: Opt(UdtfSpec),
+  with_no_data: Opt(Type.Boolean()),
+  auto_refresh: Opt(Type.Boolean()),
+});
+export type CreateMaterializedView = Static<typeof CreateMaterializedView>;
+
+export const RefreshMaterializedView = Type.Object({
+  ...common,
+  src_version: Opt(Type.Integer({ minimum: 0 })),
+  max_rows_per_fragment: Count,
+  concurrency: Count,
+  intra_applier_concurrency: Count,
+  source_task_size: Count,
+  cluster: Opt(Type.String()),
+  output_limit: Opt(Type.Integer({ minimum: 0 })),
+  manifest: Opt(Type.String()),
+});
+export type RefreshMaterializedView = Static<typeof RefreshMaterializedView>;

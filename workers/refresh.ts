@@ -1,0 +1,197 @@
+// A child process that refreshes one materialized view (started by src/jobs/kinds/view-refresh.ts),
+// at the lowest CPU priority, like a backfill (workers/backfill.ts says why).
+// - query: LanceDB's own refresh (incremental where it can be, else a rebuild).
+// - udtf: a full refresh, skipped when the source has not changed since the last one; the source
+//   rows (one partition per `partition_by` value, in parallel in the pool) go through the table
+//   function, and the new contents replace the old in one commit.
+// - chunker: incremental: source rows new or updated since the last refresh get their children
+//   (re)computed; children of deleted rows, or of rows that left the filter, are removed; all in one
+//   commit. Without per-row update versions on the source (stable row ids), every refresh rebuilds.
+import type * as A from "apache-arrow";
+import type * as lancedb from "@lancedb/lancedb";
+import type { Entry } from "../src/catalog/catalog.js";
+import { resolveLocation } from "../src/catalog/locations.js";
+import { CHUNK, SOURCE_ROW_ID, type SourceForm, type ViewDefinition } from "../src/compute/views.js";
+import { arrow } from "../src/engine/arrow.js";
+import { quoteIdent } from "../src/engine/computed-columns.js";
+import { ipcFile } from "../src/engine/ipc-out.js";
+import { toJsonField, type JsonArrowField } from "../src/engine/json-arrow.js";
+import { nativeExecute } from "../src/engine/query.js";
+import { namedBranch, openTables } from "../src/engine/tables.js";
+import { usesStableRowIds } from "../src/engine/versions.js";
+import { serveJob, type JobProcessRequest } from "./job-process.js";
+import type { WorkerPool } from "./pool.js";
+import type { TableReply, TableRequest } from "./table-functions.js";
+
+export interface RefreshRequest extends JobProcessRequest {
+  root: string;
+  view: Entry;
+  source: Entry | null;
+  definition: ViewDefinition;
+  /** The source version the last refresh read; null before the first. */
+  lastSourceVersion: number | null;
+  srcVersion: number | null;
+  sourceTaskSize: number;
+  outputLimit: number | null;
+  concurrency: number;
+  timeoutMs: number;
+}
+
+export interface RefreshResult {
+  mode: string;
+  rows_written: number;
+  source_version: number;
+  view_version: number;
+}
+
+export type RefreshMessage = { type: "progress"; result: RefreshResult };
+
+async function ipcBytes(it: { next(): Promise<Buffer | null> }): Promise<Uint8Array | null> {
+  const first = await it.next();
+  if (!first) return null;
+  const parts: Uint8Array[] = [];
+  for await (const c of ipcFile(first, () => it.next())) parts.push(c);
+  return new Uint8Array(Buffer.concat(parts));
+}
+
+/** Run the table function over source rows in the pool; the output rows. */
+async function apply(pool: WorkerPool, req: RefreshRequest, kind: "udtf" | "chunker", output: JsonArrowField[], input: Uint8Array): Promise<A.Table> {
+  const task: TableRequest = { op: "run", kind, fn: req.definition.fn!, output, input, timeoutMs: req.timeoutMs };
+  const reply = await pool.run<TableReply>("table", task, [input.buffer as ArrayBuffer]);
+  if (!(reply instanceof Uint8Array)) throw new Error(reply.error ?? `the ${kind} failed`);
+  return arrow.tableFromIPC(reply);
+}
+
+/** `rows` as one table of exactly the view's schema (columns, order, types, metadata). */
+function asView(rows: A.Table[], schema: A.Schema): A.Table {
+  const children = schema.fields.map((f) => {
+    const values = rows.flatMap((t) => {
+      const v = t.getChild(f.name);
+      return v ? [...v] : new Array(t.numRows).fill(null);
+    });
+    return arrow.vectorFromArray(values, f.type).data[0];
+  });
+  const length = rows.reduce((n, t) => n + t.numRows, 0);
+  const data = arrow.makeData({ type: new arrow.Struct(schema.fields), length, nullCount: 0, children });
+  return new arrow.Table([new arrow.RecordBatch(schema, data)]);
+}
+
+/** The columns a table function reads: its input columns, else the form's, else all. */
+function inputSelect(def: ViewDefinition, form: SourceForm): Map<string, string> | null {
+  if (def.inputColumns) return new Map(def.inputColumns.map((c) => [c, quoteIdent(c)]));
+  return form.columns ? new Map(form.columns) : null;
+}
+
+async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number): Promise<RefreshResult> {
+  const def = req.definition;
+  const form = def.source!;
+  const schema = (await view.schema()) as unknown as A.Schema;
+  if (req.lastSourceVersion === sourceVersion) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await view.version() };
+  const output = schema.fields.map((f) => toJsonField(f));
+  // One task per partition value (or one for all rows), `concurrency` at a time.
+  const filters: (string | null)[] = [form.filter];
+  if (def.partitionBy) {
+    const q = source.query().select([def.partitionBy]);
+    if (form.filter !== null) q.where(form.filter);
+    const values = new Set((await q.toArray()).map((r) => r[def.partitionBy!] as unknown));
+    filters.splice(0, 1, ...[...values].map((v) => {
+      const cond = v === null || v === undefined ? `${quoteIdent(def.partitionBy!)} IS NULL` : `${quoteIdent(def.partitionBy!)} = ${typeof v === "string" ? `'${v.replace(/'/g, "''")}'` : String(v)}`;
+      return form.filter !== null ? `(${form.filter}) AND ${cond}` : cond;
+    }));
+  }
+  const select = inputSelect(def, form);
+  const outputs: A.Table[] = [];
+  for (let i = 0; i < filters.length; i += req.concurrency) {
+    const batch = filters.slice(i, i + req.concurrency).map(async (filter) => {
+      const q = source.query();
+      if (select) q.select(select);
+      if (filter !== null) q.where(filter);
+      if (form.limit !== null) q.limit(form.limit);
+      const bytes = (await ipcBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
+      return apply(pool, req, "udtf", output, bytes);
+    });
+    outputs.push(...(await Promise.all(batch)));
+  }
+  const rows = asView(outputs, schema);
+  const r = await view.add(rows, { mode: "overwrite" });
+  return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
+}
+
+async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number): Promise<RefreshResult> {
+  const def = req.definition;
+  const form = def.source!;
+  const schema = (await view.schema()) as unknown as A.Schema;
+  const tracked = await usesStableRowIds(resolveLocation(req.root, req.source!.location!), sourceVersion, namedBranch(form.branch));
+  const incremental = tracked && req.lastSourceVersion !== null;
+  if (incremental && req.lastSourceVersion === sourceVersion) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await view.version() };
+
+  // Parents to (re)compute: matching the filter, and new or updated since the last refresh.
+  const since = incremental ? `_row_last_updated_at_version > ${req.lastSourceVersion}` : null;
+  const idsWhere = async (where: string | null) => {
+    const q = source.query().select(new Map([["v", "_row_last_updated_at_version"]])).withRowId();
+    if (where !== null) q.where(where);
+    return Array.from((await q.toArrow()).getChild("_rowid")!.toArray() as BigUint64Array);
+  };
+  const and = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : `(${a}) AND (${b})`);
+  let parents = await idsWhere(and(form.filter, since));
+  if (form.limit !== null) parents = parents.slice(0, form.limit);
+  // Children to remove: of every parent that changed (it is recomputed or left the filter) and of deleted ones.
+  let affected: bigint[] | null = null;
+  if (incremental) {
+    const changed = await idsWhere(since);
+    const live = new Set(await idsWhere(null));
+    const had = (await view.query().select([SOURCE_ROW_ID]).toArray()).map((r) => BigInt(r[SOURCE_ROW_ID]));
+    affected = [...new Set([...changed, ...had.filter((id) => !live.has(id))])];
+    if (affected.length === 0 && parents.length === 0) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await view.version() };
+  }
+
+  const parentCols = (form.columns ?? []).map(([out]) => out).filter((c) => schema.fields.some((f) => f.name === c));
+  const produced = schema.fields.filter((f) => f.name !== SOURCE_ROW_ID && f.name !== CHUNK && !parentCols.includes(f.name)).map((f) => toJsonField(f));
+  const select = new Map<string, string>([...(inputSelect(def, form) ?? new Map()), ...(form.columns ?? []).filter(([out]) => parentCols.includes(out))]);
+  const outputs: A.Table[] = [];
+  for (let i = 0; i < parents.length; i += req.sourceTaskSize * req.concurrency) {
+    const batch = [];
+    for (let j = i; j < Math.min(i + req.sourceTaskSize * req.concurrency, parents.length); j += req.sourceTaskSize) {
+      const ids = parents.slice(j, j + req.sourceTaskSize);
+      batch.push(
+        (async () => {
+          const q = source.takeRowIds(ids).withRowId();
+          if (select.size > 0) q.select(select);
+          const t = arrow.tableFromIPC((await ipcBytes(await nativeExecute(q)))!);
+          const input = new arrow.Table({ ...Object.fromEntries(t.schema.fields.filter((f) => f.name !== "_rowid").map((f) => [f.name, t.getChild(f.name)!])), [SOURCE_ROW_ID]: t.getChild("_rowid")! });
+          return apply(pool, req, "chunker", produced, new Uint8Array(arrow.tableToIPC(input, "stream")));
+        })(),
+      );
+    }
+    outputs.push(...(await Promise.all(batch)));
+  }
+  let rows = asView(outputs, schema);
+  if (req.outputLimit !== null) {
+    const kept = incremental ? (await view.countRows()) - (affected!.length ? await view.countRows(`${SOURCE_ROW_ID} IN (${affected!.join(", ")})`) : 0) : 0;
+    rows = rows.slice(0, Math.max(0, req.outputLimit - kept));
+  }
+  const merge = view.mergeInsert([SOURCE_ROW_ID, CHUNK]).whenMatchedUpdateAll().whenNotMatchedInsertAll();
+  const r = incremental
+    ? affected!.length > 0
+      ? await merge.whenNotMatchedBySourceDelete({ where: `${SOURCE_ROW_ID} IN (${affected!.join(", ")})` }).execute(rows)
+      : await merge.execute(rows)
+    : await merge.whenNotMatchedBySourceDelete().execute(rows);
+  return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
+}
+
+serveJob<RefreshRequest, RefreshMessage>(async (req, pool, send) => {
+  const tables = await openTables(req.root, 0);
+  const view = await tables.open(req.view, { fresh: true });
+  const def = req.definition;
+  let result: RefreshResult;
+  if (def.kind === "query") {
+    const r = await view.refreshMaterializedView(false, req.srcVersion ?? def.source?.version ?? undefined);
+    result = { mode: r.mode, rows_written: r.rowsWritten, source_version: r.sourceVersion, view_version: r.version };
+  } else {
+    const form = def.source!;
+    const source = await tables.open(req.source!, { branch: form.branch, version: req.srcVersion ?? form.version ?? undefined });
+    const sourceVersion = await source.version();
+    result = def.kind === "udtf" ? await refreshUdtf(req, pool, view, source, sourceVersion) : await refreshChunker(req, pool, view, source, sourceVersion);
+  }
+  await send({ type: "progress", result });
+});
