@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import wabtInit from "wabt";
 import { arrow } from "../src/engine/arrow.js";
 import { batches, queryVectors } from "./dataset.js";
-import { Conn } from "./http-client.js";
+import { Conn, post, untilSucceeded } from "./http-client.js";
 import { startQuiver } from "./quiver-process.js";
 import { closedLoop, summary } from "./stats.js";
 
@@ -36,22 +36,14 @@ const BACKENDS: Record<string, (name: string, k: number) => object> = {
   wasm: (name) => ({ udf_backend: "wasm", udf: wasm, input_columns: ["big"], outputs: out(name, "int64") }),
 };
 
-async function call(conn: Conn, p: string, b: object | Buffer, headers = H) {
-  const r = await conn.request("POST", p, headers, Buffer.isBuffer(b) ? b : Buffer.from(JSON.stringify(b)));
-  if (r.status >= 300) throw new Error(`${p}: ${r.status} ${r.body}`);
-  return r.body.length ? JSON.parse(r.body.toString()) : null;
-}
+const call = (conn: Conn, p: string, b: object | Buffer, headers = H) => post(conn, headers, p, b);
 
 /** Backfill `column` and wait for it; answers rows/s over the job's wall time. */
 async function backfill(conn: Conn, column: string): Promise<number> {
   const t0 = performance.now();
   const { job_id } = await call(conn, "/v1/table/t/backfill_column", { column });
-  for (;;) {
-    const d = await call(conn, `/v1/transaction/${job_id}/describe`, {});
-    if (d.status === "Succeeded") return Number(d.properties.rows_done) / ((performance.now() - t0) / 1000);
-    if (d.status !== "Queued" && d.status !== "Running") throw new Error(`backfill of ${column}: ${d.status} ${d.properties.error_message}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const done = await untilSucceeded(conn, H, job_id, t0);
+  return Number(done.properties.rows_done) / done.seconds;
 }
 
 async function queryPhase(url: URL): Promise<ReturnType<typeof summary>> {

@@ -74,3 +74,20 @@ export class Conn {
     done.resolve({ status, body });
   }
 }
+
+/** POST a JSON (or raw) body; the JSON answer, or a throw naming the path and status. */
+export async function post(conn: Conn, headers: string, path: string, body: object | Buffer): Promise<any> {
+  const r = await conn.request("POST", path, headers, Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)));
+  if (r.status >= 300) throw new Error(`${path}: ${r.status} ${r.body}`);
+  return r.body.length ? JSON.parse(r.body.toString()) : null;
+}
+
+/** Wait for a job (transaction) to succeed; answers its description and the seconds since `t0`. */
+export async function untilSucceeded(conn: Conn, headers: string, jobId: string, t0: number): Promise<{ properties: Record<string, string>; seconds: number }> {
+  for (;;) {
+    const d = await post(conn, headers, `/v1/transaction/${jobId}/describe`, {});
+    if (d.status === "Succeeded") return { properties: d.properties, seconds: (performance.now() - t0) / 1000 };
+    if (d.status !== "Queued" && d.status !== "Running") throw new Error(`job ${jobId}: ${d.status} ${d.properties.error_message}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

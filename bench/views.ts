@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { arrow } from "../src/engine/arrow.js";
-import { Conn } from "./http-client.js";
+import { Conn, post, untilSucceeded } from "./http-client.js";
 import { startQuiver } from "./quiver-process.js";
 
 const { values } = parseArgs({ options: { rows: { type: "string", default: "100000" }, workers: { type: "string", default: "1,2,4" } } });
@@ -45,21 +45,12 @@ const VIEWS: Record<string, object> = {
   },
 };
 
-async function call(conn: Conn, p: string, b: object | Buffer, headers = H) {
-  const r = await conn.request("POST", p, headers, Buffer.isBuffer(b) ? b : Buffer.from(JSON.stringify(b)));
-  if (r.status >= 300) throw new Error(`${p}: ${r.status} ${r.body}`);
-  return r.body.length ? JSON.parse(r.body.toString()) : null;
-}
+const call = (conn: Conn, p: string, b: object | Buffer, headers = H) => post(conn, headers, p, b);
 
 async function refresh(conn: Conn, view: string): Promise<number> {
   const t0 = performance.now();
   const { job_id } = await call(conn, `/v1/materialized_view/${view}/refresh`, {});
-  for (;;) {
-    const d = await call(conn, `/v1/transaction/${job_id}/describe`, {});
-    if (d.status === "Succeeded") return (performance.now() - t0) / 1000;
-    if (d.status !== "Queued" && d.status !== "Running") throw new Error(`refresh of ${view}: ${d.status} ${d.properties.error_message}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  return (await untilSucceeded(conn, H, job_id, t0)).seconds;
 }
 
 console.log(`source: ${ROWS} rows (id, x, cat of 8 values, text of 2-6 words); source rows/s of a full refresh, from submit to done`);

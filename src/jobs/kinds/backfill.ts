@@ -15,7 +15,7 @@ import { namedBranch, type Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
 import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
-import { runInBackground } from "./background.js";
+import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
 export const BACKFILL = "backfill";
 
@@ -37,7 +37,6 @@ export interface BackfillDeps {
   limit: number;
 }
 
-const NICENESS = 19;
 // dist/src/jobs/kinds/backfill.js → dist/workers/backfill.js
 const BACKFILL_PROCESS = new URL("../../../workers/backfill.js", import.meta.url);
 
@@ -65,7 +64,7 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         workerHeapMb: deps.workerHeapMb,
         limits: deps.limits,
       };
-      return runInBackground<BackfillMessage>(BACKFILL_PROCESS, NICENESS, request, async (m) => {
+      return runInBackground<BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
         if (m.tracked) for (const v of m.committed) await versions.add(valuesKey, v);
         await job.report(m.progress as Record<string, unknown>);
         if (m.committed.length > 0 && !namedBranch(spec.branch)) tables.evict(entry.objectId);

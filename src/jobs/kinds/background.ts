@@ -11,6 +11,9 @@ import type { Running } from "../jobs.js";
 
 const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
 
+/** The niceness of jobs whose work must never slow queries (backfills, refreshes). */
+export const LOWEST_PRIORITY = 19;
+
 /** Start `entry` (a built module) with an IPC channel, at `niceness`. */
 export function startBackground(entry: URL, niceness: number): ChildProcess {
   const stdio: ["ignore", "inherit", "inherit", "ipc"] = ["ignore", "inherit", "inherit", "ipc"];

@@ -12,7 +12,7 @@ import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
 import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
-import { runInBackground } from "./background.js";
+import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
 export const VIEW_REFRESH = "refresh_materialized_view";
 
@@ -36,7 +36,6 @@ export interface ViewRefreshDeps {
   limit: number;
 }
 
-const NICENESS = 19;
 // dist/src/jobs/kinds/view-refresh.js → dist/workers/refresh.js
 const REFRESH_PROCESS = new URL("../../../workers/refresh.js", import.meta.url);
 
@@ -67,7 +66,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
       };
-      return runInBackground<RefreshMessage>(REFRESH_PROCESS, NICENESS, request, async ({ result }) => {
+      return runInBackground<RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async ({ result }) => {
         const r: RefreshResult = result;
         const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode };
         await views.put({ ...view, lastRefresh });
