@@ -105,6 +105,16 @@ describe("the three kinds, checked against the source", () => {
     expect(got).toEqual(rows.filter((r) => r.cat === "c1").map((r) => ({ id: r.id, y: r.x * 2 })));
   });
 
+  it("a view is a table: indexed, versioned and counted like one", async () => {
+    const ix = await post("/v1/table/vs$q1/create_scalar_index", { column: "id", index_type: "BTREE" });
+    expect(ix.status, ix.text).toBe(200);
+    expect((await settle(q, ix.json.transaction_id)).status).toBe("Succeeded");
+    expect((await post("/v1/table/vs$q1/index/list", {})).json.indexes.map((i: { index_name: string }) => i.index_name)).toContain("id_idx");
+    expect((await post("/v1/table/vs$q1/version/list", {})).json.versions.length).toBeGreaterThan(1);
+    expect((await post("/v1/table/vs$q1/count_rows", { predicate: "y > 100" })).json).toBe(rows.filter((r) => r.cat === "c1" && r.x * 2 > 100).length);
+    expect((await post("/v1/table/vs$q1/describe", {})).json.materialized_view).toMatchObject({ kind: "query", runs_source_query: true, last_refresh: { mode: "rebuild", rows_written: rows.filter((r) => r.cat === "c1").length } });
+  });
+
   it("udtf (JavaScript), one partition per category; skipped while the source is unchanged", async () => {
     const c = await create("vs$u1", {
       kind: "udtf",
@@ -231,6 +241,14 @@ describe("bad requests change nothing", () => {
       expect((await post(`/v1/table/${id}/exists`, {})).status).toBe(404);
     });
   }
+
+  it("a query view over a table without stable row ids is 400 saying how to get them", async () => {
+    const plain = await lancedb.connect(q.dataDir);
+    await plain.createTable("plainsrc", [{ id: 1, x: 1.5 }]);
+    const r = await post("/v1/materialized_view/vs$p1/create", { kind: "query", source_query: JSON.stringify({ table: "plainsrc" }), output_schema: schemaOf([["id", "float64"], ["x", "float64"]]) });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.detail).toMatch(/^source_query\.table: query views need a source table with stable row ids/);
+  });
 
   it("an existing id is 409; a view refuses writes; refresh errors; drop removes it", async () => {
     await create("vs$b1", good());

@@ -131,6 +131,26 @@ describe("which rows a backfill computes", () => {
     expect((await backfill(t, { column: "y" })).properties.rows_computed).toBe("0");
   });
 
+  it("read_version: inputs as of that version; rows changed since are left for the next backfill", async () => {
+    const t = await fresh();
+    await add(t, "y", js("(x) => x + 1"));
+    const v = await version(t);
+    expect((await post(t, "update", { predicate: "id < 10", updates: [["x", "x + 1000"]] })).status).toBe(200);
+    const done = await backfill(t, { column: "y", read_version: v });
+    expect(done.properties).toMatchObject({ read_version: String(v), rows_done: "990", rows_skipped: "10" });
+    expect(await count(t, "id < 10 AND y IS NULL")).toBe(10);
+    expect((await backfill(t, { column: "y" })).properties.rows_computed).toBe("10");
+    expect(await count(t, "y IS NULL OR y <> x + 1")).toBe(0);
+  });
+
+  it("num_frags: only the rows of the first fragments", async () => {
+    const t = await fresh(100);
+    expect((await post(t, "insert", rows(100, 50))).status).toBe(200);
+    await add(t, "y", js("(x) => x"));
+    expect((await backfill(t, { column: "y", num_frags: 1 })).properties.rows_done).toBe("100");
+    expect(await count(t, "y IS NULL")).toBe(50);
+  });
+
   it("auto_backfill: rows written later get a follow-up job", async () => {
     const t = await fresh(100);
     await add(t, "y", js("(x) => x - 1", "float64", { auto_backfill: true }));
