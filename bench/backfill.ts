@@ -29,7 +29,7 @@ const queries = queryVectors(SPEC, 200).map((v) => Buffer.from(JSON.stringify({ 
 
 const out = (name: string, type: string) => [{ column: name, data_type: { type }, nullable: true }];
 const BACKENDS: Record<string, (name: string, k: number) => object> = {
-  sql: (name, k) => ({ udf_backend: "sql", udf: `id * 2 + ${k}`, input_columns: ["id"] }),
+  sql: (_name, k) => ({ udf_backend: "sql", udf: `id * 2 + ${k}`, input_columns: ["id"] }),
   js: (name, k) => ({ udf_backend: "js", udf: `(id) => id * 2 + ${k}`, input_columns: ["id"], outputs: out(name, "float64") }),
   // CPU-bound: 300 rounds of a string hash per row, where more workers should help.
   "js heavy": (name) => ({ udf_backend: "js", udf: "(t) => { let h = 0; for (let k = 0; k < 300; k++) for (let i = 0; i < t.length; i++) h = (h * 31 + t.charCodeAt(i)) | 0; return h; }", input_columns: ["text"], outputs: out(name, "int32") }),

@@ -52,8 +52,8 @@ export interface VirtualEntry {
 /** Adds virtual columns: sql ones as LanceDB computed columns, the others all-null with their descriptor. */
 export async function addVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table, fields: readonly A.Field[], entries: { e: VirtualEntry; at: string }[]): Promise<number> {
   const vcs = entries.map(({ e, at }) => {
-    const d: DescriptorInput = e.virtual_column ?? { udf_backend: "sql", udf: e.computed };
-    return { vc: describeVirtual(e.name, d, `${at}.${e.virtual_column ? "virtual_column" : "computed"}`, null), at: `${at}.${e.virtual_column ? "virtual_column" : "computed"}` };
+    const field = `${at}.${e.virtual_column ? "virtual_column" : "computed"}`;
+    return { vc: describeVirtual(e.name, e.virtual_column ?? { udf_backend: "sql", udf: e.computed }, field, null), at: field };
   });
   for (const { vc, at } of vcs) await checkVirtual(svc, entry, fields, vc, at);
   const sql = vcs.filter(({ vc }) => runnable(vc) === "sql");
