@@ -38,7 +38,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
   // After the commit, tables with auto_backfill columns get a follow-up backfill.
   const commit = async <T>(fn: () => Promise<T>) => {
     const r = await ctx.svc.tables.write(entry, branch, fn);
-    ctx.svc.autoBackfill.written(entry, namedBranch(branch) ?? null);
+    ctx.svc.autoBackfill.written(entry, namedBranch(branch) ?? null, (await table.schema()).fields);
     ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
     return r;
   };

@@ -138,8 +138,8 @@ export function activeBackfill(jobs: Jobs, id: readonly string[], column: string
 }
 
 export interface AutoBackfill {
-  /** A write landed on `entry` (on `branch`): its auto_backfill columns get a follow-up backfill. */
-  written(entry: Entry, branch: string | null): void;
+  /** A write landed on `entry` (on `branch`, with these fields): its auto_backfill columns get a follow-up backfill. */
+  written(entry: Entry, branch: string | null, fields: readonly { name: string; metadata: Map<string, string> }[]): void;
   close(): void;
 }
 
@@ -176,7 +176,9 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
     }
   }
   return {
-    written: (entry, branch) => arm(entry, branch),
+    written(entry, branch, fields) {
+      if (fields.some((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill)) arm(entry, branch);
+    },
     close() {
       for (const t of timers.values()) clearTimeout(t);
       timers.clear();
