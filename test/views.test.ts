@@ -4,7 +4,7 @@
 // the source did not change; auto_refresh catching up, rate-limited; a refresh killed by SIGKILL
 // and finished after a restart; every validation error; writes refused; LanceDB reading a view.
 import * as lancedb from "@lancedb/lancedb";
-import { Field, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
+import { Field, FixedSizeList, Float32, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fromIPC, toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
@@ -129,6 +129,38 @@ describe("the three kinds, checked against the source", () => {
     expect(await rowsOf("vs$u1", ["cat"])).toEqual(want);
     const again = await refresh("vs$u1");
     expect(again).toMatchObject({ mode: "no_op", rows_written: "0", view_version: first.properties.view_version });
+  });
+
+  it("udtf partitioned by a vector index's IVF partitions (and the rows written after the build)", async () => {
+    const n = 1000;
+    const vec = (i: number) => Array.from({ length: 8 }, (_, d) => Math.sin(i * (d + 1)) + (i % 4) * 3);
+    const body = toStream(new Table({
+      id: vectorFromArray(Array.from({ length: n }, (_, i) => BigInt(i)), new Int64()),
+      vec: vectorFromArray(Array.from({ length: n }, (_, i) => vec(i)), new FixedSizeList(8, new Field("item", new Float32(), true))),
+    }));
+    expect((await post("/v1/table/vs$vecsrc/create", body)).status).toBe(200);
+    const ix = await post("/v1/table/vs$vecsrc/create_index", { column: "vec", index_type: "IVF_FLAT", num_partitions: 4 });
+    expect((await settle(q, ix.json.transaction_id, 60_000)).status).toBe("Succeeded");
+    const late = toStream(new Table({
+      id: vectorFromArray([BigInt(n), BigInt(n + 1)], new Int64()),
+      vec: vectorFromArray([vec(1), vec(2)], new FixedSizeList(8, new Field("item", new Float32(), true))),
+    }));
+    expect((await post("/v1/table/vs$vecsrc/insert", late)).status).toBe(200);
+    const udtf = envelope({ backend: "js", source: "(rows) => [{ n: rows.length, low: rows.reduce((m, r) => Math.min(m, r.id), Infinity) }]" });
+    await create("vs$ivf", {
+      kind: "udtf",
+      source_query: JSON.stringify({ table: "vs$vecsrc" }),
+      output_schema: schemaOf([["n", "int64"], ["low", "int64"]]),
+      udtf_spec: { kind: "udtf", udtf, udtf_name: "count", udtf_version: "1", partition_by_indexed_column: "vec", input_columns: ["id"] },
+    });
+    await refresh("vs$ivf");
+    const parts = await rowsOf("vs$ivf", ["low"]);
+    // Four IVF partitions of the indexed rows, and one group of the two rows written after the build.
+    expect(parts.length).toBe(5);
+    expect(parts.reduce((a, p) => a + (p.n as number), 0)).toBe(n + 2);
+    expect(parts.find((p) => p.low === n)).toEqual({ n: 2, low: n });
+    const none = await post("/v1/materialized_view/vs$ivf2/create", { kind: "udtf", source_query: JSON.stringify({ table: src }), output_schema: schemaOf([["n", "int64"]]), udtf_spec: { kind: "udtf", udtf, udtf_name: "c", udtf_version: "1", partition_by_indexed_column: "x" } });
+    expect([none.status, none.json.detail]).toEqual([400, 'udtf_spec.partition_by_indexed_column: column "x" has no IVF_FLAT, IVF_PQ or IVF_RQ index to partition by (create one first)']);
   });
 
   it("udtf (SQL by sql.js over the rows as table `source`)", async () => {

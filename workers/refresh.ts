@@ -17,6 +17,7 @@ import { quoteIdent } from "../src/engine/computed-columns.js";
 import { ipcFile } from "../src/engine/ipc-out.js";
 import { toJsonField, type JsonArrowField } from "../src/engine/json-arrow.js";
 import { nativeExecute } from "../src/engine/query.js";
+import { indexPartitions } from "../src/engine/views.js";
 import { namedBranch, openTables } from "../src/engine/tables.js";
 import { usesStableRowIds } from "../src/engine/versions.js";
 import { serveJob, type JobProcessRequest } from "./job-process.js";
@@ -100,17 +101,21 @@ async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.
     }));
   }
   const select = inputSelect(def, form);
+  /** One partition's rows: by filter, or by row ids (an index's partition). */
+  const read = async (part: string | null | bigint[]) => {
+    const q = Array.isArray(part) ? source.takeRowIds(part) : source.query();
+    if (select) q.select(select);
+    if (!Array.isArray(part)) {
+      const sq = q as lancedb.Query;
+      if (part !== null) sq.where(part);
+      if (form.limit !== null) sq.limit(form.limit);
+    }
+    return (await ipcBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
+  };
+  const parts: (string | null | bigint[])[] = def.partitionByIndexed ? await indexPartitions(source, def.partitionByIndexed, form.filter) : filters;
   const outputs: A.Table[] = [];
-  for (let i = 0; i < filters.length; i += req.concurrency) {
-    const batch = filters.slice(i, i + req.concurrency).map(async (filter) => {
-      const q = source.query();
-      if (select) q.select(select);
-      if (filter !== null) q.where(filter);
-      if (form.limit !== null) q.limit(form.limit);
-      const bytes = (await ipcBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
-      return apply(pool, req, "udtf", output, bytes);
-    });
-    outputs.push(...(await Promise.all(batch)));
+  for (let i = 0; i < parts.length; i += req.concurrency) {
+    outputs.push(...(await Promise.all(parts.slice(i, i + req.concurrency).map(async (part) => apply(pool, req, "udtf", output, await read(part))))));
   }
   const rows = asView(outputs, schema);
   const r = await view.add(rows, { mode: "overwrite" });

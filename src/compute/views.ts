@@ -43,6 +43,8 @@ export interface ViewDefinition {
   fn: TableFunction | null;
   inputColumns: string[] | null;
   partitionBy: string | null;
+  /** A vector column whose IVF index's partitions are the udtf's partitions. */
+  partitionByIndexed: string | null;
 }
 
 export interface ViewRefresh {
@@ -150,7 +152,6 @@ export function defineView(b: CreateInput): { definition: ViewDefinition; schema
     if (spec.udtf_sha != null && sha256(spec.udtf) !== spec.udtf_sha.toLowerCase()) throw invalid("udtf_spec.udtf_sha: is not the SHA-256 of udtf_spec.udtf");
     if (spec.partition_by != null && spec.partition_by_indexed_column != null) throw invalid("udtf_spec: partition_by and partition_by_indexed_column are mutually exclusive");
     if (kind === "chunker" && (spec.partition_by != null || spec.partition_by_indexed_column != null)) throw invalid("udtf_spec.partition_by: only batch udtf views are partitioned");
-    if (spec.partition_by_indexed_column != null) throw invalid("udtf_spec.partition_by_indexed_column: not supported by this server (LanceDB's Node API does not expose a vector index's partitions); use partition_by");
     fn = decodeTableFunction(spec.udtf);
     if (fn?.backend === "sql" && kind === "chunker") throw invalid('udtf_spec.udtf: a chunker runs JavaScript ({"backend":"js","source":…}), not SQL');
   }
@@ -168,6 +169,7 @@ export function defineView(b: CreateInput): { definition: ViewDefinition; schema
       fn,
       inputColumns: spec?.input_columns ?? null,
       partitionBy: spec?.partition_by ?? null,
+      partitionByIndexed: spec?.partition_by_indexed_column ?? null,
     },
   };
 }

@@ -62,3 +62,47 @@ export async function createQueryView(tables: Tables, viewLocation: string, sour
 /** Create an empty udtf or chunker view table at `location` with `schema`. */
 export const createViewTable = (tables: Tables, location: string, schema: A.Schema) =>
   tables.plain.createEmptyTable(nameAt(location, "id"), schema as never, { mode: "create" });
+
+// IVF indexes whose search with one probe returns a whole partition (HNSW variants stop early).
+const PARTITIONED = ["IvfFlat", "IvfPq", "IvfSq", "IvfRq"];
+
+/** The IVF index on `column` a udtf partitions by: 400 when there is none. */
+export async function partitionIndex(source: lancedb.Table, column: string): Promise<lancedb.IndexConfig> {
+  const ix = (await source.listIndices()).find((i) => i.columns.length === 1 && i.columns[0] === column && PARTITIONED.includes(i.indexType));
+  if (!ix) throw invalid(`udtf_spec.partition_by_indexed_column: column ${JSON.stringify(column)} has no IVF_FLAT, IVF_PQ or IVF_RQ index to partition by (create one first)`);
+  return ix;
+}
+
+/**
+ * The source rows (matching `filter`) grouped by the IVF partition they are indexed in. LanceDB's
+ * Node API does not expose partitions, but a search with exactly one probe returns the rows of the
+ * partition nearest the query vector, and a row is indexed in the partition nearest its vector: so
+ * searching with an ungrouped row's own vector yields its partition, one search per partition. Rows
+ * not indexed yet (written after the build) form one more group.
+ */
+export async function indexPartitions(source: lancedb.Table, column: string, filter: string | null): Promise<bigint[][]> {
+  const ix = await partitionIndex(source, column);
+  const distance = ((await source.indexStats(ix.name))?.distanceType ?? "l2") as "l2";
+  const q = source.query().select(new Map([["v", "_row_last_updated_at_version"]])).withRowId();
+  if (filter !== null) q.where(filter);
+  const ids = Array.from((await q.toArrow()).getChild("_rowid")!.toArray() as BigUint64Array);
+  const grouped = new Set<bigint>();
+  const groups: bigint[][] = [];
+  const unindexed: bigint[] = [];
+  for (const id of ids) {
+    if (grouped.has(id)) continue;
+    const [row] = await source.takeRowIds([id]).select([column]).toArray();
+    const vq = source.vectorSearch(Array.from(row[column] as Iterable<number>)).column(column).distanceType(distance).minimumNprobes(1).maximumNprobes(1).fastSearch().limit(ids.length).withRowId().select(["_distance"]);
+    if (filter !== null) vq.where(filter);
+    const got = Array.from((await vq.toArrow()).getChild("_rowid")!.toArray() as BigUint64Array);
+    if (!got.includes(id)) {
+      unindexed.push(id);
+      grouped.add(id);
+      continue;
+    }
+    const fresh = got.filter((x) => !grouped.has(x));
+    fresh.forEach((x) => grouped.add(x));
+    groups.push(fresh);
+  }
+  return unindexed.length > 0 ? [...groups, unindexed] : groups;
+}

@@ -8,7 +8,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { CHUNK, defineView, SOURCE_ROW_ID, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
 import { arrow } from "../engine/arrow.js";
 import { toJsonField } from "../engine/json-arrow.js";
-import { createQueryView, createViewTable, queryViewSchema } from "../engine/views.js";
+import { createQueryView, createViewTable, partitionIndex, queryViewSchema } from "../engine/views.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { activeRefresh, DEFAULT_SOURCE_TASK_SIZE, VIEW_REFRESH, type RefreshSpec } from "../jobs/kinds/view-refresh.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
@@ -45,6 +45,10 @@ async function checkSource(svc: Services, def: ViewDefinition): Promise<{ entry:
   const fields = (await table.schema()).fields as unknown as FieldLike[];
   (def.inputColumns ?? []).forEach((c, i) => resolveFieldPath(fields, c, entry.objectId, `udtf_spec.input_columns[${i}]: column`));
   if (def.partitionBy) resolveFieldPath(fields, def.partitionBy, entry.objectId, "udtf_spec.partition_by: column");
+  if (def.partitionByIndexed) {
+    resolveFieldPath(fields, def.partitionByIndexed, entry.objectId, "udtf_spec.partition_by_indexed_column: column");
+    await partitionIndex(table, def.partitionByIndexed);
+  }
   return { entry, table };
 }
 
