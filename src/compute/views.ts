@@ -210,16 +210,22 @@ export function openViews(dir: string): Views {
 /** The view's record when the table at `entry` is one; null otherwise. */
 export const viewOf = (views: Views, entry: { location: string | null }): ViewRecord | null => (entry.location ? (views.get(entry.location) ?? null) : null);
 
-/** What describe shows of a view (the table function's body left out). */
+/** A view's udtf_spec as shown to readers: the table function's body left out. */
+export function shownSpec(d: ViewDefinition): Record<string, unknown> | null {
+  if (!d.udtfSpec) return null;
+  const { udtf: _body, ...spec } = d.udtfSpec;
+  return spec;
+}
+
+/** What describe shows of a view. */
 export function describeView(rec: ViewRecord) {
   const d = rec.definition;
-  const { udtf: _body, ...spec } = (d.udtfSpec ?? {}) as Record<string, unknown>;
   const r = rec.lastRefresh;
   return {
     kind: d.kind,
     source_query: d.sourceQuery,
     runs_source_query: d.source !== null,
-    udtf_spec: d.udtfSpec ? spec : null,
+    udtf_spec: shownSpec(d),
     auto_refresh: d.autoRefresh,
     last_refresh: r ? { source_version: r.sourceVersion, view_version: r.viewVersion, refreshed_at: new Date(r.at).toISOString(), rows_written: r.rowsWritten, mode: r.mode } : null,
   };

@@ -5,12 +5,12 @@ import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import type { Entry } from "../catalog/catalog.js";
-import { CHUNK, defineView, SOURCE_ROW_ID, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
+import { CHUNK, defineView, shownSpec, SOURCE_ROW_ID, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
 import { arrow } from "../engine/arrow.js";
 import { toJsonField } from "../engine/json-arrow.js";
 import { createQueryView, createViewTable, partitionIndex, queryViewSchema } from "../engine/views.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { activeRefresh, DEFAULT_SOURCE_TASK_SIZE, VIEW_REFRESH, type RefreshSpec } from "../jobs/kinds/view-refresh.js";
+import { activeRefresh, refreshSpec, VIEW_REFRESH } from "../jobs/kinds/view-refresh.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import { CreateMaterializedView, RefreshMaterializedView } from "../schemas/views.js";
 import type { Services } from "../services.js";
@@ -63,19 +63,8 @@ async function checkFunction(svc: Services, def: ViewDefinition, schema: A.Schem
 /** The schema of a udtf or chunker view: the output schema (plus provenance for a chunker), with the definition. */
 function viewSchema(def: ViewDefinition, out: A.Schema): A.Schema {
   const extra = def.kind === "chunker" ? [new arrow.Field(SOURCE_ROW_ID, new arrow.Uint64(), false), new arrow.Field(CHUNK, new arrow.Uint32(), false)] : [];
-  const { udtf: _body, ...spec } = (def.udtfSpec ?? {}) as Record<string, unknown>;
-  const meta = new Map([["quiver.view", JSON.stringify({ kind: def.kind, source_query: def.sourceQuery, udtf_spec: def.udtfSpec ? spec : null, auto_refresh: def.autoRefresh })]]);
+  const meta = new Map([["quiver.view", JSON.stringify({ kind: def.kind, source_query: def.sourceQuery, udtf_spec: shownSpec(def), auto_refresh: def.autoRefresh })]]);
   return new arrow.Schema([...out.fields, ...extra], meta);
-}
-
-function refreshSpec(body: { src_version?: number | null; source_task_size?: number | null; output_limit?: number | null; concurrency?: number | null; intra_applier_concurrency?: number | null }, workers: number, auto = false): RefreshSpec {
-  return {
-    srcVersion: body.src_version ?? null,
-    sourceTaskSize: body.source_task_size ?? DEFAULT_SOURCE_TASK_SIZE,
-    outputLimit: body.output_limit ?? null,
-    concurrency: (body.concurrency ?? workers) * (body.intra_applier_concurrency ?? 1),
-    auto,
-  };
 }
 
 export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id, body, svc }) => {

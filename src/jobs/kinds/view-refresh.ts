@@ -93,7 +93,27 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
 export const activeRefresh = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
   jobs.active().find((r) => r.operation === VIEW_REFRESH && sameId(r.table, id));
 
-export const DEFAULT_SOURCE_TASK_SIZE = 1024;
+const DEFAULT_SOURCE_TASK_SIZE = 1024;
+
+/** Refresh parameters a request may give (lance-namespace `RefreshMaterializedViewRequest`). */
+export interface RefreshParams {
+  src_version?: number | null;
+  source_task_size?: number | null;
+  output_limit?: number | null;
+  concurrency?: number | null;
+  intra_applier_concurrency?: number | null;
+}
+
+/** The job spec of a refresh, with the defaults filled in. */
+export function refreshSpec(p: RefreshParams, workers: number, auto = false): RefreshSpec {
+  return {
+    srcVersion: p.src_version ?? null,
+    sourceTaskSize: p.source_task_size ?? DEFAULT_SOURCE_TASK_SIZE,
+    outputLimit: p.output_limit ?? null,
+    concurrency: (p.concurrency ?? workers) * (p.intra_applier_concurrency ?? 1),
+    auto,
+  };
+}
 
 export interface AutoRefresh {
   /** A write landed on table `source` (on `branch`): its auto_refresh views may need a refresh. */
@@ -133,8 +153,7 @@ export function autoRefresh(deps: { jobs: Jobs; tables: Tables; views: Views; ca
     if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
     if ((await changedRows(location)) < deps.minRows) return;
     lastStart.set(location, Date.now());
-    const spec: RefreshSpec = { srcVersion: null, sourceTaskSize: DEFAULT_SOURCE_TASK_SIZE, outputLimit: null, concurrency: deps.workers, auto: true };
-    await deps.jobs.submit(VIEW_REFRESH, v.id, spec);
+    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true));
   }
   return {
     written(source, branch) {
