@@ -10,6 +10,7 @@ import * as data from "./operations/data.js";
 import * as health from "./operations/health.js";
 import * as indexes from "./operations/indexes.js";
 import * as ns from "./operations/namespace.js";
+import * as prewarm from "./operations/prewarm.js";
 import * as query from "./operations/query.js";
 import * as table from "./operations/table.js";
 import * as tag from "./operations/tag.js";
@@ -111,11 +112,16 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/table/{id}/index/list", "ListTableIndices", indexes.listTableIndices, "read"),
   r("POST", "/v1/table/{id}/index/{index_name}/stats", "DescribeTableIndexStats", indexes.describeTableIndexStats, "read"),
   r("POST", "/v1/table/{id}/index/{index_name}/drop", "DropTableIndex", indexes.dropTableIndex, "write"),
+  r("POST", "/v1/table/{id}/index/{index_name}/prewarm", "PrewarmTableIndex", prewarm.prewarmTableIndex, "read"),
+  r("POST", "/v1/table/{id}/page_cache/prewarm", "PrewarmTableData", prewarm.prewarmTableData, "read"),
+  r("POST", "/v1/table/{id}/clone", "CloneTable", notImplemented("cloning a table (LanceDB's cloneTable; a shallow clone shares the source's data files)"), "write"),
 
   // Transactions
   r("POST", "/v1/transaction/{id}/describe", "DescribeTransaction", transaction.describeTransaction, "read", "none"),
   r("POST", "/v1/transaction/{id}/alter", "AlterTransaction", transaction.alterTransaction, "admin", "none"),
   r("POST", "/v1/jobs/list", "ListJobs", transaction.listJobs, "read", "none"),
+  r("POST", "/v1/jobs/describe", "DescribeJob", transaction.describeJob, "read", "none"),
+  r("POST", "/v1/jobs/cancel", "CancelJob", transaction.cancelJob, "write", "none"),
 
   // Materialized views
   r("POST", "/v1/materialized_view/{id}/create", "CreateMaterializedView", views.createMaterializedView, "write"),

@@ -4,6 +4,7 @@
 import type * as A from "apache-arrow";
 import { invalid } from "../errors.js";
 import { arrow } from "./arrow.js";
+import { decompressIpc, isCompressedBatchError } from "./ipc-codecs.js";
 import { toJsonType } from "./json-arrow.js";
 
 /**
@@ -15,7 +16,7 @@ export function normaliseIpc(raw: Uint8Array | undefined): { table: A.Table; rew
   if (!raw || raw.length === 0) throw invalid("body: an Arrow IPC stream is required");
   let t: A.Table;
   try {
-    t = arrow.tableFromIPC(raw);
+    t = readIpc(raw);
   } catch (e) {
     throw invalid(`body: not a valid Arrow IPC stream (${(e as Error).message})`);
   }
@@ -24,6 +25,15 @@ export function normaliseIpc(raw: Uint8Array | undefined): { table: A.Table; rew
   t.schema.fields.forEach((f) => checkStorable(f, f.name));
   const table = plainColumns(t);
   return { table, rewritten: table !== t };
+}
+
+function readIpc(raw: Uint8Array): A.Table {
+  try {
+    return arrow.tableFromIPC(raw);
+  } catch (e) {
+    if (!isCompressedBatchError(e)) throw e;
+    return arrow.tableFromIPC(decompressIpc(raw));
+  }
 }
 
 // Lance writes a timestamp's zone into a ':'-separated type string, so a zone such as "+01:00"

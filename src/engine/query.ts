@@ -17,7 +17,7 @@ export const nativeExecute = (q: Builder | lancedb.TakeQuery): Promise<NativeIte
   (q as unknown as { nativeExecute(o?: object): Promise<NativeIterator> }).nativeExecute();
 
 /** Columns every result may name besides the table's own. */
-const META = new Set(["_distance", "_score", "_relevance_score", "_rowid"]);
+const META = new Set(["_distance", "_score", "_relevance_score", "_rowid", "_rowaddr", "_rowoffset"]);
 
 function matchQuery(m: MatchNode, column: string): lancedb.MatchQuery {
   return new lancedb.MatchQuery(m.terms, column, {

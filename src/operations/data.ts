@@ -112,7 +112,8 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   // Planning the predicate on its own first lets its errors name it rather than the values.
   if (where) await engine("predicate", entry.objectId, () => table.query().where(where).explainPlan());
   const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit(() => table.update({ valuesSql, where })));
-  return json({ version: r.version, updated_rows: r.rowsUpdated });
+  // LanceDB's remote client reads `rows_updated`; lance-namespace says `updated_rows`.
+  return json(ctx.lancedbClient ? { version: r.version, rows_updated: r.rowsUpdated } : { version: r.version, updated_rows: r.rowsUpdated });
 });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {

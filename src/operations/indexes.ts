@@ -20,7 +20,7 @@ import { openAt } from "./table-ref.js";
 import { json, type OpContext } from "./types.js";
 
 // Build specs are stored as JSON, where the main branch is null.
-const mainOr = (branch: string | null | undefined) => namedBranch(branch) ?? null;
+export const mainOr = (branch: string | null | undefined) => namedBranch(branch) ?? null;
 
 /** Builds of table `id` (on `branch`) still Queued or Running. */
 function pendingBuilds(svc: Services, id: readonly string[], branch: string | null): JobRecord[] {
@@ -29,7 +29,7 @@ function pendingBuilds(svc: Services, id: readonly string[], branch: string | nu
     .filter((r) => r.operation === INDEX_BUILD && sameId(r.table, id) && (r.spec as IndexBuildSpec).branch === branch);
 }
 
-const indexNotFound = (name: string, entry: Entry) =>
+export const indexNotFound = (name: string, entry: Entry) =>
   new ApiError(Code.TableIndexNotFound, `index ${JSON.stringify(name)} not found in table ${JSON.stringify(entry.objectId)}`);
 
 async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: boolean) {
@@ -147,3 +147,4 @@ export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc }
   }
   return json({});
 });
+

@@ -25,9 +25,10 @@ async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "tab
 
 const withBranch = (branch: string | undefined) => (namedBranch(branch) ? { branch } : {});
 
-export const listTableTags = queryOp(async ({ id, query, svc }) => {
+export const listTableTags = queryOp(async ({ id, query, svc, lancedbClient }) => {
   const entry = await requireTable(svc.catalog, id);
-  const { after, limit } = pageParams(query);
+  // LanceDB's remote client reads one unpaged map of name → tag.
+  const { after, limit } = lancedbClient ? { after: null, limit: Number.MAX_SAFE_INTEGER } : pageParams(query);
   const all = await onTags(svc, entry, {}, (tags) => tags.list());
   const names = Object.keys(all).sort();
   const p = page(names, (n) => n, after, limit);
@@ -38,7 +39,7 @@ export const listTableTags = queryOp(async ({ id, query, svc }) => {
     const c = all[name];
     tags[name] = { ...withBranch(await tagBranch(dir, name)), version: c.version, manifestSize: c.manifestSize };
   }
-  return json({ tags, page_token: p.pageToken });
+  return json(lancedbClient ? tags : { tags, page_token: p.pageToken });
 });
 
 export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {

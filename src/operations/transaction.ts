@@ -7,7 +7,7 @@ import { objectIdOf } from "../catalog/names.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { isTerminal, STATUSES, type JobRecord, type JobStatus } from "../jobs/store.js";
 import { matchMode } from "../schemas/mode.js";
-import { AlterTransaction, DescribeTransaction, ListJobs } from "../schemas/transaction.js";
+import { AlterTransaction, DescribeTransaction, JobRef, ListJobs } from "../schemas/transaction.js";
 import { sameId } from "../catalog/names.js";
 import { MAX_PAGE } from "./pagination.js";
 import type { Services } from "../services.js";
@@ -89,8 +89,21 @@ export const listJobs = jsonOp(ListJobs, async ({ body, principal, svc }) => {
   const limit = Math.min(body.limit ?? MAX_PAGE, MAX_PAGE);
   const items = recs.slice(after, after + limit);
   const more = after + limit < recs.length;
-  return json({
-    jobs: items.map((r) => ({ job_id: r.id, table: objectIdOf(r.table), job_type: r.operation, state: JOB_STATE[r.status], status: r.status, created_at_millis: r.createdAt })),
-    page_token: more ? items[items.length - 1].id : null,
-  });
+  return json({ jobs: items.map(jobOf), page_token: more ? items[items.length - 1].id : null });
+});
+
+function jobOf(r: JobRecord) {
+  const state = JOB_STATE[r.status];
+  return { job_id: r.id, table: objectIdOf(r.table), job_type: r.operation, state, job_state: state, status: r.status, created_at_millis: r.createdAt };
+}
+
+/** LanceDB's `openJob` / `job.status()`: one job, as in the list. */
+export const describeJob = jsonOp(JobRef, async ({ body, principal, svc }) => json(jobOf(requireTransaction(svc, principal, body.job_id))));
+
+/** LanceDB's `cancelJob`: cancelling a job that already ended changes nothing (its answer says so). */
+export const cancelJob = jsonOp(JobRef, async ({ body, principal, svc }) => {
+  const rec = requireTransaction(svc, principal, body.job_id);
+  const cancelled = !isTerminal(rec.status);
+  if (cancelled) await svc.jobs.cancel(rec);
+  return json({ cancelled, ...jobOf(rec) });
 });

@@ -20,3 +20,6 @@ export const ListJobs = Type.Object({
   limit: Opt(Type.Integer({ minimum: 1 })),
   table: Opt(Type.Array(Type.String())),
 });
+
+/** LanceDB's job calls name one job by id. */
+export const JobRef = Type.Object({ ...common, job_id: Type.String({ minLength: 1 }) });
