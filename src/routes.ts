@@ -113,7 +113,7 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/table/{id}/index/{index_name}/stats", "DescribeTableIndexStats", indexes.describeTableIndexStats, "read"),
   r("POST", "/v1/table/{id}/index/{index_name}/drop", "DropTableIndex", indexes.dropTableIndex, "write"),
   r("POST", "/v1/table/{id}/index/{index_name}/prewarm", "PrewarmTableIndex", prewarm.prewarmTableIndex, "read"),
-  r("POST", "/v1/table/{id}/page_cache/prewarm", "PrewarmTableData", prewarm.prewarmTableData, "read"),
+  r("POST", "/v1/table/{id}/page_cache/prewarm", "PrewarmTableData", notImplemented("prewarming data pages (LanceDB's prewarmData; its in-process engine offers it for remote tables only)"), "read"),
   r("POST", "/v1/table/{id}/clone", "CloneTable", notImplemented("cloning a table (LanceDB's cloneTable; a shallow clone shares the source's data files)"), "write"),
 
   // Transactions

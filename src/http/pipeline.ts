@@ -70,6 +70,14 @@ const requestPrefix = randomBytes(3).toString("hex");
 let requestCounter = 0;
 const nextRequestId = () => `${requestPrefix}-${(++requestCounter).toString(36)}`;
 
+// A client's own request id (LanceDB's clients send one) is kept, so its logs and Quiver's agree;
+// only a short token is taken, since it is echoed in headers and logs.
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const requestIdOf = (h: Record<string, string>) => {
+  const id = h["x-request-id"];
+  return id !== undefined && CLIENT_REQUEST_ID.test(id) ? id : nextRequestId();
+};
+
 function credentialsOf(h: Record<string, string>): Credentials {
   const creds: Credentials = {};
   if (h["x-api-key"] !== undefined) creds.apiKey = h["x-api-key"];
@@ -200,7 +208,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
   }
 
   async function run(r: Route, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
-    const requestId = nextRequestId();
+    const requestId = requestIdOf(inc.headers);
     const context = headerContext(inc.headers);
     try {
       return await execute(r, inc, body$, requestId, context);

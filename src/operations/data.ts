@@ -95,6 +95,8 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
     num_inserted_rows: r.numInsertedRows,
     num_updated_rows: r.numUpdatedRows,
     num_deleted_rows: r.numDeletedRows,
+    // LanceDB's remote client also reads the source row count and the commit attempts.
+    ...(ctx.lancedbClient ? { num_rows: r.numRows, num_attempts: r.numAttempts } : {}),
   });
 });
 
