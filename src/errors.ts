@@ -35,7 +35,7 @@ const statusOfCode: Record<number, number> = {
   19: 409, 20: 400, 21: 503, 22: 404, 23: 409,
 };
 
-// The contract's error table (docs/contract.md), with Quiver's 405 and 413.
+// The contract's error table (docs/contract.md), with Quiver's 405, 413 and 415.
 const kinds: Record<number, { type: string; title: string }> = {
   400: { type: "/errors/bad-request", title: "Malformed request" },
   401: { type: "/errors/unauthorized-request", title: "No valid authentication credentials for the operation" },
@@ -45,6 +45,7 @@ const kinds: Record<number, { type: string; title: string }> = {
   406: { type: "/errors/unsupported-operation", title: "The server does not support this operation" },
   409: { type: "/errors/conflict", title: "The namespace has been concurrently modified" },
   413: { type: "/errors/payload-too-large", title: "Request body too large" },
+  415: { type: "/errors/unsupported-media-type", title: "Unsupported media type" },
   500: { type: "/errors/server-error", title: "Internal Server Error" },
   503: { type: "/errors/service-unavailable", title: "Slow down" },
 };

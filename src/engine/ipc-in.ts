@@ -22,9 +22,14 @@ export function normaliseIpc(raw: Uint8Array | undefined): { table: A.Table; rew
   }
   // A byte soup that happens to parse yields no schema at all.
   if (t.schema.fields.length === 0) throw invalid("body: not a valid Arrow IPC stream (no schema with columns)");
-  t.schema.fields.forEach((f) => checkStorable(f, f.name));
-  const table = plainColumns(t);
+  const table = storable(t);
   return { table, rewritten: table !== t };
+}
+
+/** `t` as Lance can store it (dictionary columns flattened); 400 for what it cannot store. */
+export function storable(t: A.Table): A.Table {
+  t.schema.fields.forEach((f) => checkStorable(f, f.name));
+  return plainColumns(t);
 }
 
 function readIpc(raw: Uint8Array): A.Table {

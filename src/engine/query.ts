@@ -4,6 +4,8 @@ import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import type { FtsNode, MatchNode } from "../schemas/query.js";
 import { invalid } from "../errors.js";
 import { emptyIpcFile, ipcFile } from "./ipc-out.js";
+import { arrow } from "./arrow.js";
+import { rowEncoder } from "./json-rows.js";
 import { translateQueryError } from "./query-errors.js";
 import type { FtsSpec, QuerySpec } from "./query-spec.js";
 
@@ -176,24 +178,56 @@ async function emptyResult(q: Builder): Promise<Uint8Array> {
   return emptyIpcFile(schema as never);
 }
 
+/** Start a query: the engine's first result buffer (null when there is none) and a pull for the next. */
+async function start(table: lancedb.Table, s: QuerySpec, name: string) {
+  const q = await build(table, s, name);
+  // k = 0 asks for no rows; the engine refuses a zero limit on vector search, so plan only.
+  if (s.k === 0) return { q, first: null, next: async () => null };
+  const it = await nativeExecute(q);
+  return { q, first: await it.next(), next: () => it.next() };
+}
+
 /**
  * Run a query; resolves once the first result batch exists, so engine errors surface before any
  * byte is sent. The chunks form one Arrow IPC file, pulled from the engine batch by batch.
  */
 export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<Iterable<Uint8Array> | AsyncIterable<Uint8Array>> {
   try {
-    const q = await build(table, s, name);
-    if (s.k === 0) {
-      // k = 0 asks for no rows; the engine refuses a zero limit on vector search, so plan only.
-      return [await emptyResult(q)];
-    }
-    const it = await nativeExecute(q);
-    const first = await it.next();
-    if (!first) return [await emptyResult(q)];
-    return ipcFile(first, () => it.next());
+    const r = await start(table, s, name);
+    if (!r.first) return [await emptyResult(r.q)];
+    return ipcFile(r.first, r.next);
   } catch (err) {
     translateQueryError(err, name, expressionField(s));
   }
+}
+
+/**
+ * The same answer as JSON rows (see json-rows.ts): one array, or one object per line (`lines`),
+ * written as the engine hands out its batches, so a large answer is never held whole.
+ */
+export async function runQueryJson(table: lancedb.Table, s: QuerySpec, name: string, lines: boolean): Promise<AsyncIterable<Uint8Array>> {
+  try {
+    const r = await start(table, s, name);
+    return jsonRows(r.first, r.next, lines);
+  } catch (err) {
+    translateQueryError(err, name, expressionField(s));
+  }
+}
+
+async function* jsonRows(first: Buffer | null, next: () => Promise<Buffer | null>, lines: boolean): AsyncGenerator<Uint8Array> {
+  let encode: ReturnType<typeof rowEncoder> | null = null;
+  let rows = 0;
+  if (!lines) yield Buffer.from("[");
+  for (let b = first; b; b = await next()) {
+    const t = arrow.tableFromIPC(b);
+    encode ??= rowEncoder(t.schema);
+    for (const batch of t.batches) {
+      let text = "";
+      for (const row of encode(batch)) text += lines ? JSON.stringify(row) + "\n" : (rows++ ? "," : "") + JSON.stringify(row);
+      if (text) yield Buffer.from(text);
+    }
+  }
+  if (!lines) yield Buffer.from("]");
 }
 
 export async function explainQuery(table: lancedb.Table, s: QuerySpec, name: string, verbose: boolean): Promise<string> {

@@ -11,6 +11,8 @@ import type { OpContext, OpResult } from "../operations/types.js";
 import { routes, type RouteSpec } from "../routes.js";
 import type { Services } from "../services.js";
 import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
+import { parseJsonRows, type JsonRows } from "../engine/rows-in.js";
+import { rowFormat } from "./negotiate.js";
 import { compileRoutes } from "./router.js";
 
 const JSON_TYPE = "application/json";
@@ -108,6 +110,27 @@ function parseJsonBody(bytes: Uint8Array): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
+/** Rows arrive as Arrow IPC (also when no type is given) or as JSON; anything else is 415. */
+function rowsBodyKind(contentType: string | undefined): "arrow" | "json" | "ndjson" {
+  const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
+  if (type === "" || type === "application/octet-stream" || type.startsWith("application/vnd.apache.arrow.")) return "arrow";
+  if (type === "application/json") return "json";
+  if (type === "application/x-ndjson" || type === "application/jsonl") return "ndjson";
+  throw new ApiError(
+    Code.InvalidInput,
+    `content-type: ${JSON.stringify(type)} is not accepted here; send Arrow IPC (application/vnd.apache.arrow.stream) or JSON rows (application/json, application/x-ndjson)`,
+    415,
+  );
+}
+
+/** JSON rows are parsed on the event loop, so they are held to the JSON body limit; bulk loads send Arrow. */
+function jsonRowsBody(bytes: Uint8Array, ndjson: boolean, limit: number): JsonRows {
+  if (bytes.length > limit) {
+    throw new ApiError(Code.InvalidInput, `JSON rows body larger than the limit of ${limit} bytes (--max-json-body); send larger loads as Arrow IPC`, 413);
+  }
+  return parseJsonRows(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), ndjson);
+}
+
 function authorise(p: Principal, spec: RouteSpec, id: string[] | null): void {
   if (spec.role === "public") return;
   if (roleRank[p.role] < roleRank[spec.role]) {
@@ -176,6 +199,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     if (spec.role !== "public" && (creds.apiKey !== undefined || creds.bearer !== undefined)) principal = await authenticate(creds);
 
     const op = spec.op;
+    const rowsAs = op.body === "arrow" ? rowsBodyKind(inc.headers["content-type"]) : null;
     const bytes = await body$;
     let body: Record<string, unknown> = {};
     if (op.body === "json") body = parseJsonBody(bytes);
@@ -195,12 +219,14 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
       params,
       query,
       body: validated,
-      raw: op.body === "arrow" ? bytes : undefined,
+      raw: rowsAs === "arrow" ? bytes : undefined,
+      rows: rowsAs === "json" || rowsAs === "ndjson" ? jsonRowsBody(bytes, rowsAs === "ndjson", cfg.maxJsonBody) : undefined,
       delimiter,
       principal: principal!,
       context,
       requestId,
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
+      rowFormat: rowFormat(inc.headers.accept),
       signal: inc.signal,
       svc,
     };

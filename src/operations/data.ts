@@ -3,7 +3,8 @@
 import type * as lancedb from "@lancedb/lancedb";
 import { dataError } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
-import { checkFits } from "../engine/ipc-in.js";
+import { checkFits, storable } from "../engine/ipc-in.js";
+import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { invalid } from "../errors.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
@@ -45,9 +46,10 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
   return { entry, table, commit };
 }
 
+/** The rows to write: the Arrow body, or the JSON rows read as the table's schema. */
 async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
-  const data = await ctx.svc.pool.ingest(ctx.raw);
-  if (data.numRows === 0) throw invalid("body: the Arrow IPC stream holds no rows");
+  const data = ctx.rows ? storable(rowsToTable(ctx.rows.rows, await t.schema(), name)) : await ctx.svc.pool.ingest(ctx.raw);
+  if (data.numRows === 0) throw invalid(ctx.rows ? "body: holds no rows" : "body: the Arrow IPC stream holds no rows");
   checkFits(data, await t.schema(), name);
   return data;
 }

@@ -11,6 +11,8 @@ import { markDeregistered } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
+import { storable } from "../engine/ipc-in.js";
+import { createTableFromRows } from "../engine/rows-in.js";
 import { refError } from "../engine/refs.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
@@ -93,11 +95,11 @@ export const listAllTables = queryOp(async ({ query, svc, principal, delimiter }
 
 // ---- create / declare / register ----
 
-export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
+export const createTable = arrowOp(async ({ id, query, raw, rows, svc }) => {
   tableName(id);
   const mode = modeParam(query, "mode", ["create", "exist_ok", "overwrite"] as const, "create");
   const properties = mapParam(query, "properties");
-  const data = await svc.pool.ingest(raw);
+  const data = rows ? storable(createTableFromRows(rows, objectIdOf(id))) : await svc.pool.ingest(raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
   if (!existingTable(svc, id)) return createNew(svc, id, data, properties ?? {});

@@ -1,6 +1,10 @@
 // What every operation receives and returns: plain data, no transport detail.
 import type { Principal } from "../auth/principal.js";
+import type { JsonRows } from "../engine/rows-in.js";
 import type { Services } from "../services.js";
+
+/** How a query answer's rows are encoded, from the request's Accept header. */
+export type RowFormat = "arrow" | "json" | "ndjson";
 
 export interface OpContext<B = any> {
   /** Path object id, already split (root namespace = []). */
@@ -10,8 +14,10 @@ export interface OpContext<B = any> {
   query: URLSearchParams;
   /** Validated JSON body ({} when the request had none), or undefined for Arrow bodies. */
   body: B;
-  /** Raw Arrow IPC body, for operations that take one. */
+  /** Raw Arrow IPC body, for operations that take rows… */
   raw?: Uint8Array;
+  /** …or the rows sent as JSON instead (Content-Type application/json or application/x-ndjson). */
+  rows?: JsonRows;
   delimiter: string;
   principal: Principal;
   context: Record<string, string>;
@@ -19,6 +25,8 @@ export interface OpContext<B = any> {
   /** Sent by LanceDB's remote (Cloud) client (it adds `x-lancedb-database`), which reads a few
    *  response shapes in LanceDB's older vocabulary rather than lance-namespace's. */
   lancedbClient: boolean;
+  /** Rows of query answers: Arrow IPC (the default) or JSON. */
+  rowFormat: RowFormat;
   /** Aborted when the client goes away, so long work can stop early. */
   signal: AbortSignal;
   svc: Services;

@@ -1,0 +1,208 @@
+// JSON rows as an Arrow table, for writes sent as `Content-Type: application/json` (an array of
+// objects, or `{"schema": …, "rows": […]}`) or `application/x-ndjson` (one object per line).
+// Values are read as json-rows.ts writes them, so an answer can be written back as is: 64-bit
+// integers as numbers or decimal strings, binary as base64, dates and timestamps as ISO 8601
+// (timestamps also as epoch milliseconds), "NaN"/"Infinity"/"-Infinity" for such floats.
+// A value that does not fit its column is a 400 naming the row and the column.
+import type * as A from "apache-arrow";
+import { invalid } from "../errors.js";
+import { arrow } from "./arrow.js";
+import { fromJsonSchema, type JsonArrowSchema } from "./json-arrow.js";
+
+export interface JsonRows {
+  rows: Record<string, unknown>[];
+  schema?: JsonArrowSchema;
+}
+
+type Read = (v: unknown, at: string) => unknown;
+
+const q = JSON.stringify;
+const describe = (v: unknown) => (typeof v === "string" ? q(v.length > 40 ? v.slice(0, 40) + "…" : v) : Array.isArray(v) ? "an array" : v === null ? "null" : typeof v === "object" ? "an object" : String(v));
+const misfit = (at: string, want: string, v: unknown) => invalid(`${at}: expected ${want}, got ${describe(v)}`);
+
+/** Parse a body of JSON rows (array, `{schema, rows}` object, or NDJSON lines). */
+export function parseJsonRows(text: string, ndjson: boolean): JsonRows {
+  if (ndjson) {
+    const rows: Record<string, unknown>[] = [];
+    text.split("\n").forEach((line, i) => {
+      if (!line.trim()) return;
+      let v: unknown;
+      try {
+        v = JSON.parse(line);
+      } catch (e) {
+        throw invalid(`body: line ${i + 1} is not JSON (${(e as Error).message})`);
+      }
+      rows.push(objectRow(v, `rows[${rows.length}]`));
+    });
+    return { rows };
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw invalid(`body: malformed JSON (${(e as Error).message})`);
+  }
+  if (Array.isArray(v)) return { rows: v.map((r, i) => objectRow(r, `rows[${i}]`)) };
+  if (v && typeof v === "object" && Array.isArray((v as JsonRows).rows)) {
+    const { rows, schema } = v as JsonRows;
+    if (schema !== undefined && (typeof schema !== "object" || schema === null || !Array.isArray(schema.fields))) {
+      throw invalid("schema: must be an object with a fields array (lance-namespace JsonArrowSchema)");
+    }
+    return { rows: rows.map((r, i) => objectRow(r, `rows[${i}]`)), schema };
+  }
+  throw invalid("body: JSON rows must be an array of objects, or an object with a rows array (and an optional schema)");
+}
+
+function objectRow(v: unknown, at: string): Record<string, unknown> {
+  if (!v || typeof v !== "object" || Array.isArray(v)) throw misfit(at, "an object (one row)", v);
+  return v as Record<string, unknown>;
+}
+
+function integer(bits: number, signed: boolean): Read {
+  const lo = signed ? -(2 ** (bits - 1)) : 0;
+  const hi = signed ? 2 ** (bits - 1) - 1 : 2 ** bits - 1;
+  return (v, at) => {
+    if (typeof v !== "number" || !Number.isInteger(v) || v < lo || v > hi) throw misfit(at, `an integer in [${lo}, ${hi}]`, v);
+    return v;
+  };
+}
+
+function int64(signed: boolean): Read {
+  return (v, at) => {
+    let b: bigint;
+    if (typeof v === "number" && Number.isSafeInteger(v)) b = BigInt(v);
+    else if (typeof v === "string" && /^-?\d{1,20}$/.test(v)) b = BigInt(v);
+    else throw misfit(at, "a 64-bit integer (a number, or a decimal string beyond 2^53)", v);
+    const [lo, hi] = signed ? [-(2n ** 63n), 2n ** 63n - 1n] : [0n, 2n ** 64n - 1n];
+    if (b < lo || b > hi) throw misfit(at, `an integer in [${lo}, ${hi}]`, v);
+    return b;
+  };
+}
+
+const SPECIAL: Record<string, number> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+const float: Read = (v, at) => {
+  if (typeof v === "number") return v;
+  if (typeof v === "string" && v in SPECIAL) return SPECIAL[v];
+  throw misfit(at, "a number", v);
+};
+
+const typed = (kind: string): Read => (v, at) => {
+  if (typeof v !== kind) throw misfit(at, `a ${kind}`, v);
+  return v;
+};
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const binary: Read = (v, at) => {
+  if (typeof v !== "string" || v.length % 4 !== 0 || !BASE64.test(v)) throw misfit(at, "base64 bytes", v);
+  return new Uint8Array(Buffer.from(v, "base64"));
+};
+
+/** Epoch milliseconds from an ISO 8601 string or a number of milliseconds. */
+function millis(v: unknown, at: string, what: string): number {
+  const ms = typeof v === "number" ? v : typeof v === "string" ? Date.parse(v) : NaN;
+  if (!Number.isFinite(ms)) throw misfit(at, what, v);
+  // Date.parse keeps milliseconds; finer digits of an ISO string are added back.
+  const fine = typeof v === "string" ? /\.\d{3}(\d{1,3})/.exec(v) : null;
+  return fine ? ms + Number(fine[1].padEnd(3, "0")) / 1000 : ms;
+}
+
+function list(item: Read, length?: number): Read {
+  return (v, at) => {
+    if (!Array.isArray(v)) throw misfit(at, length === undefined ? "an array" : `an array of ${length} values`, v);
+    if (length !== undefined && v.length !== length) throw misfit(at, `an array of ${length} values`, `${v.length} values`);
+    return v.map((x, i) => (x === null ? null : item(x, `${at}[${i}]`)));
+  };
+}
+
+function struct(fields: A.Field[]): Read {
+  const members = fields.map((f) => [f.name, reader(f.type)] as const);
+  return (v, at) => {
+    if (!v || typeof v !== "object" || Array.isArray(v)) throw misfit(at, "an object", v);
+    const o = v as Record<string, unknown>;
+    const extra = Object.keys(o).find((k) => !members.some(([n]) => n === k));
+    if (extra !== undefined) throw invalid(`${at}: field ${q(extra)} is not in the struct`);
+    const out: Record<string, unknown> = {};
+    for (const [name, read] of members) out[name] = o[name] === undefined || o[name] === null ? null : read(o[name], `${at}.${name}`);
+    return out;
+  };
+}
+
+function reader(t: A.DataType): Read {
+  const D = arrow.DataType;
+  if (D.isInt(t)) {
+    const i = t as A.Int;
+    return i.bitWidth === 64 ? int64(i.isSigned) : integer(i.bitWidth, i.isSigned);
+  }
+  if (D.isFloat(t)) return float;
+  if (D.isBool(t)) return typed("boolean");
+  if (D.isUtf8(t) || D.isLargeUtf8(t)) return typed("string");
+  if (D.isBinary(t) || D.isLargeBinary(t)) return binary;
+  if (D.isDate(t)) return (v, at) => new Date(millis(v, at, "a date (YYYY-MM-DD)"));
+  if (D.isTimestamp(t)) return (v, at) => millis(v, at, "a timestamp (ISO 8601, or epoch milliseconds)");
+  if (D.isFixedSizeList(t)) return list(reader(t.children[0].type), (t as A.FixedSizeList).listSize);
+  if (D.isList(t)) return list(reader(t.children[0].type));
+  if (D.isStruct(t)) return struct(t.children);
+  throw invalid(`schema: columns of type ${t} cannot be written from JSON rows; send Arrow IPC`);
+}
+
+/** `rows` as a table of `schema`; every key of every row must be a column. */
+export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string): A.Table {
+  const names = new Set(schema.fields.map((f) => f.name));
+  rows.forEach((r, i) => {
+    const extra = Object.keys(r).find((k) => !names.has(k));
+    if (extra !== undefined) throw invalid(`rows[${i}]: column ${q(extra)} is not in table ${q(table)}`);
+  });
+  const columns: Record<string, A.Vector> = {};
+  for (const f of schema.fields) {
+    const read = reader(f.type);
+    const values = rows.map((r, i) => {
+      const v = r[f.name];
+      if (v === undefined || v === null) {
+        if (!f.nullable) throw invalid(`rows[${i}].${f.name}: column ${q(f.name)} is not nullable in table ${q(table)}`);
+        return null;
+      }
+      return read(v, `rows[${i}].${f.name}`);
+    });
+    columns[f.name] = arrow.vectorFromArray(values, f.type);
+  }
+  return new arrow.Table(new arrow.Schema(schema.fields), columns as never);
+}
+
+/** The schema JSON rows imply (README, "JSON rows"): the first non-null value of each column decides. */
+export function inferSchema(rows: Record<string, unknown>[]): A.Schema {
+  const names: string[] = [];
+  for (const r of rows) for (const k of Object.keys(r)) if (!names.includes(k)) names.push(k);
+  return new arrow.Schema(names.map((n) => new arrow.Field(n, infer(rows.map((r) => r[n]), `column ${q(n)}`), true)));
+}
+
+function infer(values: unknown[], what: string): A.DataType {
+  const present = values.filter((v) => v !== null && v !== undefined);
+  const v = present[0];
+  if (v === undefined) throw invalid(`rows: cannot infer the type of ${what} (it holds only nulls); give a schema`);
+  const same = (kind: string) => present.every((x) => typeof x === kind);
+  if (typeof v === "boolean" && same("boolean")) return new arrow.Bool();
+  if (typeof v === "number" && same("number")) return present.every((x) => Number.isSafeInteger(x)) ? new arrow.Int64() : new arrow.Float64();
+  if (typeof v === "string" && same("string")) return new arrow.Utf8();
+  if (Array.isArray(v) && present.every(Array.isArray)) {
+    const items = (present as unknown[][]).flat();
+    const lengths = new Set((present as unknown[][]).map((a) => a.length));
+    // Equal-length arrays of numbers are vectors: fixed-size lists of float32, which vector indexes and search need.
+    if (lengths.size === 1 && items.length > 0 && items.every((x) => typeof x === "number")) {
+      return new arrow.FixedSizeList(present[0].length, new arrow.Field("item", new arrow.Float32(), true));
+    }
+    return new arrow.List(new arrow.Field("item", infer(items, `the items of ${what}`), true));
+  }
+  if (typeof v === "object" && present.every((x) => typeof x === "object" && !Array.isArray(x))) {
+    const objs = present as Record<string, unknown>[];
+    const keys: string[] = [];
+    for (const o of objs) for (const k of Object.keys(o)) if (!keys.includes(k)) keys.push(k);
+    return new arrow.Struct(keys.map((k) => new arrow.Field(k, infer(objs.map((o) => o[k]), `${what}.${k}`), true)));
+  }
+  throw invalid(`rows: ${what} mixes value kinds (${[...new Set(present.map((x) => (Array.isArray(x) ? "array" : typeof x)))].join(", ")}); give a schema`);
+}
+
+/** The table for a create from JSON rows: the schema given with the rows, or the one they imply. */
+export function createTableFromRows(body: JsonRows, table: string): A.Table {
+  const schema = body.schema ? fromJsonSchema(body.schema) : inferSchema(body.rows);
+  return rowsToTable(body.rows, schema, table);
+}
