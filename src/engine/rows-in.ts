@@ -109,7 +109,7 @@ function millis(v: unknown, at: string, what: string): number {
 function list(item: Read, length?: number): Read {
   return (v, at) => {
     if (!Array.isArray(v)) throw misfit(at, length === undefined ? "an array" : `an array of ${length} values`, v);
-    if (length !== undefined && v.length !== length) throw misfit(at, `an array of ${length} values`, `${v.length} values`);
+    if (length !== undefined && v.length !== length) throw invalid(`${at}: expected an array of ${length} values, got ${v.length} values`);
     return v.map((x, i) => (x === null ? null : item(x, `${at}[${i}]`)));
   };
 }
@@ -147,6 +147,7 @@ function reader(t: A.DataType): Read {
 
 /** `rows` as a table of `schema`; every key of every row must be a column. */
 export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string): A.Table {
+  if (rows.length === 0) return new arrow.Table(new arrow.Schema(schema.fields) as never);
   const names = new Set(schema.fields.map((f) => f.name));
   rows.forEach((r, i) => {
     const extra = Object.keys(r).find((k) => !names.has(k));
@@ -163,9 +164,24 @@ export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, t
       }
       return read(v, `rows[${i}].${f.name}`);
     });
-    columns[f.name] = arrow.vectorFromArray(values, f.type);
+    columns[f.name] = arrow.DataType.isFixedSizeList(f.type) ? fixedSizeLists(values as (unknown[] | null)[], f.type as A.FixedSizeList) : arrow.vectorFromArray(values, f.type);
   }
   return new arrow.Table(new arrow.Schema(schema.fields), columns as never);
+}
+
+/**
+ * apache-arrow's builder leaves no child slots for null fixed-size lists (the engine then rejects
+ * the data), so these columns are assembled here: a null row holds `size` null items.
+ */
+function fixedSizeLists(values: (unknown[] | null)[], type: A.FixedSizeList): A.Vector {
+  if (!values.includes(null)) return arrow.vectorFromArray(values, type);
+  const size = type.listSize;
+  const items = arrow.vectorFromArray(values.flatMap((v) => v ?? new Array(size).fill(null)), type.children[0].type);
+  const valid = values.map((v) => v !== null);
+  const nullBitmap = new Uint8Array(Math.ceil(values.length / 8));
+  valid.forEach((ok, i) => ok && (nullBitmap[i >> 3] |= 1 << (i & 7)));
+  const nullCount = valid.filter((ok) => !ok).length;
+  return arrow.makeVector(arrow.makeData({ type, length: values.length, nullCount, nullBitmap, child: items.data[0] }));
 }
 
 /** The schema JSON rows imply (README, "JSON rows"): the first non-null value of each column decides. */

@@ -60,7 +60,7 @@ export async function request(url: string, method: string, body?: unknown, heade
   const bytes = new Uint8Array(await res.arrayBuffer());
   const text = Buffer.from(bytes).toString("utf8");
   let json: any = undefined;
-  if ((res.headers.get("content-type") ?? "").includes("json") && text) json = JSON.parse(text);
+  if (/^application\/(problem\+)?json\b/.test(res.headers.get("content-type") ?? "") && text) json = JSON.parse(text);
   return { status: res.status, headers: res.headers, text, bytes, json };
 }
 
