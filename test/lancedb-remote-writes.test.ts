@@ -89,6 +89,55 @@ describe("LanceDB remote client: writes", () => {
     expect(got).toEqual(want);
   });
 
+  it("versions, schema changes, index admin and stats: the same answers as LanceDB in process", async () => {
+    const [got, want] = await both("evolving", async (db, name) => {
+      const t = await db.createTable(name, rowsOf(range(0, 40)));
+      await t.add(rowsOf(range(40, 50)));
+      const versions = (await t.listVersions()).map((v) => v.version);
+      await t.checkout(1);
+      const atOne = await t.countRows();
+      await t.checkoutLatest();
+      await t.checkout(1);
+      await t.restore();
+      const restored = { version: await t.version(), count: await t.countRows() };
+      await t.addColumns([{ name: "twice", valueSql: "id * 2" }]);
+      await t.alterColumns([{ path: "twice", rename: "double" }]);
+      await t.updateFieldMetadata([{ path: "text", metadata: { note: "kept" } }]);
+      const fields = (await t.schema()).fields.map((f) => [f.name, String(f.type), Object.fromEntries(f.metadata)]);
+      await t.dropColumns(["double"]);
+      await t.createIndex("id");
+      await t.waitForIndex(["id_idx"], 60);
+      const indexes = (await t.listIndices()).map((i) => [i.name, i.indexType, i.columns]);
+      const idStats = await t.indexStats("id_idx");
+      await t.dropIndex("id_idx");
+      const stats = await t.stats();
+      return {
+        versions, atOne, restored, fields, indexes, afterDrop: (await t.listIndices()).length,
+        idStats: { rows: idStats?.numIndexedRows, type: idStats?.indexType },
+        stats: { rows: stats.numRows, fragments: stats.fragmentStats.numFragments },
+        branches: Object.keys(await (await t.branches()).list()),
+        columns: (await t.schema()).fields.map((f) => f.name),
+      };
+    });
+    expect(got.atOne).toBe(40);
+    expect(got.restored.count).toBe(40);
+    expect(got).toEqual(want);
+  });
+
+  it("namespaces and renames as LanceDB's directory namespace would have them", async () => {
+    await remote.createNamespace(["shelf"]);
+    expect(await remote.describeNamespace(["shelf"])).toEqual({ properties: {} });
+    expect((await remote.listNamespaces()).namespaces).toContain("shelf");
+    await remote.createTable("box", rowsOf([1]), ["shelf"]);
+    expect(await remote.tableNames(["shelf"])).toEqual(["box"]);
+    await expect(remote.dropNamespace(["shelf"])).rejects.toThrow(/not empty/);
+    await remote.renameTable("box", "crate", { namespacePath: ["shelf"], newNamespacePath: ["shelf"] });
+    expect(await remote.tableNames(["shelf"])).toEqual(["crate"]);
+    await remote.dropTable("crate", ["shelf"]);
+    await remote.dropNamespace(["shelf"]);
+    expect((await remote.listNamespaces()).namespaces).not.toContain("shelf");
+  });
+
   it("tags: create, list, getVersion, update, delete as LanceDB in process", async () => {
     const [got, want] = await both("tagged", async (db, name) => {
       const t = await db.createTable(name, rowsOf(range(0, 3)));
