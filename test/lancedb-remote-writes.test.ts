@@ -133,9 +133,13 @@ describe("LanceDB remote client: writes", () => {
     await expect(remote.dropNamespace(["shelf"])).rejects.toThrow(/not empty/);
     await remote.renameTable("box", "crate", { namespacePath: ["shelf"], newNamespacePath: ["shelf"] });
     expect(await remote.tableNames(["shelf"])).toEqual(["crate"]);
-    await remote.dropTable("crate", ["shelf"]);
+    await remote.dropTableAsync("crate", ["shelf"]);
     await remote.dropNamespace(["shelf"]);
     expect((await remote.listNamespaces()).namespaces).not.toContain("shelf");
+    const t = await remote.openTable("writes");
+    expect([t.isOpen(), t.display()]).toEqual([true, "RemoteTable(writes)"]);
+    t.close();
+    expect(t.isOpen()).toBe(false);
   });
 
   it("tags: create, list, getVersion, update, delete as LanceDB in process", async () => {
@@ -192,6 +196,19 @@ describe("LanceDB remote client: writes", () => {
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ cancelled: false, job_state: "DONE", status: "Succeeded" });
     await expect(remote.openJob("no-such-job")).rejects.toThrow(/not found/);
+    // The asynchronous forms hand back a job handle that waits on Quiver's record.
+    const building = await t.createIndexAsync("id");
+    await building.wait();
+    expect(await building.status()).toBe("finished");
+    expect((await t.listIndices()).map((i) => i.name).sort()).toEqual(["id_idx", "text_idx"]);
+    const [tokens, localTokens] = await both("tokens", async (db, name) => {
+      const x = await db.createTable(name, rowsOf(range(0, 3)));
+      await x.createIndex("text", { config: lancedb.Index.fts() });
+      await x.waitForIndex(["text_idx"], 60);
+      return x.tokenize("Rows of the Running", { column: "text" });
+    });
+    expect(tokens.length).toBeGreaterThan(0);
+    expect(tokens).toEqual(localTokens);
     expect((await q.call("POST", "/v1/jobs/describe", { job_id: "no-such-job" })).status).toBe(404);
   });
 
