@@ -208,4 +208,26 @@ describe("context", () => {
     const line = await logLine(q, (l) => l.includes('"path":"/v1/namespace/ctx/create"'));
     expect(JSON.parse(line).context).toEqual({ trace: "hdr-123", keep: "b", span: "s-9" });
   });
+
+  it("context keys with underscores, dots and digits reach the operation's context", async () => {
+    const r = await q.call("POST", "/v1/namespace/ctx2/create", {}, {
+      "x-svc-ctx-trace_id": "t_1",
+      "x-svc-ctx-tenant.region": "eu.1",
+      "x-svc-ctx-shard42": "42",
+      "x-lance-ctx-request_id": "req_9",
+      x_forwarded_for: "10.0.0.1",
+    });
+    expect(r.status).toBe(200);
+    const line = await logLine(q, (l) => l.includes('"path":"/v1/namespace/ctx2/create"'));
+    expect(JSON.parse(line).context).toEqual({ trace_id: "t_1", "tenant.region": "eu.1", shard42: "42", request_id: "req_9" });
+  });
+});
+
+describe("protocol", () => {
+  it("an HTTP/1.0 request gets a 505 answer, not a reset", async () => {
+    const out = await raw(`GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n`);
+    expect(out).toMatch(/^HTTP\/1\.1 505 /);
+    expect(out).toContain("does not support HTTP/1.0");
+    expect((await fetch(`${q.url}/healthz`)).status).toBe(200);
+  });
 });
