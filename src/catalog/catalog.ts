@@ -193,8 +193,8 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
     },
     async remove(list) {
       if (list.length === 0) return;
-      // A directory-listed table has no row; it leaves the listing with its data or its marker.
-      for (const e of list) if (e.listed && e.location) rootDatasets.delete(e.location);
+      // A root dataset leaves the listing with its data or its marker (a directory-listed table has no row).
+      for (const e of list) if (e.location) rootDatasets.delete(e.location);
       const rows = list.filter((e) => !e.listed);
       if (rows.length === 0) return merge();
       const v = await table.remove(rows.map((e) => e.objectId));
