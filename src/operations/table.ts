@@ -21,7 +21,7 @@ import { arrowOp, jsonOp, queryOp } from "./define.js";
 import { boolParam, page, pageParams } from "./pagination.js";
 import { mapParam, modeParam } from "./table-params.js";
 import { openAt } from "./table-ref.js";
-import { requireNamespace, requireTable } from "../catalog/lookup.js";
+import { requireNamespace, requireNamespaceNow, requireTable } from "../catalog/lookup.js";
 import { empty, json } from "./types.js";
 import { describeView, viewOf } from "../compute/views.js";
 
@@ -73,8 +73,7 @@ async function withData(svc: Services, entries: Entry[]): Promise<Entry[]> {
 // ---- listings ----
 
 export const listTables = queryOp(async ({ id, query, svc, principal }) => {
-  await svc.catalog.refresh();
-  requireNamespace(svc.catalog, id);
+  await requireNamespaceNow(svc.catalog, id);
   const { after, limit } = pageParams(query);
   let tables = svc.catalog.children(id, "table").filter((e) => covers(principal, e.id));
   if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
