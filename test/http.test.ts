@@ -42,10 +42,12 @@ describe("routing", () => {
     expect((await q.call("GET", "/v1/namespace/slash/list/")).status).toBe(200);
   });
 
-  it("an operation whose feature has not landed answers 406 with the spec's body", async () => {
-    const r = await q.call("POST", "/v1/table/t/version/create", {});
-    expect(r.status).toBe(406);
-    expect(r.json).toMatchObject({ type: "/errors/unsupported-operation", code: 0 });
+  it("the batch routes without an {id} are routed, and their bodies checked", async () => {
+    const r = await q.call("POST", "/v1/table/batch-commit", { operations: [] });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ type: "/errors/bad-request", code: 13 });
+    expect(r.json.detail).toMatch(/^operations/);
+    expect((await q.call("POST", "/v1/table/version/batch-create", {})).json.detail).toMatch(/entries/);
   });
 
   it("healthz and readyz need no credentials", async () => {
