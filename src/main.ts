@@ -1,5 +1,4 @@
 // Entry point: configuration, services, auth, then the server; SIGTERM drains and exits 0.
-import { createRequire } from "node:module";
 import { setupAuth } from "./auth/authenticate.js";
 import { adminKeyFile } from "./auth/api-keys.js";
 import { loadConfig } from "./config.js";
@@ -7,19 +6,13 @@ import { log, setLogLevel } from "./log.js";
 import { createPipeline } from "./http/pipeline.js";
 import { startServer } from "./server.js";
 import { createServices } from "./services.js";
-
-/** The registry build of uWS silently falls back to a slow pure-Node server; refuse to run on it. */
-function assertNativeUws(): void {
-  const require = createRequire(import.meta.url);
-  require("uWebSockets.js");
-  const native = Object.keys(require.cache).some((k) => /uws_[^/]*\.node$/.test(k));
-  if (!native) throw new Error("uWebSockets.js native binary did not load (fallback implementation in use)");
-}
+import { loadUws } from "./util/runtime.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
   setLogLevel(config.logLevel);
-  assertNativeUws();
+  // Before anything is opened: on a runtime without a uWS binary, one line says which ones work.
+  await loadUws();
   const services = await createServices(config);
   const auth = setupAuth(config);
   const server = await startServer(services, createPipeline(services, auth.authenticate));

@@ -3,12 +3,13 @@
 // and so is the README's API overview.
 import type { Role } from "./auth/principal.js";
 import type { Pattern } from "./http/router.js";
-import { notImplemented, type Operation } from "./operations/define.js";
+import type { Operation } from "./operations/define.js";
 import * as branch from "./operations/branch.js";
 import * as column from "./operations/column.js";
 import * as data from "./operations/data.js";
 import * as health from "./operations/health.js";
 import * as indexes from "./operations/indexes.js";
+import * as managed from "./operations/managed-versions.js";
 import * as ns from "./operations/namespace.js";
 import * as prewarm from "./operations/prewarm.js";
 import * as query from "./operations/query.js";
@@ -40,7 +41,6 @@ const r = (method: "GET" | "POST", path: string, name: string, op: Operation, ro
   path,
   value: { op, role, scope, name },
 });
-const todo = (name: string) => notImplemented(name);
 
 export const routes: Pattern<RouteSpec>[] = [
   // Operations of the server itself
@@ -82,10 +82,10 @@ export const routes: Pattern<RouteSpec>[] = [
   // Versions
   r("POST", "/v1/table/{id}/version/list", "ListTableVersions", version.listTableVersions, "read"),
   r("POST", "/v1/table/{id}/version/describe", "DescribeTableVersion", version.describeTableVersion, "read"),
-  r("POST", "/v1/table/{id}/version/create", "CreateTableVersion", todo("CreateTableVersion"), "write"),
-  r("POST", "/v1/table/{id}/version/delete", "BatchDeleteTableVersions", todo("BatchDeleteTableVersions"), "write"),
-  r("POST", "/v1/table/version/batch-create", "BatchCreateTableVersions", todo("BatchCreateTableVersions"), "write", "none"),
-  r("POST", "/v1/table/batch-commit", "BatchCommitTables", todo("BatchCommitTables"), "write", "none"),
+  r("POST", "/v1/table/{id}/version/create", "CreateTableVersion", managed.createTableVersion, "write"),
+  r("POST", "/v1/table/{id}/version/delete", "BatchDeleteTableVersions", managed.batchDeleteTableVersions, "write"),
+  r("POST", "/v1/table/version/batch-create", "BatchCreateTableVersions", managed.batchCreateTableVersions, "write", "none"),
+  r("POST", "/v1/table/batch-commit", "BatchCommitTables", managed.batchCommitTables, "write", "none"),
   r("POST", "/v1/table/{id}/restore", "RestoreTable", version.restoreTable, "write"),
 
   // Tags and branches

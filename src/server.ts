@@ -1,13 +1,13 @@
 // The uWS adapter: reads the request line and headers, starts reading the body, bounds the
 // requests in flight, and writes what the pipeline (src/http/pipeline.ts) answers, corked and with
 // backpressure. It knows nothing about routes' meaning, credentials or tables.
-import uWS from "uWebSockets.js";
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from "uws-pack";
 import { ApiError, Code, internal, isApiError } from "./errors.js";
 import { openExchange, readBody, sendBody, sendEmpty, sendStream, type Exchange } from "./http/exchange.js";
 import type { Incoming, Outgoing, Pipeline } from "./http/pipeline.js";
 import { log } from "./log.js";
 import type { Services } from "./services.js";
+import { loadUws } from "./util/runtime.js";
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
 
@@ -30,7 +30,8 @@ async function write(x: Exchange, out: Outgoing): Promise<void> {
   }
 }
 
-export function startServer(svc: Services, pipeline: Pipeline): Promise<Server> {
+export async function startServer(svc: Services, pipeline: Pipeline): Promise<Server> {
+  const uWS = await loadUws();
   const cfg = svc.config;
   let inFlight = 0;
   const app: TemplatedApp = uWS.App();
@@ -96,7 +97,7 @@ export function startServer(svc: Services, pipeline: Pipeline): Promise<Server> 
         return;
       }
       resolve({
-        port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket),
+        port: uWS.us_socket_local_port(socket as unknown as us_socket),
         inFlight: () => inFlight,
         async drain(deadlineMs = 30_000) {
           svc.lifecycle.draining = true;

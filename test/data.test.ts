@@ -152,6 +152,48 @@ describe("merge_insert", () => {
     expect(await count(t)).toBe(3);
   });
 
+  it("a composite key given as upstream's repeated `on` matches on both columns", async () => {
+    const orders = (customers: number[], dates: string[], amounts: number[]) =>
+      toStream(
+        new Table({
+          customer_id: vectorFromArray(customers, new Int32()),
+          order_date: vectorFromArray(dates, new Utf8()),
+          amount: vectorFromArray(amounts, new Float64()),
+        }),
+      );
+    const t = `d$in$orders${++n}`;
+    expect((await post(t, "create", orders([1, 1, 2], ["2026-01-01", "2026-01-02", "2026-01-01"], [10, 20, 30]))).status).toBe(200);
+    // Same customer, one date known and one new; the other customer's same date is a different key.
+    const r = await post(
+      t,
+      "merge_insert?on=customer_id&on=order_date&when_matched_update_all=true&when_not_matched_insert_all=true",
+      orders([1, 1, 3], ["2026-01-02", "2026-01-03", "2026-01-01"], [21, 40, 50]),
+    );
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ num_updated_rows: 1, num_inserted_rows: 2, num_deleted_rows: 0 });
+    expect(await count(t)).toBe(5);
+    expect(await count(t, { predicate: "customer_id = 1 AND order_date = '2026-01-02' AND amount = 21" })).toBe(1);
+    expect(await count(t, { predicate: "customer_id = 2 AND amount = 30" })).toBe(1);
+    // A backtick-quoted field path names the same top-level column.
+    const q2 = await post(t, "merge_insert?on=%60customer_id%60&on=order_date&when_matched_update_all=true", orders([2], ["2026-01-01"], [31]));
+    expect(q2.json).toMatchObject({ num_updated_rows: 1, num_inserted_rows: 0 });
+  });
+
+  it("a nested, repeated or malformed key path is 400 naming it; nothing written", async () => {
+    const t = await fresh();
+    const before = await version(t);
+    const nested = await post(t, "merge_insert?on=name.first&when_not_matched_insert_all=true", rows([9]));
+    expect(nested.status).toBe(400);
+    expect(nested.json.detail).toContain('"name.first" is a nested field');
+    const twice = await post(t, "merge_insert?on=id&on=id&when_not_matched_insert_all=true", rows([9]));
+    expect(twice.status).toBe(400);
+    expect(twice.json.detail).toMatch(/^on: a key column is named twice/);
+    const bad = await post(t, "merge_insert?on=%60id&when_not_matched_insert_all=true", rows([9]));
+    expect(bad.status).toBe(400);
+    expect(bad.json.detail).toContain("unterminated backtick");
+    expect(await version(t)).toBe(before);
+  });
+
   it("missing or unknown `on`, and no clause, are 400; nothing written", async () => {
     const t = await fresh();
     const r1 = await post(t, "merge_insert?when_not_matched_insert_all=true", rows([9]));

@@ -42,10 +42,12 @@ describe("routing", () => {
     expect((await q.call("GET", "/v1/namespace/slash/list/")).status).toBe(200);
   });
 
-  it("an operation whose feature has not landed answers 406 with the spec's body", async () => {
-    const r = await q.call("POST", "/v1/table/t/version/create", {});
-    expect(r.status).toBe(406);
-    expect(r.json).toMatchObject({ type: "/errors/unsupported-operation", code: 0 });
+  it("the batch routes without an {id} are routed, and their bodies checked", async () => {
+    const r = await q.call("POST", "/v1/table/batch-commit", { operations: [] });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ type: "/errors/bad-request", code: 13 });
+    expect(r.json.detail).toMatch(/^operations/);
+    expect((await q.call("POST", "/v1/table/version/batch-create", {})).json.detail).toMatch(/entries/);
   });
 
   it("healthz and readyz need no credentials", async () => {
@@ -207,5 +209,27 @@ describe("context", () => {
     await q.call("POST", "/v1/namespace/ctx/create", { context: { trace: "body", keep: "b" } }, { "x-svc-ctx-trace": "hdr-123", "x-lance-ctx-span": "s-9" });
     const line = await logLine(q, (l) => l.includes('"path":"/v1/namespace/ctx/create"'));
     expect(JSON.parse(line).context).toEqual({ trace: "hdr-123", keep: "b", span: "s-9" });
+  });
+
+  it("context keys with underscores, dots and digits reach the operation's context", async () => {
+    const r = await q.call("POST", "/v1/namespace/ctx2/create", {}, {
+      "x-svc-ctx-trace_id": "t_1",
+      "x-svc-ctx-tenant.region": "eu.1",
+      "x-svc-ctx-shard42": "42",
+      "x-lance-ctx-request_id": "req_9",
+      x_forwarded_for: "10.0.0.1",
+    });
+    expect(r.status).toBe(200);
+    const line = await logLine(q, (l) => l.includes('"path":"/v1/namespace/ctx2/create"'));
+    expect(JSON.parse(line).context).toEqual({ trace_id: "t_1", "tenant.region": "eu.1", shard42: "42", request_id: "req_9" });
+  });
+});
+
+describe("protocol", () => {
+  it("an HTTP/1.0 request gets a 505 answer, not a reset", async () => {
+    const out = await raw(`GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n`);
+    expect(out).toMatch(/^HTTP\/1\.1 505 /);
+    expect(out).toContain("does not support HTTP/1.0");
+    expect((await fetch(`${q.url}/healthz`)).status).toBe(200);
   });
 });

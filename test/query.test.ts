@@ -45,6 +45,7 @@ const q = serverForFile(
       await ver.add(Array.from({ length: 50 }, (_, i) => ({ id: 100 + i, v: [i, 1] })));
       const dev = await (await ver.branches()).create("dev");
       await dev.add([{ id: 999, v: [9, 9] }]);
+      await db.createTable("sorted", Array.from({ length: 12 }, (_, i) => ({ id: i, g: i % 3, name: i % 4 === 0 ? null : `n${(i * 7) % 12}`, s: { rank: 12 - i } })), ["ns1"]);
       const ids = new Int32Array(BIG).map((_, i) => i);
       await db.createTable("big", new arrow.Table({ id: arrow.makeVector(ids), x: arrow.makeVector(new Float32Array(BIG).map((_, i) => i / 2)) }), ["ns1"]);
     },
@@ -292,6 +293,43 @@ describe("hybrid search and scans", () => {
     for (const id of ids) seen[id] = 1;
     expect(seen.every((s) => s === 1)).toBe(true);
     expect(t.getChild("x")!.get(ids.indexOf(4242))).toBe(2121);
+  });
+});
+
+describe("order_by", () => {
+  const sorted = async (table: string, body: unknown) => col(await rows(table, body), "id");
+
+  it("sorts a scan before offset and k, by several keys, ascending unless told", async () => {
+    const order_by = [{ column_name: "category", ascending: false }, { column_name: "id" }];
+    const got = await sorted("items", { filter: "id < 200", order_by, offset: 3, k: 5 });
+    const own = await items.query().where("id < 200").orderBy([{ columnName: "category", ascending: false }, { columnName: "id" }]).offset(3).limit(5).toArrow();
+    expect(got).toEqual(col(own, "id"));
+    const all = await sorted("items", { filter: "id < 200", order_by });
+    expect(got).toEqual(all.slice(3, 8));
+  });
+
+  it("nulls sort last by default and first with nulls_first; nested field paths sort too", async () => {
+    const last = await rows("sorted", { order_by: [{ column_name: "name" }] });
+    expect(col(last, "name").slice(-3)).toEqual([null, null, null]);
+    const first = await rows("sorted", { order_by: [{ column_name: "name", ascending: false, nulls_first: true }], k: 4 });
+    expect(col(first, "name")).toEqual([null, null, null, "n9"]);
+    expect(await sorted("sorted", { order_by: [{ column_name: "s.rank" }], k: 3 })).toEqual([11, 10, 9]);
+  });
+
+  it("an unknown column is 404 TableColumnNotFound; with a vector or text search it is 400", async () => {
+    await expectError("sorted", { order_by: [{ column_name: "nope" }] }, 404, /order_by column "nope" not found/, 12);
+    await expectError("items", { vector: { single_vector: qv[0] }, k: 5, order_by: [{ column_name: "id" }] }, 400, /^order_by: cannot be combined with a vector search/, 13);
+    await expectError("items", { full_text_query: { string_query: { query: "apple" } }, order_by: [{ column_name: "id" }] }, 400, /^order_by: cannot be combined with a full-text search/, 13);
+    await expectError("sorted", { order_by: [{ ascending: true }] }, 400, /order_by/);
+  });
+
+  it("explain_plan takes it through its nested query, analyze_plan at the top level", async () => {
+    const e = await q.call("POST", "/v1/table/ns1$sorted/explain_plan", { query: { order_by: [{ column_name: "g", ascending: false }], k: 2 } });
+    expect(e.status).toBe(200);
+    expect(e.json).toMatch(/SortExec: TopK\(fetch=2\), expr=\[g@\d+ DESC/);
+    const a = await q.call("POST", "/v1/table/ns1$sorted/analyze_plan", { order_by: [{ column_name: "id", ascending: false }], k: 1 });
+    expect(a.status).toBe(200);
+    expect(a.json).toMatch(/SortExec/);
   });
 });
 

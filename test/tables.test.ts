@@ -218,6 +218,14 @@ describe("drop, deregister, register", () => {
     expect((await q.call("POST", "/v1/table/ns1$gone/drop", {})).json.code).toBe(4);
   });
 
+  it("a deregistered root table stays out of the catalog though its <name>.lance data stays", async () => {
+    const c = await create("rootdereg");
+    expect((await q.call("POST", "/v1/table/rootdereg/deregister", {})).status).toBe(200);
+    expect(existsSync(path.join(c.json.location, "_versions"))).toBe(true);
+    expect((await q.call("POST", "/v1/table/rootdereg/exists", {})).status).toBe(404);
+    expect((await q.call("GET", "/v1/table")).json.tables).not.toContain("rootdereg");
+  });
+
   it("deregister keeps the data; register brings it back at that location", async () => {
     const c = await create("ns1$dereg", rows([1, 2, 3, 4]), `?properties=${encodeURIComponent('{"a":"b"}')}`);
     const r = await q.call("POST", "/v1/table/ns1$dereg/deregister", {});

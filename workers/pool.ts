@@ -25,9 +25,13 @@ export interface WorkerPool {
 
 type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes"> & Partial<Pick<Config, "workerHeapMb">>;
 
-/** Only a buffer the view spans whole can be transferred (small bodies live in Node's shared pool). */
+/**
+ * Only a buffer the view spans whole can be transferred (small bodies live in Node's shared pool).
+ * A copy through the Uint8Array constructor: Buffer's slice() is a view of the same memory, and
+ * moving Node's pool would detach it (Node 22 refuses with a DataCloneError).
+ */
 export const ownBuffer = (b: Uint8Array): Uint8Array =>
-  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : b.slice();
+  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
 
 export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
   const pool = new Piscina({

@@ -4,6 +4,7 @@
 // one in-process queue and the manifest's atomic insert-if-absent. The catalog owns the manifest's
 // row type and the storage interface it needs; src/engine/manifest-table.ts implements it on Lance.
 import { ApiError, type ErrorCode } from "../errors.js";
+import { log } from "../log.js";
 import { serialQueue } from "../util/serial.js";
 import { lanceNameOf } from "./locations.js";
 import { objectIdOf, SEP } from "./names.js";
@@ -41,6 +42,8 @@ export interface Entry {
   listed?: boolean;
 }
 
+export const MISS_RECHECK_MS = 20;
+
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function parseProps(metadata: string | null): Record<string, string> {
@@ -74,6 +77,12 @@ const toRow = (e: Entry): ManifestRow => ({
 export interface Catalog {
   /** Bring the cache within the consistency interval; call once per request before reading. */
   refresh(force?: boolean): Promise<void>;
+  /**
+   * After a miss, before answering "not found": re-read storage in a check that starts after the
+   * miss (another process may have just created the object). Misses share checks, which start at
+   * most once per MISS_RECHECK_MS, so a flood of misses costs one check per interval.
+   */
+  recheck(): Promise<void>;
   get(id: readonly string[]): Entry | undefined;
   namespaceExists(id: readonly string[]): boolean;
   /** Direct children of a namespace, sorted by name. */
@@ -134,6 +143,8 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
   checkedAt = Date.now();
 
   const check = async () => {
+    // Counted in the debug log, so the cost of re-checks after misses can be seen.
+    log.debug("catalog check", {});
     const [latest, listingChanged] = await Promise.all([table.latestVersion(), scan()]);
     const manifestChanged = latest !== version;
     if (manifestChanged) await load();
@@ -151,12 +162,26 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
   };
 
   const exclusive = serialQueue();
+  let missCheck: Promise<void> | null = null;
+  let missCheckAt = 0;
 
   const catalog: Catalog = {
     refresh(force = false) {
       if (!force && Date.now() - checkedAt < consistencyMs) return Promise.resolve();
       pending ??= check().finally(() => (pending = null));
       return pending;
+    },
+    recheck() {
+      missCheck ??= (async () => {
+        // Always yields first, so missCheck is set before it is cleared below.
+        await new Promise((r) => setTimeout(r, Math.max(0, missCheckAt + MISS_RECHECK_MS - Date.now())));
+        // A check already under way may have started before the miss: wait for the next one.
+        while (pending) await pending.catch(() => undefined);
+        missCheck = null;
+        missCheckAt = Date.now();
+        await catalog.refresh(true);
+      })();
+      return missCheck;
     },
     get: (id) => entries.get(objectIdOf(id)),
     namespaceExists: (id) => id.length === 0 || entries.get(objectIdOf(id))?.type === "namespace",
@@ -193,8 +218,8 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
     },
     async remove(list) {
       if (list.length === 0) return;
-      // A directory-listed table has no row; it leaves the listing with its data or its marker.
-      for (const e of list) if (e.listed && e.location) rootDatasets.delete(e.location);
+      // A root dataset leaves the listing with its data or its marker (a directory-listed table has no row).
+      for (const e of list) if (e.location) rootDatasets.delete(e.location);
       const rows = list.filter((e) => !e.listed);
       if (rows.length === 0) return merge();
       const v = await table.remove(rows.map((e) => e.objectId));

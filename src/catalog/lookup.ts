@@ -14,10 +14,22 @@ export function requireNamespace(catalog: Catalog, id: readonly string[]): void 
   if (!catalog.namespaceExists(id)) throw namespaceNotFound(id);
 }
 
-/** The entry of table `id` after bringing the catalog within its consistency interval. */
-export async function requireTable(catalog: Catalog, id: readonly string[]): Promise<Entry> {
+/** Like requireNamespace, for reads: a miss re-checks storage first (read-your-writes across processes). */
+export async function requireNamespaceNow(catalog: Catalog, id: readonly string[]): Promise<void> {
   await catalog.refresh();
+  if (catalog.namespaceExists(id)) return;
+  await catalog.recheck();
+  requireNamespace(catalog, id);
+}
+
+/**
+ * The entry of table `id` after bringing the catalog within its consistency interval; a miss
+ * re-checks storage before it is an error (another process may have created the table just now).
+ */
+export async function requireTable(catalog: Catalog, id: readonly string[]): Promise<Entry> {
   if (id.length === 0) throw tableNotFound(id);
+  await catalog.refresh();
+  if (catalog.get(id)?.type !== "table") await catalog.recheck();
   requireNamespace(catalog, id.slice(0, -1));
   const e = catalog.get(id);
   if (e?.type !== "table") throw tableNotFound(id);

@@ -1,7 +1,7 @@
 // Root compatibility of the directory catalog (the lance-namespace directory catalog's "compatibility mode"): `<name>.lance` datasets in
 // the data directory that no manifest row points at (made by LanceDB's plain `connect(root)`,
 // for example) are root tables too. A deregistered one carries a marker and is not listed.
-import { readdir, writeFile } from "node:fs/promises";
+import { readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { lanceNameOf } from "./locations.js";
 
@@ -30,3 +30,6 @@ export async function scanRootDatasets(root: string): Promise<Set<string>> {
 
 /** Keep a directory-listed table out of listings while its data stays (deregister). */
 export const markDeregistered = (dir: string) => writeFile(path.join(dir, DEREGISTERED), "");
+
+/** Take a deregistration back (a batch commit that failed after it). */
+export const unmarkDeregistered = (dir: string) => rm(path.join(dir, DEREGISTERED), { force: true });

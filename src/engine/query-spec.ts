@@ -35,4 +35,6 @@ export interface QuerySpec {
   fastSearch: boolean;
   vectorColumn: string | null;
   withRowId: boolean;
+  /** Sort keys of a scan, applied before offset and k; empty = the engine's order. */
+  orderBy: { column: string; ascending: boolean; nullsFirst: boolean }[];
 }

@@ -75,7 +75,8 @@ function ftsColumns(n: FtsNode, out: string[] = []): string[] {
 }
 
 const needsSchema = (s: QuerySpec) =>
-  s.columnPaths.length > 0 || s.vectorColumn !== null || (s.fts !== null && (s.fts.columns !== null || typeof s.fts.query !== "string"));
+  s.columnPaths.length > 0 ||
+  s.orderBy.length > 0 || s.vectorColumn !== null || (s.fts !== null && (s.fts.columns !== null || typeof s.fts.query !== "string"));
 
 const isVectorType = (t: FieldLike["type"]): boolean => {
   const id = t.typeId;
@@ -92,6 +93,7 @@ const isVectorType = (t: FieldLike["type"]): boolean => {
 async function checkFields(table: lancedb.Table, s: QuerySpec, name: string): Promise<() => string> {
   const fields = (await table.schema()).fields as unknown as FieldLike[];
   for (const p of s.columnPaths) if (!META.has(p)) resolveFieldPath(fields, p, name, "column");
+  for (const o of s.orderBy) resolveFieldPath(fields, o.column, name, "order_by column");
   if (s.vectorColumn !== null) {
     const { field } = resolveFieldPath(fields, s.vectorColumn, name, "vector_column");
     if (!isVectorType(field.type)) throw invalid(`vector_column: ${JSON.stringify(s.vectorColumn)} is not a vector column`);
@@ -166,6 +168,7 @@ async function build(table: lancedb.Table, s: QuerySpec, name: string): Promise<
   if (s.filter !== null) q.where(s.filter);
   if (s.fastSearch) q.fastSearch();
   if (s.withRowId) q.withRowId();
+  if (s.orderBy.length > 0) q.orderBy(s.orderBy.map((o) => ({ columnName: o.column, ascending: o.ascending, nullsFirst: o.nullsFirst })));
   applySelect(q, s);
   if (s.k !== null && s.k > 0) q.limit(s.k);
   if (s.offset > 0) q.offset(s.offset);

@@ -1,7 +1,7 @@
 // What LanceDB does not expose about a version: its manifest file's path, size and e_tag, read
 // from the table directory. Lance names manifests `{u64::MAX - v}.manifest` (V2, the default)
 // or `{v}.manifest` (V1); a branch keeps its own under `tree/<branch>/`.
-import { readFile, stat } from "node:fs/promises";
+import { link, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
 import { namedBranch } from "./tables.js";
 import path from "node:path";
 import type { Entry } from "../catalog/catalog.js";
@@ -34,6 +34,64 @@ export async function manifestFile(tableDir: string, version: number, branch?: s
     }
   }
   return null;
+}
+
+export type NamingScheme = "V1" | "V2";
+
+/** Where `scheme` puts the manifest of `version`, relative to the table directory. */
+export const manifestPath = (version: number, scheme: NamingScheme, branch?: string) =>
+  scheme === "V1" ? `${branchPrefix(branch)}_versions/${version}.manifest` : manifestPathV2(version, branch);
+
+/** The directory holding a branch's manifests, and staged ones waiting to be published. */
+export const versionsDir = (tableDir: string, branch?: string) => path.join(tableDir, `${branchPrefix(branch)}_versions`);
+
+/** Versions that have a published manifest on `branch` (either naming scheme), ascending. */
+export async function publishedVersions(tableDir: string, branch?: string): Promise<number[]> {
+  let names: string[];
+  try {
+    names = await readdir(versionsDir(tableDir, branch));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  const out: number[] = [];
+  for (const n of names) {
+    const m = /^(\d+)\.manifest$/.exec(n);
+    if (!m) continue;
+    const v = BigInt(m[1]);
+    out.push(Number(m[1].length === 20 ? U64_MAX - v : v));
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/**
+ * Publish a staged manifest as `version`: a hard link to its final name, which the file system
+ * refuses if that name exists (put-if-not-exists, atomic). Null when the version exists already;
+ * otherwise the new manifest and a way to take it back. The staged name stays until dropStaged.
+ */
+export async function publishManifest(tableDir: string, staged: string, version: number, scheme: NamingScheme, branch?: string) {
+  const final = path.join(tableDir, manifestPath(version, scheme, branch));
+  try {
+    await link(staged, final);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return null;
+    throw err;
+  }
+  return { manifest: (await manifestFile(tableDir, version, branch))!, undo: () => unlink(final) };
+}
+
+/**
+ * Take the manifest of `version` out of the table's history, reversibly: renamed to a name Lance
+ * does not read (like a staged manifest's) until `drop` removes it or `undo` puts it back. Null
+ * when the version has no manifest. Data files stay until a cleanup.
+ */
+export async function setAsideManifest(tableDir: string, version: number, branch?: string) {
+  const m = await manifestFile(tableDir, version, branch);
+  if (!m) return null;
+  const at = path.join(tableDir, m.path);
+  const aside = `${at}-deleted`;
+  await rename(at, aside);
+  return { undo: () => rename(aside, at), drop: () => unlink(aside) };
 }
 
 // The e_tag object_store's local file system gives the same file: inode, mtime (µs) and size in hex.

@@ -1,7 +1,7 @@
 // One HTTP exchange on uWS: abort tracking, body reading with limits, and corked, abort-safe
 // responses. uWS terminates the process if a response is touched after an abort, or if a handler
 // returns without responding and without onAborted, so every write goes through here.
-import type { HttpResponse } from "uWebSockets.js";
+import type { HttpResponse } from "uws-pack";
 import { ApiError, Code } from "../errors.js";
 import { statusLine } from "./status.js";
 

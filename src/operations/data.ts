@@ -7,6 +7,7 @@ import { checkFits, storable } from "../engine/ipc-in.js";
 import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { invalid } from "../errors.js";
+import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
 import { arrowOp, jsonOp } from "./define.js";
 import { boolParam } from "./pagination.js";
@@ -64,13 +65,18 @@ export const insertIntoTable = arrowOp(async (ctx) => {
 
 export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const q = ctx.query;
-  const on = listParam(q, "on");
-  if (on.length === 0) throw invalid("on: is required (one or more key columns)");
+  // Upstream's `on` is an array of field paths, sent as the parameter repeated (a composite key).
+  const paths = listParam(q, "on");
+  if (paths.length === 0) throw invalid("on: is required (one or more key columns)");
   const { entry, table, commit } = await target(ctx, {}, "merge_insert");
   const schema = await table.schema();
-  for (const c of on) {
-    if (!schema.fields.some((f) => f.name === c)) throw invalid(`on: column ${JSON.stringify(c)} not found in table ${JSON.stringify(entry.objectId)}`);
-  }
+  const on = paths.map((p) => {
+    const segs = parseFieldPath(p, "on:");
+    if (!schema.fields.some((f) => f.name === segs[0])) throw invalid(`on: column ${JSON.stringify(canonicalPath(segs))} not found in table ${JSON.stringify(entry.objectId)}`);
+    if (segs.length > 1) throw invalid(`on: ${JSON.stringify(canonicalPath(segs))} is a nested field; merge keys must be top-level columns`);
+    return segs[0];
+  });
+  if (new Set(on).size < on.length) throw invalid(`on: a key column is named twice (${paths.join(", ")})`);
   const data = await arrowBody(ctx, table, entry.objectId);
   const missing = on.find((c) => !data.schema.fields.some((f) => f.name === c));
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);

@@ -1,7 +1,7 @@
 // Namespaces: create, describe, drop, list, exists.
 import { canBrowse } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
-import { namespaceNotFound, requireNamespace } from "../catalog/lookup.js";
+import { requireNamespace, requireNamespaceNow } from "../catalog/lookup.js";
 import { objectIdOf } from "../catalog/names.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
@@ -45,16 +45,12 @@ export const createNamespace = jsonOp(CreateNamespace, async ({ id, body, svc })
 });
 
 export const describeNamespace = jsonOp(CommonBody, async ({ id, svc }) => {
-  await svc.catalog.refresh();
-  if (id.length === 0) return json({ properties: {} });
-  const e = svc.catalog.get(id);
-  if (e?.type !== "namespace") throw namespaceNotFound(id);
-  return json({ properties: e.properties });
+  await requireNamespaceNow(svc.catalog, id);
+  return json({ properties: id.length === 0 ? {} : svc.catalog.get(id)!.properties });
 });
 
 export const namespaceExists = jsonOp(CommonBody, async ({ id, svc }) => {
-  await svc.catalog.refresh();
-  requireNamespace(svc.catalog, id);
+  await requireNamespaceNow(svc.catalog, id);
   return empty(200);
 });
 
@@ -79,8 +75,7 @@ export const dropNamespace = jsonOp(DropNamespace, async ({ id, body, svc }) => 
 });
 
 export const listNamespaces = queryOp(async ({ id, query, svc, principal }) => {
-  await svc.catalog.refresh();
-  requireNamespace(svc.catalog, id);
+  await requireNamespaceNow(svc.catalog, id);
   const { after, limit } = pageParams(query);
   const visible = svc.catalog.children(id, "namespace").filter((e) => canBrowse(principal, e.id));
   const p = page(visible, (e) => e.id[e.id.length - 1], after, limit);

@@ -105,6 +105,12 @@ export function querySpec(b: QueryRequest): QuerySpec {
   if (minP && maxP && maxP < minP) {
     throw invalid(`maximum_nprobes: ${maxP} is less than minimum_nprobes ${minP}`);
   }
+  const orderBy = (b.order_by ?? []).map((o) => ({ column: o.column_name, ascending: o.ascending ?? true, nullsFirst: o.nulls_first ?? false }));
+  // Upstream sorts before offset and k; a vector or full-text search takes its k best first, so
+  // the engine could only reorder those: not the same query.
+  if (orderBy.length > 0 && (vs !== null || fts !== null)) {
+    throw invalid(`order_by: cannot be combined with a ${vs !== null ? "vector" : "full-text"} search (results would be sorted only after the k best were chosen); use it with a filtered scan`);
+  }
   return {
     vectors: vs,
     multi,
@@ -127,5 +133,6 @@ export function querySpec(b: QueryRequest): QuerySpec {
     fastSearch: b.fast_search ?? false,
     vectorColumn: b.vector_column ?? null,
     withRowId: b.with_row_id ?? false,
+    orderBy,
   };
 }

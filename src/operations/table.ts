@@ -1,13 +1,14 @@
 // Table lifecycle and listings: create, declare, register, describe, exists, drop, deregister,
 // rename, list. The catalog entry is the table's identity; its data lives at entry.location.
 import { mkdir, rm } from "node:fs/promises";
+import type { Static } from "@sinclair/typebox";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { covers } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
-import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
-import { markDeregistered } from "../catalog/root-listing.js";
+import { lanceNameOf, newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
+import { markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
@@ -22,7 +23,7 @@ import { arrowOp, jsonOp, queryOp } from "./define.js";
 import { boolParam, page, pageParams } from "./pagination.js";
 import { mapParam, modeParam } from "./table-params.js";
 import { openAt } from "./table-ref.js";
-import { requireNamespace, requireTable } from "../catalog/lookup.js";
+import { requireNamespace, requireNamespaceNow, requireTable } from "../catalog/lookup.js";
 import { empty, json } from "./types.js";
 import { describeView, viewOf } from "../compute/views.js";
 
@@ -74,8 +75,7 @@ async function withData(svc: Services, entries: Entry[]): Promise<Entry[]> {
 // ---- listings ----
 
 export const listTables = queryOp(async ({ id, query, svc, principal }) => {
-  await svc.catalog.refresh();
-  requireNamespace(svc.catalog, id);
+  await requireNamespaceNow(svc.catalog, id);
   const { after, limit } = pageParams(query);
   let tables = svc.catalog.children(id, "table").filter((e) => covers(principal, e.id));
   if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
@@ -163,30 +163,43 @@ export async function removeTableData(svc: Services, entry: Entry): Promise<void
   if (entry.location) await Promise.all([svc.views.forget(entry.location), svc.valueVersions.forget(entry.location)]);
 }
 
-export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) => {
+/**
+ * Declare table `id` (the caller holds the catalog's exclusive section). Answers the response body
+ * and a way to take the declaration back, for batch commits that fail later.
+ */
+export async function declareIn(svc: Services, id: string[], body: Static<typeof DeclareTable>) {
   tableName(id);
   const properties = body.properties ?? {};
-  return svc.catalog.exclusive(async () => {
-    await svc.catalog.refresh(true);
-    requireNamespace(svc.catalog, id.slice(0, -1));
-    if (existingTable(svc, id)) throw alreadyExists(id);
-    const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await claimLocation(svc, id);
-    const dir = resolveLocation(svc.tables.root, location);
-    if (body.location) {
-      if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
-      if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
-    }
-    try {
-      await reserve(dir);
-      await svc.catalog.insert({ id, objectId: objectIdOf(id), type: "table", location, properties }, Code.TableAlreadyExists);
-    } catch (err) {
-      await rm(dir, { recursive: true, force: true });
-      throw err;
-    }
+  await svc.catalog.refresh(true);
+  requireNamespace(svc.catalog, id.slice(0, -1));
+  if (existingTable(svc, id)) throw alreadyExists(id);
+  const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await claimLocation(svc, id);
+  const dir = resolveLocation(svc.tables.root, location);
+  if (body.location) {
+    if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
+    if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
+  }
+  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
+  try {
+    await reserve(dir);
+    await svc.catalog.insert(entry, Code.TableAlreadyExists);
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
     // LanceDB's client writes the data itself, at this (absolute) location.
-    return json({ location: dir, properties, managed_versioning: false });
-  });
-});
+    response: { location: dir, properties, managed_versioning: svc.config.managedVersioning },
+    undo: async () => {
+      await svc.catalog.remove([entry]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) =>
+  svc.catalog.exclusive(async () => json((await declareIn(svc, id, body)).response)),
+);
 
 export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc }) => {
   tableName(id);
@@ -252,7 +265,7 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
     location: dir,
     ...(withUri ? { table_uri: dir } : {}),
     properties: entry.properties,
-    managed_versioning: false,
+    managed_versioning: svc.config.managedVersioning,
   };
   // LanceDB's client treats a description with a version and schema as an existing table.
   if (!(await hasVersions(dir))) {
@@ -288,23 +301,43 @@ export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
 
 // ---- drop / deregister / rename ----
 
-/** Remove the catalog entry; with `data`, the table directory too. */
-async function unlist(svc: Services, id: string[], data: boolean) {
+/**
+ * Remove table `id`'s catalog entry (the caller holds the catalog's exclusive section); the data
+ * stays. Answers the entry and a way to put it back, for batch commits that fail later.
+ */
+export async function deregisterIn(svc: Services, id: string[]) {
+  await svc.catalog.refresh(true);
+  const entry = await requireTable(svc.catalog, id);
+  // A root `<name>.lance` dataset would reappear in the directory listing with its data: mark it.
+  const marked = entry.listed || (entry.location !== null && lanceNameOf(entry.location) !== null);
+  if (marked) await markDeregistered(dirOf(svc, entry));
+  await svc.catalog.remove([entry]);
+  const undo = async () => {
+    if (marked) await unmarkDeregistered(dirOf(svc, entry));
+    if (!entry.listed) await svc.catalog.insert(entry, Code.TableAlreadyExists);
+    await svc.catalog.refresh(true);
+  };
+  return { entry, undo };
+}
+
+const dropped = (svc: Services, entry: Entry) => json({ id: entry.id, location: dirOf(svc, entry), properties: entry.properties });
+
+export const dropTable = jsonOp(CommonBody, async ({ id, svc }) => {
   const entry = await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     const e = await requireTable(svc.catalog, id);
-    // A table known only from the directory listing would reappear with its data: mark it.
-    if (!data && e.listed) await markDeregistered(dirOf(svc, e));
     await svc.catalog.remove([e]);
     return e;
   });
-  if (data) await removeTableData(svc, entry);
-  else svc.tables.evict(entry.objectId);
-  return json({ id: entry.id, location: dirOf(svc, entry), properties: entry.properties });
-}
+  await removeTableData(svc, entry);
+  return dropped(svc, entry);
+});
 
-export const dropTable = jsonOp(CommonBody, async ({ id, svc }) => unlist(svc, id, true));
-export const deregisterTable = jsonOp(CommonBody, async ({ id, svc }) => unlist(svc, id, false));
+export const deregisterTable = jsonOp(CommonBody, async ({ id, svc }) => {
+  const { entry } = await svc.catalog.exclusive(() => deregisterIn(svc, id));
+  svc.tables.evict(entry.objectId);
+  return dropped(svc, entry);
+});
 
 export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal }) => {
   checkName(body.new_table_name, "new_table_name");

@@ -1,6 +1,8 @@
 // Table versions: list, describe, restore. LanceDB lists versions with their time and metadata;
 // the manifest's path, size and e_tag come from the file itself (engine/versions.ts).
+import path from "node:path";
 import type * as lancedb from "@lancedb/lancedb";
+import { hasVersions } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
 import { manifestFile, manifestPathV2, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
@@ -9,15 +11,24 @@ import { jsonOp, queryOp } from "./define.js";
 import { boolParam, pageParams } from "./pagination.js";
 import { openAt, openTable } from "./table-ref.js";
 import { requireTable } from "../catalog/lookup.js";
+import type { Services } from "../services.js";
 import { json } from "./types.js";
 
 type LanceVersion = Awaited<ReturnType<lancedb.Table["listVersions"]>>[number];
 
-async function versionRecord(dir: string, branch: string | undefined, v: LanceVersion) {
+/**
+ * A manifest's path as answered: relative to the table directory; with managed versioning, the
+ * object-store path LanceDB's client uses for local files (absolute, without the leading slash),
+ * which it reads the manifest from.
+ */
+export const manifestPathOut = (svc: Services, dir: string, rel: string) =>
+  svc.config.managedVersioning ? path.join(dir, rel).replace(/^\//, "") : rel;
+
+async function versionRecord(svc: Services, dir: string, branch: string | undefined, v: LanceVersion) {
   const m = await manifestFile(dir, v.version, branch);
   return {
     version: v.version,
-    manifest_path: m?.path ?? manifestPathV2(v.version, branch),
+    manifest_path: manifestPathOut(svc, dir, m?.path ?? manifestPathV2(v.version, branch)),
     ...(m ? { manifest_size: m.size, e_tag: m.eTag } : {}),
     timestamp_millis: Math.round(v.timestamp.getTime()),
     metadata: { ...v.metadata },
@@ -37,14 +48,16 @@ export const listTableVersions = queryOp(async ({ id, query, svc }) => {
   const { after, limit } = pageParams(query);
   const from = versionToken(after);
   const descending = boolParam(query, "descending", false);
+  const dir = tableDir(svc.tables.root, entry);
+  // A declared table has no versions yet (a managed-versioning writer asks before its first commit).
+  if (!(await hasVersions(dir))) return json({ versions: [], page_token: null });
   const t = await openAt(svc, entry, { branch });
   const all = (await t.listVersions())
     .filter((v) => from === null || (descending ? v.version < from : v.version > from))
     .sort((a, b) => (descending ? b.version - a.version : a.version - b.version));
   const slice = all.slice(0, limit);
-  const dir = tableDir(svc.tables.root, entry);
   return json({
-    versions: await Promise.all(slice.map((v) => versionRecord(dir, branch, v))),
+    versions: await Promise.all(slice.map((v) => versionRecord(svc, dir, branch, v))),
     page_token: all.length > limit ? String(slice[slice.length - 1].version) : null,
   });
 });
@@ -59,7 +72,7 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
     const on = namedBranch(branch) ? ` on branch ${JSON.stringify(branch)}` : "";
     throw new ApiError(Code.TableVersionNotFound, `version ${wanted} not found${on} in table ${JSON.stringify(entry.objectId)}`);
   }
-  return json({ version: await versionRecord(tableDir(svc.tables.root, entry), branch, v) });
+  return json({ version: await versionRecord(svc, tableDir(svc.tables.root, entry), branch, v) });
 });
 
 /** Commits a new version whose content is the old one's; history is kept. */

@@ -105,6 +105,10 @@ export const QueryFields = {
   vector_column: Opt(FieldPath),
   with_row_id: Opt(Type.Boolean()),
   version: Opt(UInt()),
+  // Applied before offset and k; ascending, nulls last unless told otherwise.
+  order_by: Opt(
+    Type.Array(Type.Object({ column_name: FieldPath, ascending: Opt(Type.Boolean()), nulls_first: Opt(Type.Boolean()) })),
+  ),
   full_text_query: Opt(
     Type.Object({
       string_query: Opt(Type.Object({ query: Type.String(), columns: FtsColumns })),
