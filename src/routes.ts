@@ -3,7 +3,7 @@
 // and so is the README's API overview.
 import type { Role } from "./auth/principal.js";
 import type { Pattern } from "./http/router.js";
-import type { Operation } from "./operations/define.js";
+import { notImplemented, type Operation } from "./operations/define.js";
 import * as branch from "./operations/branch.js";
 import * as column from "./operations/column.js";
 import * as data from "./operations/data.js";

@@ -1,6 +1,7 @@
 // An operation is described once: how its body is read, its request schema and its handler.
 import type { Static, TSchema } from "@sinclair/typebox";
 import { compile, type Validator } from "../schemas/validate.js";
+import { unsupported } from "../errors.js";
 import type { Handler } from "./types.js";
 
 export type BodyKind = "json" | "arrow" | "none";
@@ -20,3 +21,11 @@ export const queryOp = (handler: Handler<undefined>): Operation => ({ body: "non
 
 /** Operations that take an Arrow IPC stream body; options arrive as query parameters. */
 export const arrowOp = (handler: Handler<undefined>): Operation => ({ body: "arrow", handler });
+
+/** A route that exists in the spec but whose feature has not landed: 406 with the spec's body. */
+export const notImplemented = (what: string): Operation => ({
+  body: "none",
+  handler: async () => {
+    throw unsupported(`${what} is not implemented by this server yet`);
+  },
+});
