@@ -108,6 +108,18 @@ function controlled(name: string, limit: number, interrupted: "resume" | "fail")
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 30));
+/** Retry `check` until it passes (the store writes in the background), for at most 10 s. */
+async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return check();
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
 const statusOf = (jobs: ReturnType<typeof openJobs>, id: string) => jobs.get(id)!.status;
 
 describe("job kinds", () => {
@@ -118,16 +130,18 @@ describe("job kinds", () => {
     const jobs = openJobs(dir, [a.kind, b.kind], String);
     const as = [await jobs.submit("a", ["t"], {}), await jobs.submit("a", ["t"], {})];
     const bs = [await jobs.submit("b", ["t"], {}), await jobs.submit("b", ["t"], {}), await jobs.submit("b", ["t"], {})];
-    await settle();
-    expect(as.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Queued"]);
-    expect(bs.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Running", "Queued"]);
+    await eventually(() => {
+      expect(as.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Queued"]);
+      expect(bs.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Running", "Queued"]);
+    });
     a.runs.get(as[0].id)!.finish();
     b.runs.get(bs[0].id)!.fail(new Error("boom"));
-    await settle();
-    expect(as.map((r) => statusOf(jobs, r.id))).toEqual(["Succeeded", "Running"]);
-    expect(bs.map((r) => statusOf(jobs, r.id))).toEqual(["Failed", "Running", "Running"]);
-    expect(jobs.get(bs[0].id)!.error).toBe("Error: boom");
-    expect(jobs.reported(jobs.get(as[1].id)!)).toMatchObject({ operation: "a", table: "t", started_times: "1" });
+    await eventually(() => {
+      expect(as.map((r) => statusOf(jobs, r.id))).toEqual(["Succeeded", "Running"]);
+      expect(bs.map((r) => statusOf(jobs, r.id))).toEqual(["Failed", "Running", "Running"]);
+      expect(jobs.get(bs[0].id)!.error).toBe("Error: boom");
+      expect(jobs.reported(jobs.get(as[1].id)!)).toMatchObject({ operation: "a", table: "t", started_times: "1" });
+    });
     await jobs.close();
   });
 
@@ -139,10 +153,11 @@ describe("job kinds", () => {
     await settle();
     await jobs.cancel(jobs.get(r2.id)!);
     await jobs.cancel(jobs.get(r1.id)!);
-    await settle();
-    expect(a.runs.get(r1.id)!.stopped).toBe(true);
-    expect(a.runs.has(r2.id)).toBe(false);
-    expect([statusOf(jobs, r1.id), statusOf(jobs, r2.id)]).toEqual(["Canceled", "Canceled"]);
+    await eventually(() => {
+      expect(a.runs.get(r1.id)!.stopped).toBe(true);
+      expect(a.runs.has(r2.id)).toBe(false);
+      expect([statusOf(jobs, r1.id), statusOf(jobs, r2.id)]).toEqual(["Canceled", "Canceled"]);
+    });
     await jobs.close();
   });
 
@@ -156,12 +171,14 @@ describe("job kinds", () => {
     // No close(): the process "died" with both Running on disk.
     const r2 = controlled("r", 1, "resume");
     const again = openJobs(dir, [r2.kind, controlled("f", 1, "fail").kind], String);
-    await settle();
-    expect(again.get(jr.id)).toMatchObject({ status: "Running", progress: { started: 2 } });
-    expect(again.get(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server restart" });
+    await eventually(() => {
+      expect(again.get(jr.id)).toMatchObject({ status: "Running", progress: { started: 2 } });
+      expect(again.get(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server restart" });
+    });
     r2.runs.get(jr.id)!.finish();
-    await settle();
-    expect(statusOf(again, jr.id)).toBe("Succeeded");
+    await eventually(() => {
+      expect(statusOf(again, jr.id)).toBe("Succeeded");
+    });
     await again.close();
   });
 
@@ -186,8 +203,9 @@ describe("job kinds", () => {
     await s.put({ ...rec("x"), operation: "gone" });
     await s.close();
     const jobs = openJobs(dir, [], String);
-    await settle();
-    expect(jobs.get("x")).toMatchObject({ status: "Failed", error: 'unknown job kind "gone"' });
+    await eventually(() => {
+      expect(jobs.get("x")).toMatchObject({ status: "Failed", error: 'unknown job kind "gone"' });
+    });
     await jobs.close();
   });
 });
