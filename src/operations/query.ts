@@ -3,7 +3,7 @@ import { analyzeQuery, explainQuery, runQuery } from "../engine/query.js";
 import type { QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
 import type { Services } from "../services.js";
-import { jsonOp } from "./define.js";
+import { jsonOp, streaming } from "./define.js";
 import { querySpec } from "./query-spec.js";
 import { openTable } from "./table-ref.js";
 import { json } from "./types.js";
@@ -15,11 +15,11 @@ async function target(svc: Services, id: string[], body: { version?: number | nu
   return { table, name: entry.objectId };
 }
 
-export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc }) => {
+export const queryTable = streaming(jsonOp(QueryRequest, async ({ id, body, svc }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
   return { kind: "bytes", contentType: ARROW_FILE, chunks: await runQuery(table, spec, name) };
-});
+}));
 
 /** Upstream answers both plan operations with a plain JSON string. */
 export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {
