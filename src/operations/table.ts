@@ -3,7 +3,7 @@
 import { mkdir, rm } from "node:fs/promises";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
-import { covers } from "../auth/principal.js";
+import { covers, roleRank, type Principal, type Role } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
 import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
@@ -56,11 +56,14 @@ async function claim(dir: string): Promise<boolean> {
  * A derived location whose directory this request created, so concurrent creators (and kept data
  * of a deregistered table) never share one: the first gets `<name>.lance`, others a random name.
  */
-async function claimLocation(svc: Services, id: readonly string[]): Promise<string> {
-  let loc = newLocation(id);
-  // Prefixing an empty segment forces newLocation's randomised form.
-  while (!(await claim(resolveLocation(svc.tables.root, loc)))) loc = newLocation(["", ...id]);
-  return loc;
+async function claimLocation(svc: Services, id: readonly string[]): Promise<{ location: string; release: () => void }> {
+  for (let loc = newLocation(id); ; loc = newLocation(["", ...id])) {
+    // Held before the directory exists, so reclaiming orphans never sees it unheld.
+    const release = svc.claims.hold(loc);
+    if (await claim(resolveLocation(svc.tables.root, loc))) return { location: loc, release };
+    // Taken: prefixing an empty segment forces newLocation's randomised form.
+    release();
+  }
 }
 
 /** Tables that have data (not declared only), in the given order. */
@@ -93,14 +96,19 @@ export const listAllTables = queryOp(async ({ query, svc, principal, delimiter }
 
 // ---- create / declare / register ----
 
-export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
+/** A location lets the client open the files itself (README, Security): only roles configured for it get one. */
+const located = (svc: Services, p: Principal) => roleRank[p.role] >= roleRank[svc.config.locationRole as Role];
+const locationFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { location: dir } : {});
+const uriFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { table_uri: dir } : {});
+
+export const createTable = arrowOp(async ({ id, query, raw, svc, principal }) => {
   tableName(id);
   const mode = modeParam(query, "mode", ["create", "exist_ok", "overwrite"] as const, "create");
   const properties = mapParam(query, "properties");
   const data = await svc.pool.ingest(raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
-  if (!existingTable(svc, id)) return createNew(svc, id, data, properties ?? {});
+  if (!existingTable(svc, id)) return createNew(svc, principal, id, data, properties ?? {});
   // Filling a declared table or overwriting one writes at its location: one writer at a time.
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
@@ -110,7 +118,7 @@ export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
     if (!declaredOnly && mode === "create") throw alreadyExists(id);
     if (!declaredOnly && mode === "exist_ok") {
       const t = await svc.tables.open(existing);
-      return json({ location: dir, version: await t.version(), properties: existing.properties });
+      return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: existing.properties });
     }
     if (!creatable(existing.location!)) {
       throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
@@ -120,7 +128,7 @@ export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
     svc.tables.evict(existing.objectId);
     const entry = { ...existing, properties: properties ?? existing.properties };
     if (properties) await svc.catalog.upsert(entry);
-    return json({ location: dir, version: await t.version(), properties: entry.properties });
+    return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: entry.properties });
   });
 });
 
@@ -129,7 +137,7 @@ export const createTable = arrowOp(async ({ id, query, raw, svc }) => {
  * gets its row; on any failure the directory is removed again. Answers the entry and the table.
  */
 export async function createEntry(svc: Services, id: string[], properties: Record<string, string>, make: (location: string) => Promise<lancedb.Table>) {
-  const location = await claimLocation(svc, id);
+  const { location, release } = await claimLocation(svc, id);
   const dir = resolveLocation(svc.tables.root, location);
   const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
   let table: lancedb.Table;
@@ -146,13 +154,15 @@ export async function createEntry(svc: Services, id: string[], properties: Recor
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
+  } finally {
+    release();
   }
   return { entry, table, dir };
 }
 
-async function createNew(svc: Services, id: string[], data: A.Table, properties: Record<string, string>) {
+async function createNew(svc: Services, principal: Principal, id: string[], data: A.Table, properties: Record<string, string>) {
   const { table, dir } = await createEntry(svc, id, properties, (location) => createDataset(svc.tables, location, data, "create"));
-  return json({ location: dir, version: await table.version(), properties });
+  return json({ ...locationFor(svc, principal, dir), version: await table.version(), properties });
 }
 
 /** Remove a table's data and what Quiver keeps about it (a view's definition, computed-value versions). */
@@ -161,28 +171,33 @@ export async function removeTableData(svc: Services, entry: Entry): Promise<void
   if (entry.location) await Promise.all([svc.views.forget(entry.location), svc.valueVersions.forget(entry.location)]);
 }
 
-export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) => {
+export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc, principal }) => {
   tableName(id);
   const properties = body.properties ?? {};
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     requireNamespace(svc.catalog, id.slice(0, -1));
     if (existingTable(svc, id)) throw alreadyExists(id);
-    const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await claimLocation(svc, id);
+    const given = body.location ? normaliseLocation(svc.tables.root, body.location) : null;
+    const { location, release } = given ? { location: given, release: svc.claims.hold(given) } : await claimLocation(svc, id);
     const dir = resolveLocation(svc.tables.root, location);
-    if (body.location) {
-      if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
-      if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
-    }
     try {
-      await reserve(dir);
-      await svc.catalog.insert({ id, objectId: objectIdOf(id), type: "table", location, properties }, Code.TableAlreadyExists);
-    } catch (err) {
-      await rm(dir, { recursive: true, force: true });
-      throw err;
+      if (body.location) {
+        if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
+        if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
+      }
+      try {
+        await reserve(dir);
+        await svc.catalog.insert({ id, objectId: objectIdOf(id), type: "table", location, properties }, Code.TableAlreadyExists);
+      } catch (err) {
+        await rm(dir, { recursive: true, force: true });
+        throw err;
+      }
+    } finally {
+      release();
     }
     // LanceDB's client writes the data itself, at this (absolute) location.
-    return json({ location: dir, properties, managed_versioning: false });
+    return json({ ...locationFor(svc, principal, dir), properties, managed_versioning: false });
   });
 });
 
@@ -238,7 +253,7 @@ async function basicStats(t: lancedb.Table, version: number) {
 const notDeclaredVersion = (entry: Entry) =>
   new ApiError(Code.TableVersionNotFound, `table ${q(entry.objectId)} is declared only and has no versions yet`);
 
-export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc, lancedbClient }) => {
+export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc, lancedbClient, principal }) => {
   const entry = await requireTable(svc.catalog, id);
   if (body.tag && (body.version != null || body.branch)) throw invalid("tag: cannot be combined with version or branch");
   const withUri = body.with_table_uri ?? boolParam(query, "with_table_uri", false);
@@ -247,8 +262,8 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
   const base = {
     table: leaf(entry),
     namespace: entry.id.slice(0, -1),
-    location: dir,
-    ...(withUri ? { table_uri: dir } : {}),
+    ...locationFor(svc, principal, dir),
+    ...(withUri ? uriFor(svc, principal, dir) : {}),
     properties: entry.properties,
     managed_versioning: false,
   };
@@ -291,8 +306,9 @@ async function unlist(svc: Services, id: string[], data: boolean) {
   const entry = await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     const e = await requireTable(svc.catalog, id);
-    // A table known only from the directory listing would reappear with its data: mark it.
-    if (!data && e.listed) await markDeregistered(dirOf(svc, e));
+    // Kept data is marked: a directory-listed table would reappear with it, and reclaiming
+    // orphans must not take what a deregister deliberately kept.
+    if (!data) await markDeregistered(dirOf(svc, e));
     await svc.catalog.remove([e]);
     return e;
   });
