@@ -173,11 +173,12 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     return { kind: "answer", out: errorOut(new ApiError(Code.InvalidInput, `no such endpoint: ${method} ${path}`, 404), path, requestId) };
   }
 
-  const limiter: RateLimiter = createRateLimiter(cfg);
+  const limiter: RateLimiter | null = cfg.rateLimitRps > 0 || cfg.rateLimitConcurrent > 0 ? createRateLimiter(cfg) : null;
   const idempotency: Idempotency = openIdempotency(privateDirOf(cfg.dataDir), cfg.idempotencyWindowMs);
 
   /** Admit the request under its credential's limits; the release is kept in `held`. */
   function limit(p: Principal, held: { release?: () => void }): void {
+    if (!limiter) return;
     const entry = limiter.enter(p.subject);
     if ("refusal" in entry) throw refusalError(entry.refusal);
     held.release = entry.release;
@@ -256,7 +257,9 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     const context = headerContext(inc.headers);
     const held: { release?: () => void } = {};
     try {
-      return { ...(await execute(r, inc, body$, requestId, context, held)), release: held.release };
+      const out = await execute(r, inc, body$, requestId, context, held);
+      if (held.release) out.release = held.release;
+      return out;
     } catch (err) {
       held.release?.();
       const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;

@@ -23,8 +23,6 @@ interface Bucket {
 // Buckets of idle credentials are dropped past this many, so many short-lived JWT subjects cannot grow the map.
 const PRUNE_AT = 10_000;
 
-const NOOP = { release: () => undefined };
-
 export function createRateLimiter(limits: RateLimits, now: () => number = Date.now): RateLimiter {
   const { rateLimitRps: rps, rateLimitConcurrent: concurrent } = limits;
   const buckets = new Map<string, Bucket>();
@@ -43,7 +41,6 @@ export function createRateLimiter(limits: RateLimits, now: () => number = Date.n
 
   return {
     enter(subject) {
-      if (rps === 0 && concurrent === 0) return NOOP;
       const t = now();
       let b = buckets.get(subject);
       if (!b) {
