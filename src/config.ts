@@ -23,6 +23,18 @@ export const options = [
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
+  { key: "max-body-readers", kind: "int", def: 128, min: 1, doc: "requests whose body is still arriving; they hold no execution slot, and more are answered 503 Slow down" },
+  { key: "body-timeout-ms", kind: "int", def: 8000, min: 100, doc: "time a request body may take to arrive, plus its size at body-min-rate; past it the answer is 408 and the connection is closed (kept below uWS's own ~10 s cut of stalled uploads, which answers nothing)" },
+  { key: "body-min-rate", kind: "int", def: 65_536, min: 1, doc: "slowest body upload accepted, bytes per second: a body of N bytes gets body-timeout-ms + N / body-min-rate seconds" },
+  { key: "response-idle-ms", kind: "int", def: 30_000, min: 100, doc: "a client that takes no response bytes for this long is disconnected" },
+  { key: "max-large-responses", kind: "int", def: 64, min: 1, doc: "query results streaming at once (the engine holds read-ahead for each); more wait up to response-wait-ms, then 503 Slow down" },
+  { key: "max-response-buffer-bytes", kind: "int", def: 256 << 20, min: 65_536, doc: "response bytes buffered for clients that have not taken them yet, all responses together; past it new query results wait up to response-wait-ms, then 503 Slow down" },
+  { key: "response-wait-ms", kind: "int", def: 5000, min: 0, doc: "how long a query result may wait for a turn under max-large-responses or max-response-buffer-bytes" },
+  { key: "rate-limit-rps", kind: "int", def: 0, min: 0, doc: "requests per second per credential (bursts up to one second's worth); more are answered 503 Slow down with Retry-After (0: no limit)" },
+  { key: "rate-limit-concurrent", kind: "int", def: 0, min: 0, doc: "requests in flight per credential; more are answered 503 Slow down (0: no limit)" },
+  { key: "idempotency-window-ms", kind: "int", def: 86_400_000, min: 1000, doc: "how long a mutation's result is kept under its Idempotency-Key, so a retry returns it instead of applying again" },
+  { key: "orphan-min-age-ms", kind: "int", def: 3_600_000, min: 0, doc: "unreferenced table directories younger than this are never reclaimed (on start, or by POST /v1/admin/reclaim)" },
+  { key: "shutdown-deadline-ms", kind: "int", def: 30_000, min: 0, doc: "on SIGTERM, how long requests in flight may take to finish before the process exits" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
@@ -35,6 +47,7 @@ export const options = [
   { key: "auto-refresh-min-rows", kind: "int", def: 1, min: 1, doc: "source rows that must have changed since an auto_refresh view's last refresh before it refreshes again" },
   { key: "auto-refresh-cooldown-ms", kind: "int", def: 5000, min: 0, doc: "least time between two automatic refreshes of one view" },
   { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
+  { key: "location-role", kind: "string", def: "read", doc: "least role whose table descriptions carry the table's storage location (read, write or admin); a client given it can open the files itself, see Security" },
   { key: "api-keys", kind: "string", def: undefined, doc: "comma-separated `key:role[:prefix|prefix]` (role: read, write, admin)" },
   { key: "jwt-jwks-url", kind: "string", def: undefined, doc: "JWKS URL to verify bearer JWTs against" },
   { key: "jwt-public-key", kind: "string", def: undefined, doc: "PEM public key (or a path to one) to verify bearer JWTs" },
@@ -55,6 +68,18 @@ export interface Config {
   maxArrowBody: number;
   maxInFlight: number;
   maxQueue: number;
+  maxBodyReaders: number;
+  bodyTimeoutMs: number;
+  bodyMinRate: number;
+  responseIdleMs: number;
+  maxLargeResponses: number;
+  maxResponseBufferBytes: number;
+  responseWaitMs: number;
+  rateLimitRps: number;
+  rateLimitConcurrent: number;
+  idempotencyWindowMs: number;
+  orphanMinAgeMs: number;
+  shutdownDeadlineMs: number;
   ingestInlineMaxBytes: number;
   consistencyIntervalMs: number;
   managedVersioning: boolean;
@@ -67,6 +92,7 @@ export interface Config {
   autoRefreshMinRows: number;
   autoRefreshCooldownMs: number;
   workerHeapMb: number;
+  locationRole: string;
   apiKeys?: string;
   jwtJwksUrl?: string;
   jwtPublicKey?: string;
@@ -127,5 +153,6 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   }
   const cfg = out as unknown as Config;
   cfg.dataDir = path.resolve(cfg.dataDir);
+  if (!["read", "write", "admin"].includes(cfg.locationRole)) throw new Error(`location-role must be read, write or admin, got ${JSON.stringify(cfg.locationRole)}`);
   return cfg;
 }

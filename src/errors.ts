@@ -35,13 +35,14 @@ const statusOfCode: Record<number, number> = {
   19: 409, 20: 400, 21: 503, 22: 404, 23: 409,
 };
 
-// The contract's error table (docs/contract.md), with Quiver's 405, 413 and 415.
+// The contract's error table (docs/contract.md), with Quiver's 405, 408, 413 and 415.
 const kinds: Record<number, { type: string; title: string }> = {
   400: { type: "/errors/bad-request", title: "Malformed request" },
   401: { type: "/errors/unauthorized-request", title: "No valid authentication credentials for the operation" },
   403: { type: "/errors/forbidden-request", title: "Not authorized to make this request" },
   404: { type: "/errors/not-found-error", title: "Not found Error" },
   405: { type: "/errors/method-not-allowed", title: "Method not allowed" },
+  408: { type: "/errors/request-timeout", title: "Request body not received in time" },
   406: { type: "/errors/unsupported-operation", title: "The server does not support this operation" },
   409: { type: "/errors/conflict", title: "The namespace has been concurrently modified" },
   413: { type: "/errors/payload-too-large", title: "Request body too large" },
@@ -53,10 +54,13 @@ const kinds: Record<number, { type: string; title: string }> = {
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
-  constructor(code: ErrorCode, message: string, status?: number) {
+  /** Seconds a client should wait before retrying (503s), sent as Retry-After. */
+  readonly retryAfterS?: number;
+  constructor(code: ErrorCode, message: string, status?: number, retryAfterS?: number) {
     super(message);
     this.code = code;
     this.status = status ?? statusOfCode[code] ?? 500;
+    if (retryAfterS !== undefined) this.retryAfterS = retryAfterS;
   }
 }
 

@@ -7,6 +7,7 @@ import { createPipeline } from "./http/pipeline.js";
 import { startServer } from "./server.js";
 import { createServices } from "./services.js";
 import { loadUws } from "./util/runtime.js";
+import { reclaim } from "./operations/admin.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -16,20 +17,22 @@ async function main(): Promise<void> {
   const services = await createServices(config);
   const auth = setupAuth(config);
   const server = await startServer(services, createPipeline(services, auth.authenticate));
+  // After listening: a second start on a taken port must fail before touching the data directory.
+  await reclaim(services, "start");
   if (auth.generatedKey) {
     process.stdout.write(
       `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.dataDir)}):\n  ${auth.generatedKey}\n`,
     );
   }
   process.stdout.write(`listening on http://${config.host}:${server.port}\n`);
-  log.info("started", { dataDir: config.dataDir, workers: config.workers, port: server.port });
+  log.info("started", { dataDir: config.dataDir, workers: config.workers, port: server.port, pid: process.pid });
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info("stopping", { signal, inFlight: server.inFlight() });
-    await server.drain();
+    await server.drain(config.shutdownDeadlineMs);
     await services.close();
     process.exit(0);
   };

@@ -4,6 +4,7 @@
 import type { Role } from "./auth/principal.js";
 import type { Pattern } from "./http/router.js";
 import { notImplemented, type Operation } from "./operations/define.js";
+import * as admin from "./operations/admin.js";
 import * as branch from "./operations/branch.js";
 import * as column from "./operations/column.js";
 import * as data from "./operations/data.js";
@@ -46,6 +47,7 @@ export const routes: Pattern<RouteSpec>[] = [
   // Operations of the server itself
   r("GET", "/healthz", "Health", health.healthz, "public", "none"),
   r("GET", "/readyz", "Readiness", health.readyz, "public", "none"),
+  r("POST", "/v1/admin/reclaim", "ReclaimOrphanDirectories", admin.reclaimOrphanDirectories, "admin", "none"),
 
   // Namespaces
   r("POST", "/v1/namespace/{id}/create", "CreateNamespace", ns.createNamespace, "write"),

@@ -1,12 +1,18 @@
-// The uWS adapter: reads the request line and headers, starts reading the body, bounds the
-// requests in flight, and writes what the pipeline (src/http/pipeline.ts) answers, corked and with
-// backpressure. It knows nothing about routes' meaning, credentials or tables.
+// The uWS adapter: reads the request line and headers, reads the body (paced, without holding an
+// execution slot), bounds the requests in flight and the results streaming, and writes what the
+// pipeline (src/http/pipeline.ts) answers, corked and with backpressure. It knows nothing about
+// routes' meaning, credentials or tables.
+import net from "node:net";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from "uws-pack";
-import { ApiError, Code, internal, isApiError } from "./errors.js";
-import { openExchange, readBody, sendBody, sendEmpty, sendStream, type Exchange } from "./http/exchange.js";
-import type { Incoming, Outgoing, Pipeline } from "./http/pipeline.js";
+import type { Config } from "./config.js";
+import { internal, isApiError } from "./errors.js";
+import { openExchange, readBody, sendBody, sendEmpty, sendStream, type BodyPace, type Exchange, type StreamFlow } from "./http/exchange.js";
+import type { Incoming, Outgoing, Pipeline, Route } from "./http/pipeline.js";
+import { refusalError, type Refusal } from "./http/refusals.js";
+import { createResponseBudget } from "./http/response-budget.js";
 import { log } from "./log.js";
 import type { Services } from "./services.js";
+import { releaseAbandoned } from "./util/native-memory.js";
 import { loadUws } from "./util/runtime.js";
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
@@ -16,24 +22,50 @@ export interface Server {
   /** Requests holding an admission slot right now. */
   inFlight(): number;
   /** Stop accepting, wait (up to a deadline) for in-flight requests, then resolve. */
-  drain(deadlineMs?: number): Promise<void>;
+  drain(deadlineMs: number): Promise<void>;
 }
 
-async function write(x: Exchange, out: Outgoing): Promise<void> {
+async function write(x: Exchange, out: Outgoing, flow: StreamFlow): Promise<void> {
   switch (out.kind) {
     case "body":
       return sendBody(x, out.status, out.contentType, out.body, out.headers, out.close);
     case "empty":
       return sendEmpty(x, out.status, out.headers);
     case "stream":
-      return sendStream(x, out.status, out.contentType, out.chunks, out.headers);
+      return sendStream(x, out.status, out.contentType, out.chunks, out.headers, flow);
   }
+}
+
+/** The bounds a request passes before it runs, as plain counters and decisions. */
+function createAdmission(cfg: Config, lifecycle: { draining: boolean }) {
+  const counts = { inFlight: 0, bodyReaders: 0 };
+  return {
+    counts,
+    /** Why a new request needing an execution slot (and, while its body arrives, a reader place) cannot have one. */
+    refuse(readingBody: boolean): Refusal | null {
+      if (lifecycle.draining) return { reason: "draining", message: "server is shutting down", retryAfterS: 1 };
+      if (readingBody && counts.bodyReaders >= cfg.maxBodyReaders) {
+        return { reason: "body-readers", message: `more than ${cfg.maxBodyReaders} request bodies arriving; retry later`, retryAfterS: 1 };
+      }
+      return this.slotless();
+    },
+    /** Why a request whose body has arrived cannot run now (one accepted before a drain still runs). */
+    slotless(): Refusal | null {
+      if (counts.inFlight < cfg.maxInFlight) return null;
+      return { reason: "in-flight", message: `more than ${cfg.maxInFlight} requests in flight; retry later`, retryAfterS: 1 };
+    },
+    /** Requests accepted and not yet finished: running, or still receiving their body. */
+    busy: () => counts.inFlight + counts.bodyReaders,
+  };
 }
 
 export async function startServer(svc: Services, pipeline: Pipeline): Promise<Server> {
   const uWS = await loadUws();
   const cfg = svc.config;
-  let inFlight = 0;
+  const admission = createAdmission(cfg, svc.lifecycle);
+  const { counts } = admission;
+  const flow: StreamFlow = { idleMs: cfg.responseIdleMs, budget: createResponseBudget(cfg) };
+  const pace: BodyPace = { timeoutMs: cfg.bodyTimeoutMs, minRate: cfg.bodyMinRate };
   const app: TemplatedApp = uWS.App();
 
   function handle(res: HttpResponse, req: HttpRequest): void {
@@ -48,64 +80,126 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     if (method === "GET" || contentLength === 0) x.bodyRead = true;
 
     const routed = pipeline.route(method, path);
-    if (routed.kind === "answer") return void write(x, routed.out);
+    if (routed.kind === "answer") return void write(x, routed.out, flow);
     const r = routed.route;
     const admitted = r.spec.role !== "public";
-    if (admitted && (svc.lifecycle.draining || inFlight >= cfg.maxInFlight)) {
-      const why = svc.lifecycle.draining ? "server is shutting down" : `more than ${cfg.maxInFlight} requests in flight; retry later`;
-      return void write(x, pipeline.error(r.path, new ApiError(Code.ServiceUnavailable, why)));
-    }
+    const reading = r.body !== null && !x.bodyRead;
+    const refused = admitted ? admission.refuse(reading) : null;
+    if (refused) return void write(x, pipeline.error(r.path, refusalError(refused)), flow);
     // uWS drops body data that arrives before a reader is attached: start reading now.
-    const body = r.body ? readBody(x, r.body.limit, contentLength, r.body.what) : NO_BODY;
-    if (admitted) inFlight++;
+    const body = r.body ? readBody(x, r.body.limit, contentLength, r.body.what, pace) : NO_BODY;
+    void serve(x, r, { method, path, query, headers, signal: x.signal }, body, admitted && reading);
+  }
+
+  /** Wait for the body (holding only a reader place), then take an execution slot and run. */
+  async function serve(x: Exchange, r: Route, inc: Incoming, body: Promise<Uint8Array>, reading: boolean): Promise<void> {
+    const admitted = r.spec.role !== "public";
     const started = performance.now();
-    const inc: Incoming = { method, path, query, headers, signal: x.signal };
     let out: Outgoing | undefined;
-    pipeline
-      .run(r, inc, body)
-      .then(async (o) => {
-        out = o;
-        await write(x, o);
-      })
-      .catch((err: unknown) => {
-        // A stream that failed before its first byte can still be answered with an error body.
-        const requestId = out?.headers["x-request-id"] ?? "";
-        if (!isApiError(err)) log.error("response failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err) });
-        void write(x, pipeline.error(r.path, isApiError(err) ? err : internal(requestId), requestId));
-      })
-      .finally(() => {
-        if (admitted) inFlight--;
-        // A handler that never answered (it should not happen) must still end the exchange.
-        if (!x.done && !x.aborted) void write(x, pipeline.error(r.path, internal(out?.headers["x-request-id"] ?? "")));
-        log.debug("request", {
-          requestId: out?.headers["x-request-id"],
-          op: r.spec.name,
-          path: r.path,
-          status: x.aborted ? "aborted" : x.status,
-          ms: Math.round((performance.now() - started) * 10) / 10,
-          context: out?.context,
-        });
+    let slot = false;
+    let turn = false;
+    try {
+      if (reading) {
+        counts.bodyReaders++;
+        await body.catch(() => undefined);
+        counts.bodyReaders--;
+        if (x.aborted) return;
+        const refused = admission.slotless();
+        if (refused) throw refusalError(refused);
+      }
+      if (admitted) {
+        counts.inFlight++;
+        slot = true;
+      }
+      if (r.spec.op.streamsResults) {
+        const refused = await flow.budget.take(x.signal);
+        if (refused) throw refusalError(refused);
+        turn = true;
+      }
+      out = await pipeline.run(r, inc, body);
+      if (out.status === 408) log.warn("request body too slow", { requestId: out.headers["x-request-id"], op: r.spec.name, path: r.path });
+      await write(x, out, flow);
+    } catch (err) {
+      // A refusal, or a stream that failed before its first byte, can still be answered with an error body.
+      const requestId = out?.headers["x-request-id"] ?? "";
+      if (!isApiError(err)) log.error("response failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err) });
+      void write(x, pipeline.error(r.path, isApiError(err) ? err : internal(requestId), requestId), flow);
+    } finally {
+      if (slot) counts.inFlight--;
+      if (turn) flow.budget.give();
+      out?.release?.();
+      if (turn && (x.aborted || x.cut)) releaseAbandoned();
+      if (x.cut) log.warn("client took no response bytes; connection closed", { requestId: out?.headers["x-request-id"], op: r.spec.name, path: r.path, idleMs: cfg.responseIdleMs });
+      // A handler that never answered (it should not happen) must still end the exchange.
+      if (!x.done && !x.aborted) void write(x, pipeline.error(r.path, internal(out?.headers["x-request-id"] ?? "")), flow);
+      log.debug("request", {
+        requestId: out?.headers["x-request-id"],
+        op: r.spec.name,
+        path: r.path,
+        status: x.aborted ? "aborted" : x.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        context: out?.context,
       });
+    }
   }
 
   app.any("/*", handle);
 
+  return listen(app, cfg.host, cfg.port).then((socket) => ({
+    port: uWS.us_socket_local_port(socket as unknown as us_socket),
+    inFlight: () => counts.inFlight,
+    async drain(deadlineMs) {
+      svc.lifecycle.draining = true;
+      uWS.us_listen_socket_close(socket);
+      const until = Date.now() + deadlineMs;
+      while (admission.busy() > 0 && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
+    },
+  }));
+}
+
+// uWS listens with SO_REUSEPORT unless told otherwise, and then two servers on one port split the
+// connections between them. Both uWS builds accept (host, port, options, cb); their typings omit it.
+const EXCLUSIVE_PORT = 1; // ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
+
+function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
   return new Promise((resolve, reject) => {
-    app.listen(cfg.host, cfg.port, (socket: us_listen_socket | false) => {
-      if (!socket) {
-        reject(new Error(`cannot listen on ${cfg.host}:${cfg.port}`));
-        return;
-      }
-      resolve({
-        port: uWS.us_socket_local_port(socket as unknown as us_socket),
-        inFlight: () => inFlight,
-        async drain(deadlineMs = 30_000) {
-          svc.lifecycle.draining = true;
-          uWS.us_listen_socket_close(socket);
-          const until = Date.now() + deadlineMs;
-          while (inFlight > 0 && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
-        },
-      });
+    (app.listen as unknown as ListenWithOptions).call(app, host, port, EXCLUSIVE_PORT, (socket) => {
+      if (socket) resolve(socket);
+      else void whyNotListening(host, port).then((why) => reject(new Error(why)));
     });
+  });
+}
+
+/** uWS gives no reason for a failed listen; binding the same address with Node's net does. */
+async function whyNotListening(host: string, port: number): Promise<string> {
+  const code = await new Promise<string | null>((resolve) => {
+    const probe = net.createServer();
+    probe.once("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? null));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(null)));
+  });
+  if (code === "EADDRINUSE") return `port ${port} is in use by ${await holderOf(host, port)}`;
+  if (code === "EACCES") return `cannot listen on ${host}:${port}: permission denied`;
+  if (code === "EADDRNOTAVAIL") return `cannot listen on ${host}:${port}: not an address of this machine`;
+  return `cannot listen on ${host}:${port}${code ? `: ${code}` : ""}`;
+}
+
+/** Another Quiver answers /healthz with its JSON and a request id; anything else is another program. */
+function holderOf(host: string, port: number): Promise<string> {
+  const target = host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  return new Promise((resolve) => {
+    let reply = "";
+    const socket = net.connect({ host: target, port });
+    const done = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      const quiver = /^HTTP\/1\.1 200/.test(reply) && /\r\nx-request-id:/i.test(reply) && reply.includes('{"status":"ok"}');
+      resolve(quiver ? "another Quiver server" : "another program");
+    };
+    const timer = setTimeout(done, 2000);
+    socket.on("data", (d) => (reply += d.toString("latin1")));
+    socket.on("error", done);
+    socket.on("close", done);
+    socket.on("connect", () => socket.write(`GET /healthz HTTP/1.1\r\nhost: ${target}\r\nconnection: close\r\n\r\n`));
   });
 }

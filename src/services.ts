@@ -3,6 +3,7 @@
 import { mkdirSync } from "node:fs";
 import { privateDirOf, type Config } from "./config.js";
 import { openCatalog, type Catalog } from "./catalog/catalog.js";
+import { createClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
 import { openTables, type Tables } from "./engine/tables.js";
@@ -17,6 +18,8 @@ import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 export interface Services {
   config: Config;
   catalog: Catalog;
+  /** Table directories being created here, which reclaiming orphans leaves alone. */
+  claims: Claims;
   tables: Tables;
   /** Background work (index builds) tracked as durable transactions. */
   jobs: Jobs;
@@ -59,6 +62,7 @@ export async function createServices(config: Config): Promise<Services> {
   return {
     config,
     catalog,
+    claims: createClaims(),
     tables,
     jobs,
     pool,

@@ -5,7 +5,8 @@ import { readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { lanceNameOf } from "./locations.js";
 
-const DEREGISTERED = ".svc-deregistered";
+/** Marks a directory whose table was deregistered with its data kept. */
+export const DEREGISTERED = ".svc-deregistered";
 
 async function names(dir: string): Promise<string[]> {
   try {
@@ -28,8 +29,14 @@ export async function scanRootDatasets(root: string): Promise<Set<string>> {
   return found;
 }
 
-/** Keep a directory-listed table out of listings while its data stays (deregister). */
-export const markDeregistered = (dir: string) => writeFile(path.join(dir, DEREGISTERED), "");
+/** Mark a deregistered table's kept data: out of listings, never reclaimed. No directory, nothing to mark. */
+export async function markDeregistered(dir: string): Promise<void> {
+  try {
+    await writeFile(path.join(dir, DEREGISTERED), "");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
 
-/** Take a deregistration back (a batch commit that failed after it). */
+/** Take a deregistration's mark back (a batch commit that failed after it). */
 export const unmarkDeregistered = (dir: string) => rm(path.join(dir, DEREGISTERED), { force: true });

@@ -3,6 +3,7 @@
 // returns without responding and without onAborted, so every write goes through here.
 import type { HttpResponse } from "uws-pack";
 import { ApiError, Code } from "../errors.js";
+import type { ResponseBudget } from "./response-budget.js";
 import { statusLine } from "./status.js";
 
 export interface Exchange {
@@ -15,12 +16,14 @@ export interface Exchange {
   status: number;
   /** Fires when the client goes away mid-request. */
   signal: AbortSignal;
+  /** Quiver closed the connection because the client took no response bytes for too long. */
+  cut: boolean;
   onWritable?: () => void;
 }
 
 export function openExchange(res: HttpResponse): Exchange {
   const controller = new AbortController();
-  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, status: 0, signal: controller.signal };
+  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, status: 0, signal: controller.signal, cut: false };
   res.onAborted(() => {
     x.aborted = true;
     controller.abort();
@@ -32,12 +35,29 @@ export function openExchange(res: HttpResponse): Exchange {
 export const tooLarge = (limit: number, what: string) =>
   new ApiError(Code.InvalidInput, `${what} body larger than the limit of ${limit} bytes`, 413);
 
+/** How long a body may take: `timeoutMs` plus one second per `minRate` bytes of it. */
+export interface BodyPace {
+  timeoutMs: number;
+  minRate: number;
+}
+
+const allowedMs = (pace: BodyPace, bytes: number) => pace.timeoutMs + (bytes / pace.minRate) * 1000;
+
+const tooSlow = (pace: BodyPace, what: string, size: number, declared: number | null, ms: number) =>
+  new ApiError(
+    Code.InvalidInput,
+    `${what} body: ${size} of ${declared ?? "an unknown number of"} bytes arrived in ${(ms / 1000).toFixed(1)} s; ` +
+      `a body may take ${pace.timeoutMs} ms plus 1 s per ${pace.minRate} bytes`,
+    408,
+  );
+
 /**
  * Read the whole body, refusing one over `limit` as soon as that is known (from Content-Length
- * or while streaming) without reading the rest. Chunks are copied: uWS reuses their memory.
+ * or while streaming) without reading the rest, and one that arrives slower than `pace` allows
+ * (408). Chunks are copied: uWS reuses their memory.
  * Must be called synchronously inside the uWS handler, before any await, or data is lost.
  */
-export function readBody(x: Exchange, limit: number, declared: number | null, what: string): Promise<Uint8Array> {
+export function readBody(x: Exchange, limit: number, declared: number | null, what: string, pace: BodyPace): Promise<Uint8Array> {
   const p = new Promise<Uint8Array>((resolve, reject) => {
     if (declared === 0) {
       x.bodyRead = true;
@@ -54,11 +74,26 @@ export function readBody(x: Exchange, limit: number, declared: number | null, wh
     let parts: Buffer[] | null = declared === null ? [] : null;
     let size = 0;
     let failed = false;
+    const started = Date.now();
+    // Without a Content-Length the allowance grows with what has arrived.
+    const check = () => {
+      const elapsed = Date.now() - started;
+      const allowed = allowedMs(pace, declared ?? size);
+      if (elapsed < allowed) {
+        timer = setTimeout(check, allowed - elapsed);
+        return;
+      }
+      failed = true;
+      reject(tooSlow(pace, what, size, declared, elapsed));
+    };
+    let timer = setTimeout(check, allowedMs(pace, declared ?? 0));
+    x.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
     x.res.onData((chunk, isLast) => {
       if (failed) return;
       const n = chunk.byteLength;
       if (size + n > limit || (buf && size + n > buf.length)) {
         failed = true;
+        clearTimeout(timer);
         reject(size + n > limit ? tooLarge(limit, what) : new ApiError(Code.InvalidInput, "body longer than its Content-Length"));
         return;
       }
@@ -66,6 +101,7 @@ export function readBody(x: Exchange, limit: number, declared: number | null, wh
       else parts!.push(Buffer.from(chunk.slice(0)));
       size += n;
       if (isLast) {
+        clearTimeout(timer);
         const out = buf ? buf.subarray(0, size) : Buffer.concat(parts!, size);
         buf = null;
         parts = null;
@@ -115,11 +151,28 @@ export function sendEmpty(x: Exchange, status: number, headers: Record<string, s
   });
 }
 
-const waitWritable = (x: Exchange) =>
+/** How a streamed response is paced: the idle cut and the shared budget of unread bytes. */
+export interface StreamFlow {
+  idleMs: number;
+  budget: ResponseBudget;
+}
+
+/** Wait until the socket takes more; a client that takes nothing for `idleMs` is disconnected. */
+const waitWritable = (x: Exchange, idleMs: number, drained: (offset: number) => void) =>
   new Promise<void>((resolve) => {
-    x.onWritable = resolve;
-    x.res.onWritable(() => {
+    const timer = setTimeout(() => {
+      if (x.aborted) return;
+      x.cut = true;
+      x.res.close();
+    }, idleMs);
+    x.onWritable = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    x.res.onWritable((offset) => {
+      clearTimeout(timer);
       x.onWritable = undefined;
+      drained(offset);
       resolve();
       return true;
     });
@@ -129,19 +182,31 @@ const waitWritable = (x: Exchange) =>
 // one write with a Content-Length, a large one streams in chunks of about this size.
 const FLUSH_BYTES = 64 * 1024;
 
-/** Stream chunks (chunked encoding past FLUSH_BYTES), pausing whenever uWS reports backpressure. */
+/**
+ * Stream chunks (chunked encoding past FLUSH_BYTES). The next chunk is pulled only once the
+ * socket has taken the previous write, so a response holds about one write plus one engine batch;
+ * what uWS holds unsent is counted in the shared budget.
+ */
 export async function sendStream(
   x: Exchange,
   status: number,
   contentType: string,
   chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
-  headers: Record<string, string> = {},
+  headers: Record<string, string>,
+  flow: StreamFlow,
 ): Promise<void> {
   if (x.aborted || x.done) return;
   x.done = true;
   let started = false;
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
+  let written = 0;
+  let held = 0;
+  const account = (offset: number) => {
+    const now = x.aborted ? 0 : Math.max(0, written - offset);
+    flow.budget.hold(now - held);
+    held = now;
+  };
   const flush = async () => {
     const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
     pending = [];
@@ -152,26 +217,37 @@ export async function sendStream(
       started = true;
       ok = x.res.write(data);
     });
-    if (!ok) await waitWritable(x);
+    written += data.byteLength;
+    if (ok) return;
+    account(x.res.getWriteOffset());
+    await waitWritable(x, flow.idleMs, account);
   };
   try {
-    for await (const chunk of chunks) {
-      if (x.aborted) return;
-      pending.push(chunk);
-      pendingBytes += chunk.byteLength;
-      if (pendingBytes >= FLUSH_BYTES) await flush();
-      if (x.aborted) return;
-    }
-  } catch (err) {
-    // Before the first byte the caller can still answer with an error body; after it, only
-    // cutting the connection tells the client the body is incomplete.
-    if (!started) x.done = false;
-    else if (!x.aborted) x.res.close();
-    throw err;
+    await pump();
+  } finally {
+    flow.budget.hold(-held);
   }
-  const rest = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
-  x.res.cork(() => {
-    if (!started) head(x, status, contentType, headers);
-    x.res.end(rest);
-  });
+
+  async function pump(): Promise<void> {
+    try {
+      for await (const chunk of chunks) {
+        if (x.aborted) return;
+        pending.push(chunk);
+        pendingBytes += chunk.byteLength;
+        if (pendingBytes >= FLUSH_BYTES) await flush();
+        if (x.aborted) return;
+      }
+    } catch (err) {
+      // Before the first byte the caller can still answer with an error body; after it, only
+      // cutting the connection tells the client the body is incomplete.
+      if (!started) x.done = false;
+      else if (!x.aborted) x.res.close();
+      throw err;
+    }
+    const rest = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+    x.res.cork(() => {
+      if (!started) head(x, status, contentType, headers);
+      x.res.end(rest);
+    });
+  }
 }

@@ -8,8 +8,12 @@ import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, isApiError } from "../errors.js";
 import { log } from "../log.js";
 import type { OpContext, OpResult } from "../operations/types.js";
+import { privateDirOf } from "../config.js";
 import { routes, type RouteSpec } from "../routes.js";
 import type { Services } from "../services.js";
+import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
+import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
+import { refusalError } from "./refusals.js";
 import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
 import { parseJsonRows, type JsonRows } from "../engine/rows-in.js";
 import { rowFormat } from "./negotiate.js";
@@ -39,7 +43,10 @@ interface Head {
 }
 
 /** What to send back: a whole body, a stream of chunks (written with backpressure), or nothing. */
-export type Outgoing = Head &
+export type Outgoing = Head & {
+  /** Ends the request's hold on its credential's concurrency limit; call once it is written. */
+  release?: () => void;
+} &
   (
     | { kind: "body"; contentType: string; body: string | Uint8Array; close?: boolean }
     | { kind: "stream"; contentType: string; chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array> }
@@ -155,12 +162,27 @@ function encode(result: OpResult, head: Head): Outgoing {
 
 function errorOut(err: ApiError, instance: string, requestId: string, extra: Record<string, string> = {}): Outgoing {
   const headers: Record<string, string> = { "x-request-id": requestId, ...extra };
-  if (err.status === 503) headers["retry-after"] = "1";
-  // After a 413 the rest of the body is never read, so the connection cannot be reused.
-  return { status: err.status, headers, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 };
+  if (err.status === 503) headers["retry-after"] = String(err.retryAfterS ?? 1);
+  // After a 413 or 408 the rest of the body is never read, so the connection cannot be reused.
+  return { status: err.status, headers, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 || err.status === 408 };
 }
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
+
+/** A successful JSON or empty answer, as kept under an Idempotency-Key; anything else is not kept. */
+function keepable(out: Outgoing): KeptAnswer | null {
+  if (out.status >= 300) return null;
+  if (out.kind === "body" && typeof out.body === "string") return { status: out.status, contentType: out.contentType, body: out.body };
+  if (out.kind === "empty") return { status: out.status, contentType: null, body: "" };
+  return null;
+}
+
+/** The kept answer, sent again; the header says it is a replay. */
+function replayed(a: KeptAnswer, head: Head): Outgoing {
+  const headers = { ...head.headers, "idempotent-replayed": "true" };
+  if (a.contentType === null) return { ...head, headers, status: a.status, kind: "empty" };
+  return { ...head, headers, status: a.status, kind: "body", contentType: a.contentType, body: a.body };
+}
 
 export function createPipeline(svc: Services, authenticate: Authenticate): Pipeline {
   const match = compileRoutes(routes);
@@ -182,7 +204,25 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     return { kind: "answer", out: errorOut(new ApiError(Code.InvalidInput, `no such endpoint: ${method} ${path}`, 404), path, requestId) };
   }
 
-  async function execute(r: Route, inc: Incoming, body$: Promise<Uint8Array>, requestId: string, context: Record<string, string>): Promise<Outgoing> {
+  const limiter: RateLimiter | null = cfg.rateLimitRps > 0 || cfg.rateLimitConcurrent > 0 ? createRateLimiter(cfg) : null;
+  const idempotency: Idempotency = openIdempotency(privateDirOf(cfg.dataDir), cfg.idempotencyWindowMs);
+
+  /** Admit the request under its credential's limits; the release is kept in `held`. */
+  function limit(p: Principal, held: { release?: () => void }): void {
+    if (!limiter) return;
+    const entry = limiter.enter(p.subject);
+    if ("refusal" in entry) throw refusalError(entry.refusal);
+    held.release = entry.release;
+  }
+
+  async function execute(
+    r: Route,
+    inc: Incoming,
+    body$: Promise<Uint8Array>,
+    requestId: string,
+    context: Record<string, string>,
+    held: { release?: () => void },
+  ): Promise<Outgoing> {
     const { spec } = r;
     const query = new URLSearchParams(inc.query);
     const delimiter = query.get("delimiter") || DEFAULT_DELIMITER;
@@ -208,6 +248,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
       principal = await authenticate({ apiKey: identity?.api_key ?? undefined, bearer: identity?.auth_token ?? undefined });
     }
     authorise(principal!, spec, id);
+    if (spec.role !== "public") limit(principal!, held);
     if (id !== null && body.id !== undefined && body.id !== null && !(Array.isArray(body.id) && sameId(body.id, id))) {
       throw new ApiError(Code.InvalidInput, `id: body id ${JSON.stringify(body.id)} differs from the path's ${JSON.stringify(id)}`);
     }
@@ -230,15 +271,31 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
       signal: inc.signal,
       svc,
     };
-    return encode(await op.handler(ctx), { status: 200, headers: { "x-request-id": requestId }, op: spec.name, context });
+    const head: Head = { status: 200, headers: { "x-request-id": requestId }, op: spec.name, context };
+    const key = inc.headers["idempotency-key"];
+    if (key === undefined || spec.role === "read" || spec.role === "public") return encode(await op.handler(ctx), head);
+    const claim = await idempotency.claim(principal!.subject, key, { method: inc.method, path: r.path, query: inc.query, body: bytes });
+    if (claim.kind === "replay") return replayed(claim.answer, head);
+    let answer: KeptAnswer | null = null;
+    try {
+      const out = encode(await op.handler(ctx), head);
+      answer = keepable(out);
+      return out;
+    } finally {
+      await claim.keep(answer);
+    }
   }
 
   async function run(r: Route, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
     const requestId = requestIdOf(inc.headers);
     const context = headerContext(inc.headers);
+    const held: { release?: () => void } = {};
     try {
-      return await execute(r, inc, body$, requestId, context);
+      const out = await execute(r, inc, body$, requestId, context, held);
+      if (held.release) out.release = held.release;
+      return out;
     } catch (err) {
+      held.release?.();
       const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
       if (out) return { ...out, op: r.spec.name, context };
       log.error("request failed", { requestId, op: r.spec.name, path: r.path, context, error: String((err as Error)?.stack ?? err) });
@@ -253,7 +310,11 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     dispatch(inc, body) {
       const routed = route(inc.method, inc.path);
       if (routed.kind === "answer") return Promise.resolve(routed.out);
-      return run(routed.route, inc, body ? Promise.resolve(body) : NO_BODY);
+      // In process the caller reads the answer at once: the credential's hold ends here.
+      return run(routed.route, inc, body ? Promise.resolve(body) : NO_BODY).then((out) => {
+        out.release?.();
+        return out;
+      });
     },
   };
 }

@@ -8,6 +8,8 @@ export type BodyKind = "json" | "arrow" | "none";
 
 export interface Operation {
   body: BodyKind;
+  /** Its answer may be a large stream the engine computes as it is sent: it waits for a turn first. */
+  streamsResults?: boolean;
   validate?: Validator<unknown>;
   handler: Handler;
 }
@@ -15,6 +17,9 @@ export interface Operation {
 export function jsonOp<S extends TSchema>(schema: S, handler: Handler<Static<S>>): Operation {
   return { body: "json", validate: compile(schema), handler: handler as Handler };
 }
+
+/** Mark an operation whose answer may be a large engine stream (see Operation.streamsResults). */
+export const streaming = (op: Operation): Operation => ({ ...op, streamsResults: true });
 
 /** Operations whose inputs are the path and query only; any body is ignored. */
 export const queryOp = (handler: Handler<undefined>): Operation => ({ body: "none", handler });

@@ -185,7 +185,7 @@ export const batchCommitTables = jsonOp(BatchCommitTables, async ({ body, svc, p
     switch (kind) {
       case "declare_table":
         return async () => {
-          const d = await declareIn(svc, id, op.declare_table!);
+          const d = await declareIn(svc, id, op.declare_table!, principal);
           return { result: { declare_table: d.response }, undo: d.undo };
         };
       case "create_table_version":

@@ -3,7 +3,7 @@ import { analyzeQuery, explainQuery, runQuery, runQueryJson } from "../engine/qu
 import type { QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
 import type { Services } from "../services.js";
-import { jsonOp } from "./define.js";
+import { jsonOp, streaming } from "./define.js";
 import { querySpec } from "./query-spec.js";
 import { openTable } from "./table-ref.js";
 import { json } from "./types.js";
@@ -17,12 +17,12 @@ async function target(svc: Services, id: string[], body: { version?: number | nu
 
 const JSON_ROWS = { json: "application/json", ndjson: "application/x-ndjson" } as const;
 
-export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat }) => {
+export const queryTable = streaming(jsonOp(QueryRequest, async ({ id, body, svc, rowFormat }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
   if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await runQuery(table, spec, name) };
   return { kind: "bytes", contentType: JSON_ROWS[rowFormat], chunks: await runQueryJson(table, spec, name, rowFormat === "ndjson") };
-});
+}));
 
 /** Upstream answers both plan operations with a plain JSON string. */
 export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {

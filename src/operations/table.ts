@@ -4,7 +4,7 @@ import { mkdir, rm } from "node:fs/promises";
 import type { Static } from "@sinclair/typebox";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
-import { covers } from "../auth/principal.js";
+import { covers, roleRank, type Principal, type Role } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
 import { lanceNameOf, newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
@@ -59,11 +59,14 @@ async function claim(dir: string): Promise<boolean> {
  * A derived location whose directory this request created, so concurrent creators (and kept data
  * of a deregistered table) never share one: the first gets `<name>.lance`, others a random name.
  */
-async function claimLocation(svc: Services, id: readonly string[]): Promise<string> {
-  let loc = newLocation(id);
-  // Prefixing an empty segment forces newLocation's randomised form.
-  while (!(await claim(resolveLocation(svc.tables.root, loc)))) loc = newLocation(["", ...id]);
-  return loc;
+async function claimLocation(svc: Services, id: readonly string[]): Promise<{ location: string; release: () => void }> {
+  for (let loc = newLocation(id); ; loc = newLocation(["", ...id])) {
+    // Held before the directory exists, so reclaiming orphans never sees it unheld.
+    const release = svc.claims.hold(loc);
+    if (await claim(resolveLocation(svc.tables.root, loc))) return { location: loc, release };
+    // Taken: prefixing an empty segment forces newLocation's randomised form.
+    release();
+  }
 }
 
 /** Tables that have data (not declared only), in the given order. */
@@ -95,14 +98,19 @@ export const listAllTables = queryOp(async ({ query, svc, principal, delimiter }
 
 // ---- create / declare / register ----
 
-export const createTable = arrowOp(async ({ id, query, raw, rows, svc }) => {
+/** A location lets the client open the files itself (README, Security): only roles configured for it get one. */
+const located = (svc: Services, p: Principal) => roleRank[p.role] >= roleRank[svc.config.locationRole as Role];
+const locationFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { location: dir } : {});
+const uriFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { table_uri: dir } : {});
+
+export const createTable = arrowOp(async ({ id, query, raw, rows, svc, principal }) => {
   tableName(id);
   const mode = modeParam(query, "mode", ["create", "exist_ok", "overwrite"] as const, "create");
   const properties = mapParam(query, "properties");
   const data = rows ? storable(createTableFromRows(rows, objectIdOf(id))) : await svc.pool.ingest(raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
-  if (!existingTable(svc, id)) return createNew(svc, id, data, properties ?? {});
+  if (!existingTable(svc, id)) return createNew(svc, principal, id, data, properties ?? {});
   // Filling a declared table or overwriting one writes at its location: one writer at a time.
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
@@ -112,7 +120,7 @@ export const createTable = arrowOp(async ({ id, query, raw, rows, svc }) => {
     if (!declaredOnly && mode === "create") throw alreadyExists(id);
     if (!declaredOnly && mode === "exist_ok") {
       const t = await svc.tables.open(existing);
-      return json({ location: dir, version: await t.version(), properties: existing.properties });
+      return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: existing.properties });
     }
     if (!creatable(existing.location!)) {
       throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
@@ -122,7 +130,7 @@ export const createTable = arrowOp(async ({ id, query, raw, rows, svc }) => {
     svc.tables.evict(existing.objectId);
     const entry = { ...existing, properties: properties ?? existing.properties };
     if (properties) await svc.catalog.upsert(entry);
-    return json({ location: dir, version: await t.version(), properties: entry.properties });
+    return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: entry.properties });
   });
 });
 
@@ -131,7 +139,7 @@ export const createTable = arrowOp(async ({ id, query, raw, rows, svc }) => {
  * gets its row; on any failure the directory is removed again. Answers the entry and the table.
  */
 export async function createEntry(svc: Services, id: string[], properties: Record<string, string>, make: (location: string) => Promise<lancedb.Table>) {
-  const location = await claimLocation(svc, id);
+  const { location, release } = await claimLocation(svc, id);
   const dir = resolveLocation(svc.tables.root, location);
   const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
   let table: lancedb.Table;
@@ -148,13 +156,15 @@ export async function createEntry(svc: Services, id: string[], properties: Recor
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
+  } finally {
+    release();
   }
   return { entry, table, dir };
 }
 
-async function createNew(svc: Services, id: string[], data: A.Table, properties: Record<string, string>) {
+async function createNew(svc: Services, principal: Principal, id: string[], data: A.Table, properties: Record<string, string>) {
   const { table, dir } = await createEntry(svc, id, properties, (location) => createDataset(svc.tables, location, data, "create"));
-  return json({ location: dir, version: await table.version(), properties });
+  return json({ ...locationFor(svc, principal, dir), version: await table.version(), properties });
 }
 
 /** Remove a table's data and what Quiver keeps about it (a view's definition, computed-value versions). */
@@ -167,29 +177,34 @@ export async function removeTableData(svc: Services, entry: Entry): Promise<void
  * Declare table `id` (the caller holds the catalog's exclusive section). Answers the response body
  * and a way to take the declaration back, for batch commits that fail later.
  */
-export async function declareIn(svc: Services, id: string[], body: Static<typeof DeclareTable>) {
+export async function declareIn(svc: Services, id: string[], body: Static<typeof DeclareTable>, principal: Principal) {
   tableName(id);
   const properties = body.properties ?? {};
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
   if (existingTable(svc, id)) throw alreadyExists(id);
-  const location = body.location ? normaliseLocation(svc.tables.root, body.location) : await claimLocation(svc, id);
+  const given = body.location ? normaliseLocation(svc.tables.root, body.location) : null;
+  const { location, release } = given ? { location: given, release: svc.claims.hold(given) } : await claimLocation(svc, id);
   const dir = resolveLocation(svc.tables.root, location);
-  if (body.location) {
-    if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
-    if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
-  }
   const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
   try {
-    await reserve(dir);
-    await svc.catalog.insert(entry, Code.TableAlreadyExists);
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
+    if (body.location) {
+      if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
+      if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
+    }
+    try {
+      await reserve(dir);
+      await svc.catalog.insert(entry, Code.TableAlreadyExists);
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  } finally {
+    release();
   }
   return {
     // LanceDB's client writes the data itself, at this (absolute) location.
-    response: { location: dir, properties, managed_versioning: svc.config.managedVersioning },
+    response: { ...locationFor(svc, principal, dir), properties, managed_versioning: svc.config.managedVersioning },
     undo: async () => {
       await svc.catalog.remove([entry]);
       await rm(dir, { recursive: true, force: true });
@@ -197,8 +212,8 @@ export async function declareIn(svc: Services, id: string[], body: Static<typeof
   };
 }
 
-export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc }) =>
-  svc.catalog.exclusive(async () => json((await declareIn(svc, id, body)).response)),
+export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc, principal }) =>
+  svc.catalog.exclusive(async () => json((await declareIn(svc, id, body, principal)).response)),
 );
 
 export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc }) => {
@@ -253,7 +268,7 @@ async function basicStats(t: lancedb.Table, version: number) {
 const notDeclaredVersion = (entry: Entry) =>
   new ApiError(Code.TableVersionNotFound, `table ${q(entry.objectId)} is declared only and has no versions yet`);
 
-export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc, lancedbClient }) => {
+export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc, lancedbClient, principal }) => {
   const entry = await requireTable(svc.catalog, id);
   if (body.tag && (body.version != null || body.branch)) throw invalid("tag: cannot be combined with version or branch");
   const withUri = body.with_table_uri ?? boolParam(query, "with_table_uri", false);
@@ -262,8 +277,8 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
   const base = {
     table: leaf(entry),
     namespace: entry.id.slice(0, -1),
-    location: dir,
-    ...(withUri ? { table_uri: dir } : {}),
+    ...locationFor(svc, principal, dir),
+    ...(withUri ? uriFor(svc, principal, dir) : {}),
     properties: entry.properties,
     managed_versioning: svc.config.managedVersioning,
   };
@@ -308,12 +323,12 @@ export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
 export async function deregisterIn(svc: Services, id: string[]) {
   await svc.catalog.refresh(true);
   const entry = await requireTable(svc.catalog, id);
-  // A root `<name>.lance` dataset would reappear in the directory listing with its data: mark it.
-  const marked = entry.listed || (entry.location !== null && lanceNameOf(entry.location) !== null);
-  if (marked) await markDeregistered(dirOf(svc, entry));
+  // Kept data is marked: a directory-listed table would reappear with it, and reclaiming orphans
+  // must not take what a deregister deliberately kept.
+  await markDeregistered(dirOf(svc, entry));
   await svc.catalog.remove([entry]);
   const undo = async () => {
-    if (marked) await unmarkDeregistered(dirOf(svc, entry));
+    await unmarkDeregistered(dirOf(svc, entry));
     if (!entry.listed) await svc.catalog.insert(entry, Code.TableAlreadyExists);
     await svc.catalog.refresh(true);
   };

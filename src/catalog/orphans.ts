@@ -1,0 +1,84 @@
+// Orphan table directories: left by a crash between writing a table's data and inserting its
+// catalog row (here or in another process using the directory catalog, e.g. LanceDB itself).
+// A directory directly in the data directory is reclaimed only when it looks like a table
+// directory (empty, or holding Lance's `_versions`/`data`/`_indices`/`_transactions` or a
+// reservation marker), nothing names it (no catalog row, not a listed root dataset, not
+// deregistered-with-data, not being created here), and neither it nor anything directly inside it
+// changed for `minAgeMs`, so a writer between its data and its row is never touched.
+import { lstat, readdir, rm } from "node:fs/promises";
+import path from "node:path";
+import type { Catalog } from "./catalog.js";
+import type { Claims } from "./claims.js";
+import { DEREGISTERED } from "./root-listing.js";
+
+const TABLE_PARTS = new Set(["_versions", "data", "_indices", "_transactions", "_deletions", ".svc-reserved"]);
+/** The directory catalog's own table. */
+const MANIFEST_DIR = "__manifest";
+
+export interface Reclaimed {
+  /** Locations removed (relative to the data directory). */
+  removed: string[];
+  /** Unreferenced table directories left because they are younger than the safety age. */
+  young: string[];
+}
+
+export interface OrphanScope {
+  root: string;
+  catalog: Catalog;
+  claims: Claims;
+  minAgeMs: number;
+}
+
+async function entriesOf(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** The newest change of a directory or of anything directly inside it, ms since the epoch. */
+async function lastChange(dir: string, inside: string[]): Promise<number> {
+  const stats = await Promise.all([dir, ...inside.map((n) => path.join(dir, n))].map((p) => lstat(p).catch(() => null)));
+  return Math.max(...stats.map((s) => (s ? s.mtimeMs : Date.now())));
+}
+
+/** Top-level directory a catalog location lives in (locations may be relative, absolute or file://). */
+function topOf(root: string, location: string): string | null {
+  const abs = path.resolve(root, location.replace(/^file:\/\//, ""));
+  const rel = path.relative(root, abs);
+  if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) return null;
+  return rel.split(path.sep)[0];
+}
+
+export async function reclaimOrphans(scope: OrphanScope, onRemoved: (location: string, ageMs: number) => void): Promise<Reclaimed> {
+  const { root, catalog, claims, minAgeMs } = scope;
+  await catalog.refresh(true);
+  const named = new Set<string>([MANIFEST_DIR]);
+  for (const e of catalog.allTables()) {
+    const top = e.location ? topOf(root, e.location) : null;
+    if (top) named.add(top);
+  }
+  const out: Reclaimed = { removed: [], young: [] };
+  for (const name of await entriesOf(root)) {
+    if (name.startsWith(".") || named.has(name) || claims.has(name)) continue;
+    const dir = path.join(root, name);
+    const st = await lstat(dir).catch(() => null);
+    if (!st?.isDirectory()) continue;
+    const inside = await entriesOf(dir);
+    if (inside.includes(DEREGISTERED)) continue;
+    if (inside.length > 0 && !inside.some((n) => TABLE_PARTS.has(n))) continue;
+    const age = Date.now() - (await lastChange(dir, inside));
+    if (age < minAgeMs) {
+      out.young.push(name);
+      continue;
+    }
+    // Re-check against the catalog as it is now: a row may have arrived since the scan began.
+    await catalog.refresh(true);
+    if (claims.has(name) || catalog.allTables().some((e) => e.location && topOf(root, e.location) === name)) continue;
+    await rm(dir, { recursive: true, force: true });
+    out.removed.push(name);
+    onRemoved(name, Math.round(age));
+  }
+  return out;
+}
