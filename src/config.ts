@@ -23,6 +23,8 @@ export const options = [
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
+  { key: "batch-max", kind: "int", def: 64, min: 0, doc: "most concurrent vector searches on one table sent to the engine as one multi-vector search (0: no batching); see Query batching" },
+  { key: "batch-slots", kind: "int", def: 1, min: 1, doc: "engine calls one group of compatible vector searches runs at once before further searches wait to be batched" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
@@ -53,6 +55,8 @@ export interface Config {
   maxJsonBody: number;
   maxArrowBody: number;
   maxInFlight: number;
+  batchMax: number;
+  batchSlots: number;
   maxQueue: number;
   ingestInlineMaxBytes: number;
   consistencyIntervalMs: number;

@@ -5,6 +5,7 @@ import { privateDirOf, type Config } from "./config.js";
 import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
+import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
@@ -18,6 +19,8 @@ export interface Services {
   config: Config;
   catalog: Catalog;
   tables: Tables;
+  /** Runs queries, batching concurrent compatible vector searches into one engine call. */
+  searches: SearchBatcher;
   /** Background work (index builds) tracked as durable transactions. */
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
@@ -60,6 +63,7 @@ export async function createServices(config: Config): Promise<Services> {
     config,
     catalog,
     tables,
+    searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
     jobs,
     pool,
     valueVersions,

@@ -8,6 +8,8 @@ import { translateQueryError } from "./query-errors.js";
 import type { FtsSpec, QuerySpec } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
+/** A query's answer: the chunks of one Arrow IPC file. */
+export type QueryResult = Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
 /** Each next() is one record batch as a complete little Arrow IPC file; null at the end. */
 export interface NativeIterator {
   next(): Promise<Buffer | null>;
@@ -180,7 +182,7 @@ async function emptyResult(q: Builder): Promise<Uint8Array> {
  * Run a query; resolves once the first result batch exists, so engine errors surface before any
  * byte is sent. The chunks form one Arrow IPC file, pulled from the engine batch by batch.
  */
-export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<Iterable<Uint8Array> | AsyncIterable<Uint8Array>> {
+export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<QueryResult> {
   try {
     const q = await build(table, s, name);
     if (s.k === 0) {

@@ -1,5 +1,5 @@
 // QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (docs/contract.md; lance-namespace `QueryTableRequest`).
-import { analyzeQuery, explainQuery, runQuery } from "../engine/query.js";
+import { analyzeQuery, explainQuery } from "../engine/query.js";
 import type { QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
 import type { Services } from "../services.js";
@@ -15,10 +15,10 @@ async function target(svc: Services, id: string[], body: { version?: number | nu
   return { table, name: entry.objectId };
 }
 
-export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc }) => {
+export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, signal }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
-  return { kind: "bytes", contentType: ARROW_FILE, chunks: await runQuery(table, spec, name) };
+  return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, signal) };
 });
 
 /** Upstream answers both plan operations with a plain JSON string. */
