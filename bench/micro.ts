@@ -24,7 +24,7 @@ const KEY = "micro-bench-key";
 const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
 const svc = await createServices(config);
 const pipeline = createPipeline(svc, setupAuth(config).authenticate);
-const signal = new AbortController().signal;
+const signal = () => new AbortController().signal;
 const request = (p: string): Incoming => ({ method: "POST", path: p, query: "", headers: { "x-api-key": KEY }, signal });
 const describeBody = Buffer.from("{}");
 const queryBody = Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(queryVectors({ dim: 128, rank: 16, seed: 42 }, 1)[0]) }, k: 10, nprobes: 20, filter: "category = 'beta'" }));

@@ -4,7 +4,7 @@
 import uWS from "uWebSockets.js";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { ApiError, Code, internal, isApiError } from "./errors.js";
-import { openExchange, readBody, sendBody, sendEmpty, sendStream, type Exchange } from "./http/exchange.js";
+import { openExchange, readBody, signalOf, sendBody, sendEmpty, sendStream, type Exchange } from "./http/exchange.js";
 import type { Incoming, Outgoing, Pipeline } from "./http/pipeline.js";
 import { log } from "./log.js";
 import type { Services } from "./services.js";
@@ -58,7 +58,13 @@ export function startServer(svc: Services, pipeline: Pipeline): Promise<Server> 
     const body = r.body ? readBody(x, r.body.limit, contentLength, r.body.what) : NO_BODY;
     if (admitted) inFlight++;
     const started = performance.now();
-    const inc: Incoming = { method, path, query, headers, signal: x.signal };
+    const inc: Incoming = {
+      method,
+      path,
+      query,
+      headers,
+      signal: () => signalOf(x),
+    };
     let out: Outgoing | undefined;
     pipeline
       .run(r, inc, body)
@@ -76,6 +82,7 @@ export function startServer(svc: Services, pipeline: Pipeline): Promise<Server> 
         if (admitted) inFlight--;
         // A handler that never answered (it should not happen) must still end the exchange.
         if (!x.done && !x.aborted) void write(x, pipeline.error(r.path, internal(out?.headers["x-request-id"] ?? "")));
+        if (!log.enabled("debug")) return;
         log.debug("request", {
           requestId: out?.headers["x-request-id"],
           op: r.spec.name,

@@ -14,7 +14,8 @@ import type { QuerySpec } from "./query-spec.js";
 
 export interface SearchBatcher {
   /** runQuery, sharing the engine call with compatible concurrent searches where it can. */
-  run(table: lancedb.Table, spec: QuerySpec, name: string, signal?: AbortSignal): Promise<QueryResult>;
+  /** `gone` says whether the client has left (checked before a waiting search is sent). */
+  run(table: lancedb.Table, spec: QuerySpec, name: string, gone?: () => boolean): Promise<QueryResult>;
 }
 
 export interface BatchOptions {
@@ -27,7 +28,7 @@ export interface BatchOptions {
 interface Member {
   /** One vector, or a client's own multi_vector list. */
   vectors: number[][];
-  signal?: AbortSignal;
+  gone?: () => boolean;
   resolve(r: QueryResult): void;
   reject(e: unknown): void;
 }
@@ -46,7 +47,7 @@ const batchable = (s: QuerySpec) => s.vectors !== null && s.fts === null && s.k 
  *  shares a batch with vectors of its own length (and then falls back to running alone). */
 const keyOf = (s: QuerySpec) => JSON.stringify({ ...s, vectors: s.vectors![0].length, multi: null });
 
-const gone = () => new ApiError(Code.InvalidInput, "client closed the connection");
+const closed = () => new ApiError(Code.InvalidInput, "client closed the connection");
 
 async function collect(result: QueryResult): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
@@ -155,8 +156,8 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     while (g.waiting.length && (out.length === 0 || vectors + g.waiting[0].vectors.length <= opts.batchMax)) {
       const m = g.waiting.shift()!;
       // A client that left while waiting is answered (for the log) and never sent to the engine.
-      if (m.signal?.aborted) {
-        m.reject(gone());
+      if (m.gone?.()) {
+        m.reject(closed());
         continue;
       }
       vectors += m.vectors.length;
@@ -172,12 +173,12 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   }
 
   return {
-    run(table, spec, name, signal) {
+    run(table, spec, name, gone) {
       if (opts.batchMax < 2 || !batchable(spec)) return runQuery(table, spec, name);
       const key = keyOf(spec);
       const g = groupOf(table, key);
       return new Promise<QueryResult>((resolve, reject) => {
-        const m: Member = { vectors: spec.vectors!, signal, resolve, reject };
+        const m: Member = { vectors: spec.vectors!, gone, resolve, reject };
         if (g.running < opts.slots) dispatch(table, spec, name, g, [m], key);
         else g.waiting.push(m);
       });

@@ -18,7 +18,7 @@ async function target(svc: Services, id: string[], body: { version?: number | nu
 export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, signal }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
-  return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, signal) };
+  return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, () => signal().aborted) };
 });
 
 /** Upstream answers both plan operations with a plain JSON string. */

@@ -19,8 +19,8 @@ export interface OpContext<B = any> {
   /** Sent by LanceDB's remote (Cloud) client (it adds `x-lancedb-database`), which reads a few
    *  response shapes in LanceDB's older vocabulary rather than lance-namespace's. */
   lancedbClient: boolean;
-  /** Aborted when the client goes away, so long work can stop early. */
-  signal: AbortSignal;
+  /** Aborted when the client goes away, so long work can stop early; made on first call. */
+  signal: () => AbortSignal;
   svc: Services;
 }
 
