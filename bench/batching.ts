@@ -3,6 +3,7 @@
 //
 //   node dist/bench/batching.js --data-dir ./bench-data [--batch-max 0,2,4,8,16,32,64,128]
 //        [--batch-slots 1,2] [--levels 32,128] [--rounds 3] [--duration 5] [--warmup 1]
+//        [--vectors 1]   (query vectors per request; more than 1 sends multi_vector requests)
 import { parseArgs } from "node:util";
 import { queryVectors } from "./dataset.js";
 import { BENCH_TABLE, datasetArgs } from "./generate.js";
@@ -20,15 +21,19 @@ const { values } = parseArgs({
     duration: { type: "string", default: "5" },
     warmup: { type: "string", default: "1" },
     nprobes: { type: "string", default: "20" },
+    vectors: { type: "string", default: "1" },
   },
 });
 const { dataDir, spec } = datasetArgs();
 const list = (s: unknown) => String(s).split(",").map(Number);
 const KEY = "bench-admin-key";
 const HEADERS = `x-api-key: ${KEY}\r\ncontent-type: application/json\r\n`;
-const bodies = queryVectors(spec, 1000).map((v) =>
-  Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(v) }, k: 10, nprobes: Number(values.nprobes) })),
-);
+const PER = Number(values.vectors);
+const pool = queryVectors(spec, 1000).map((v) => Array.from(v));
+const bodies = pool.map((v, i) => {
+  const vector = PER > 1 ? { multi_vector: Array.from({ length: PER }, (_, j) => pool[(i + j * 250) % pool.length]) } : { single_vector: v };
+  return Buffer.from(JSON.stringify({ vector, k: 10, nprobes: Number(values.nprobes) }));
+});
 
 async function phase(url: URL, c: number, seconds: number): Promise<Result> {
   const conns = Array.from({ length: c }, () => new Conn(url.hostname, Number(url.port)));
@@ -51,7 +56,7 @@ try {
     procs.push(p);
     urls.push(new URL(p.url));
   }
-  console.log(`vector search k=10, nprobes ${values.nprobes}, ${values.duration} s phases, medians of ${values.rounds} alternating rounds`);
+  console.log(`vector search k=10, nprobes ${values.nprobes}, ${PER} vector(s) per request, ${values.duration} s phases, medians of ${values.rounds} alternating rounds`);
   console.log("| in flight | --batch-max | --batch-slots | QPS | p50 ms | p99 ms |");
   console.log("|---|---|---|---|---|---|");
   for (const c of list(values.levels)) {

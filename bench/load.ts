@@ -3,7 +3,8 @@
 // --batch-max) and one without (--batch-max 0), and a bare uWS echo server, then reports:
 //   1. recall@10 of indexed search against exact search, 50 queries sent at once (so they batch);
 //   2. other operations (filtered vector search, multi-vector search, full-text, count, describe, a mix);
-//   3. namespace describe against the bare uWS echo, alternating rounds, as a ratio;
+//   3. namespace describe against the bare uWS echo, alternating rounds, as ratios of req/s and of
+//      server CPU per request;
 //   4. vector search at each concurrency in --levels: Quiver batched, Quiver unbatched and LanceDB
 //      in-process (one search per call, toArrow), alternating rounds; medians and ratios.
 //
@@ -11,6 +12,7 @@
 //        [--duration 10] [--warmup 2] [--concurrency 32] [--echo-concurrency 64]
 //        [--ops vector_filter,multi_vector,fts,count,describe,mix] [--workers N] [--batch-max N]
 import * as lancedb from "@lancedb/lancedb";
+import { readFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { parseArgs } from "node:util";
 import { queryVectors } from "./dataset.js";
@@ -81,8 +83,22 @@ const pickFor = (op: string) => (loop: number, i: number) => {
   return { path: o.path, body: o.bodies[(loop * 31 + i) % o.bodies.length] };
 };
 
-/** One closed-loop phase over HTTP (after a warm-up of the same), `c` connections. */
-async function httpPhase(url: URL, name: string, op: string, c: number): Promise<Result> {
+/** CPU seconds a process has used (user + system), from /proc; null where there is no /proc. */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One closed-loop phase over HTTP (after a warm-up of the same), `c` connections. With the
+ * server's `pid`, also the server's CPU time per answered request (µs), which the client's own
+ * speed does not cap.
+ */
+async function httpPhase(url: URL, name: string, op: string, c: number, pid?: number): Promise<Result & { cpuUs?: number }> {
   const pick = pickFor(op);
   const conns = Array.from({ length: c }, () => new Conn(url.hostname, Number(url.port)));
   const phase = (n: string, s: number) =>
@@ -93,9 +109,12 @@ async function httpPhase(url: URL, name: string, op: string, c: number): Promise
     });
   try {
     if (WARM > 0) await phase(name, WARM);
+    const cpu0 = pid ? cpuSeconds(pid) : null;
     const r = await phase(name, D);
-    console.log(line(r));
-    return r;
+    const cpu1 = pid ? cpuSeconds(pid) : null;
+    const cpuUs = cpu0 !== null && cpu1 !== null && r.ok ? ((cpu1 - cpu0) * 1e6) / r.ok : undefined;
+    console.log(line(r) + (cpuUs !== undefined ? `  server CPU ${cpuUs.toFixed(1)} µs/request` : ""));
+    return { ...r, cpuUs };
   } finally {
     conns.forEach((x) => x.close());
   }
@@ -134,11 +153,12 @@ async function recall(url: URL, extra: object, n = 50): Promise<number> {
   return hits / (n * 10);
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
 /** Median over rounds of each figure (QPS and each percentile taken separately). */
 function medians(rs: Result[]) {
-  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   const ss = rs.map(summary);
-  return { qps: med(ss.map((s) => s.qps)), p50: med(ss.map((s) => s.p50)), p99: med(ss.map((s) => s.p99)) };
+  return { qps: median(ss.map((s) => s.qps)), p50: median(ss.map((s) => s.p50)), p99: median(ss.map((s) => s.p99)) };
 }
 
 const f0 = (x: number) => x.toFixed(0);
@@ -179,13 +199,16 @@ async function main() {
 
     console.log(`\nnamespace describe (API key) against a bare uWS echo, ${ECHO_C} connections, ${ROUNDS} alternating rounds`);
     console.log(header());
-    const cheap: Record<"describe" | "echo", Result[]> = { describe: [], echo: [] };
+    const cheap: Record<"describe" | "echo", (Result & { cpuUs?: number })[]> = { describe: [], echo: [] };
     for (let i = 0; i < ROUNDS; i++) {
-      cheap.describe.push(await httpPhase(servers.batched, "describe", "describe", ECHO_C));
-      cheap.echo.push(await httpPhase(new URL(echo.url), "bare uWS echo", "describe", ECHO_C));
+      cheap.describe.push(await httpPhase(servers.batched, "describe", "describe", ECHO_C, batched.proc.pid));
+      cheap.echo.push(await httpPhase(new URL(echo.url), "bare uWS echo", "describe", ECHO_C, echo.proc.pid));
     }
     const [dm, em] = [medians(cheap.describe), medians(cheap.echo)];
-    console.log(`describe ${f0(dm.qps)} req/s, echo ${f0(em.qps)} req/s: ratio ${(dm.qps / em.qps).toFixed(3)}`);
+    const cpu = (rs: { cpuUs?: number }[]) => median(rs.map((r) => r.cpuUs ?? NaN));
+    const [dc, ec] = [cpu(cheap.describe), cpu(cheap.echo)];
+    console.log(`describe ${f0(dm.qps)} req/s, echo ${f0(em.qps)} req/s: ratio ${(dm.qps / em.qps).toFixed(3)} (this client's ceiling shapes both)`);
+    console.log(`server CPU per request: describe ${f1(dc)} µs, echo ${f1(ec)} µs: describe's throughput ceiling ${(ec / dc).toFixed(3)} of the echo's`);
 
     const table_: string[] = [];
     for (const c of LEVELS) {

@@ -1,5 +1,6 @@
 // Continuous batching of concurrent vector searches. Searches on one table handle whose specs are
-// identical but for their query vector run as ONE multi-vector search: LanceDB plans each vector
+// identical but for their query vectors (one each, or a client's multi_vector list) run as ONE
+// multi-vector search: LanceDB plans each vector
 // alone and unions the results with a `query_index` column, so every member's rows, distances and
 // order are its own search's (checked by test/batching.test.ts). No timer: a search runs at once
 // while its group has a free engine slot; when all slots are busy it waits, and each slot that
@@ -13,8 +14,10 @@ import { runQuery, type QueryResult } from "./query.js";
 import type { QuerySpec } from "./query-spec.js";
 
 export interface SearchBatcher {
-  /** runQuery, sharing the engine call with compatible concurrent searches where it can. */
-  /** `gone` says whether the client has left (checked before a waiting search is sent). */
+  /**
+   * runQuery, sharing the engine call with compatible concurrent searches where it can. `gone`
+   * says whether the client has left (asked before a waiting search is sent).
+   */
   run(table: lancedb.Table, spec: QuerySpec, name: string, gone?: () => boolean): Promise<QueryResult>;
 }
 
@@ -120,24 +123,18 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
    */
   async function runBatch(table: lancedb.Table, spec: QuerySpec, name: string, ms: Member[], release: () => void): Promise<void> {
     if (ms.length === 1) return alone(table, spec, name, ms[0]).finally(release);
-    let ipc: Uint8Array;
-    try {
-      ipc = await collect(await runQuery(table, { ...spec, vectors: ms.flatMap((m) => m.vectors), multi: true }, name));
-    } catch (err) {
-      // The engine refused the batch: each member gets the answer (or error) of its own search.
-      log.debug("search batch refused; its searches run alone", { table: name, searches: ms.length, error: String((err as Error)?.message ?? err) });
-      await Promise.all(ms.map((m) => alone(table, spec, name, m))).finally(release);
-      return;
-    }
-    release();
-    log.debug("search batch", { table: name, searches: ms.length, vectors: ms.reduce((n, m) => n + m.vectors.length, 0) });
     let answers: Uint8Array[];
     try {
+      const ipc = await runQuery(table, { ...spec, vectors: ms.flatMap((m) => m.vectors), multi: true }, name).then(collect).finally(release);
       answers = splitBatch(ipc, ms.map((m) => m.vectors.length));
     } catch (err) {
-      ms.forEach((m) => m.reject(err));
+      // The engine refused the batch (or its result was not what a batch returns): each member
+      // gets the answer, or the error, of its own search.
+      log.debug("search batch refused; its searches run alone", { table: name, searches: ms.length, error: String((err as Error)?.message ?? err) });
+      await Promise.all(ms.map((m) => alone(table, spec, name, m)));
       return;
     }
+    log.debug("search batch", { table: name, searches: ms.length, vectors: ms.reduce((n, m) => n + m.vectors.length, 0) });
     ms.forEach((m, i) => m.resolve([answers[i]]));
   }
 
