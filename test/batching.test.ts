@@ -22,6 +22,7 @@ const q = serverForFile(
       const items = await db.createTable("items", data, ["ns1"]);
       await db.createTable("flat", data, ["ns1"]);
       await items.createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 16, numSubVectors: 8 }) });
+      await items.createIndex("text", { config: lancedb.Index.fts() });
     },
   },
   120_000,
@@ -174,11 +175,25 @@ describe("batched vector searches", () => {
     expect(answer(await send("flat", cases[1].body))).toEqual(alone[1]);
   });
 
-  it("leave full-text queries and k = 0 to run alone", async () => {
+  it("leave full-text queries, hybrid queries and k = 0 to run alone", async () => {
     const mark = q.stderr().length;
-    const cases: Case[] = vectors.slice(0, 20).map((v) => ({ table: "items", body: { vector: { single_vector: v }, k: 0 } }));
+    const words = ["apple", "river", "nebula", "piano", "summit"];
+    const cases: Case[] = vectors.slice(0, 30).map((v, i) => ({
+      table: "items",
+      body:
+        i % 3 === 0
+          ? { vector: { single_vector: v }, k: 0 }
+          : i % 3 === 1
+            ? { full_text_query: { string_query: { query: words[i % 5] } }, k: 5 }
+            : { vector: { single_vector: v }, full_text_query: { string_query: { query: words[i % 5] } }, k: 5 },
+    }));
     const together = await concurrent(cases);
-    for (const a of together) expect(a.columns).toEqual([[], [], [], [], []]);
+    const alone = await sequential(cases);
+    // Rows that tie on score may come in either order from a full-text or hybrid search: compare as sets.
+    const asSet = (a: ReturnType<typeof answer>) => ({ ...a, columns: undefined, rows: a.columns && a.columns[0].map((_, r) => JSON.stringify(a.columns!.map((c) => c[r]))).sort() });
+    together.forEach((a, i) => expect(asSet(a)).toEqual(asSet(alone[i])));
+    for (const a of together.filter((_, i) => i % 3 === 0)) expect(a.columns).toEqual([[], [], [], [], []]);
+    expect(together.filter((_, i) => i % 3 === 1).every((a) => a.status === 200 && a.columns![0].length > 0)).toBe(true);
     expect(batchSizes(mark)).toEqual([]);
   });
 });
