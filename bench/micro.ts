@@ -4,6 +4,7 @@
 //    from the catalog cache) and the JSON encoding; and a query request up to the table look-up;
 //  - IPC pass-through: re-framing engine result buffers into one IPC file, against decoding and
 //    re-encoding them (the route Quiver does not take);
+//  - splitting one batched (multi-vector) result of 32 top-10 searches into 32 answers;
 //  - one state change of a job record when the store holds 10,000 records.
 //   node dist/bench/micro.js
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,6 +15,7 @@ import { setupAuth } from "../src/auth/authenticate.js";
 import { loadConfig } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { ipcFile } from "../src/engine/ipc-out.js";
+import { splitBatch } from "../src/engine/search-batcher.js";
 import { createPipeline, type Incoming } from "../src/http/pipeline.js";
 import { openStore, type JobRecord } from "../src/jobs/store.js";
 import { createServices } from "../src/services.js";
@@ -24,7 +26,7 @@ const KEY = "micro-bench-key";
 const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
 const svc = await createServices(config);
 const pipeline = createPipeline(svc, setupAuth(config).authenticate);
-const signal = new AbortController().signal;
+const signal = () => new AbortController().signal;
 const request = (p: string): Incoming => ({ method: "POST", path: p, query: "", headers: { "x-api-key": KEY }, signal });
 const describeBody = Buffer.from("{}");
 const queryBody = Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(queryVectors({ dim: 128, rank: 16, seed: 42 }, 1)[0]) }, k: 10, nprobes: 20, filter: "category = 'beta'" }));
@@ -65,6 +67,16 @@ const reencode = (bufs: Buffer[]) => {
   return w.toUint8Array(true).byteLength;
 };
 
+/** A batched search's result: 32 searches x 10 rows, with the engine's query_index column first. */
+function batchedResult(searches: number): Uint8Array {
+  const rows = batch({ rows: searches * 10, dim: 128, rank: 16, seed: 3 }, 0, searches * 10, vectorSource({ dim: 128, rank: 16, seed: 3 }), rng(4));
+  const queryIndex = arrow.makeVector(Int32Array.from({ length: searches * 10 }, (_, i) => Math.floor(i / 10)));
+  const columns = Object.fromEntries(rows.schema.fields.map((f, i) => [f.name, rows.getChildAt(i)!]));
+  return arrow.tableToIPC(new arrow.Table({ query_index: queryIndex, ...columns }), "file");
+}
+const batched32 = batchedResult(32);
+const ones32 = Array.from({ length: 32 }, () => 1);
+
 /** A store of 10,000 finished records, and one record whose state changes. */
 const storeDir = mkdtempSync(path.join(tmpdir(), "quiver-micro-store-"));
 const store = openStore(storeDir);
@@ -83,6 +95,7 @@ bench
   .add("pipeline: query request up to the table look-up (404)", () => dispatch("/v1/table/ns1%24bench/query", queryBody, 404))
   .add("IPC pass-through, top-10 result (1 batch)", () => reframe(small))
   .add("IPC decode + re-encode, top-10 result", () => reencode(small))
+  .add("batch split: one result of 32 top-10 searches into 32 answers", () => splitBatch(batched32, ones32))
   .add(`IPC pass-through, 20k x 128-d rows (${large.length} batches)`, () => reframe(large))
   .add("IPC decode + re-encode, 20k x 128-d rows", () => reencode(large))
   .add("job store: one state change among 10,000 records (fsynced)", () => {

@@ -1,4 +1,5 @@
-// A Quiver process for the bench harnesses: dist/src/main.js on a free port with one admin API key.
+// Server processes for the bench harnesses: Quiver (dist/src/main.js) on a free port with one
+// admin API key, and the bare uWS echo baseline (dist/bench/echo-server.js).
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,10 +11,17 @@ export interface QuiverProcess {
   stop(): Promise<void>;
 }
 
-export async function startQuiver(dataDir: string, key: string, args: string[] = []): Promise<QuiverProcess> {
-  const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src/main.js");
-  const argv = [main, "--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...args];
-  const proc = spawn(process.execPath, argv, { stdio: ["ignore", "pipe", "inherit"] });
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export function startQuiver(dataDir: string, key: string, args: string[] = []): Promise<QuiverProcess> {
+  return startServer(path.resolve(here, "../src/main.js"), ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...args]);
+}
+
+export const startEcho = (): Promise<QuiverProcess> => startServer(path.resolve(here, "echo-server.js"), []);
+
+/** A node script that prints `listening on http://host:port` once it listens. */
+async function startServer(script: string, args: string[]): Promise<QuiverProcess> {
+  const proc = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = "";
     proc.stdout!.on("data", (d) => {
@@ -21,7 +29,7 @@ export async function startQuiver(dataDir: string, key: string, args: string[] =
       const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
       if (m) resolve(Number(m[1]));
     });
-    proc.on("exit", (c) => reject(new Error(`quiver exited with ${c}: ${out}`)));
+    proc.on("exit", (c) => reject(new Error(`${path.basename(script)} exited with ${c}: ${out}`)));
   });
   const exited = new Promise<void>((r) => proc.on("exit", () => r()));
   return {

@@ -14,6 +14,8 @@ function emit(level: Level, msg: string, fields?: Record<string, unknown>): void
 }
 
 export const log = {
+  /** Whether `level` is written: lets hot paths skip building fields nobody reads. */
+  enabled: (level: Level) => order[level] >= threshold,
   debug: (msg: string, fields?: Record<string, unknown>) => emit("debug", msg, fields),
   info: (msg: string, fields?: Record<string, unknown>) => emit("info", msg, fields),
   warn: (msg: string, fields?: Record<string, unknown>) => emit("warn", msg, fields),

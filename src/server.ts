@@ -6,7 +6,7 @@ import net from "node:net";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from "uws-pack";
 import type { Config } from "./config.js";
 import { internal, isApiError } from "./errors.js";
-import { openExchange, readBody, sendBody, sendEmpty, sendStream, type BodyPace, type Exchange, type StreamFlow } from "./http/exchange.js";
+import { openExchange, readBody, sendBody, sendEmpty, signalOf, sendStream, type BodyPace, type Exchange, type StreamFlow } from "./http/exchange.js";
 import type { Incoming, Outgoing, Pipeline, Route } from "./http/pipeline.js";
 import { refusalError, type Refusal } from "./http/refusals.js";
 import { createResponseBudget } from "./http/response-budget.js";
@@ -88,7 +88,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     if (refused) return void write(x, pipeline.error(r.path, refusalError(refused)), flow);
     // uWS drops body data that arrives before a reader is attached: start reading now.
     const body = r.body ? readBody(x, r.body.limit, contentLength, r.body.what, pace) : NO_BODY;
-    void serve(x, r, { method, path, query, headers, signal: x.signal }, body, admitted && reading);
+    void serve(x, r, { method, path, query, headers, signal: () => signalOf(x) }, body, admitted && reading);
   }
 
   /** Wait for the body (holding only a reader place), then take an execution slot and run. */
@@ -112,7 +112,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
         slot = true;
       }
       if (r.spec.op.streamsResults) {
-        const refused = await flow.budget.take(x.signal);
+        const refused = await flow.budget.take(signalOf(x));
         if (refused) throw refusalError(refused);
         turn = true;
       }

@@ -6,6 +6,7 @@ import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { createClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
+import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
@@ -21,6 +22,8 @@ export interface Services {
   /** Table directories being created here, which reclaiming orphans leaves alone. */
   claims: Claims;
   tables: Tables;
+  /** Runs queries, batching concurrent compatible vector searches into one engine call. */
+  searches: SearchBatcher;
   /** Background work (index builds) tracked as durable transactions. */
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
@@ -64,6 +67,7 @@ export async function createServices(config: Config): Promise<Services> {
     catalog,
     claims: createClaims(),
     tables,
+    searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
     jobs,
     pool,
     valueVersions,

@@ -12,6 +12,8 @@ export interface Credentials {
 
 export type Authenticate = (creds: Credentials) => Promise<Principal>;
 
+const KNOWN_KEYS = 1024;
+
 const unauthenticated = (msg: string) => new ApiError(Code.Unauthenticated, msg);
 
 export interface AuthSetup {
@@ -27,9 +29,19 @@ export function setupAuth(cfg: Config): AuthSetup {
   const byHash = new Map<string, StoredKey>();
   for (const k of [...stored.keys, ...configured]) byHash.set(k.hash, k);
 
+  // Valid keys' principals, so a key is hashed once per process rather than per request. Only keys
+  // that match are remembered (junk cannot grow it), in memory only, and the set of keys is fixed
+  // for the life of the process; bounded all the same.
+  const known = new Map<string, Principal>();
   const fromKey = (key: string): Principal | null => {
+    const hit = known.get(key);
+    if (hit) return hit;
     const k = byHash.get(hashKey(key));
-    return k ? { subject: k.label, role: k.role, prefixes: k.prefixes } : null;
+    if (!k) return null;
+    const p: Principal = Object.freeze({ subject: k.label, role: k.role, prefixes: k.prefixes });
+    if (known.size >= KNOWN_KEYS) known.clear();
+    known.set(key, p);
+    return p;
   };
 
   const authenticate: Authenticate = async ({ apiKey, bearer }) => {

@@ -10,6 +10,8 @@ import { translateQueryError } from "./query-errors.js";
 import type { FtsSpec, QuerySpec } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
+/** A query's answer: the chunks of one Arrow IPC file. */
+export type QueryResult = Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
 /** Each next() is one record batch as a complete little Arrow IPC file; null at the end. */
 export interface NativeIterator {
   next(): Promise<Buffer | null>;
@@ -194,7 +196,7 @@ async function start(table: lancedb.Table, s: QuerySpec, name: string) {
  * Run a query; resolves once the first result batch exists, so engine errors surface before any
  * byte is sent. The chunks form one Arrow IPC file, pulled from the engine batch by batch.
  */
-export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<Iterable<Uint8Array> | AsyncIterable<Uint8Array>> {
+export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<QueryResult> {
   try {
     const r = await start(table, s, name);
     if (!r.first) return [await emptyResult(r.q)];

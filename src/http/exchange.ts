@@ -14,22 +14,33 @@ export interface Exchange {
   bodyRead: boolean;
   /** Status sent, for the access log. */
   status: number;
-  /** Fires when the client goes away mid-request. */
-  signal: AbortSignal;
+  /** Made by signalOf on first use: most requests never ask. */
+  controller: AbortController | null;
+  /** The body reader's: stop waiting for a body that will never come. */
+  onAbort?: () => void;
   /** Quiver closed the connection because the client took no response bytes for too long. */
   cut: boolean;
   onWritable?: () => void;
 }
 
 export function openExchange(res: HttpResponse): Exchange {
-  const controller = new AbortController();
-  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, status: 0, signal: controller.signal, cut: false };
+  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, status: 0, controller: null, cut: false };
   res.onAborted(() => {
     x.aborted = true;
-    controller.abort();
+    x.controller?.abort();
+    x.onAbort?.();
     x.onWritable?.();
   });
   return x;
+}
+
+/** Fires when the client goes away mid-request. */
+export function signalOf(x: Exchange): AbortSignal {
+  if (!x.controller) {
+    x.controller = new AbortController();
+    if (x.aborted) x.controller.abort();
+  }
+  return x.controller.signal;
 }
 
 export const tooLarge = (limit: number, what: string) =>
@@ -69,7 +80,10 @@ export function readBody(x: Exchange, limit: number, declared: number | null, wh
       return;
     }
     // A client that leaves mid-body never sends the rest: stop waiting for it.
-    x.signal.addEventListener("abort", () => reject(new ApiError(Code.InvalidInput, "client closed the connection")), { once: true });
+    x.onAbort = () => {
+      clearTimeout(timer);
+      reject(new ApiError(Code.InvalidInput, "client closed the connection"));
+    };
     let buf = declared !== null ? Buffer.allocUnsafe(declared) : null;
     let parts: Buffer[] | null = declared === null ? [] : null;
     let size = 0;
@@ -87,7 +101,6 @@ export function readBody(x: Exchange, limit: number, declared: number | null, wh
       reject(tooSlow(pace, what, size, declared, elapsed));
     };
     let timer = setTimeout(check, allowedMs(pace, declared ?? 0));
-    x.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
     x.res.onData((chunk, isLast) => {
       if (failed) return;
       const n = chunk.byteLength;

@@ -30,8 +30,8 @@ export interface Incoming {
   query: string;
   /** Header names in lower case. */
   headers: Record<string, string>;
-  /** Aborted when the client goes away. */
-  signal: AbortSignal;
+  /** Aborted when the client goes away; made on first call (most requests never ask). */
+  signal: () => AbortSignal;
 }
 
 interface Head {
@@ -104,7 +104,8 @@ function headerContext(h: Record<string, string>): Record<string, string> {
 }
 
 function parseJsonBody(bytes: Uint8Array): Record<string, unknown> {
-  if (bytes.length === 0) return {};
+  // No body, or the `{}` most reads send: nothing to parse.
+  if (bytes.length === 0 || (bytes.length === 2 && bytes[0] === 0x7b && bytes[1] === 0x7d)) return {};
   let v: unknown;
   try {
     v = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
@@ -168,6 +169,9 @@ function errorOut(err: ApiError, instance: string, requestId: string, extra: Rec
 }
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
+const KNOWN_ROUTES = 4096;
+/** Shared by every request without a query string; operations only read their query. */
+const NO_QUERY = new URLSearchParams();
 
 /** A successful JSON or empty answer, as kept under an Idempotency-Key; anything else is not kept. */
 function keepable(out: Outgoing): KeptAnswer | null {
@@ -188,7 +192,22 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
   const match = compileRoutes(routes);
   const cfg = svc.config;
 
+  // Clients call the same few paths over and over: a matched route is kept (it is read-only),
+  // sparing the path split and match. Bounded, since paths come from the network.
+  const known = new Map<string, Routed>();
   function route(method: string, rawPath: string): Routed {
+    const key = `${method} ${rawPath}`;
+    const hit = known.get(key);
+    if (hit) return hit;
+    const routed = matchRoute(method, rawPath);
+    if (routed.kind === "route") {
+      if (known.size >= KNOWN_ROUTES) known.clear();
+      known.set(key, routed);
+    }
+    return routed;
+  }
+
+  function matchRoute(method: string, rawPath: string): Routed {
     const path = rawPath.replace(/\/+$/, "") || "/";
     const m = match(method, path);
     if (m.kind === "found") {
@@ -224,7 +243,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     held: { release?: () => void },
   ): Promise<Outgoing> {
     const { spec } = r;
-    const query = new URLSearchParams(inc.query);
+    const query = inc.query ? new URLSearchParams(inc.query) : NO_QUERY;
     const delimiter = query.get("delimiter") || DEFAULT_DELIMITER;
     const params: Record<string, string> = {};
     let id: string[] | null = null;
@@ -253,7 +272,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
       throw new ApiError(Code.InvalidInput, `id: body id ${JSON.stringify(body.id)} differs from the path's ${JSON.stringify(id)}`);
     }
     const validated = op.validate ? op.validate(body) : undefined;
-    Object.assign(context, { ...((body.context as Record<string, string> | undefined) ?? {}), ...context });
+    // Header context wins over the body's.
+    if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
 
     const ctx: OpContext = {
       id: id ?? [],

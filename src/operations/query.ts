@@ -1,5 +1,5 @@
 // QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (docs/contract.md; lance-namespace `QueryTableRequest`).
-import { analyzeQuery, explainQuery, runQuery, runQueryJson } from "../engine/query.js";
+import { analyzeQuery, explainQuery, runQueryJson } from "../engine/query.js";
 import type { QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
 import type { Services } from "../services.js";
@@ -17,10 +17,10 @@ async function target(svc: Services, id: string[], body: { version?: number | nu
 
 const JSON_ROWS = { json: "application/json", ndjson: "application/x-ndjson" } as const;
 
-export const queryTable = streaming(jsonOp(QueryRequest, async ({ id, body, svc, rowFormat }) => {
+export const queryTable = streaming(jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, signal }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
-  if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await runQuery(table, spec, name) };
+  if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, () => signal().aborted) };
   return { kind: "bytes", contentType: JSON_ROWS[rowFormat], chunks: await runQueryJson(table, spec, name, rowFormat === "ndjson") };
 }));
 

@@ -27,8 +27,8 @@ export interface OpContext<B = any> {
   lancedbClient: boolean;
   /** Rows of query answers: Arrow IPC (the default) or JSON. */
   rowFormat: RowFormat;
-  /** Aborted when the client goes away, so long work can stop early. */
-  signal: AbortSignal;
+  /** Aborted when the client goes away, so long work can stop early; made on first call. */
+  signal: () => AbortSignal;
   svc: Services;
 }
 

@@ -25,7 +25,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const signal = new AbortController().signal;
+const signal = () => new AbortController().signal;
 const send = (method: string, p: string, body?: unknown, headers: Record<string, string> = { "x-api-key": KEY }): Promise<Outgoing> => {
   const [pathOnly, query = ""] = p.split("?");
   const inc: Incoming = { method, path: pathOnly, query, headers, signal };
