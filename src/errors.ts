@@ -52,10 +52,13 @@ const kinds: Record<number, { type: string; title: string }> = {
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
-  constructor(code: ErrorCode, message: string, status?: number) {
+  /** For a 503, why (a reason of src/metrics.ts's 503 counter). */
+  readonly reason?: string;
+  constructor(code: ErrorCode, message: string, status?: number, reason?: string) {
     super(message);
     this.code = code;
     this.status = status ?? statusOfCode[code] ?? 500;
+    if (reason !== undefined) this.reason = reason;
   }
 }
 

@@ -45,19 +45,26 @@ export function startServer(svc: Services, pipeline: Pipeline): Promise<Server> 
     req.forEach((k, v) => (headers[k] = v));
     const contentLength = headers["content-length"] !== undefined ? Number(headers["content-length"]) : null;
     if (method === "GET" || contentLength === 0) x.bodyRead = true;
+    const started = performance.now();
+    /** An answer written at once, before any operation ran. */
+    const answer = (op: string, out: Outgoing) => {
+      void write(x, out);
+      pipeline.finished({ op, method, path }, out, x.status, performance.now() - started);
+    };
 
     const routed = pipeline.route(method, path);
-    if (routed.kind === "answer") return void write(x, routed.out);
+    if (routed.kind === "answer") return answer("unmatched", routed.out);
     const r = routed.route;
     const admitted = r.spec.role !== "public";
     if (admitted && (svc.lifecycle.draining || inFlight >= cfg.maxInFlight)) {
-      const why = svc.lifecycle.draining ? "server is shutting down" : `more than ${cfg.maxInFlight} requests in flight; retry later`;
-      return void write(x, pipeline.error(r.path, new ApiError(Code.ServiceUnavailable, why)));
+      const [why, reason] = svc.lifecycle.draining
+        ? ["server is shutting down", "draining"]
+        : [`more than ${cfg.maxInFlight} requests in flight; retry later`, "in_flight"];
+      return answer(r.spec.name, pipeline.error(r.path, new ApiError(Code.ServiceUnavailable, why, undefined, reason)));
     }
     // uWS drops body data that arrives before a reader is attached: start reading now.
     const body = r.body ? readBody(x, r.body.limit, contentLength, r.body.what) : NO_BODY;
     if (admitted) inFlight++;
-    const started = performance.now();
     const inc: Incoming = { method, path, query, headers, signal: x.signal };
     let out: Outgoing | undefined;
     pipeline
@@ -69,21 +76,16 @@ export function startServer(svc: Services, pipeline: Pipeline): Promise<Server> 
       .catch((err: unknown) => {
         // A stream that failed before its first byte can still be answered with an error body.
         const requestId = out?.headers["x-request-id"] ?? "";
-        if (!isApiError(err)) log.error("response failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err) });
-        void write(x, pipeline.error(r.path, isApiError(err) ? err : internal(requestId), requestId));
+        if (!isApiError(err)) log.error("response failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context: out?.context });
+        const failed = pipeline.error(r.path, isApiError(err) ? err : internal(requestId), requestId);
+        out = out ? { ...failed, context: out.context } : failed;
+        void write(x, failed);
       })
       .finally(() => {
         if (admitted) inFlight--;
         // A handler that never answered (it should not happen) must still end the exchange.
         if (!x.done && !x.aborted) void write(x, pipeline.error(r.path, internal(out?.headers["x-request-id"] ?? "")));
-        log.debug("request", {
-          requestId: out?.headers["x-request-id"],
-          op: r.spec.name,
-          path: r.path,
-          status: x.aborted ? "aborted" : x.status,
-          ms: Math.round((performance.now() - started) * 10) / 10,
-          context: out?.context,
-        });
+        pipeline.finished({ op: r.spec.name, method, path: r.path }, out, x.aborted ? 0 : x.status, performance.now() - started);
       });
   }
 

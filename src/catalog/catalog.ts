@@ -3,6 +3,7 @@
 // per consistency interval (writes by other processes, e.g. LanceDB itself); writes go through
 // one in-process queue and the manifest's atomic insert-if-absent. The catalog owns the manifest's
 // row type and the storage interface it needs; src/engine/manifest-table.ts implements it on Lance.
+import { recordCatalogRefresh } from "../metrics.js";
 import { ApiError, type ErrorCode } from "../errors.js";
 import { serialQueue } from "../util/serial.js";
 import { lanceNameOf } from "./locations.js";
@@ -134,6 +135,7 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
   checkedAt = Date.now();
 
   const check = async () => {
+    recordCatalogRefresh();
     const [latest, listingChanged] = await Promise.all([table.latestVersion(), scan()]);
     const manifestChanged = latest !== version;
     if (manifestChanged) await load();

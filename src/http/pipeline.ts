@@ -7,9 +7,11 @@ import { canBrowse, covers, roleRank, type Principal } from "../auth/principal.j
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, isApiError } from "../errors.js";
 import { log } from "../log.js";
+import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
 import { routes, type RouteSpec } from "../routes.js";
 import type { Services } from "../services.js";
+import { requestFinished } from "./access.js";
 import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
 import { compileRoutes } from "./router.js";
 
@@ -34,6 +36,8 @@ interface Head {
   /** Operation name and request context, for the access log. */
   op?: string;
   context?: Record<string, string>;
+  /** Why a 503 was answered (the metrics' reason label). */
+  reason?: string;
 }
 
 /** What to send back: a whole body, a stream of chunks (written with backpressure), or nothing. */
@@ -64,6 +68,8 @@ export interface Pipeline {
   error(path: string, err: ApiError, requestId?: string): Outgoing;
   /** A whole request in one call, for tests and the bench: route, then run with `body`. */
   dispatch(inc: Incoming, body?: Uint8Array): Promise<Outgoing>;
+  /** The front end wrote (or gave up on) an answer: metrics and the sampled access line. */
+  finished(req: { op: string; method: string; path: string }, out: Outgoing | undefined, status: number, ms: number): void;
 }
 
 const requestPrefix = randomBytes(3).toString("hex");
@@ -118,7 +124,15 @@ function encode(result: OpResult, head: Head): Outgoing {
     case "empty":
       return { status: result.status, headers, op, context, kind: "empty" };
     case "bytes":
-      return { status: result.status ?? 200, headers, op, context, kind: "stream", contentType: result.contentType, chunks: result.chunks };
+      return {
+        status: result.status ?? 200,
+        headers: result.headers ? { ...headers, ...result.headers } : headers,
+        op,
+        context,
+        kind: "stream",
+        contentType: result.contentType,
+        chunks: result.chunks,
+      };
   }
 }
 
@@ -126,14 +140,18 @@ function errorOut(err: ApiError, instance: string, requestId: string, extra: Rec
   const headers: Record<string, string> = { "x-request-id": requestId, ...extra };
   if (err.status === 503) headers["retry-after"] = "1";
   // After a 413 the rest of the body is never read, so the connection cannot be reused.
-  return { status: err.status, headers, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 };
+  return { status: err.status, headers, reason: err.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 };
 }
+
+/** The route table as this configuration serves it: `--metrics-public` opens GET /metrics. */
+const served = (cfg: Config) =>
+  routes.map((r) => (r.value.publicWith && cfg[r.value.publicWith] ? { ...r, value: { ...r.value, role: "public" as const } } : r));
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
 
 export function createPipeline(svc: Services, authenticate: Authenticate): Pipeline {
-  const match = compileRoutes(routes);
   const cfg = svc.config;
+  const match = compileRoutes(served(cfg));
 
   function route(method: string, rawPath: string): Routed {
     const path = rawPath.replace(/\/+$/, "") || "/";
@@ -207,7 +225,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     } catch (err) {
       const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
       if (out) return { ...out, op: r.spec.name, context };
-      log.error("request failed", { requestId, op: r.spec.name, path: r.path, context, error: String((err as Error)?.stack ?? err) });
+      log.error("request failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context });
       return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
     }
   }
@@ -220,6 +238,9 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
       const routed = route(inc.method, inc.path);
       if (routed.kind === "answer") return Promise.resolve(routed.out);
       return run(routed.route, inc, body ? Promise.resolve(body) : NO_BODY);
+    },
+    finished(req, out, status, ms) {
+      requestFinished(cfg, { ...req, status, ms, requestId: out?.headers["x-request-id"], context: out?.context, reason: out?.reason });
     },
   };
 }

@@ -1,0 +1,118 @@
+// Prometheus metrics (GET /metrics): one registry, the recorders the layers call, and the gauges
+// read off live state at scrape time. Recording is a counter increment or a histogram observation
+// (prom-client keeps both as plain numbers keyed by label values); everything that is state (in
+// flight, pool, jobs, open tables) costs nothing until a scrape asks for it.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+const registry = new Registry();
+
+/** Latency buckets from 1 ms to 10 s. */
+const LATENCY = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+const requests = new Counter({
+  name: "quiver_requests_total",
+  help: "Requests answered, by operation (the route table's name) and status class",
+  labelNames: ["operation", "status_class"] as const,
+  registers: [registry],
+});
+const latency = new Histogram({
+  name: "quiver_request_duration_seconds",
+  help: "Time from the request line to the last byte written, by operation",
+  labelNames: ["operation"] as const,
+  buckets: LATENCY,
+  registers: [registry],
+});
+const unavailable = new Counter({
+  name: "quiver_unavailable_total",
+  help: "503 answers by reason",
+  labelNames: ["reason"] as const,
+  registers: [registry],
+});
+const poolTasks = new Histogram({
+  name: "quiver_pool_task_seconds",
+  help: "Worker-pool task time (queue wait included), by task kind",
+  labelNames: ["task"] as const,
+  buckets: LATENCY,
+  registers: [registry],
+});
+const jobRows = new Counter({
+  name: "quiver_job_rows_processed_total",
+  help: "Rows processed by background jobs, by job kind",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+const catalogRefreshes = new Counter({
+  name: "quiver_catalog_refreshes_total",
+  help: "Checks of the catalog for changes made by other processes",
+  registers: [registry],
+});
+
+/**
+ * Why a 503 was answered. A module that answers 503 for a new reason adds it here (listed reasons
+ * are exported at 0 from the start, so alerts can be written before the first one happens).
+ */
+export const UNAVAILABLE_REASONS = ["in_flight", "draining", "pool_queue", "rate_limit"] as const;
+export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
+for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);
+
+const statusClass = (status: number) => (status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : "aborted");
+
+/** One finished request: `status` 0 when the client went away before an answer. */
+export function recordRequest(operation: string, status: number, seconds: number, reason?: string): void {
+  requests.inc({ operation, status_class: statusClass(status) });
+  latency.observe({ operation }, seconds);
+  if (status === 503) unavailable.inc({ reason: reason ?? "other" });
+}
+
+export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
+export const recordJobRows = (kind: string, rows: number) => rows > 0 && jobRows.inc({ kind }, rows);
+export const recordCatalogRefresh = () => catalogRefreshes.inc();
+
+/** Live state, read when /metrics is scraped. */
+export interface MetricSources {
+  inFlight(): number;
+  pool(): { threads: number; busy: number; queued: number };
+  /** Job records by kind and state (index builds are kind `create_index`), zeros included. */
+  jobs(): { kind: string; state: string; count: number }[];
+  openTables(): number;
+}
+
+let sources: MetricSources | null = null;
+
+/**
+ * Where the state gauges read from; also starts the process metrics (memory, CPU, event-loop delay
+ * from perf_hooks.monitorEventLoopDelay, GC). Called once by the server process, not by jobs' child
+ * processes, which record nothing anyone scrapes.
+ */
+export function watch(s: MetricSources): void {
+  if (!sources) collectDefaultMetrics({ register: registry });
+  sources = s;
+}
+
+const gauge = (name: string, help: string, read: (g: Gauge) => void, labelNames: string[] = []) =>
+  new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      if (sources) read(this);
+    },
+  });
+
+gauge("quiver_requests_in_flight", "Requests holding an admission slot", (g) => g.set(sources!.inFlight()));
+gauge("quiver_pool_threads", "Worker-pool threads started", (g) => g.set(sources!.pool().threads));
+gauge("quiver_pool_threads_busy", "Worker-pool threads running a task", (g) => g.set(sources!.pool().busy));
+gauge("quiver_pool_queue_length", "Worker-pool tasks waiting for a thread", (g) => g.set(sources!.pool().queued));
+gauge("quiver_open_table_handles", "Cached open table handles", (g) => g.set(sources!.openTables()));
+gauge(
+  "quiver_jobs",
+  "Background jobs kept (up to the store's retention), by kind and state; index builds are kind create_index",
+  (g) => {
+    for (const { kind, state, count } of sources!.jobs()) g.set({ kind, state }, count);
+  },
+  ["kind", "state"],
+);
+
+export const metricsContentType = registry.contentType;
+export const renderMetrics = () => registry.metrics();
