@@ -19,7 +19,7 @@ export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
   return { kind: "bytes", contentType: ARROW_FILE, chunks: await runQuery(table, spec, name) };
-});
+}, { produces: ARROW_FILE });
 
 /** Upstream answers both plan operations with a plain JSON string. */
 export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {

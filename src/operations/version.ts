@@ -1,5 +1,6 @@
 // Table versions: list, describe, restore. LanceDB lists versions with their time and metadata;
 // the manifest's path, size and e_tag come from the file itself (engine/versions.ts).
+import { VersionListQuery } from "../schemas/params.js";
 import type * as lancedb from "@lancedb/lancedb";
 import { namedBranch } from "../engine/tables.js";
 import { manifestFile, manifestPathV2, tableDir } from "../engine/versions.js";
@@ -47,7 +48,7 @@ export const listTableVersions = queryOp(async ({ id, query, svc }) => {
     versions: await Promise.all(slice.map((v) => versionRecord(dir, branch, v))),
     page_token: all.length > limit ? String(slice[slice.length - 1].version) : null,
   });
-});
+}, { query: VersionListQuery });
 
 export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
