@@ -99,6 +99,12 @@ function explain(err: unknown): string {
 }
 
 function showError(err: unknown): void {
+  // A key that stopped working (revoked, or the server restarted with other keys): sign in again.
+  if (err instanceof ApiFailure && err.status === 401 && apiKey) {
+    forget();
+    stopTimers();
+    signIn();
+  }
   const box = $<HTMLElement>("#error");
   box.textContent = explain(err);
   box.hidden = false;
@@ -744,9 +750,18 @@ function serverPage(): void {
 
 // ---- routing ------------------------------------------------------------------------------------
 
-function route(): void {
+function stopTimers(): void {
   for (const t of timers) clearInterval(t);
   timers = [];
+}
+
+function forget(): void {
+  apiKey = null;
+  sessionStorage.removeItem(KEY_SLOT);
+}
+
+function route(): void {
+  stopTimers();
   clearError();
   if (!apiKey) return signIn();
   $<HTMLElement>("#nav").hidden = false;
@@ -771,8 +786,7 @@ function route(): void {
 }
 
 $<HTMLButtonElement>("#sign-out").addEventListener("click", () => {
-  apiKey = null;
-  sessionStorage.removeItem(KEY_SLOT);
+  forget();
   location.hash = "#/signin";
   route();
 });

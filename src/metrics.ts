@@ -1,27 +1,64 @@
 // Prometheus metrics (GET /metrics): one registry, the recorders the layers call, and the gauges
-// read off live state at scrape time. Recording is a counter increment or a histogram observation
-// (prom-client keeps both as plain numbers keyed by label values); everything that is state (in
-// flight, pool, jobs, open tables) costs nothing until a scrape asks for it.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+// read off live state at scrape time. Everything that is state (in flight, pool, jobs, open
+// tables) costs nothing until a scrape asks for it. The per-request series are plain numbers per
+// operation, handed to prom-client only when scraped: its own labelled counter and histogram cost
+// ~0.6 µs a request (label checks and hashing), 15% of an in-process namespace describe
+// (`npm run bench:micro`), against ~0.05 µs for these.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricValueWithName } from "prom-client";
 
 const registry = new Registry();
 
 /** Latency buckets from 1 ms to 10 s. */
 const LATENCY = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-const requests = new Counter({
+/** What one operation's requests added up to. */
+interface OpStats {
+  /** Requests by status class (index: status / 100; 0 for aborted). */
+  byClass: number[];
+  /** Requests per latency bucket (not cumulative; the last is past 10 s). */
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+const CLASSES = ["aborted", "1xx", "2xx", "3xx", "4xx", "5xx"];
+const byOperation = new Map<string, OpStats>();
+
+new Counter({
   name: "quiver_requests_total",
   help: "Requests answered, by operation (the route table's name) and status class",
   labelNames: ["operation", "status_class"] as const,
   registers: [registry],
+  collect() {
+    this.reset();
+    for (const [operation, s] of byOperation) {
+      s.byClass.forEach((n, i) => n > 0 && this.inc({ operation, status_class: CLASSES[i] }, n));
+    }
+  },
 });
-const latency = new Histogram({
-  name: "quiver_request_duration_seconds",
+
+const LATENCY_NAME = "quiver_request_duration_seconds";
+// A histogram in prom-client's exported shape, read off byOperation (registered as any metric is).
+const latency = {
+  name: LATENCY_NAME,
   help: "Time from the request line to the last byte written, by operation",
-  labelNames: ["operation"] as const,
-  buckets: LATENCY,
-  registers: [registry],
-});
+  type: "histogram",
+  aggregator: "sum",
+  get() {
+    const values: MetricValueWithName<string>[] = [];
+    for (const [operation, s] of byOperation) {
+      let acc = 0;
+      LATENCY.forEach((le, i) => {
+        acc += s.buckets[i];
+        values.push({ metricName: `${LATENCY_NAME}_bucket`, labels: { le, operation }, value: acc });
+      });
+      values.push({ metricName: `${LATENCY_NAME}_bucket`, labels: { le: "+Inf", operation }, value: s.count });
+      values.push({ metricName: `${LATENCY_NAME}_sum`, labels: { operation }, value: s.sum });
+      values.push({ metricName: `${LATENCY_NAME}_count`, labels: { operation }, value: s.count });
+    }
+    return { name: LATENCY_NAME, help: latency.help, type: "histogram", values, aggregator: "sum" };
+  },
+};
+registry.registerMetric(latency as unknown as Histogram);
 const unavailable = new Counter({
   name: "quiver_unavailable_total",
   help: "503 answers by reason",
@@ -55,12 +92,19 @@ export const UNAVAILABLE_REASONS = ["in_flight", "draining", "pool_queue", "rate
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);
 
-const statusClass = (status: number) => (status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : "aborted");
-
 /** One finished request: `status` 0 when the client went away before an answer. */
 export function recordRequest(operation: string, status: number, seconds: number, reason?: string): void {
-  requests.inc({ operation, status_class: statusClass(status) });
-  latency.observe({ operation }, seconds);
+  let s = byOperation.get(operation);
+  if (!s) {
+    s = { byClass: CLASSES.map(() => 0), buckets: [...LATENCY.map(() => 0), 0], sum: 0, count: 0 };
+    byOperation.set(operation, s);
+  }
+  s.byClass[status >= 100 && status < 600 ? (status / 100) | 0 : 0]++;
+  let b = 0;
+  while (b < LATENCY.length && seconds > LATENCY[b]) b++;
+  s.buckets[b]++;
+  s.sum += seconds;
+  s.count++;
   if (status === 503) unavailable.inc({ reason: reason ?? "other" });
 }
 

@@ -74,6 +74,12 @@ describe("console", () => {
     await page.getByLabel("API key").fill("wrong-key");
     await page.getByRole("button", { name: "Sign in" }).click();
     await expect.poll(() => page.locator("#error").textContent()).toContain("401");
+    // A kept key that stops working (revoked, or the server's keys changed) leads back to sign-in.
+    await page.evaluate(() => sessionStorage.setItem("quiver.apiKey", "revoked-key"));
+    await page.goto(`${q.url}/console#/jobs`);
+    await page.getByLabel("API key").waitFor();
+    await expect.poll(() => page.locator("#error").textContent()).toContain("Not signed in, or the key was not accepted (401)");
+    expect(await page.evaluate(() => sessionStorage.getItem("quiver.apiKey"))).toBeNull();
 
     await signIn(ADMIN_KEY);
     expect(await page.evaluate(() => sessionStorage.getItem("quiver.apiKey"))).toBe(ADMIN_KEY);

@@ -240,7 +240,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
       return run(routed.route, inc, body ? Promise.resolve(body) : NO_BODY);
     },
     finished(req, out, status, ms) {
-      requestFinished(cfg, { ...req, status, ms, requestId: out?.headers["x-request-id"], context: out?.context, reason: out?.reason });
+      requestFinished(cfg, { op: req.op, method: req.method, path: req.path, status, ms, requestId: out?.headers["x-request-id"], context: out?.context, reason: out?.reason });
     },
   };
 }
