@@ -542,7 +542,7 @@ function jobsPage(): void {
   page(
     "Jobs and index builds",
     h("p", {}, h("label", { for: "jobs-kind" }, "Show "), kindSel),
-    h("div", { class: "scroll" }, h("table", { "aria-label": "Jobs" }, h("thead", {}, h("tr", {}, ...["Kind", "Table", "State", "Progress", "Started", "Action"].map((x) => h("th", { scope: "col" }, x)))), body)),
+    h("div", { class: "scroll" }, h("table", { "aria-label": "Jobs" }, h("thead", {}, h("tr", {}, ...["Kind", "Table", "State", "Progress", "Submitted", "Action"].map((x) => h("th", { scope: "col" }, x)))), body)),
     status,
   );
   const rows = new Map<string, { tr: HTMLTableRowElement; state: HTMLElement; progress: HTMLElement; action: HTMLElement; status: string }>();

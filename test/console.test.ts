@@ -77,6 +77,7 @@ describe("console", () => {
     // A kept key that stops working (revoked, or the server's keys changed) leads back to sign-in.
     await page.evaluate(() => sessionStorage.setItem("quiver.apiKey", "revoked-key"));
     await page.goto(`${q.url}/console#/jobs`);
+    await page.reload();
     await page.getByLabel("API key").waitFor();
     await expect.poll(() => page.locator("#error").textContent()).toContain("Not signed in, or the key was not accepted (401)");
     expect(await page.evaluate(() => sessionStorage.getItem("quiver.apiKey"))).toBeNull();
