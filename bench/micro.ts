@@ -5,6 +5,7 @@
 //  - IPC pass-through: re-framing engine result buffers into one IPC file, against decoding and
 //    re-encoding them (the route Quiver does not take);
 //  - splitting one batched (multi-vector) result of 32 top-10 searches into 32 answers;
+//  - the accounting of a finished request (metrics and access-log sampling), next to it;
 //  - one state change of a job record when the store holds 10,000 records.
 //   node dist/bench/micro.js
 import { mkdtempSync, rmSync } from "node:fs";
@@ -30,6 +31,10 @@ const signal = () => new AbortController().signal;
 const request = (p: string): Incoming => ({ method: "POST", path: p, query: "", headers: { "x-api-key": KEY }, signal });
 const describeBody = Buffer.from("{}");
 const queryBody = Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(queryVectors({ dim: 128, rank: 16, seed: 42 }, 1)[0]) }, k: 10, nprobes: 20, filter: "category = 'beta'" }));
+
+// A finished describe, as the front end reports it (the access line is sampled at the default 1%).
+const finishedReq = { op: "DescribeNamespace", method: "POST", path: "/v1/namespace/%24/describe" };
+const finishedOut = await pipeline.dispatch(request("/v1/namespace/%24/describe"), describeBody);
 
 async function dispatch(p: string, body: Buffer, want: number) {
   const out = await pipeline.dispatch(request(p), body);
@@ -92,6 +97,9 @@ let tick = 0;
 const bench = new Bench({ time: 1000 });
 bench
   .add("pipeline: namespace describe (route, auth, parse, validate, op, encode)", () => dispatch("/v1/namespace/%24/describe", describeBody, 200))
+  .add("request accounting when it ends: metrics and access-log sampling (pipeline.finished)", () => {
+    pipeline.finished(finishedReq, finishedOut, 200, 0.8);
+  })
   .add("pipeline: query request up to the table look-up (404)", () => dispatch("/v1/table/ns1%24bench/query", queryBody, 404))
   .add("IPC pass-through, top-10 result (1 batch)", () => reframe(small))
   .add("IPC decode + re-encode, top-10 result", () => reencode(small))

@@ -5,12 +5,13 @@ import { availableParallelism } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
-type Kind = "string" | "int" | "bool";
+type Kind = "string" | "int" | "number" | "bool";
 interface Option {
   key: string;
   kind: Kind;
   def: string | number | boolean | undefined;
   min?: number;
+  max?: number;
   doc: string;
 }
 
@@ -58,6 +59,9 @@ export const options = [
   { key: "jwt-role-claim", kind: "string", def: "role", doc: "JWT claim holding the role (string or array; highest wins)" },
   { key: "jwt-prefix-claim", kind: "string", def: "namespaces", doc: "JWT claim holding namespace prefixes (array or `|`-separated); absent means all" },
   { key: "log-level", kind: "string", def: "info", doc: "debug, info, warn or error" },
+  { key: "access-log-sample", kind: "number", def: 0.01, min: 0, max: 1, doc: "share of successful requests logged with one access line at level info (0 to 1; at level debug, every request)" },
+  { key: "access-log-error-sample", kind: "number", def: 1, min: 0, max: 1, doc: "share of failed requests (status 400 and up) logged with one access line at level info" },
+  { key: "metrics-public", kind: "bool", def: false, doc: "serve `GET /metrics` without a credential (otherwise it needs the read role)" },
   { key: "config", kind: "string", def: undefined, doc: "JSON file with any of these keys (kebab-case)" },
 ] as const satisfies readonly Option[];
 
@@ -105,6 +109,9 @@ export interface Config {
   jwtRoleClaim: string;
   jwtPrefixClaim: string;
   logLevel: string;
+  accessLogSample: number;
+  accessLogErrorSample: number;
+  metricsPublic: boolean;
 }
 
 /** Quiver's own state inside the data directory (keys, job records, links); never a table. */
@@ -122,20 +129,31 @@ function coerce(opt: Option, raw: unknown, source: string): string | number | bo
     if (/^(0|false|no)$/i.test(String(raw))) return false;
     throw new Error(`${where} must be true or false, got ${JSON.stringify(raw)}`);
   }
+  if (opt.kind === "number") {
+    const n = typeof raw === "number" ? raw : String(raw).trim() === "" ? NaN : Number(raw);
+    if (!Number.isFinite(n)) throw new Error(`${where} must be a number, got ${JSON.stringify(raw)}`);
+    return bounded(opt, n, where);
+  }
   const n = typeof raw === "number" ? raw : /^-?\d+$/.test(String(raw).trim()) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(n)) throw new Error(`${where} must be an integer, got ${JSON.stringify(raw)}`);
+  return bounded(opt, n, where);
+}
+
+function bounded(opt: Option, n: number, where: string): number {
   if (opt.min !== undefined && n < opt.min) throw new Error(`${where} must be >= ${opt.min}, got ${n}`);
+  if (opt.max !== undefined && n > opt.max) throw new Error(`${where} must be <= ${opt.max}, got ${n}`);
   return n;
 }
 
 export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     args: argv,
-    options: Object.fromEntries(options.map((o) => [o.key, { type: "string" as const }])),
+    // A bool option is a bare flag (`--metrics-public`); the environment and the file give true/false.
+    options: Object.fromEntries((options as readonly Option[]).map((o) => [o.key, { type: o.kind === "bool" ? ("boolean" as const) : ("string" as const) }])),
     strict: true,
     allowPositionals: false,
   });
-  const configPath = values.config ?? env[envName("config")];
+  const configPath = (values.config as string | undefined) ?? env[envName("config")];
   let file: Record<string, unknown> = {};
   if (configPath) {
     file = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>;
@@ -151,7 +169,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     let v: unknown;
     if (flag !== undefined) v = coerce(opt, flag, `--${opt.key}`);
     else if (fromEnv !== undefined && fromEnv !== "") v = coerce(opt, fromEnv, envName(opt.key));
-    else if (file[opt.key] !== undefined) v = coerce(opt, file[opt.key], configPath!);
+    else if (file[opt.key] !== undefined) v = coerce(opt, file[opt.key], configPath as string);
     else v = opt.def;
     if (v !== undefined) out[camel(opt.key)] = v;
   }

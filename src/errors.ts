@@ -56,11 +56,14 @@ export class ApiError extends Error {
   readonly status: number;
   /** Seconds a client should wait before retrying (503s), sent as Retry-After. */
   readonly retryAfterS?: number;
-  constructor(code: ErrorCode, message: string, status?: number, retryAfterS?: number) {
+  /** For a 503, why (a reason of src/metrics.ts's 503 counter). */
+  readonly reason?: string;
+  constructor(code: ErrorCode, message: string, status?: number, unavailable?: { retryAfterS?: number; reason?: string }) {
     super(message);
     this.code = code;
     this.status = status ?? statusOfCode[code] ?? 500;
-    if (retryAfterS !== undefined) this.retryAfterS = retryAfterS;
+    if (unavailable?.retryAfterS !== undefined) this.retryAfterS = unavailable.retryAfterS;
+    if (unavailable?.reason !== undefined) this.reason = unavailable.reason;
   }
 }
 

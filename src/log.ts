@@ -8,6 +8,8 @@ export function setLogLevel(level: string): void {
   threshold = order[level as Level] ?? order.info;
 }
 
+export const logEnabled = (level: Level) => order[level] >= threshold;
+
 function emit(level: Level, msg: string, fields?: Record<string, unknown>): void {
   if (order[level] < threshold) return;
   process.stderr.write(JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields }) + "\n");

@@ -3,6 +3,7 @@ import { setupAuth } from "./auth/authenticate.js";
 import { adminKeyFile } from "./auth/api-keys.js";
 import { loadConfig } from "./config.js";
 import { log, setLogLevel } from "./log.js";
+import { watch } from "./metrics.js";
 import { createPipeline } from "./http/pipeline.js";
 import { startServer } from "./server.js";
 import { createServices } from "./services.js";
@@ -19,6 +20,7 @@ async function main(): Promise<void> {
   const server = await startServer(services, createPipeline(services, auth.authenticate));
   // After listening: a second start on a taken port must fail before touching the data directory.
   await reclaim(services, "start");
+  watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, openTables: services.tables.openHandles });
   if (auth.generatedKey) {
     process.stdout.write(
       `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.dataDir)}):\n  ${auth.generatedKey}\n`,

@@ -3,14 +3,18 @@
 // and so is the README's API overview.
 import type { Role } from "./auth/principal.js";
 import type { Pattern } from "./http/router.js";
-import { notImplemented, type Operation } from "./operations/define.js";
+import { notImplemented, queryOp, type Operation } from "./operations/define.js";
+import { json } from "./operations/types.js";
+import { openApiDocument } from "./http/openapi.js";
 import * as admin from "./operations/admin.js";
 import * as branch from "./operations/branch.js";
+import * as consoleUi from "./operations/console.js";
 import * as column from "./operations/column.js";
 import * as data from "./operations/data.js";
 import * as health from "./operations/health.js";
 import * as indexes from "./operations/indexes.js";
 import * as managed from "./operations/managed-versions.js";
+import { getMetrics } from "./operations/metrics.js";
 import * as ns from "./operations/namespace.js";
 import * as prewarm from "./operations/prewarm.js";
 import * as query from "./operations/query.js";
@@ -35,19 +39,36 @@ export interface RouteSpec {
   scope: Scope;
   /** Operation id in upstream's spec, for the API overview and logs. */
   name: string;
+  /** A configuration flag that, when set, makes the route need no credential. */
+  publicWith?: "metricsPublic";
 }
 
-const r = (method: "GET" | "POST", path: string, name: string, op: Operation, role: RouteSpec["role"], scope: Scope = "object"): Pattern<RouteSpec> => ({
+const r = (
+  method: "GET" | "POST",
+  path: string,
+  name: string,
+  op: Operation,
+  role: RouteSpec["role"],
+  scope: Scope = "object",
+  publicWith?: RouteSpec["publicWith"],
+): Pattern<RouteSpec> => ({
   method,
   path,
-  value: { op, role, scope, name },
+  value: publicWith ? { op, role, scope, name, publicWith } : { op, role, scope, name },
 });
+
+/** The OpenAPI document, made from this table on first request. */
+let document: ReturnType<typeof openApiDocument> | undefined;
 
 export const routes: Pattern<RouteSpec>[] = [
   // Operations of the server itself
   r("GET", "/healthz", "Health", health.healthz, "public", "none"),
   r("GET", "/readyz", "Readiness", health.readyz, "public", "none"),
   r("POST", "/v1/admin/reclaim", "ReclaimOrphanDirectories", admin.reclaimOrphanDirectories, "admin", "none"),
+  r("GET", "/metrics", "GetMetrics", getMetrics, "read", "none", "metricsPublic"),
+  r("GET", "/v1/openapi.json", "GetOpenApiDocument", queryOp(async () => json((document ??= openApiDocument(routes)))), "public", "none"),
+  r("GET", "/console", "Console", consoleUi.consolePage, "public", "none"),
+  r("GET", "/console/{file}", "ConsoleFile", consoleUi.consoleFile, "public", "none"),
 
   // Namespaces
   r("POST", "/v1/namespace/{id}/create", "CreateNamespace", ns.createNamespace, "write"),

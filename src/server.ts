@@ -78,14 +78,20 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     req.forEach((k, v) => (headers[k] = v));
     const contentLength = headers["content-length"] !== undefined ? Number(headers["content-length"]) : null;
     if (method === "GET" || contentLength === 0) x.bodyRead = true;
+    const started = performance.now();
+    /** An answer written at once, before any operation ran. */
+    const answer = (op: string, out: Outgoing) => {
+      void write(x, out, flow);
+      pipeline.finished({ op, method, path }, out, x.status, performance.now() - started);
+    };
 
     const routed = pipeline.route(method, path);
-    if (routed.kind === "answer") return void write(x, routed.out, flow);
+    if (routed.kind === "answer") return answer("unmatched", routed.out);
     const r = routed.route;
     const admitted = r.spec.role !== "public";
     const reading = r.body !== null && !x.bodyRead;
     const refused = admitted ? admission.refuse(reading) : null;
-    if (refused) return void write(x, pipeline.error(r.path, refusalError(refused)), flow);
+    if (refused) return answer(r.spec.name, pipeline.error(r.path, refusalError(refused)));
     // uWS drops body data that arrives before a reader is attached: start reading now.
     const body = r.body ? readBody(x, r.body.limit, contentLength, r.body.what, pace) : NO_BODY;
     void serve(x, r, { method, path, query, headers, signal: () => signalOf(x) }, body, admitted && reading);
@@ -122,8 +128,10 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     } catch (err) {
       // A refusal, or a stream that failed before its first byte, can still be answered with an error body.
       const requestId = out?.headers["x-request-id"] ?? "";
-      if (!isApiError(err)) log.error("response failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err) });
-      void write(x, pipeline.error(r.path, isApiError(err) ? err : internal(requestId), requestId), flow);
+      if (!isApiError(err)) log.error("response failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context: out?.context });
+      const failed = pipeline.error(r.path, isApiError(err) ? err : internal(requestId), requestId);
+      out = out ? { ...failed, context: out.context } : failed;
+      void write(x, failed, flow);
     } finally {
       if (slot) counts.inFlight--;
       if (turn) flow.budget.give();
@@ -132,14 +140,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       if (x.cut) log.warn("client took no response bytes; connection closed", { requestId: out?.headers["x-request-id"], op: r.spec.name, path: r.path, idleMs: cfg.responseIdleMs });
       // A handler that never answered (it should not happen) must still end the exchange.
       if (!x.done && !x.aborted) void write(x, pipeline.error(r.path, internal(out?.headers["x-request-id"] ?? "")), flow);
-      log.debug("request", {
-        requestId: out?.headers["x-request-id"],
-        op: r.spec.name,
-        path: r.path,
-        status: x.aborted ? "aborted" : x.status,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-        context: out?.context,
-      });
+      pipeline.finished({ op: r.spec.name, method: inc.method, path: r.path }, out, x.aborted ? 0 : x.status, performance.now() - started);
     }
   }
 

@@ -13,7 +13,7 @@ afterAll(async () => {
   removeDir(servers[0].dataDir);
 });
 
-it("an engine failure is a 500 without internals, logged with its request id", async () => {
+it("an engine failure is a 500 without internals, logged with its request id and context", async () => {
   const first = await startQuiver();
   servers.push(first);
   await first.call("POST", "/v1/table/t/create", toStream(tableFromArrays({ id: Int32Array.from([1, 2]) })));
@@ -23,7 +23,7 @@ it("an engine failure is a 500 without internals, logged with its request id", a
 
   const q = await startQuiver({ dataDir: first.dataDir });
   servers.push(q);
-  const r = await q.call("POST", "/v1/table/t/count_rows", {});
+  const r = await q.call("POST", "/v1/table/t/count_rows", {}, { "x-svc-ctx-job": "nightly" });
   expect(r.status).toBe(500);
   expect(r.json).toMatchObject({ type: "/errors/server-error", title: "Internal Server Error", status: 500, code: 18 });
   const requestId = /request (\S+)\)/.exec(r.json.detail)![1];
@@ -31,6 +31,7 @@ it("an engine failure is a 500 without internals, logged with its request id", a
   expect(r.text).not.toMatch(/garbage|cargo|\.rs:|\n\s+at /);
   const logged = await logLine(q, (l) => l.includes(`"requestId":"${requestId}"`));
   expect(logged).toContain("garbage");
+  expect(JSON.parse(logged)).toMatchObject({ msg: "request failed", requestId, op: "CountTableRows", context: { job: "nightly" } });
   // The server keeps serving.
   expect((await q.call("GET", "/v1/namespace/%24/list")).status).toBe(200);
 });

@@ -26,6 +26,17 @@ describe("configuration", () => {
     expect(() => loadConfig(["--nope", "1"], {})).toThrow();
   });
 
+  it("a bool option is a bare flag (true/false from the environment or file); a share is a number from 0 to 1", () => {
+    expect(loadConfig([], {}).metricsPublic).toBe(false);
+    expect(loadConfig(["--metrics-public"], {}).metricsPublic).toBe(true);
+    expect(loadConfig([], { QUIVER_METRICS_PUBLIC: "true" }).metricsPublic).toBe(true);
+    expect(() => loadConfig([], { QUIVER_METRICS_PUBLIC: "maybe" })).toThrow(/metrics-public \(from QUIVER_METRICS_PUBLIC\) must be true or false/);
+    expect(loadConfig([], {})).toMatchObject({ accessLogSample: 0.01, accessLogErrorSample: 1 });
+    expect(loadConfig(["--access-log-sample", "0.25"], {}).accessLogSample).toBe(0.25);
+    expect(() => loadConfig(["--access-log-sample", "2"], {})).toThrow(/access-log-sample \(from --access-log-sample\) must be <= 1, got 2/);
+    expect(() => loadConfig([], { QUIVER_ACCESS_LOG_ERROR_SAMPLE: "all" })).toThrow(/access-log-error-sample \(from QUIVER_ACCESS_LOG_ERROR_SAMPLE\) must be a number/);
+  });
+
   it("a bad configuration stops startup with a message, not a stack", async () => {
     await expect(startQuiver({ args: ["--workers", "0"] })).rejects.toThrow(/quiver: workers/);
   });

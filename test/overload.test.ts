@@ -1,5 +1,5 @@
 // Overload: past --max-in-flight the answer is 503 "Slow down" with Retry-After, and the server
-// keeps serving once the flood has passed.
+// keeps serving once the flood has passed; /metrics counts the 503s by reason.
 import { expect, it } from "vitest";
 import { arrow } from "../src/engine/arrow.js";
 import { seedTable } from "./helpers/seed.js";
@@ -27,6 +27,9 @@ it("a flood gets 503 Slow down with Retry-After beyond the in-flight bound, the 
     expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
   }
   for (const r of ok) expect(fromIPC(r.bytes).numRows).toBe(ROWS);
+  // Each is counted by its reason.
+  const metrics = await q.call("GET", "/metrics");
+  expect(metrics.text).toContain(`quiver_unavailable_total{reason="in_flight"} ${busy.length}\n`);
   // Once the flood has passed, requests are served again.
   const after = await q.call("POST", "/v1/table/flood/query", { k: 5 });
   expect(after.status).toBe(200);

@@ -9,6 +9,7 @@ import type { Config } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { normaliseIpc } from "../src/engine/ipc-in.js";
 import { ApiError, Code, invalid } from "../src/errors.js";
+import { recordPoolTask } from "../src/metrics.js";
 import type { IngestReply } from "./ingest.js";
 
 export interface WorkerPool {
@@ -20,6 +21,8 @@ export interface WorkerPool {
   ingest(raw: Uint8Array | undefined): Promise<A.Table>;
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
   run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
+  /** Threads started, threads running a task, tasks waiting for a thread. */
+  stats(): { threads: number; busy: number; queued: number };
   destroy(): Promise<void>;
 }
 
@@ -51,15 +54,24 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
   async function run<T>(name: string, data: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
     const limit = limits[name] ?? config.workers + config.maxQueue;
     if ((admitted[name] ?? 0) >= limit) {
-      throw new ApiError(Code.ServiceUnavailable, `${name} pool is busy (${config.workers} workers, ${limit} ${name} tasks admitted); retry later`);
+      throw new ApiError(Code.ServiceUnavailable, `${name} pool is busy (${config.workers} workers, ${limit} ${name} tasks admitted); retry later`, undefined, { reason: "pool_queue" });
     }
     admitted[name] = (admitted[name] ?? 0) + 1;
+    const started = performance.now();
     try {
       return (await pool.run(data, { name, transferList: transfer })) as T;
     } finally {
       admitted[name]--;
+      recordPoolTask(name, (performance.now() - started) / 1000);
     }
   }
+
+  // One task per thread at a time: the admitted tasks not waiting in Piscina's queue are running.
+  const stats = () => {
+    let total = 0;
+    for (const k in admitted) total += admitted[k];
+    return { threads: pool.threads.length, busy: Math.max(0, total - pool.queueSize), queued: pool.queueSize };
+  };
 
   return {
     async ingest(raw) {
@@ -70,6 +82,7 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
       throw invalid(reply.error);
     },
     run,
+    stats,
     destroy: () => pool.destroy(),
   };
 }

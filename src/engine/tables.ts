@@ -23,6 +23,8 @@ export interface Tables {
   /** The latest version of the main branch, cached; other versions, branches and fresh handles opened per call. */
   open(entry: Entry, opts?: OpenOptions): Promise<lancedb.Table>;
   evict(objectId: string): void;
+  /** Handles held in the cache (the latest main of each table opened). */
+  openHandles(): number;
   /**
    * Run one commit on a table's branch at a time in this process. LanceDB reports the version its
    * handle holds after a write, which under concurrent writes can be another write's; one at a
@@ -71,6 +73,7 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
     evict(objectId) {
       cache.delete(objectId);
     },
+    openHandles: () => cache.size,
     write: (entry, branch, commit) => writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, commit),
     async removeData(entry) {
       cache.delete(entry.objectId);

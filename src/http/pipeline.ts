@@ -7,6 +7,7 @@ import { canBrowse, covers, roleRank, type Principal } from "../auth/principal.j
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, isApiError } from "../errors.js";
 import { log } from "../log.js";
+import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
 import { privateDirOf } from "../config.js";
 import { routes, type RouteSpec } from "../routes.js";
@@ -14,6 +15,7 @@ import type { Services } from "../services.js";
 import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
 import { refusalError } from "./refusals.js";
+import { requestFinished } from "./access.js";
 import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
 import { parseJsonRows, type JsonRows } from "../engine/rows-in.js";
 import { rowFormat } from "./negotiate.js";
@@ -40,6 +42,8 @@ interface Head {
   /** Operation name and request context, for the access log. */
   op?: string;
   context?: Record<string, string>;
+  /** Why a 503 was answered (the metrics' reason label). */
+  reason?: string;
 }
 
 /** What to send back: a whole body, a stream of chunks (written with backpressure), or nothing. */
@@ -73,6 +77,8 @@ export interface Pipeline {
   error(path: string, err: ApiError, requestId?: string): Outgoing;
   /** A whole request in one call, for tests and the bench: route, then run with `body`. */
   dispatch(inc: Incoming, body?: Uint8Array): Promise<Outgoing>;
+  /** The front end wrote (or gave up on) an answer: metrics and the sampled access line. */
+  finished(req: { op: string; method: string; path: string }, out: Outgoing | undefined, status: number, ms: number): void;
 }
 
 const requestPrefix = randomBytes(3).toString("hex");
@@ -157,7 +163,15 @@ function encode(result: OpResult, head: Head): Outgoing {
     case "empty":
       return { status: result.status, headers, op, context, kind: "empty" };
     case "bytes":
-      return { status: result.status ?? 200, headers, op, context, kind: "stream", contentType: result.contentType, chunks: result.chunks };
+      return {
+        status: result.status ?? 200,
+        headers: result.headers ? { ...headers, ...result.headers } : headers,
+        op,
+        context,
+        kind: "stream",
+        contentType: result.contentType,
+        chunks: result.chunks,
+      };
   }
 }
 
@@ -165,8 +179,12 @@ function errorOut(err: ApiError, instance: string, requestId: string, extra: Rec
   const headers: Record<string, string> = { "x-request-id": requestId, ...extra };
   if (err.status === 503) headers["retry-after"] = String(err.retryAfterS ?? 1);
   // After a 413 or 408 the rest of the body is never read, so the connection cannot be reused.
-  return { status: err.status, headers, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 || err.status === 408 };
+  return { status: err.status, headers, reason: err.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 || err.status === 408 };
 }
+
+/** The route table as this configuration serves it: `--metrics-public` opens GET /metrics. */
+const served = (cfg: Config) =>
+  routes.map((r) => (r.value.publicWith && cfg[r.value.publicWith] ? { ...r, value: { ...r.value, role: "public" as const } } : r));
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
 const KNOWN_ROUTES = 4096;
@@ -189,8 +207,8 @@ function replayed(a: KeptAnswer, head: Head): Outgoing {
 }
 
 export function createPipeline(svc: Services, authenticate: Authenticate): Pipeline {
-  const match = compileRoutes(routes);
   const cfg = svc.config;
+  const match = compileRoutes(served(cfg));
 
   // Clients call the same few paths over and over: a matched route is kept (it is read-only),
   // sparing the path split and match. Bounded, since paths come from the network.
@@ -318,7 +336,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
       held.release?.();
       const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
       if (out) return { ...out, op: r.spec.name, context };
-      log.error("request failed", { requestId, op: r.spec.name, path: r.path, context, error: String((err as Error)?.stack ?? err) });
+      log.error("request failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context });
       return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
     }
   }
@@ -335,6 +353,9 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
         out.release?.();
         return out;
       });
+    },
+    finished(req, out, status, ms) {
+      requestFinished(cfg, { op: req.op, method: req.method, path: req.path, status, ms, requestId: out?.headers["x-request-id"], context: out?.context, reason: out?.reason });
     },
   };
 }

@@ -34,5 +34,5 @@ export const refusalCounts = (): Record<RefusalReason, number> => ({ ...counts }
 /** Count a refusal and turn it into the 503 the client gets. */
 export function refusalError(r: Refusal): ApiError {
   counts[r.reason]++;
-  return new ApiError(Code.ServiceUnavailable, r.message, 503, r.retryAfterS);
+  return new ApiError(Code.ServiceUnavailable, r.message, 503, { retryAfterS: r.retryAfterS, reason: r.reason.replaceAll("-", "_") });
 }

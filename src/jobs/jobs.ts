@@ -5,7 +5,8 @@
 import { randomUUID } from "node:crypto";
 import { objectIdOf } from "../catalog/names.js";
 import { log } from "../log.js";
-import { isTerminal, openStore, type JobRecord } from "./store.js";
+import { recordJobRows } from "../metrics.js";
+import { isTerminal, openStore, STATUSES, type JobRecord } from "./store.js";
 
 /** A started job: `done` settles when it ends; `stop` makes it end early (resolves once stopped). */
 export interface Running {
@@ -48,9 +49,14 @@ export interface Jobs {
   cancel(rec: JobRecord): Promise<void>;
   /** The properties Quiver reports for a record (read-only to clients), by key. */
   reported(rec: JobRecord): Record<string, string | undefined>;
+  /** Records kept, by kind and status; every registered kind and status, zeros included. */
+  counts(): { kind: string; state: string; count: number }[];
   /** Stop running work for a shutdown: resumable jobs are queued again, the others fail. */
   close(): Promise<void>;
 }
+
+/** Rows a job has processed so far, as its progress counts them (cumulative `rows_done`). */
+const rowsDone = (progress: Record<string, unknown> | undefined) => (typeof progress?.rows_done === "number" ? progress.rows_done : 0);
 
 const RESTART_MESSAGE = "interrupted by a server restart";
 const SHUTDOWN_MESSAGE = "interrupted by a server shutdown";
@@ -75,7 +81,9 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
     await store.put(rec);
     if (rec.status !== "Running") return;
     const report = (progress: Record<string, unknown>) => {
+      const before = rowsDone(rec.progress);
       rec.progress = { ...rec.progress, ...progress };
+      recordJobRows(rec.operation, rowsDone(rec.progress) - before);
       return store.put(rec);
     };
     let handle: Running;
@@ -135,6 +143,11 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
   );
 
   return {
+    counts() {
+      const n = new Map<string, number>();
+      for (const r of store.all()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);
+      return kinds.flatMap((k) => STATUSES.map((state) => ({ kind: k.name, state, count: n.get(`${k.name}\u0000${state}`) ?? 0 })));
+    },
     async submit(kind, table, spec) {
       if (!byName.has(kind)) throw new Error(`unknown job kind ${JSON.stringify(kind)}`);
       const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, properties: {}, createdAt: Date.now() };

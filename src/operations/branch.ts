@@ -1,5 +1,6 @@
 // Table branches. LanceDB answers an internal error for an existing name and leaves a directory
 // behind for an invalid one, so names and existence are checked here first, one change at a time.
+import { PageQuery } from "../schemas/params.js";
 import type { Branches } from "@lancedb/lancedb";
 import { namedBranch } from "../engine/tables.js";
 import type { Entry } from "../catalog/catalog.js";
@@ -49,7 +50,7 @@ export const listTableBranches = queryOp(async ({ id, query, svc }) => {
     };
   }
   return json({ branches, page_token: p.pageToken });
-});
+}, { query: PageQuery });
 
 export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);

@@ -1,6 +1,7 @@
 // Schema changes: add, alter and drop columns, field and schema metadata. Every path and name is
 // checked against the table's current schema first, so a rejected request changes nothing; an
 // accepted one commits one version (virtual columns: see virtual-columns.ts).
+import { BranchQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { fromJsonType, type JsonArrowDataType } from "../engine/json-arrow.js";
@@ -147,4 +148,4 @@ export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, bo
   const added = wanted.filter(([k]) => !current.has(k));
   if (added.length > 0) await addSchemaMetadata(t, Object.fromEntries(added));
   return json(Object.fromEntries((await t.schema()).metadata));
-}));
+}), { query: BranchQuery });

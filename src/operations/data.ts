@@ -1,5 +1,6 @@
 // Row-level operations: insert, merge insert, update, delete, count and statistics. Writes on
 // main go through the cached table handle, so later reads see them; `branch` writes leave main alone.
+import { InsertQuery } from "../schemas/params.js";
 import type * as lancedb from "@lancedb/lancedb";
 import { dataError } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
@@ -61,7 +62,7 @@ export const insertIntoTable = arrowOp(async (ctx) => {
   const data = await arrowBody(ctx, table, entry.objectId);
   const r = await engine("body", undefined, () => commit(() => table.add(data, { mode })));
   return json({ version: r.version, num_inserted_rows: data.numRows });
-});
+}, { query: InsertQuery });
 
 export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const q = ctx.query;

@@ -1,31 +1,42 @@
-// An operation is described once: how its body is read, its request schema and its handler.
-import type { Static, TSchema } from "@sinclair/typebox";
+// An operation is described once: how its body is read, its request schema and its handler. The
+// schemas (body and query parameters) also make the OpenAPI document (src/http/openapi.ts).
+import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { compile, type Validator } from "../schemas/validate.js";
 import { unsupported } from "../errors.js";
 import type { Handler } from "./types.js";
 
 export type BodyKind = "json" | "arrow" | "none";
 
-export interface Operation {
+/** What the OpenAPI document says of an operation beyond its body schema. */
+export interface Described {
+  /** Query parameters the handler reads (strings on the wire; the schema says what they hold). */
+  query?: TObject;
+  /** Content type of a success when it is not JSON. */
+  produces?: string;
+}
+
+export interface Operation extends Described {
   body: BodyKind;
   /** Its answer may be a large stream the engine computes as it is sent: it waits for a turn first. */
   streamsResults?: boolean;
+  /** The JSON body's schema (validated by `validate`). */
+  schema?: TSchema;
   validate?: Validator<unknown>;
   handler: Handler;
 }
 
-export function jsonOp<S extends TSchema>(schema: S, handler: Handler<Static<S>>): Operation {
-  return { body: "json", validate: compile(schema), handler: handler as Handler };
+export function jsonOp<S extends TSchema>(schema: S, handler: Handler<Static<S>>, more: Described = {}): Operation {
+  return { body: "json", schema, validate: compile(schema), handler: handler as Handler, ...more };
 }
 
 /** Mark an operation whose answer may be a large engine stream (see Operation.streamsResults). */
 export const streaming = (op: Operation): Operation => ({ ...op, streamsResults: true });
 
 /** Operations whose inputs are the path and query only; any body is ignored. */
-export const queryOp = (handler: Handler<undefined>): Operation => ({ body: "none", handler });
+export const queryOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "none", handler, ...more });
 
 /** Operations that take an Arrow IPC stream body; options arrive as query parameters. */
-export const arrowOp = (handler: Handler<undefined>): Operation => ({ body: "arrow", handler });
+export const arrowOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "arrow", handler, ...more });
 
 /** A route that exists in the spec but whose feature has not landed: 406 with the spec's body. */
 export const notImplemented = (what: string): Operation => ({

@@ -1,4 +1,5 @@
 // Namespaces: create, describe, drop, list, exists.
+import { PageQuery } from "../schemas/params.js";
 import { canBrowse } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { requireNamespace, requireNamespaceNow } from "../catalog/lookup.js";
@@ -80,4 +81,4 @@ export const listNamespaces = queryOp(async ({ id, query, svc, principal }) => {
   const visible = svc.catalog.children(id, "namespace").filter((e) => canBrowse(principal, e.id));
   const p = page(visible, (e) => e.id[e.id.length - 1], after, limit);
   return json({ namespaces: p.items.map((e) => e.id[e.id.length - 1]), page_token: p.pageToken });
-});
+}, { query: PageQuery });

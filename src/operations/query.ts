@@ -22,7 +22,7 @@ export const queryTable = streaming(jsonOp(QueryRequest, async ({ id, body, svc,
   const { table, name } = await target(svc, id, body);
   if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, () => signal().aborted) };
   return { kind: "bytes", contentType: JSON_ROWS[rowFormat], chunks: await runQueryJson(table, spec, name, rowFormat === "ndjson") };
-}));
+}, { produces: ARROW_FILE }));
 
 /** Upstream answers both plan operations with a plain JSON string. */
 export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {

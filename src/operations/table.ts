@@ -1,5 +1,6 @@
 // Table lifecycle and listings: create, declare, register, describe, exists, drop, deregister,
 // rename, list. The catalog entry is the table's identity; its data lives at entry.location.
+import { CreateTableQuery, DescribeTableQuery, ListTablesQuery } from "../schemas/params.js";
 import { mkdir, rm } from "node:fs/promises";
 import type { Static } from "@sinclair/typebox";
 import type * as A from "apache-arrow";
@@ -84,7 +85,7 @@ export const listTables = queryOp(async ({ id, query, svc, principal }) => {
   if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
   const p = page(tables, leaf, after, limit);
   return json({ tables: p.items.map(leaf), page_token: p.pageToken });
-});
+}, { query: ListTablesQuery });
 
 export const listAllTables = queryOp(async ({ query, svc, principal, delimiter }) => {
   await svc.catalog.refresh();
@@ -94,7 +95,7 @@ export const listAllTables = queryOp(async ({ query, svc, principal, delimiter }
   const names = tables.map((e) => e.id.join(delimiter)).sort();
   const p = page(names, (n) => n, after, limit);
   return json({ tables: p.items, page_token: p.pageToken });
-});
+}, { query: ListTablesQuery });
 
 // ---- create / declare / register ----
 
@@ -132,7 +133,7 @@ export const createTable = arrowOp(async ({ id, query, raw, rows, svc, principal
     if (properties) await svc.catalog.upsert(entry);
     return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: entry.properties });
   });
-});
+}, { query: CreateTableQuery });
 
 /**
  * A new table at a location this request claims: `make` writes its dataset there, then the catalog
@@ -300,7 +301,7 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc
     ...(view ? { materialized_view: describeView(view) } : {}),
     is_only_declared: false,
   });
-});
+}, { query: DescribeTableQuery });
 
 export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);

@@ -1,5 +1,6 @@
 // Table tags: table-wide names for a version of main or of a branch. LanceDB resolves a tag's
 // version against the branch of the handle that sets it, so set/update go through that branch.
+import { PageQuery } from "../schemas/params.js";
 import type { Tags } from "@lancedb/lancedb";
 import { namedBranch } from "../engine/tables.js";
 import { tableDir } from "../engine/versions.js";
@@ -40,7 +41,7 @@ export const listTableTags = queryOp(async ({ id, query, svc, lancedbClient }) =
     tags[name] = { ...withBranch(await tagBranch(dir, name)), version: c.version, manifestSize: c.manifestSize };
   }
   return json(lancedbClient ? tags : { tags, page_token: p.pageToken });
-});
+}, { query: PageQuery });
 
 export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);

@@ -39,6 +39,8 @@ export type OpResult =
       kind: "bytes";
       status?: number;
       contentType: string;
+      /** Headers of the answer besides the content type. */
+      headers?: Record<string, string>;
       /** Chunks written in order, with backpressure. */
       chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
     };

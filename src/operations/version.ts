@@ -1,6 +1,7 @@
 // Table versions: list, describe, restore. LanceDB lists versions with their time and metadata;
 // the manifest's path, size and e_tag come from the file itself (engine/versions.ts).
 import path from "node:path";
+import { VersionListQuery } from "../schemas/params.js";
 import type * as lancedb from "@lancedb/lancedb";
 import { hasVersions } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
@@ -60,7 +61,7 @@ export const listTableVersions = queryOp(async ({ id, query, svc }) => {
     versions: await Promise.all(slice.map((v) => versionRecord(svc, dir, branch, v))),
     page_token: all.length > limit ? String(slice[slice.length - 1].version) : null,
   });
-});
+}, { query: VersionListQuery });
 
 export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);

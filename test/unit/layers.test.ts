@@ -25,6 +25,7 @@ const LAYERS: [string, number][] = [
   ["src/schemas/", 2],
   ["src/errors.ts", 1],
   ["src/log.ts", 1],
+  ["src/metrics.ts", 1],
   ["src/config.ts", 1],
   ["src/util/", 1],
 ];

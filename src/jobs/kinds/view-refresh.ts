@@ -70,7 +70,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         const r: RefreshResult = result;
         const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode };
         await views.put({ ...view, lastRefresh });
-        await job.report({ ...r });
+        await job.report({ ...r, rows_done: r.rows_written });
         tables.evict(entry.objectId);
       });
     },

@@ -1,0 +1,115 @@
+// GET /metrics (Prometheus text) and the access log: who may scrape, every metric the README lists
+// moving with the work that feeds it, and access lines carrying the request id and the context
+// headers at the configured sampling rates.
+import { Float64, Int64, Table, vectorFromArray } from "apache-arrow";
+import { describe, expect, it } from "vitest";
+import { toStream } from "./helpers/arrow.js";
+import { logLine, READ_KEY, request, serverForFile } from "./helpers/quiver.js";
+import { settle } from "./helpers/transactions.js";
+
+// Every access line logged; every Arrow upload decoded in the pool; the catalog checked on every request.
+const q = serverForFile({ args: ["--ingest-inline-max-bytes", "0", "--consistency-interval-ms", "0", "--access-log-sample", "1", "--workers", "1"], env: { QUIVER_LOG_LEVEL: "info" } });
+// Scraped without a credential; successes never logged, failures always.
+const open = serverForFile({ args: ["--metrics-public", "--access-log-sample", "0"], env: { QUIVER_LOG_LEVEL: "info" } });
+
+/** The value of one sample: `name{labels}` (labels matched as a subset), or undefined. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split("\n")) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
+  }
+  return undefined;
+}
+
+const scrape = async () => {
+  const r = await q.call("GET", "/metrics", undefined, { "x-api-key": READ_KEY });
+  expect(r.status, r.text).toBe(200);
+  return r.text;
+};
+
+const rows = (n: number) =>
+  toStream(new Table({ id: vectorFromArray(Array.from({ length: n }, (_, i) => BigInt(i)), new Int64()), x: vectorFromArray(Array.from({ length: n }, (_, i) => i / 2), new Float64()) }));
+
+describe("GET /metrics", () => {
+  it("needs the read role unless --metrics-public", async () => {
+    const none = await request(`${q.url}/metrics`, "GET");
+    expect(none.status).toBe(401);
+    expect(none.json.detail).toMatch(/missing credentials/);
+    const read = await request(`${q.url}/metrics`, "GET", undefined, { "x-api-key": READ_KEY });
+    expect(read.status).toBe(200);
+    expect(read.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    const pub = await request(`${open.url}/metrics`, "GET");
+    expect(pub.status).toBe(200);
+    expect(pub.text).toContain("# TYPE quiver_requests_total counter");
+  });
+
+  it("counts requests by operation and status class, with latency buckets from 1 ms to 10 s", async () => {
+    const before = sample(await scrape(), "quiver_requests_total", { operation: "DescribeNamespace", status_class: "4xx" }) ?? 0;
+    expect((await q.call("POST", "/v1/namespace/nope/describe", {})).status).toBe(404);
+    expect((await q.call("POST", "/v1/namespace/%24/describe", {})).status).toBe(200);
+    const text = await scrape();
+    expect(sample(text, "quiver_requests_total", { operation: "DescribeNamespace", status_class: "4xx" })).toBe(before + 1);
+    expect(sample(text, "quiver_requests_total", { operation: "DescribeNamespace", status_class: "2xx" })).toBeGreaterThanOrEqual(1);
+    const count = sample(text, "quiver_request_duration_seconds_count", { operation: "DescribeNamespace" })!;
+    expect(count).toBeGreaterThanOrEqual(2);
+    expect(sample(text, "quiver_request_duration_seconds_bucket", { operation: "DescribeNamespace", le: "0.001" })).toBeDefined();
+    expect(sample(text, "quiver_request_duration_seconds_bucket", { operation: "DescribeNamespace", le: "10" })).toBe(count);
+    // The scrape itself holds an admission slot.
+    expect(sample(text, "quiver_requests_in_flight")).toBe(1);
+    for (const reason of ["in_flight", "draining", "pool_queue", "rate_limit"]) expect(sample(text, "quiver_unavailable_total", { reason })).toBe(0);
+    // Unmatched paths are counted under one name, not one series per path.
+    await q.call("GET", "/no/such/path");
+    expect(sample(await scrape(), "quiver_requests_total", { operation: "unmatched", status_class: "4xx" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("pool task time by task kind, open tables, catalog refreshes, jobs by state and rows processed by jobs", async () => {
+    const refreshes = sample(await scrape(), "quiver_catalog_refreshes_total")!;
+    expect((await q.call("POST", "/v1/table/m/create", rows(1000))).status).toBe(200);
+    expect((await q.call("POST", "/v1/table/m/count_rows", {})).json).toBe(1000);
+    const vc = { udf_backend: "js", udf: "(x) => x * 2", input_columns: ["x"], outputs: [{ column: "y", data_type: { type: "float64" }, nullable: true }] };
+    expect((await q.call("POST", "/v1/table/m/add_columns", { new_columns: [{ name: "y", virtual_column: vc }] })).status).toBe(200);
+    const job = await q.call("POST", "/v1/table/m/backfill_column", { column: "y" });
+    expect(job.status, job.text).toBe(202);
+    expect((await settle(q, job.json.job_id, 60_000)).status).toBe("Succeeded");
+    expect((await q.call("POST", "/v1/table/m/count_rows", { predicate: "y = x * 2" })).json).toBe(1000);
+
+    const text = await scrape();
+    expect(sample(text, "quiver_pool_task_seconds_count", { task: "ingest" })).toBe(1);
+    expect(sample(text, "quiver_pool_threads")).toBeGreaterThanOrEqual(0);
+    expect(sample(text, "quiver_pool_threads_busy")).toBe(0);
+    expect(sample(text, "quiver_pool_queue_length")).toBe(0);
+    expect(sample(text, "quiver_open_table_handles")).toBeGreaterThanOrEqual(1);
+    expect(sample(text, "quiver_catalog_refreshes_total")).toBeGreaterThan(refreshes);
+    expect(sample(text, "quiver_jobs", { kind: "backfill", state: "Succeeded" })).toBe(1);
+    expect(sample(text, "quiver_jobs", { kind: "create_index", state: "Running" })).toBe(0);
+    expect(sample(text, "quiver_job_rows_processed_total", { kind: "backfill" })).toBe(1000);
+  });
+
+  it("process memory and event-loop delay", async () => {
+    const text = await scrape();
+    expect(sample(text, "process_resident_memory_bytes")).toBeGreaterThan(1 << 20);
+    expect(sample(text, "nodejs_eventloop_lag_p99_seconds")).toBeGreaterThanOrEqual(0);
+    expect(sample(text, "nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
+  });
+});
+
+describe("access log", () => {
+  it("one line per request with the request id, operation, status, milliseconds and context headers", async () => {
+    const r = await q.call("POST", "/v1/namespace/%24/describe", {}, { "x-svc-ctx-trace": "t-42", "x-lance-ctx-user": "ana" });
+    const id = r.headers.get("x-request-id")!;
+    const line = JSON.parse(await logLine(q, (l) => l.includes(`"requestId":"${id}"`)));
+    expect(line).toMatchObject({ level: "info", msg: "access", requestId: id, op: "DescribeNamespace", method: "POST", status: 200, context: { trace: "t-42", user: "ana" } });
+    expect(typeof line.ms).toBe("number");
+  });
+
+  it("samples successes and failures at their own rates (here: no successes, every failure)", async () => {
+    const ok = await request(`${open.url}/metrics`, "GET", undefined, { "x-svc-ctx-trace": "ok-1" });
+    const bad = await request(`${open.url}/v1/namespace/nope/describe`, "POST", {}, { "x-api-key": READ_KEY, "x-svc-ctx-trace": "bad-1" });
+    expect(bad.status).toBe(404);
+    const line = JSON.parse(await logLine(open, (l) => l.includes("bad-1")));
+    expect(line).toMatchObject({ msg: "access", requestId: bad.headers.get("x-request-id"), op: "DescribeNamespace", status: 404, context: { trace: "bad-1" } });
+    expect(open.stderr()).not.toContain(ok.headers.get("x-request-id")!);
+  });
+});
