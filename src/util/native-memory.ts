@@ -6,8 +6,11 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
+// The flag is on only while the function is fetched: left on, it applies to every isolate made
+// later (the worker threads), where it changed how a UDF near its heap limit fails.
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
+setFlagsFromString("--no-expose-gc");
 
 const INTERVAL_MS = 1000;
 let scheduled = false;
