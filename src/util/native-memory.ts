@@ -5,8 +5,9 @@
 // After such an abandonment V8 is nudged into a collection, at most once per interval: it collects
 // when the memory it is told about outside its heap jumps, and a large ArrayBuffer that is never
 // written is such news at no cost in resident memory (measured: 20 abandoned scans, 815 MB → 161 MB
-// within a second after a 64 MiB one, allocated in ~6 ms; twice that is used for margin). `--expose-gc` would do it directly, but a V8 flag reaches
-// the worker threads too, where it made UDFs near their heap limit fail by timeout instead.
+// within a second after a 64 MiB one, allocated in ~6 ms; twice that is used for margin).
+// `--expose-gc` would do it directly, but a V8 flag reaches the worker threads too, where it made
+// UDFs near their heap limit fail by timeout instead.
 const NUDGE_BYTES = 128 << 20;
 const INTERVAL_MS = 1000;
 let scheduled = false;
