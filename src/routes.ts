@@ -140,7 +140,7 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/table/{id}/clone", "CloneTable", notImplemented("cloning a table (LanceDB's cloneTable; a shallow clone shares the source's data files)"), "write"),
   // LanceDB's LSM write path: its remote client's calls are answered 406, not a 404 it would read as "table not found".
   ...(["set_lsm_write_spec", "unset_lsm_write_spec", "get_lsm_write_spec", "get_lsm_stats", "flush_lsm", "compact_lsm", "checkpoint_lsm"] as const).map((call) =>
-    r("POST", `/v1/table/{id}/${call}`, `LanceDB ${call}`, notImplemented(`LanceDB's LSM write path (${call})`), call.startsWith("get_") ? "read" : "write"),
+    r("POST", `/v1/table/{id}/${call}`, `LanceDb${call.replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase())}`, notImplemented(`LanceDB's LSM write path (${call})`), call.startsWith("get_") ? "read" : "write"),
   ),
 
   // Transactions

@@ -10,7 +10,7 @@ import { toStream } from "./helpers/arrow.js";
 import { ADMIN_KEY, NS1_KEY, logLine, serverForFile } from "./helpers/quiver.js";
 
 // The default consistency interval (1 s): Quiver sees the client's commits because they go through it.
-const q = serverForFile({ args: ["--managed-versioning", "true"], env: { QUIVER_LOG_LEVEL: "debug" } });
+const q = serverForFile({ args: ["--managed-versioning"], env: { QUIVER_LOG_LEVEL: "debug" } });
 let db: lancedb.Connection;
 beforeAll(async () => {
   db = await lancedb.connectNamespace("rest", { uri: q.url, headers: { "x-api-key": ADMIN_KEY } });
