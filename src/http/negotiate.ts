@@ -12,7 +12,8 @@ const FORMATS: Record<string, RowFormat> = {
 
 /** The format the Accept header ranks highest (by q, then order); Arrow when it names none of them. */
 export function rowFormat(accept: string | undefined): RowFormat {
-  if (!accept) return "arrow";
+  // Every request passes here; only an Accept naming a JSON type can change the answer.
+  if (!accept || !/json/i.test(accept)) return "arrow";
   let best: { format: RowFormat; q: number } | null = null;
   for (const part of accept.split(",")) {
     const [type, ...params] = part.trim().toLowerCase().split(";");

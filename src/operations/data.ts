@@ -1,7 +1,7 @@
 // Row-level operations: insert, merge insert, update, delete, count and statistics. Writes on
 // main go through the cached table handle, so later reads see them; `branch` writes leave main alone.
 import { InsertQuery } from "../schemas/params.js";
-import type * as lancedb from "@lancedb/lancedb";
+import type * as A from "apache-arrow";
 import { dataError } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
@@ -49,17 +49,17 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
 }
 
 /** The rows to write: the Arrow body, or the JSON rows read as the table's schema. */
-async function arrowBody(ctx: OpContext, t: lancedb.Table, name: string) {
-  const data = ctx.rows ? storable(rowsToTable(ctx.rows.rows, await t.schema(), name)) : await ctx.svc.pool.ingest(ctx.raw);
+async function arrowBody(ctx: OpContext, schema: A.Schema, name: string) {
+  const data = ctx.rows ? storable(rowsToTable(ctx.rows.rows, schema, name)) : await ctx.svc.pool.ingest(ctx.raw);
   if (data.numRows === 0) throw invalid(ctx.rows ? "body: holds no rows" : "body: the Arrow IPC stream holds no rows");
-  checkFits(data, await t.schema(), name);
+  checkFits(data, schema, name);
   return data;
 }
 
 export const insertIntoTable = arrowOp(async (ctx) => {
   const mode = modeParam(ctx.query, "mode", ["append", "overwrite"] as const, "append");
   const { entry, table, commit } = await target(ctx, {}, "insert");
-  const data = await arrowBody(ctx, table, entry.objectId);
+  const data = await arrowBody(ctx, await table.schema(), entry.objectId);
   const r = await engine("body", undefined, () => commit(() => table.add(data, { mode })));
   return json({ version: r.version, num_inserted_rows: data.numRows });
 }, { query: InsertQuery });
@@ -78,7 +78,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
     return segs[0];
   });
   if (new Set(on).size < on.length) throw invalid(`on: a key column is named twice (${paths.join(", ")})`);
-  const data = await arrowBody(ctx, table, entry.objectId);
+  const data = await arrowBody(ctx, schema, entry.objectId);
   const missing = on.find((c) => !data.schema.fields.some((f) => f.name === c));
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
 
