@@ -1,5 +1,5 @@
 // The worker pool: one Piscina pool of `--workers` threads for everything JavaScript computes off
-// the event loop. Tasks are named exports of workers/tasks.ts; each task has its own admission
+// the event loop. Tasks are named exports of workers/threads/tasks.ts; each task has its own admission
 // bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
 // yet still runs it later), so one kind of work cannot take every queue slot from another.
 // Queries never use it: LanceDB runs them on its own native threads (README, "Where LanceDB work runs").
@@ -10,7 +10,7 @@ import { arrow } from "../src/engine/arrow.js";
 import { normaliseIpc } from "../src/engine/ipc-in.js";
 import { ApiError, Code, invalid } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
-import type { IngestReply } from "./ingest.js";
+import type { IngestReply } from "./threads/ingest.js";
 
 export interface WorkerPool {
   /**
@@ -38,8 +38,8 @@ export const ownBuffer = (b: Uint8Array): Uint8Array =>
 
 export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
   const pool = new Piscina({
-    // dist/workers/pool.js → dist/workers/tasks.js
-    filename: new URL("./tasks.js", import.meta.url).href,
+    // dist/workers/pool.js → dist/workers/threads/tasks.js
+    filename: new URL("./threads/tasks.js", import.meta.url).href,
     // Workers start on the first task and retire when the work stops.
     minThreads: 0,
     maxThreads: config.workers,

@@ -14,7 +14,7 @@ import { activeRefresh, refreshSpec, VIEW_REFRESH } from "../jobs/kinds/view-ref
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import { CreateMaterializedView, RefreshMaterializedView } from "../schemas/views.js";
 import type { Services } from "../services.js";
-import type { TableReply } from "../../workers/table-functions.js";
+import type { TableReply } from "../../workers/threads/table-functions.js";
 import { jsonOp } from "./define.js";
 import { createEntry } from "./table.js";
 import { openAt } from "./table-ref.js";

@@ -18,7 +18,7 @@ import { activeBackfill, BACKFILL, backfillSpec } from "../jobs/kinds/backfill.j
 import { BackfillColumn } from "../schemas/column.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import type { Services } from "../services.js";
-import type { UdfTaskReply } from "../../workers/udf.js";
+import type { UdfTaskReply } from "../../workers/threads/udf.js";
 import { jsonOp } from "./define.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";

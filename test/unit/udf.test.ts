@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { UdfDefinition } from "../../src/compute/udf.js";
 import { arrow } from "../../src/engine/arrow.js";
 import type { JsonArrowDataType } from "../../src/engine/json-arrow.js";
-import { runUdf as udf, type UdfReply } from "../../workers/udf.js";
+import { runUdf as udf, type UdfReply } from "../../workers/threads/udf.js";
 
 let wasm = "";
 beforeAll(async () => {

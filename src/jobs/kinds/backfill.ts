@@ -1,9 +1,9 @@
 // Job kind "backfill": compute a virtual column's values, in a child process at the lowest CPU
-// priority (workers/backfill.ts says how, and why). The server records each commit the process
+// priority (workers/processes/backfill.ts says how, and why). The server records each commit the process
 // reports (in the job's progress, and in the column's list of value versions) before the next
 // report is handled, so a stop, a failure or a crash loses at most the checkpoint in progress,
 // and a run that resumes after a restart skips every row already written.
-import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/backfill.js";
+import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/processes/backfill.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
@@ -37,8 +37,8 @@ export interface BackfillDeps {
   limit: number;
 }
 
-// dist/src/jobs/kinds/backfill.js → dist/workers/backfill.js
-const BACKFILL_PROCESS = new URL("../../../workers/backfill.js", import.meta.url);
+// dist/src/jobs/kinds/backfill.js → dist/workers/processes/backfill.js
+const BACKFILL_PROCESS = new URL("../../../workers/processes/backfill.js", import.meta.url);
 
 export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
   const { catalog, tables, versions } = deps;

@@ -6,7 +6,7 @@ import { fork, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { setPriority } from "node:os";
 import { fileURLToPath } from "node:url";
-import type { EndMessage } from "../../../workers/job-process.js";
+import type { EndMessage } from "../../../workers/processes/job-process.js";
 import type { Running } from "../jobs.js";
 
 const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
@@ -27,7 +27,7 @@ export function startBackground(entry: URL, niceness: number): ChildProcess {
 const STOP_DEADLINE_MS = 30_000;
 
 /**
- * Run a job's child process (workers/job-process.ts) at `niceness`: `handle` sees its progress
+ * Run a job's child process (workers/processes/job-process.ts) at `niceness`: `handle` sees its progress
  * messages one at a time, in order (a step is recorded before the next is handled); `done`
  * settles with the process's end.
  */

@@ -1,7 +1,7 @@
-// Job kind "create_index": one index build, run in a child process (workers/index-build.ts says
+// Job kind "create_index": one index build, run in a child process (workers/processes/index-build.ts says
 // why). Stop kills the child; an index that committed anyway (the stop raced the commit) is
 // dropped. A build interrupted by a restart fails: its work died with the process.
-import type { BuildRequest } from "../../../workers/index-build.js";
+import type { BuildRequest } from "../../../workers/processes/index-build.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { dropIfPresent, type IndexBuildSpec } from "../../engine/indexes.js";
@@ -12,8 +12,8 @@ import { startBackground } from "./background.js";
 export const INDEX_BUILD = "create_index";
 
 const BUILD_NICENESS = 10;
-// dist/src/jobs/kinds/index-build.js → dist/workers/index-build.js
-const BUILD_PROCESS = new URL("../../../workers/index-build.js", import.meta.url);
+// dist/src/jobs/kinds/index-build.js → dist/workers/processes/index-build.js
+const BUILD_PROCESS = new URL("../../../workers/processes/index-build.js", import.meta.url);
 
 export function indexBuildKind(deps: { catalog: Catalog; tables: Tables; limit: number }): JobKind<IndexBuildSpec> {
   const { catalog, tables } = deps;

@@ -2,8 +2,8 @@
 // runs it with a worker pool of its own, reports progress messages, and exits when done, when
 // told to stop (after the step in progress), or when the server goes away (its IPC channel closes,
 // even on SIGKILL: the job must not outlive it).
-import { engineReason } from "../src/engine/messages.js";
-import { createWorkerPool, type WorkerPool } from "./pool.js";
+import { engineReason } from "../../src/engine/messages.js";
+import { createWorkerPool, type WorkerPool } from "../pool.js";
 
 /** The end of a run, after any number of progress messages of the job's own shape. */
 export type EndMessage = { type: "done" } | { type: "error"; message: string };

@@ -8,18 +8,18 @@
 // unchanged since they were read. Each commit is reported to the server, which records it before
 // the job's next report; a stop ends the run after the commit in progress.
 import type * as A from "apache-arrow";
-import type { Entry } from "../src/catalog/catalog.js";
-import { resolveLocation } from "../src/catalog/locations.js";
-import { inputAlias, udfDefinition, type UdfLimits } from "../src/compute/udf.js";
-import { runnable, virtualColumnOf } from "../src/compute/virtual-column.js";
-import { arrow } from "../src/engine/arrow.js";
-import { firstFragments, planRows, readRows, refreshSqlColumn, writeValues, type Plan } from "../src/engine/computed-columns.js";
-import { ipcFile } from "../src/engine/ipc-out.js";
-import { namedBranch, openTables } from "../src/engine/tables.js";
-import { usesStableRowIds } from "../src/engine/versions.js";
+import type { Entry } from "../../src/catalog/catalog.js";
+import { resolveLocation } from "../../src/catalog/locations.js";
+import { inputAlias, udfDefinition, type UdfLimits } from "../../src/compute/udf.js";
+import { runnable, virtualColumnOf } from "../../src/compute/virtual-column.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { firstFragments, planRows, readRows, refreshSqlColumn, writeValues, type Plan } from "../../src/engine/computed-columns.js";
+import { ipcFile } from "../../src/engine/ipc-out.js";
+import { namedBranch, openTables } from "../../src/engine/tables.js";
+import { usesStableRowIds } from "../../src/engine/versions.js";
 import { serveJob, type JobProcessRequest, type Send as JobSend } from "./job-process.js";
-import type { WorkerPool } from "./pool.js";
-import type { UdfRequest, UdfTaskReply } from "./udf.js";
+import type { WorkerPool } from "../pool.js";
+import type { UdfRequest, UdfTaskReply } from "../threads/udf.js";
 
 /** The job's spec as the server keeps it (see BackfillSpec in src/jobs/kinds/backfill.ts). */
 export interface BackfillRun {

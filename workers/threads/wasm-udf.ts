@@ -10,7 +10,7 @@
 import { createRequire } from "node:module";
 import vm from "node:vm";
 import type * as A from "apache-arrow";
-import { arrow } from "../src/engine/arrow.js";
+import { arrow } from "../../src/engine/arrow.js";
 
 // The CommonJS build, which uses the same apache-arrow copy as the rest of Quiver.
 const ffi = createRequire(import.meta.url)("arrow-js-ffi") as typeof import("arrow-js-ffi");

@@ -8,10 +8,10 @@ import { isMainThread } from "node:worker_threads";
 import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import initSqlJs, { type SqlJsStatic } from "sql.js";
-import { jsShape, type Shape } from "../src/compute/udf.js";
-import type { TableFunction } from "../src/compute/views.js";
-import { arrow } from "../src/engine/arrow.js";
-import { fromJsonField, type JsonArrowField } from "../src/engine/json-arrow.js";
+import { jsShape, type Shape } from "../../src/compute/udf.js";
+import type { TableFunction } from "../../src/compute/views.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { fromJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js";
 import { column, plain, toVector } from "./arrow-values.js";
 import { compileJs, type Plain, type Sandbox } from "./sandbox.js";
 

@@ -7,7 +7,7 @@
 // into plain data inside the context, under the batch's time limit; this side then reads only own
 // data properties, so no user code (a getter, a proxy trap) ever runs outside that limit.
 import vm from "node:vm";
-import type { Shape } from "../src/compute/udf.js";
+import type { Shape } from "../../src/compute/udf.js";
 
 const DRIVER = `(() => {
   "use strict";

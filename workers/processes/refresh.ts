@@ -9,20 +9,20 @@
 //   commit. Without per-row update versions on the source (stable row ids), every refresh rebuilds.
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
-import type { Entry } from "../src/catalog/catalog.js";
-import { resolveLocation } from "../src/catalog/locations.js";
-import { CHUNK, SOURCE_ROW_ID, type SourceForm, type ViewDefinition } from "../src/compute/views.js";
-import { arrow } from "../src/engine/arrow.js";
-import { quoteIdent } from "../src/engine/computed-columns.js";
-import { ipcFile } from "../src/engine/ipc-out.js";
-import { toJsonField, type JsonArrowField } from "../src/engine/json-arrow.js";
-import { nativeExecute } from "../src/engine/query.js";
-import { indexPartitions } from "../src/engine/views.js";
-import { namedBranch, openTables } from "../src/engine/tables.js";
-import { usesStableRowIds } from "../src/engine/versions.js";
+import type { Entry } from "../../src/catalog/catalog.js";
+import { resolveLocation } from "../../src/catalog/locations.js";
+import { CHUNK, SOURCE_ROW_ID, type SourceForm, type ViewDefinition } from "../../src/compute/views.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { quoteIdent } from "../../src/engine/computed-columns.js";
+import { ipcFile } from "../../src/engine/ipc-out.js";
+import { toJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js";
+import { nativeExecute } from "../../src/engine/query.js";
+import { indexPartitions } from "../../src/engine/views.js";
+import { namedBranch, openTables } from "../../src/engine/tables.js";
+import { usesStableRowIds } from "../../src/engine/versions.js";
 import { serveJob, type JobProcessRequest } from "./job-process.js";
-import type { WorkerPool } from "./pool.js";
-import type { TableReply, TableRequest } from "./table-functions.js";
+import type { WorkerPool } from "../pool.js";
+import type { TableReply, TableRequest } from "../threads/table-functions.js";
 
 export interface RefreshRequest extends JobProcessRequest {
   root: string;

@@ -3,10 +3,10 @@
 // there, an insert in the same process waits for the whole build (measured: 3.8-9 s), one in
 // another process does not (~70 ms). It also makes stopping real: killing the process stops the
 // work, and the build never commits.
-import type { Entry } from "../src/catalog/catalog.js";
-import { buildIndex, type IndexBuildSpec } from "../src/engine/indexes.js";
-import { engineReason } from "../src/engine/messages.js";
-import { openTables } from "../src/engine/tables.js";
+import type { Entry } from "../../src/catalog/catalog.js";
+import { buildIndex, type IndexBuildSpec } from "../../src/engine/indexes.js";
+import { engineReason } from "../../src/engine/messages.js";
+import { openTables } from "../../src/engine/tables.js";
 
 /** What the build process receives from the server. */
 export interface BuildRequest {

@@ -4,9 +4,9 @@
 import type * as A from "apache-arrow";
 import { isMainThread } from "node:worker_threads";
 import { Piscina } from "piscina";
-import { jsShape, type Shape, type UdfDefinition } from "../src/compute/udf.js";
-import { arrow } from "../src/engine/arrow.js";
-import { fromJsonType } from "../src/engine/json-arrow.js";
+import { jsShape, type Shape, type UdfDefinition } from "../../src/compute/udf.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { fromJsonType } from "../../src/engine/json-arrow.js";
 import { column, plain, toVector } from "./arrow-values.js";
 import { compileJs, type Sandbox } from "./sandbox.js";
 import { compileWasm, runWasm, type WasmUdf } from "./wasm-udf.js";
