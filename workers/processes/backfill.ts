@@ -3,93 +3,34 @@
 // query p99 2.0x idle with a backfill writing in a process at normal priority, 1.35x at nice 19).
 // SQL columns are LanceDB's own refresh. JavaScript and WebAssembly ones: plan the rows (missing
 // or stale, or those `where` selects) at the read version, read their inputs in tasks of
-// `task_size` rows, compute them in this process's worker pool (`concurrency` tasks in flight,
-// IPC bytes moved both ways), and commit every `checkpoint_size` rows, writing only rows
+// `task_size` rows, compute them in the compute sandbox (`concurrency` tasks in flight, IPC bytes
+// both ways, each answer checked), and commit every `checkpoint_size` rows, writing only rows
 // unchanged since they were read. Each commit is reported to the server, which records it before
 // the job's next report; a stop ends the run after the commit in progress.
 import type * as A from "apache-arrow";
-import type { Entry } from "../../src/catalog/catalog.js";
+import type * as lancedb from "@lancedb/lancedb";
 import { resolveLocation } from "../../src/catalog/locations.js";
-import { inputAlias, udfDefinition, type UdfLimits } from "../../src/compute/udf.js";
-import { runnable, virtualColumnOf } from "../../src/compute/virtual-column.js";
+import type { UdfDefinition } from "../../src/compute/udf.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { firstFragments, planRows, readRows, refreshSqlColumn, writeValues, type Plan } from "../../src/engine/computed-columns.js";
-import { ipcFile } from "../../src/engine/ipc-out.js";
-import { namedBranch, openTables } from "../../src/engine/tables.js";
+import { ipcFileBytes } from "../../src/engine/ipc-out.js";
+import { namedBranch, openTables, type Tables } from "../../src/engine/tables.js";
 import { usesStableRowIds } from "../../src/engine/versions.js";
-import { serveJob, type JobProcessRequest, type Send as JobSend } from "./job-process.js";
-import type { WorkerPool } from "../pool.js";
-import type { UdfRequest, UdfTaskReply } from "../threads/udf.js";
-
-/** The job's spec as the server keeps it (see BackfillSpec in src/jobs/kinds/backfill.ts). */
-export interface BackfillRun {
-  column: string;
-  branch: string | null;
-  where: string | null;
-  readVersion: number | null;
-  taskSize: number;
-  concurrency: number;
-  checkpointSize: number;
-  numFrags: number | null;
-  flushSeconds: number | null;
-  key: string[] | null;
-}
-
-export interface BackfillProgress {
-  rows_total?: number;
-  rows_done?: number;
-  rows_computed?: number;
-  rows_skipped?: number;
-  versions?: number[];
-  read_version?: number;
-  fragments?: number[];
-}
-
-/** What the server sends: the job, where it stands, and the commits that wrote current values. */
-export interface BackfillRequest extends JobProcessRequest {
-  root: string;
-  entry: Entry;
-  run: BackfillRun;
-  progress: BackfillProgress;
-  /** Commits that wrote values of this definition (rows last updated by one are not stale). */
-  fresh: number[];
-  limits: UdfLimits;
-}
-
-/** What the process reports after each commit: its progress and the commits it made. */
-export type BackfillMessage = { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean };
-
-/** A pool failure in words: a heap past the limit is the UDF's doing. */
-function poolError(err: unknown, heapMb: number): Error {
-  const e = err as { code?: string; message?: string };
-  if (e?.code === "ERR_WORKER_OUT_OF_MEMORY" || /out of memory|memory limit/i.test(String(e?.message))) {
-    return new Error(`the UDF exceeded the worker heap limit (--worker-heap-mb ${heapMb}); its worker was replaced`);
-  }
-  return err instanceof Error ? err : new Error(String(err));
-}
-
-async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  for await (const c of it) parts.push(c);
-  // One fresh buffer the view spans whole, so it can be moved to the worker.
-  return new Uint8Array(Buffer.concat(parts));
-}
+import { udfInSandbox } from "../compute-answers.js";
+import type { Compute } from "../compute-client.js";
+import type { BackfillMessage, BackfillProgress, BackfillRequest } from "../protocol.js";
+import { serveJob, withCompute, type Send as JobSend } from "./job-process.js";
 
 type Send = JobSend<BackfillMessage>;
 
-async function runSql(req: BackfillRequest, send: Send): Promise<void> {
-  const tables = await openTables(req.root, 0);
-  const t = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
-  const r = await refreshSqlColumn(t, req.run.column);
+async function runSql(req: BackfillRequest, writer: lancedb.Table, send: Send): Promise<void> {
+  const r = await refreshSqlColumn(writer, req.run.column);
   const n = r.rowsFilled;
   await send({ type: "progress", progress: { rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false });
 }
 
-async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stopping: () => boolean): Promise<void> {
+async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, writer: lancedb.Table, compute: Compute, send: Send, stopping: () => boolean): Promise<void> {
   const { run, progress } = req;
-  const tables = await openTables(req.root, 0);
-  const writer = await tables.open(req.entry, { branch: run.branch, fresh: true });
-  const vc = virtualColumnOf((await writer.schema()).fields, run.column)!;
   const readVersion = run.readVersion ?? (await writer.version());
   const reader = await tables.open(req.entry, { branch: run.branch, version: readVersion });
   const tracked = await usesStableRowIds(resolveLocation(req.root, req.entry.location!), readVersion, namedBranch(run.branch));
@@ -112,24 +53,14 @@ async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stoppi
   report.rows_total = counts.rows_done + counts.rows_skipped + plan.ids.length;
   await send({ type: "progress", progress: { ...report, ...counts }, committed: [], tracked });
 
-  const udf = udfDefinition(vc, req.limits);
   const key = run.key!;
-  const select = new Map<string, string>([...key.map((k) => [k, k] as [string, string]), ...vc.inputs.map((p, i) => [inputAlias(i), p] as [string, string])]);
+  const select = new Map<string, string>([...key.map((k) => [k, k] as [string, string]), ...udf.sources.map((p, i) => [udf.inputs[i], p] as [string, string])]);
 
-  /** Read, move to a worker, compute: one task's output rows. */
+  /** Read, compute in the sandbox, check: one task's output rows. */
   async function task(ids: bigint[]): Promise<A.Table> {
-    const it = await readRows(reader, ids, select);
-    const first = await it.next();
-    if (!first) return new arrow.Table();
-    const input = await collect(ipcFile(first, () => it.next()));
-    let reply: UdfTaskReply;
-    try {
-      reply = await pool.run<UdfTaskReply>("udf", { op: "run", udf, input, keep: key } satisfies UdfRequest, [input.buffer as ArrayBuffer]);
-    } catch (err) {
-      throw poolError(err, req.workerHeapMb);
-    }
-    if (!(reply instanceof Uint8Array)) throw new Error(reply.error ?? "the UDF failed");
-    return arrow.tableFromIPC(reply);
+    const bytes = await ipcFileBytes(await readRows(reader, ids, select));
+    if (!bytes) return new arrow.Table();
+    return udfInSandbox(compute, udf, bytes, arrow.tableFromIPC(bytes), key);
   }
 
   let lastCommit = Date.now();
@@ -163,9 +94,10 @@ async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stoppi
   }
 }
 
-serveJob<BackfillRequest, BackfillMessage>(async (req, pool, send, stopping) => {
-  const t = await (await openTables(req.root, 0)).open(req.entry, { branch: req.run.branch, fresh: true });
-  const vc = virtualColumnOf((await t.schema()).fields, req.run.column);
-  if (runnable(vc!) === "sql") await runSql(req, send);
-  else await runUdf(req, pool, send, stopping);
+serveJob<BackfillRequest, BackfillMessage>(async (req, send, stopping) => {
+  const tables = await openTables(req.root, 0);
+  const writer = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
+  const c = req.compute;
+  if (c.kind === "sql") await runSql(req, writer, send);
+  else await withCompute(req, (compute) => runUdf(req, c.udf, tables, writer, compute, send, stopping));
 });
