@@ -4,13 +4,14 @@
 // interrupted by a restart runs again: each kind's refresh is idempotent (a rebuild replaces the
 // contents in one commit; a chunker's merge is keyed by source row and child).
 import type { RefreshMessage, RefreshRequest, RefreshResult } from "../../../workers/refresh.js";
+import { allows, type Principal } from "../../auth/principal.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
-import { sameId } from "../../catalog/names.js";
-import type { Views } from "../../compute/views.js";
+import { objectIdOf, sameId } from "../../catalog/names.js";
+import type { ViewRecord, Views } from "../../compute/views.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
-import type { JobKind, Jobs } from "../jobs.js";
+import { autoOwner, type JobKind, type Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
@@ -34,6 +35,28 @@ export interface ViewRefreshDeps {
   workerHeapMb: number;
   timeoutMs: number;
   limit: number;
+  /** The API key with this stable id as configured now (src/auth/authenticate.ts). */
+  credential: (key: string) => Principal | null;
+}
+
+/**
+ * Why the credential that defined `view` may not read its source now, or null when it may. Both
+ * what it could do when it defined the view and what it can do now must allow the read; an API
+ * key no longer configured can do nothing. A bearer token cannot be looked up without the token:
+ * its role and prefixes as the view was defined are what count.
+ */
+export function definerRefusal(view: ViewRecord, credential: ViewRefreshDeps["credential"]): string | null {
+  const source = view.definition.source?.table;
+  if (!source) return null;
+  const name = JSON.stringify(objectIdOf(view.id));
+  const d = view.definer;
+  if (!d) return `view ${name} records no defining credential (it was defined before Quiver kept one); refresh it once by hand with a key that may read its source`;
+  const now = d.key.startsWith("key:") ? credential(d.key) : d;
+  if (!now) return `the API key that defined view ${name} (${d.subject}) is no longer configured, so its source is not read; define the view again with a current key`;
+  if (!allows(d, source, "read") || !allows(now, source, "read")) {
+    return `the credential that defined view ${name} (${d.subject}) may no longer read its source ${JSON.stringify(objectIdOf(source))}`;
+  }
+  return null;
 }
 
 // dist/src/jobs/kinds/view-refresh.js → dist/workers/refresh.js
@@ -50,6 +73,8 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
       const entry = await requireTable(catalog, job.rec.table);
       const view = views.get(entry.location!);
       if (!view) throw new Error(`table ${JSON.stringify(entry.objectId)} is no longer a materialized view`);
+      const refusal = definerRefusal(view, deps.credential);
+      if (refusal) throw new Error(refusal);
       const def = view.definition;
       const source = def.source && def.kind !== "query" ? await requireTable(catalog, def.source.table) : null;
       const request: RefreshRequest = {
@@ -153,7 +178,7 @@ export function autoRefresh(deps: { jobs: Jobs; tables: Tables; views: Views; ca
     if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
     if ((await changedRows(location)) < deps.minRows) return;
     lastStart.set(location, Date.now());
-    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true));
+    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id));
   }
   return {
     written(source, branch) {
