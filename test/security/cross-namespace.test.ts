@@ -135,6 +135,12 @@ describe("a key limited to ns1 naming ns2's objects", () => {
     expect((await q.call("POST", "/v1/table/ns2$kept/register", { location: kept })).status).toBe(200);
   });
 
+  it("reclaiming orphan directories (the whole data directory) is 403 for an admin limited to ns1", async () => {
+    const r = await post("/v1/admin/reclaim", undefined, NS1_ADMIN);
+    expect(r.status, r.text).toBe(403);
+    expect((await q.call("POST", "/v1/admin/reclaim")).status).toBe(200);
+  });
+
   it("batch-create and batch-commit entries naming ns2 are 403, and nothing is committed", async () => {
     const create = await post("/v1/table/version/batch-create", { entries: [{ id: ["ns1", "own"], version: 2, manifest_path: "x" }, { id: ["ns2", "secret"], version: 2, manifest_path: "x" }] });
     expect(create.status, create.text).toBe(403);
