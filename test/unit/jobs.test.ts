@@ -156,12 +156,17 @@ describe("job kinds", () => {
     const c = await jobs.submit("a", ["u"], {}, "C");
     await eventually(() => expect(statusOf(jobs, first.id)).toBe("Running"));
     const order: string[] = [];
-    for (const next of [b, c, moreA[0], moreA[1]]) {
-      const running = [...a.runs.keys()].find((id) => statusOf(jobs, id) === "Running")!;
+    let running = first.id;
+    for (let i = 0; i < 4; i++) {
+      await eventually(() => expect(a.runs.has(running)).toBe(true));
       a.runs.get(running)!.finish();
-      await eventually(() => expect(statusOf(jobs, next.id)).toBe("Running"));
-      order.push(jobs.get(next.id)!.owner!);
+      let started: JobRecord | undefined;
+      await eventually(() => expect((started = jobs.active().find((r) => r.status === "Running" && r.id !== running))).toBeDefined());
+      order.push(started!.owner!);
+      running = started!.id;
     }
+    expect(moreA.map((r) => statusOf(jobs, r.id))).toContain("Running");
+    expect([b, c].map((r) => statusOf(jobs, r.id))).toEqual(["Succeeded", "Succeeded"]);
     expect(order).toEqual(["B", "C", "A", "A"]);
     await jobs.close();
   });
