@@ -114,6 +114,13 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
   };
 }
 
+/** The newest refresh job of view `id` kept, if any. */
+const lastRefreshJob = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
+  jobs
+    .all()
+    .filter((r) => r.operation === VIEW_REFRESH && sameId(r.table, id))
+    .reduce<JobRecord | undefined>((a, r) => (a === undefined || r.createdAt > a.createdAt ? r : a), undefined);
+
 /** A refresh of view `id` already Queued or Running. */
 export const activeRefresh = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
   jobs.active().find((r) => r.operation === VIEW_REFRESH && sameId(r.table, id));
@@ -151,7 +158,16 @@ export interface AutoRefresh {
  * rows changed since the view's last refresh, and at most once per `cooldownMs` per view; while a
  * refresh of the view is active, the check repeats after the cooldown instead of piling up jobs.
  */
-export function autoRefresh(deps: { jobs: Jobs; tables: Tables; views: Views; catalog: Catalog; workers: number; minRows: number; cooldownMs: number }): AutoRefresh {
+export function autoRefresh(deps: {
+  jobs: Jobs;
+  tables: Tables;
+  views: Views;
+  catalog: Catalog;
+  workers: number;
+  minRows: number;
+  cooldownMs: number;
+  credential: ViewRefreshDeps["credential"];
+}): AutoRefresh {
   const timers = new Map<string, NodeJS.Timeout>();
   const lastStart = new Map<string, number>();
   const arm = (location: string, delay: number) => {
@@ -176,6 +192,9 @@ export function autoRefresh(deps: { jobs: Jobs; tables: Tables; views: Views; ca
     const v = deps.views.get(location);
     if (!v) return;
     if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
+    // A definer refused once stops the automatic refreshes: one failed job says why, not one per write.
+    const refusal = definerRefusal(v, deps.credential);
+    if (refusal !== null && lastRefreshJob(deps.jobs, v.id)?.error === refusal) return;
     if ((await changedRows(location)) < deps.minRows) return;
     lastStart.set(location, Date.now());
     await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id));
