@@ -45,6 +45,8 @@ export interface QueueBounds {
 }
 
 export interface Jobs {
+  /** 503 Slow down when a job for `owner` on `table` would pass the queue bounds now (submit checks too). */
+  admit(table: readonly string[], owner: string): void;
   /** Queue a job for `owner` (see JobRecord.owner); 503 Slow down past the queue bounds. */
   submit(kind: string, table: string[], spec: Record<string, unknown>, owner: string): Promise<JobRecord>;
   get(id: string): JobRecord | undefined;
@@ -160,6 +162,16 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
     }
   }
 
+  function admit(table: readonly string[], owner: string): void {
+    const queued = store.all().filter((r) => r.status === "Queued");
+    if (queued.filter((r) => r.owner === owner).length >= bounds.maxQueuedJobsPerCredential) {
+      throw queueFull(`this credential already has ${bounds.maxQueuedJobsPerCredential} background jobs queued (max-queued-jobs-per-credential); retry when some have started`);
+    }
+    if (queued.filter((r) => sameId(r.table, table)).length >= bounds.maxQueuedJobsPerTable) {
+      throw queueFull(`table ${JSON.stringify(objectIdOf(table))} already has ${bounds.maxQueuedJobsPerTable} background jobs queued (max-queued-jobs-per-table); retry when some have started`);
+    }
+  }
+
   // Recover what a previous process left behind: resumable runs queue again, the others failed.
   const now = Date.now();
   const fail = (r: JobRecord, error: string) => Object.assign(r, { status: "Failed", finishedAt: now, error });
@@ -183,15 +195,10 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
       for (const r of store.all()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);
       return kinds.flatMap((k) => STATUSES.map((state) => ({ kind: k.name, state, count: n.get(`${k.name}\u0000${state}`) ?? 0 })));
     },
+    admit,
     async submit(kind, table, spec, owner) {
       if (!byName.has(kind)) throw new Error(`unknown job kind ${JSON.stringify(kind)}`);
-      const queued = store.all().filter((r) => r.status === "Queued");
-      if (queued.filter((r) => r.owner === owner).length >= bounds.maxQueuedJobsPerCredential) {
-        throw queueFull(`this credential already has ${bounds.maxQueuedJobsPerCredential} background jobs queued (max-queued-jobs-per-credential); retry when some have started`);
-      }
-      if (queued.filter((r) => sameId(r.table, table)).length >= bounds.maxQueuedJobsPerTable) {
-        throw queueFull(`table ${JSON.stringify(objectIdOf(table))} already has ${bounds.maxQueuedJobsPerTable} background jobs queued (max-queued-jobs-per-table); retry when some have started`);
-      }
+      admit(table, owner);
       const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, owner, properties: {}, createdAt: Date.now() };
       await store.put(rec);
       pump();

@@ -61,6 +61,8 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
     const i = same[0];
     throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(i.name)} (${friendlyType(i.indexType)} on ${JSON.stringify(i.columns[0])}) already exists in ${where}; send "replace": true to replace it`);
   }
+  // Refused by the queue bounds before anything is dropped.
+  svc.jobs.admit(id, ctx.principal.key);
   for (const i of same) await svc.tables.write(entry, branch, () => table.dropIndex(i.name));
   // No await from this check to submit(): a concurrent create of the same index sees this record.
   refuseBusy();

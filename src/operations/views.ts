@@ -97,6 +97,8 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
     await checkFunction(svc, def, schema);
     make = (location) => createViewTable(svc.tables, location, viewSchema(def, schema));
   }
+  // A view whose initial refresh the queue bounds refuse is not made either.
+  if (body.with_no_data === false) svc.jobs.admit(id, principal.key);
   const { entry, table } = await createEntry(svc, id, {}, make);
   await svc.views.put({ id, location: entry.location!, definition: def, lastRefresh: null, definer: definerOf(principal) });
   const version = await table.version();

@@ -15,7 +15,7 @@ const q = serverForFile({
   env: { QUIVER_API_KEYS: `${ADMIN_KEY}:admin,${A}:write:a1|a2,${B}:write:b1` },
   args: ["--max-queued-jobs-per-credential", "3", "--max-queued-jobs-per-table", "4", "--index-builds", "1"],
   seed: async (dataDir) => {
-    for (const t of ["a1", "a2", "b1", "dup"]) await seedIndexTable(dataDir, t, 300);
+    for (const t of ["a1", "a2", "b1", "dup", "fill"]) await seedIndexTable(dataDir, t, 300);
   },
 });
 
@@ -111,6 +111,19 @@ describe("a second index of the same type on the same column", () => {
   it("replace: true drops the existing one and builds the new one", async () => {
     await build({ column: "id", index_type: "BTREE", name: "second", replace: true });
     expect(await names()).toEqual(["id_bitmap", "s.x_idx", "second"]);
+  });
+
+  it("a replace refused by the queue bounds leaves the existing index in place", async () => {
+    await build({ column: "f", index_type: "BTREE", name: "f_kept" });
+    let i = 0;
+    let last;
+    do last = await createIndex("fill", { column: PAIRS[i][0], index_type: PAIRS[i][1], name: `fill${i}` });
+    while (last.status === 200 && ++i < PAIRS.length);
+    expect(last.status).toBe(503);
+    const r = await createIndex("dup", { column: "f", index_type: "BTREE", name: "f_new", replace: true });
+    expect(r.status, r.text).toBe(503);
+    expect(await names()).toContain("f_kept");
+    await cancelAll();
   });
 
   it("a build of the same type and column still queued is 409 too", async () => {

@@ -45,7 +45,7 @@ export interface ViewRefreshDeps {
  * key no longer configured can do nothing. A bearer token cannot be looked up without the token:
  * its role and prefixes as the view was defined are what count.
  */
-export function definerRefusal(view: ViewRecord, credential: ViewRefreshDeps["credential"]): string | null {
+function definerRefusal(view: ViewRecord, credential: ViewRefreshDeps["credential"]): string | null {
   const source = view.definition.source?.table;
   if (!source) return null;
   const name = JSON.stringify(objectIdOf(view.id));
