@@ -37,6 +37,8 @@ export interface Report {
   versions: { node: string; harness: string; server: string | null };
   mode: Options["mode"];
   run: (RunFigures & Driven & { connections: number; target_rate: number | null }) | null;
+  /** The harness's own CPU while measuring (its overhead: divide by run.requests). */
+  client: { cpu_seconds: number; cpu_us_per_request: number } | null;
   server: { points: ServerPoint[]; requests_counted: number | null; error: string | null } | null;
   ramp: { slo_ms: number; percentile: number; steps: RampStep[]; best_rate: number | null } | null;
   recall: RecallFigures | null;
@@ -88,6 +90,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       versions: { node: process.version, harness: harnessVersion(), server },
       mode: o.mode,
       run: null,
+      client: null,
       server: null,
       ramp: null,
       recall: null,
@@ -146,6 +149,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       });
       report.run = { ...measured.figures, ...measured.driven, connections: o.connections, target_rate: o.mode === "open" ? o.rate : null };
       report.server = measured.server;
+      report.client = { ...measured.client, cpu_us_per_request: (measured.client.cpu_seconds * 1e6) / Math.max(1, measured.figures.requests) };
       report.ramp = measured.ramp;
     }
     report.finished_at = new Date().toISOString();
@@ -175,6 +179,7 @@ async function measure<T extends { driven: Driven }>(
   const rec = recorder();
   const scrape = o.metrics ? scraper(aux, headers, o.metricsPath) : null;
   await scrape?.sample(0);
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const elapsed = () => (performance.now() - t0) / 1000;
   const tick: Tick = { label: o.mode, stepEnd: null, elapsed };
@@ -198,12 +203,14 @@ async function measure<T extends { driven: Driven }>(
     clearInterval(timer);
   }
   const seconds = elapsed();
+  const cpu = process.cpuUsage(cpu0);
   await scraping;
   await scrape?.sample(elapsed());
   const counted = scrape?.first && scrape.last ? requestsCounted(scrape.last) - requestsCounted(scrape.first) : null;
   return {
     ...result,
     figures: rec.done(seconds),
+    client: { cpu_seconds: (cpu.user + cpu.system) / 1e6 },
     server: scrape ? { points: scrape.points, requests_counted: counted, error: scrape.error } : null,
   };
 }

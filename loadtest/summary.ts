@@ -10,6 +10,7 @@ export function summaryText(r: Report): string {
       `latency ms: p50 ${l.p50}  p95 ${l.p95}  p99 ${l.p99}  p99.9 ${l.p999}  max ${l.max}`,
     );
     if (r.run.target_rate !== null) lines.push(`open loop: target ${r.run.target_rate}/s, ${r.run.late} sent late, ${r.run.unsent} never sent, at most ${r.run.max_backlog} waiting`);
+    if (r.client) lines.push(`the harness used ${r.client.cpu_seconds.toFixed(2)} s of CPU (${r.client.cpu_us_per_request.toFixed(0)} µs a request)`);
     if (r.server?.requests_counted != null) lines.push(`the server counted ${r.server.requests_counted} requests`);
     if (r.server?.error) lines.push(`metrics: ${r.server.error}`);
   }
