@@ -114,7 +114,7 @@ export function reportPage(r: Report): string {
   }
   if (r.ramp) parts.push(rampSection(r));
   if (r.recall) parts.push(recallSection(r));
-  parts.push(`<h2>Options</h2><pre>${esc(JSON.stringify(r.options, null, 2))}</pre>`);
+  parts.push(`<h2>Options</h2><details><summary>as run (credentials left out)</summary><pre>${esc(JSON.stringify(r.options, null, 2))}</pre></details>`);
   return page(`Load test ${r.started_at}`, parts.join("\n"));
 }
 

@@ -155,6 +155,9 @@ const FLAGS = {
   help: { type: "boolean" },
 } as const;
 
+/** Every flag, for the docs' test (each must be in --help and docs/loadtest.md). */
+export const FLAG_NAMES = Object.keys(FLAGS);
+
 export type Command = { help: true } | { compare: [string, string]; out: string } | { run: Options };
 
 /** Reads the command line (and the file it names) into a command; throws naming a bad option. */

@@ -29,8 +29,10 @@ function ticks(lo: number, hi: number, count = 5): number[] {
   const raw = (hi - lo) / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw)!;
+  // From the first tick at or below lo to the first at or above hi, so the data stay inside.
   const out: number[] = [];
-  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  const last = Math.ceil(hi / step - 1e-9) * step;
+  for (let v = Math.floor(lo / step + 1e-9) * step; v <= last + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
   return out;
 }
 
@@ -43,13 +45,13 @@ export function lineChart(c: ChartSpec): string {
   const pts = c.series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
   const xs = pts.map((p) => p[0]);
   const ys = pts.map((p) => p[1]).concat(c.hline ? [c.hline.y] : []);
-  const x0 = c.xTicks ? Math.min(...c.xTicks.map((t) => t[0])) : Math.min(0, ...xs);
-  const x1 = c.xTicks ? Math.max(...c.xTicks.map((t) => t[0])) : Math.max(1, ...xs);
-  const yT = ticks(0, Math.max(...ys, 0) * 1.05 || 1);
+  const xT: [number, string][] = c.xTicks ?? ticks(Math.min(0, ...xs), Math.max(1, ...xs), 6).map((v) => [v, fmt(v)]);
+  const x0 = xT[0][0];
+  const x1 = xT[xT.length - 1][0];
+  const yT = ticks(0, Math.max(...ys, 0) || 1);
   const y1 = yT[yT.length - 1];
   const sx = (x: number) => m.l + ((x - x0) / (x1 - x0 || 1)) * (W - m.l - m.r);
   const sy = (y: number) => H - m.b - (y / (y1 || 1)) * (H - m.t - m.b);
-  const xT: [number, string][] = c.xTicks ?? ticks(x0, x1, 6).map((v) => [v, fmt(v)]);
   const parts: string[] = [
     `<svg class="chart" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(c.title)}">`,
     `<text x="${W / 2}" y="18" class="title" text-anchor="middle">${esc(c.title)}</text>`,

@@ -3,12 +3,12 @@
 // server counted, the open loop's rate, the queueing delay a closed loop hides, recall, and the
 // options it reads. Reports it writes are checked in Chromium by test/loadtest-report.test.ts.
 import http from "node:http";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { tableToIPC, tableFromArrays } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseCommand, type Options } from "../loadtest/options.js";
+import { FLAG_NAMES, HELP, parseCommand, type Options } from "../loadtest/options.js";
 import { runLoadtest } from "../loadtest/run.js";
 import { readVectors } from "../loadtest/sources.js";
 import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
@@ -154,5 +154,13 @@ describe("options and sources", () => {
     expect(() => parseCommand(["--url", "http://x:1", "--mix", "vector:2,bogus"])).toThrow(/unknown workload "bogus"/);
     expect(() => parseCommand(["--url", "http://x:1", "--table", "t", "--connections", "0"])).toThrow(/--connections/);
     expect(() => parseCommand(["--table", "t"])).toThrow(/--url is required/);
+  });
+
+  it("documents every flag in --help and docs/loadtest.md", () => {
+    const docs = readFileSync(path.resolve(__dirname, "../docs/loadtest.md"), "utf8");
+    for (const f of FLAG_NAMES.filter((f) => f !== "help")) {
+      expect(HELP, f).toContain(`--${f}`);
+      expect(docs, f).toContain(`--${f}`);
+    }
   });
 });
