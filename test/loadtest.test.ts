@@ -6,7 +6,7 @@ import http from "node:http";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { tableToIPC, tableFromArrays } from "apache-arrow";
+import { Field, FixedSizeList, Float32, Table, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FLAG_NAMES, HELP, parseCommand, type Options } from "../loadtest/options.js";
 import { runLoadtest } from "../loadtest/run.js";
@@ -79,6 +79,14 @@ describe("quiver-loadtest against Quiver", () => {
     expect(r.server!.requests_counted).toBe(run.requests);
   });
 
+  it("inserts rows as JSON lines, sampled from the table as JSON", async () => {
+    const before = Number((await q.call("POST", "/v1/table/ns$docs/count_rows", {})).text);
+    const o = options(q.url, "--table", "ns$docs", "--workload", "insert", "--insert-format", "json", "--insert-batch", "5", "--sample", "20", "--connections", "1", "--duration", "0.5", "--warmup", "0");
+    const r = await runLoadtest(o);
+    expect(r.run!.errors, JSON.stringify(r.run!.by_status)).toBe(0);
+    expect(Number((await q.call("POST", "/v1/table/ns$docs/count_rows", {})).text)).toBe(before + 5 * r.run!.requests);
+  });
+
   it("recall mode: 1.0 when both sides search exactly (bypass_vector_index)", async () => {
     const o = options(q.url, "--table", "ns$docs", "--mode", "recall", "--recall-queries", "20", "--k", "5", "--extra", '{"bypass_vector_index":true}');
     const r = await runLoadtest(o);
@@ -135,6 +143,9 @@ describe("options and sources", () => {
     const pad = header.padEnd(118 - 10, " ") + "\n";
     const npy = Buffer.concat([Buffer.from("\x93NUMPY\x01\x00", "latin1"), Buffer.from([pad.length & 255, pad.length >> 8]), Buffer.from(pad, "latin1"), Buffer.from(new Float32Array(vs.flat()).buffer)]);
     expect(readVectors(f("q.npy", npy))).toEqual(vs);
+    const vecType = new FixedSizeList(3, new Field("item", new Float32(), true));
+    const withVectors = new Table({ id: vectorFromArray([1, 2]), emb: vectorFromArray(vs.map((v) => Float32Array.from(v)), vecType) });
+    expect(readVectors(f("q.arrow", Buffer.from(tableToIPC(withVectors, "file"))))).toEqual(vs);
     const list = tableFromArrays({ id: Int32Array.from([1, 2]) });
     expect(() => readVectors(f("bad.arrow", Buffer.from(tableToIPC(list, "file"))))).toThrow(/no vector column/);
   });
