@@ -24,7 +24,8 @@ export interface Client {
   close(): void;
 }
 
-export function client(baseUrl: string, connections: number): Client {
+/** `timeoutMs`: a request not answered by then ends as error "timeout" (its connection is closed). */
+export function client(baseUrl: string, connections: number, timeoutMs = 30_000): Client {
   const url = new URL(baseUrl);
   const tls = url.protocol === "https:";
   const opts = { keepAlive: true, maxSockets: connections, maxFreeSockets: connections, scheduling: "fifo" as const };
@@ -44,6 +45,7 @@ export function client(baseUrl: string, connections: number): Client {
           },
         );
         r.on("error", (e) => resolve({ status: 0, body: Buffer.alloc(0), error: errorName(e) }));
+        r.setTimeout(timeoutMs, () => r.destroy(Object.assign(new Error("timeout"), { code: "timeout" })));
         r.end(req.body);
       });
     },

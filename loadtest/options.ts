@@ -32,6 +32,8 @@ export interface Options {
   rate: number;
   duration: number;
   warmup: number;
+  /** Seconds a request may take before it counts as an error ("timeout"). */
+  timeout: number;
   workloads: WorkloadSpec[];
   k: number;
   vectorColumn?: string;
@@ -78,6 +80,7 @@ export const HELP = `quiver-loadtest: load-test a Quiver (or any lance-namespace
   --rate R               open loop: requests a second
   --duration S           seconds measured (default 10)
   --warmup S             seconds run first and not counted (default 1)
+  --timeout S            a request unanswered after S seconds is an error (default 30)
   --workload KIND        vector, filtered_vector, fts, hybrid, count, describe, insert, raw
   --mix KIND:W,...       a weighted mix of workloads, e.g. vector:8,fts:1,insert:1
   --k N                  rows a search answers (default 10)
@@ -120,6 +123,7 @@ const FLAGS = {
   rate: { type: "string" },
   duration: { type: "string" },
   warmup: { type: "string" },
+  timeout: { type: "string" },
   workload: { type: "string" },
   mix: { type: "string" },
   k: { type: "string" },
@@ -289,6 +293,7 @@ function resolve(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Options 
     rate,
     duration: num(raw, "duration", 10, 0.1),
     warmup: num(raw, "warmup", 1, 0),
+    timeout: num(raw, "timeout", 30, 0.001),
     workloads: ws,
     k: Math.floor(num(raw, "k", 10, 1)),
     vectorColumn: str(raw, "vector-column"),

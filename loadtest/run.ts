@@ -67,8 +67,8 @@ const redactHeaders = (h: Record<string, string>): Record<string, string> =>
 export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.stderr): Promise<Report> {
   const started = new Date();
   const headers = baseHeaders(o.apiKey, o.headers);
-  const aux = client(o.url, 1);
-  const load = client(o.url, o.connections);
+  const aux = client(o.url, 1, o.timeout * 1000);
+  const load = client(o.url, o.connections, o.timeout * 1000);
   const show = progress(o.quiet, out);
   try {
     const server = await serverVersion(aux, headers);
