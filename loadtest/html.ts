@@ -49,7 +49,9 @@ function summaryTable(r: Report): string {
     rows.push(["target rate /s", run.target_rate], ["sent late (> 1 ms after due)", run.late], ["never sent (client behind)", run.unsent], ["most requests waiting at once", run.max_backlog]);
   }
   if (r.server) rows.push(["requests the server counted", r.server.requests_counted ?? "–"]);
-  if (r.client) rows.push(["harness CPU µs a request", r.client.cpu_us_per_request]);
+  if (r.client) {
+    rows.push(["harness CPU µs a request", r.client.cpu_us_per_request], ["harness event-loop delay p99 / max ms", `${n(r.client.event_loop_p99_ms)} / ${n(r.client.event_loop_max_ms)}`]);
+  }
   const l = run.latency_ms;
   const lat = table(["latency ms", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"], [["all successful", l.min, l.mean, l.p50, l.p90, l.p95, l.p99, l.p999, l.max]].concat(
     Object.entries(run.workloads).map(([name, w]) => [esc(name), w.latency_ms.min, w.latency_ms.mean, w.latency_ms.p50, w.latency_ms.p90, w.latency_ms.p95, w.latency_ms.p99, w.latency_ms.p999, w.latency_ms.max]),

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { cpus, loadavg, platform, release, totalmem } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { closedLoop, openLoop, type Driven, type Load, type RecordAnswer } from "./drive.js";
 import { baseHeaders, callJson, client, type Client } from "./http.js";
 import type { Options } from "./options.js";
@@ -37,8 +38,11 @@ export interface Report {
   versions: { node: string; harness: string; server: string | null };
   mode: Options["mode"];
   run: (RunFigures & Driven & { connections: number; target_rate: number | null }) | null;
-  /** The harness's own CPU while measuring (its overhead: divide by run.requests). */
-  client: { cpu_seconds: number; cpu_us_per_request: number } | null;
+  /**
+   * The harness's own cost while measuring: CPU, and its event loop's delay (a stalled harness
+   * sends late and reads answers late, which shows as latency; compare before blaming the server).
+   */
+  client: { cpu_seconds: number; cpu_us_per_request: number; event_loop_p99_ms: number; event_loop_max_ms: number } | null;
   server: { points: ServerPoint[]; requests_counted: number | null; error: string | null } | null;
   ramp: { slo_ms: number; percentile: number; steps: RampStep[]; best_rate: number | null } | null;
   recall: RecallFigures | null;
@@ -179,6 +183,8 @@ async function measure<T extends { driven: Driven }>(
   const rec = recorder();
   const scrape = o.metrics ? scraper(aux, headers, o.metricsPath) : null;
   await scrape?.sample(0);
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const elapsed = () => (performance.now() - t0) / 1000;
@@ -204,13 +210,18 @@ async function measure<T extends { driven: Driven }>(
   }
   const seconds = elapsed();
   const cpu = process.cpuUsage(cpu0);
+  loopDelay.disable();
   await scraping;
   await scrape?.sample(elapsed());
   const counted = scrape?.first && scrape.last ? requestsCounted(scrape.last) - requestsCounted(scrape.first) : null;
   return {
     ...result,
     figures: rec.done(seconds),
-    client: { cpu_seconds: (cpu.user + cpu.system) / 1e6 },
+    client: {
+      cpu_seconds: (cpu.user + cpu.system) / 1e6,
+      event_loop_p99_ms: loopDelay.percentile(99) / 1e6,
+      event_loop_max_ms: loopDelay.max / 1e6,
+    },
     server: scrape ? { points: scrape.points, requests_counted: counted, error: scrape.error } : null,
   };
 }

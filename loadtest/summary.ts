@@ -10,7 +10,10 @@ export function summaryText(r: Report): string {
       `latency ms: p50 ${l.p50}  p95 ${l.p95}  p99 ${l.p99}  p99.9 ${l.p999}  max ${l.max}`,
     );
     if (r.run.target_rate !== null) lines.push(`open loop: target ${r.run.target_rate}/s, ${r.run.late} sent late, ${r.run.unsent} never sent, at most ${r.run.max_backlog} waiting`);
-    if (r.client) lines.push(`the harness used ${r.client.cpu_seconds.toFixed(2)} s of CPU (${r.client.cpu_us_per_request.toFixed(0)} µs a request)`);
+    if (r.client) {
+      const c = r.client;
+      lines.push(`the harness used ${c.cpu_seconds.toFixed(2)} s of CPU (${c.cpu_us_per_request.toFixed(0)} µs a request); its event-loop delay p99 ${c.event_loop_p99_ms.toFixed(1)} ms, max ${c.event_loop_max_ms.toFixed(1)} ms`);
+    }
     if (r.server?.requests_counted != null) lines.push(`the server counted ${r.server.requests_counted} requests`);
     if (r.server?.error) lines.push(`metrics: ${r.server.error}`);
   }

@@ -64,6 +64,8 @@ describe("quiver-loadtest against Quiver", () => {
     expect(run.latency_ms.p50).toBeGreaterThan(0);
     expect(run.latency_ms.p99).toBeGreaterThanOrEqual(run.latency_ms.p50);
     expect(r.machine.cpus).toBeGreaterThan(0);
+    expect(r.client!.cpu_seconds).toBeGreaterThan(0);
+    expect(r.client!.event_loop_max_ms).toBeGreaterThanOrEqual(r.client!.event_loop_p99_ms);
     expect(r.versions.server).toMatch(/^\d+\.\d+\.\d+/);
     expect(JSON.stringify(r)).not.toContain(ADMIN_KEY);
     // The inserts landed: Arrow batches of 10 of the 100 rows sampled.
