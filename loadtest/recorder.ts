@@ -103,6 +103,8 @@ function percentileCurve(h: Histogram): [number, number][] {
 export function recorder(): Recorder {
   const all = newHistogram();
   const interval = newHistogram();
+  // The last closed interval's histogram, so a short tail can be folded into it.
+  const previous = newHistogram();
   const perWorkload = new Map<string, { h: Histogram; requests: number; errors: number }>();
   const byStatus: Record<string, number> = {};
   const timeline: TimelinePoint[] = [];
@@ -111,6 +113,7 @@ export function recorder(): Recorder {
   let iRequests = 0;
   let iErrors = 0;
   let lastT = 0;
+  let prevT = 0;
   return {
     record(workload, status, error, micros) {
       const key = status ? String(status) : (error ?? "error");
@@ -146,13 +149,24 @@ export function recorder(): Recorder {
         p999: s.p999,
         max: s.max,
       });
+      previous.reset();
+      previous.add(interval);
       interval.reset();
       iRequests = iErrors = 0;
+      prevT = lastT;
       lastT = t;
     },
     percentile: (p) => ms(Math.min(all.getValueAtPercentile(p), all.maxValue)),
     now: () => ({ requests, errors, p50: ms(all.getValueAtPercentile(50)), p99: ms(all.getValueAtPercentile(99)) }),
     done(seconds) {
+      // A tail shorter than half a second joins the last point: its rate alone would be noise.
+      if (timeline.length && seconds - lastT < 0.5) {
+        const p = timeline.pop()!;
+        interval.add(previous);
+        iRequests += p.requests;
+        iErrors += p.errors;
+        lastT = prevT;
+      }
       if (iRequests || seconds - lastT > 0.05) this.roll(seconds);
       return {
         seconds,
