@@ -25,7 +25,14 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${cmd.out}.html\n`);
     return 0;
   }
-  const report = await runLoadtest(cmd.run);
+  // Ctrl-C once: stop sending, wait for the answers in flight, write the report; twice: exit now.
+  const stop = new AbortController();
+  process.once("SIGINT", () => {
+    process.stderr.write("\nquiver-loadtest: stopping (Ctrl-C again to quit without a report)\n");
+    stop.abort();
+    process.once("SIGINT", () => process.exit(130));
+  });
+  const report = await runLoadtest(cmd.run, process.stderr, stop.signal);
   writeFileSync(`${cmd.run.out}.json`, JSON.stringify(report, null, 1));
   writeFileSync(`${cmd.run.out}.html`, reportPage(report));
   process.stdout.write(`${summaryText(report)}\nreport: ${cmd.run.out}.json ${cmd.run.out}.html\n`);

@@ -29,6 +29,8 @@ export interface Load {
   seconds: number;
   /** The number of the first request (so a run after its warmup goes on through the sources). */
   first: number;
+  /** Stops sending early (Ctrl-C); requests in flight are still waited for and counted. */
+  signal?: AbortSignal;
 }
 
 export async function closedLoop(l: Load): Promise<Driven> {
@@ -37,7 +39,7 @@ export async function closedLoop(l: Load): Promise<Driven> {
   let i = l.first;
   await Promise.all(
     Array.from({ length: l.connections }, async () => {
-      while (performance.now() < end) {
+      while (performance.now() < end && !l.signal?.aborted) {
         const { workload, req } = l.next(i++);
         const sent = performance.now();
         const a = await l.client.send(req);
@@ -51,7 +53,7 @@ export async function closedLoop(l: Load): Promise<Driven> {
 export function openLoop(l: Load, rate: number): Promise<Driven> {
   const t0 = performance.now();
   const interval = 1000 / rate;
-  const total = Math.floor(rate * l.seconds);
+  let total = Math.floor(rate * l.seconds);
   const end = t0 + l.seconds * 1000;
   let n = 0;
   let inFlight = 0;
@@ -74,7 +76,11 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
     const pump = () => {
       clearTimeout(timer);
       const now = performance.now();
-      if (!stopped && now >= end) stopped = true;
+      if (!stopped && (now >= end || l.signal?.aborted)) {
+        stopped = true;
+        // Interrupted: only what was due by now counts as due.
+        total = Math.min(total, Math.floor((now - t0) / interval) + 1);
+      }
       while (!stopped && n < total && inFlight < l.connections) {
         const due = t0 + n * interval;
         if (due > now) break;
@@ -90,6 +96,7 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
       if (inFlight < l.connections) timer = setTimeout(pump, Math.max(0, t0 + n * interval - now));
       else timer = setTimeout(pump, Math.max(0, end - now));
     };
+    l.signal?.addEventListener("abort", () => pump(), { once: true });
     pump();
   });
 }

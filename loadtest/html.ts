@@ -110,6 +110,7 @@ function recallSection(r: Report): string {
 
 export function reportPage(r: Report): string {
   const parts = [header(r)];
+  if (r.interrupted) parts.push('<p class="fail">Stopped early (Ctrl-C): the figures cover the time it ran.</p>');
   if (r.run) {
     parts.push(summaryTable(r), `<h2>Client</h2><div class="grid-charts">${clientCharts(r).join("")}</div>`);
     if (r.server) parts.push(`<h2>Server (/metrics)</h2>${r.server.error ? `<p class="fail">Scraping stopped: ${esc(r.server.error)}</p>` : ""}<div class="grid-charts">${serverCharts(r).join("")}</div>`);

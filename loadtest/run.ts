@@ -46,6 +46,8 @@ export interface Report {
   server: { points: ServerPoint[]; requests_counted: number | null; error: string | null } | null;
   ramp: { slo_ms: number; percentile: number; steps: RampStep[]; best_rate: number | null } | null;
   recall: RecallFigures | null;
+  /** True when the run was stopped early (Ctrl-C): the figures cover the time it ran. */
+  interrupted: boolean;
 }
 
 /** The nearest package.json's version (loadtest/ when run from source, dist/loadtest/ when built). */
@@ -68,7 +70,8 @@ async function serverVersion(c: Client, headers: Record<string, string>): Promis
 const redactHeaders = (h: Record<string, string>): Record<string, string> =>
   Object.fromEntries(Object.entries(h).map(([k, v]) => [k, /authorization|api-key|token|secret|cookie/i.test(k) ? "<redacted>" : v]));
 
-export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.stderr): Promise<Report> {
+/** `signal` stops the measured part early; the report then covers what ran (`interrupted`). */
+export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.stderr, signal?: AbortSignal): Promise<Report> {
   const started = new Date();
   const headers = baseHeaders(o.apiKey, o.headers);
   const aux = client(o.url, 1, o.timeout * 1000);
@@ -98,12 +101,13 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       server: null,
       ramp: null,
       recall: null,
+      interrupted: false,
     };
     if (o.mode === "recall") {
       report.recall = await measureRecall(o, aux, headers, sources.vectors);
     } else {
       const next = requests(o, sources, headers);
-      const l = (record: RecordAnswer, seconds: number, first: number): Load => ({ client: load, next, record, connections: o.connections, seconds, first });
+      const l = (record: RecordAnswer, seconds: number, first: number): Load => ({ client: load, next, record, connections: o.connections, seconds, first, signal });
       const firstRate = o.mode === "ramp" ? o.rampStart : o.rate;
       const drive = (load: Load, rate: number) => (o.mode === "closed" ? closedLoop(load) : openLoop(load, rate));
       const warm = o.warmup > 0 ? await drive(l(() => {}, o.warmup, 0), firstRate) : { sent: 0 };
@@ -131,7 +135,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
         const steps: RampStep[] = [];
         let lo: number | null = null;
         let hi: number | null = null;
-        for (let rate = o.rampStart; rate <= o.rampMax; rate *= o.rampFactor) {
+        for (let rate = o.rampStart; rate <= o.rampMax && !signal?.aborted; rate *= o.rampFactor) {
           const s = await step(rate);
           steps.push(s);
           if (!s.pass) {
@@ -141,7 +145,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
           lo = rate;
         }
         // Bisect between the last rate that held the SLO and the first that did not.
-        for (let b = 0; b < o.bisect && hi !== null; b++) {
+        for (let b = 0; b < o.bisect && hi !== null && !signal?.aborted; b++) {
           const rate = ((lo ?? 0) + hi) / 2;
           const s = await step(rate);
           steps.push(s);
@@ -156,6 +160,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       report.client = { ...measured.client, cpu_us_per_request: (measured.client.cpu_seconds * 1e6) / Math.max(1, measured.figures.requests) };
       report.ramp = measured.ramp;
     }
+    report.interrupted = signal?.aborted ?? false;
     report.finished_at = new Date().toISOString();
     return report;
   } finally {

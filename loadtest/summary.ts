@@ -2,7 +2,7 @@
 import type { Report } from "./run.js";
 
 export function summaryText(r: Report): string {
-  const lines: string[] = [];
+  const lines: string[] = r.interrupted ? ["interrupted: the figures cover the time it ran"] : [];
   if (r.run) {
     const l = r.run.latency_ms;
     lines.push(

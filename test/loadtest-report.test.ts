@@ -19,12 +19,20 @@ const dir = mkdtempSync(path.join(tmpdir(), "quiver-loadtest-report-"));
 let browser: Browser;
 let page: Page;
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs the built bin; `onStderr` sees its stderr as it comes (and gets the process, to signal it). */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+  onStderr?: (text: string, p: ReturnType<typeof spawn>) => void,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
-  p.stdout.on("data", (d) => (stdout += d));
-  p.stderr.on("data", (d) => (stderr += d));
+  p.stdout!.on("data", (d) => (stdout += d));
+  p.stderr!.on("data", (d) => {
+    stderr += d;
+    onStderr?.(stderr, p);
+  });
   return new Promise((resolve) => p.on("exit", (code) => resolve({ code, stdout, stderr })));
 }
 
@@ -108,6 +116,25 @@ describe("quiver-loadtest reports", () => {
     expect(Number(cells[3].replace(/[×,]/g, ""))).toBeCloseTo(rb.run!.throughput / ra.run!.throughput, 2);
     expect(await count('svg.chart[aria-label="Latency distribution (HDR percentiles)"] path.series')).toBe(2);
     expect(await count("svg.chart")).toBe(3);
+  });
+
+  it("Ctrl-C stops sending, waits for the answers in flight and writes the report of the time it ran", async () => {
+    let signalled = false;
+    const t0 = Date.now();
+    const r = await cli(["--url", q.url, "--table", "ns$docs", "--workload", "vector", "--connections", "4", "--duration", "60", "--warmup", "0", "--out", path.join(dir, "int")], { QUIVER_API_KEY: ADMIN_KEY }, (text, p) => {
+      if (!signalled && /req\/s/.test(text)) {
+        signalled = true;
+        p.kill("SIGINT");
+      }
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(r.stdout).toContain("interrupted");
+    const report = JSON.parse(readFileSync(path.join(dir, "int.json"), "utf8")) as Report;
+    expect(report.interrupted).toBe(true);
+    expect(report.run!.seconds).toBeLessThan(30);
+    expect(report.run!.requests).toBeGreaterThan(0);
+    expect(report.server!.requests_counted).toBe(report.run!.requests);
   });
 
   it("a bad option is a one-line error and exit 2", async () => {

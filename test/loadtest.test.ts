@@ -125,6 +125,18 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
     expect(open.max_backlog).toBeGreaterThan(10);
   });
 
+  it("an open loop stopped early (the CLI's Ctrl-C) ends at once, counting only what was due", async () => {
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 500);
+    const t0 = Date.now();
+    const r = await runLoadtest(raw("--mode", "open", "--rate", "20", "--connections", "2", "--duration", "30", "--warmup", "0"), process.stderr, stop.signal);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(r.interrupted).toBe(true);
+    expect(r.run!.sent).toBeGreaterThanOrEqual(5);
+    expect(r.run!.sent + r.run!.unsent).toBeLessThan(40);
+    expect(r.run!.errors).toBe(0);
+  });
+
   it("a request past --timeout is an error named timeout, not a hang", async () => {
     const run = (await runLoadtest(raw("--connections", "2", "--duration", "0.5", "--warmup", "0", "--timeout", "0.005"))).run!;
     expect(run.requests).toBeGreaterThan(0);
