@@ -1,5 +1,5 @@
-// The web console (/console) end to end in a real browser: Debian's Chromium driven by
-// playwright-core. Sign in, browse to a table, run a vector query, watch an index build reach
+// The web console (/console) end to end in a real browser: Chromium (test/helpers/browser.ts)
+// driven by playwright-core. Sign in, browse to a table, run a vector query, watch an index build reach
 // Succeeded, cancel a running build, see a 403 explained for a read-only key, and the server
 // page's live chart. Screenshots of each page go to test-output/console/.
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -7,11 +7,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumLaunchOptions } from "./helpers/browser.js";
 import { seedIndexTable } from "./helpers/index-data.js";
 import { ADMIN_KEY, READ_KEY, serverForFile } from "./helpers/quiver.js";
 import { until } from "./helpers/transactions.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = path.resolve(__dirname, "../test-output/console");
 
 const q = serverForFile({
@@ -30,9 +30,8 @@ beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   profile = mkdtempSync(path.join(tmpdir(), "quiver-chromium-"));
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    ...chromiumLaunchOptions(),
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
     viewport: { width: 1280, height: 900 },
   });
   page = context.pages()[0] ?? (await context.newPage());

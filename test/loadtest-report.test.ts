@@ -1,6 +1,6 @@
 // quiver-loadtest as users run it (the built bin, options in a YAML file) against a real Quiver,
-// and its reports opened in Chromium (Debian's, driven by playwright-core, as test/console.test.ts
-// does): the plots are drawn, nothing is fetched from outside the page, and --compare puts two runs
+// and its reports opened in Chromium (test/helpers/browser.ts, driven by playwright-core, as
+// test/console.test.ts does): the plots are drawn, nothing is fetched from outside the page, and --compare puts two runs
 // side by side. The SLO-search report's screenshot is docs/loadtest.png.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -9,6 +9,7 @@ import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Report } from "../loadtest/run.js";
+import { chromiumLaunchOptions } from "./helpers/browser.js";
 import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
 
@@ -49,10 +50,7 @@ const count = (selector: string) => page.locator(selector).count();
 
 beforeAll(async () => {
   await seedLoadTable(q);
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await chromium.launch(chromiumLaunchOptions());
   page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
 }, 60_000);
 
