@@ -10,11 +10,12 @@ import { engineReason } from "./engine/messages.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
-import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
+import { backfillKind } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
-import { autoRefresh, viewRefreshKind, type AutoRefresh } from "./jobs/kinds/view-refresh.js";
+import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
+import { autoBackfill, autoRefresh } from "./jobs/triggers.js";
 import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
@@ -34,12 +35,8 @@ export interface Services {
   compute: Compute;
   /** Which commits wrote each virtual column's values (what a backfill may skip). */
   valueVersions: ValueVersions;
-  /** Queues follow-up backfills of auto_backfill columns after writes. */
-  autoBackfill: AutoBackfill;
   /** Materialized views' definitions and last refreshes. */
   views: Views;
-  /** Queues refreshes of auto_refresh views after writes to their sources. */
-  autoRefresh: AutoRefresh;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
   lifecycle: { draining: boolean };
   /** Release what the services hold (called after the server drained). */
@@ -72,6 +69,11 @@ export async function createServices(config: Config, credential: (key: string) =
   );
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
   const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs, credential });
+  // What follows every commit: one subscriber a line.
+  const onCommit = tables.commits.subscribe;
+  onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
+  onCommit(auto.committed);
+  onCommit(refreshes.committed);
   return {
     config,
     catalog,
@@ -82,9 +84,7 @@ export async function createServices(config: Config, credential: (key: string) =
     pool,
     compute,
     valueVersions,
-    autoBackfill: auto,
     views,
-    autoRefresh: refreshes,
     lifecycle: { draining: false },
     async close() {
       auto.close();

@@ -242,6 +242,32 @@ describe("auto_refresh", () => {
     expect(jobs.length).toBeGreaterThanOrEqual(2);
     expect(jobs.length).toBeLessThanOrEqual(2 + Math.ceil(writesTook / 1500));
   });
+
+  it("catches up after a restore of the source (an after-commit event, like a write)", async () => {
+    const rows = Array.from({ length: 100 }, (_, i) => make(i));
+    const src = await source(rows);
+    const created = await create("vs$a2", {
+      kind: "query",
+      source_query: JSON.stringify({ table: src, columns: { id: "id", x: "x" } }),
+      output_schema: schemaOf([["id", "int64"], ["x", "float64"]]),
+      auto_refresh: true,
+      with_no_data: false,
+    });
+    await settle(q, created.job_id!, 60_000);
+    const before = (await post(`/v1/table/${src}/describe`, {})).json.version as number;
+    const more = Array.from({ length: 10 }, (_, i) => make(100 + i));
+    expect((await post(`/v1/table/${src}/insert`, ipc(more))).status).toBe(200);
+    const until = async (want: Row[]) => {
+      const ids = async () => (await rowsOf("vs$a2", ["id"])).map((r) => r.id);
+      const end = Date.now() + 20_000;
+      while (Date.now() < end && JSON.stringify(await ids()) !== JSON.stringify(want.map((r) => r.id))) await new Promise((r) => setTimeout(r, 200));
+      expect(await ids()).toEqual(want.map((r) => r.id));
+    };
+    await until([...rows, ...more]);
+    const r = await post(`/v1/table/${src}/restore`, { version: before });
+    expect(r.status, r.text).toBe(200);
+    await until(rows);
+  });
 });
 
 describe("bad requests change nothing", () => {

@@ -6,6 +6,7 @@ import * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
+import { createCommits, type Change, type Commits } from "./commits.js";
 
 export interface OpenOptions {
   version?: number;
@@ -17,6 +18,22 @@ export interface OpenOptions {
 /** The branch a request names, or undefined for the main branch (absent, empty or "main"). */
 export const namedBranch = (branch: string | null | undefined): string | undefined =>
   branch && branch !== "main" ? branch : undefined;
+
+/** What a write tells the after-commit event besides its table, branch and version. */
+export interface WriteOf {
+  change: Change;
+  /** Rows touched, when the engine's result does not say (an append's). */
+  rows?: number;
+  /** false when the write went through a handle of its own (e.g. a restore of an old version). */
+  byCachedHandle?: boolean;
+}
+
+/** Rows an engine result says its commit touched (update, delete and merge results do). */
+function rowsOf(r: unknown): number | null {
+  const o = (r ?? {}) as Record<string, unknown>;
+  const n = ["rowsUpdated", "numDeletedRows", "numInsertedRows", "numUpdatedRows"].map((k) => o[k]).filter((v): v is number => typeof v === "number");
+  return n.length ? n.reduce((a, b) => a + b, 0) : null;
+}
 
 export interface Tables {
   root: string;
@@ -30,7 +47,9 @@ export interface Tables {
    * handle holds after a write, which under concurrent writes can be another write's; one at a
    * time, it is the write's own (and LanceDB's commit-conflict retries are spared).
    */
-  write<T>(entry: Entry, branch: string | null | undefined, commit: () => Promise<T>): Promise<T>;
+  write<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T>;
+  /** The after-commit event: writes announce themselves; jobs and version publishing announce theirs. */
+  commits: Commits;
   /** Delete a table's data directory (never outside the data directory). */
   removeData(entry: Entry): Promise<void>;
   plain: lancedb.Connection;
@@ -47,6 +66,7 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
   const namespaced = await lancedb.connectNamespace("dir", { root }, { readConsistencyInterval, storageOptions });
   const cache = new Map<string, Promise<lancedb.Table>>();
   const writes = keyedSerial();
+  const commits = createCommits();
 
   const openRaw = (entry: Entry, options: { version?: number; branch?: string }) => {
     const name = entry.location ? lanceNameOf(entry.location) : null;
@@ -74,7 +94,20 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
       cache.delete(objectId);
     },
     openHandles: () => cache.size,
-    write: (entry, branch, commit) => writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, commit),
+    commits,
+    async write(entry, branch, of, commit) {
+      const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, commit);
+      const version = (r as { version?: unknown } | undefined)?.version;
+      commits.announce({
+        table: entry,
+        branch: namedBranch(branch) ?? null,
+        version: typeof version === "number" ? version : null,
+        change: of.change,
+        rows: of.rows ?? rowsOf(r),
+        byCachedHandle: of.byCachedHandle ?? true,
+      });
+      return r;
+    },
     async removeData(entry) {
       cache.delete(entry.objectId);
       if (entry.location) await rm(resolveLocation(root, entry.location), { recursive: true, force: true });

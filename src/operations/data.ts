@@ -3,7 +3,7 @@
 import { InsertQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
 import { dataError } from "../engine/datasets.js";
-import { namedBranch } from "../engine/tables.js";
+import type { WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
 import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
@@ -38,13 +38,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
   const branch = at.branch ?? stringParam(ctx.query, "branch");
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
   if (write) refuseView(ctx.svc, entry, write);
-  // After the commit, tables with auto_backfill columns get a follow-up backfill.
-  const commit = async <T>(fn: () => Promise<T>) => {
-    const r = await ctx.svc.tables.write(entry, branch, fn);
-    ctx.svc.autoBackfill.written(entry, namedBranch(branch) ?? null, (await table.schema()).fields);
-    ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
-    return r;
-  };
+  const commit = <T>(of: WriteOf, fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, of, fn);
   return { entry, table, commit };
 }
 
@@ -60,7 +54,7 @@ export const insertIntoTable = arrowOp(async (ctx) => {
   const mode = modeParam(ctx.query, "mode", ["append", "overwrite"] as const, "append");
   const { entry, table, commit } = await target(ctx, {}, "insert");
   const data = await arrowBody(ctx, await table.schema(), entry.objectId);
-  const r = await engine("body", undefined, () => commit(() => table.add(data, { mode })));
+  const r = await engine("body", undefined, () => commit({ change: "insert", rows: data.numRows }, () => table.add(data, { mode })));
   return json({ version: r.version, num_inserted_rows: data.numRows });
 }, { query: InsertQuery });
 
@@ -97,7 +91,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const r = await engine(
     (err) => (sqlField && isSqlFault(err) ? sqlField : "merge_insert"),
     sqlField ? entry.objectId : undefined,
-    () => commit(() => b.execute(data)),
+    () => commit({ change: "merge_insert" }, () => b.execute(data)),
   );
   return json({
     version: r.version,
@@ -122,17 +116,14 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const where = body.predicate || undefined;
   // Planning the predicate on its own first lets its errors name it rather than the values.
   if (where) await engine("predicate", entry.objectId, () => table.query().where(where).explainPlan());
-  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit(() => table.update({ valuesSql, where })));
+  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit({ change: "update" }, () => table.update({ valuesSql, where })));
   // LanceDB's remote client reads `rows_updated`; lance-namespace says `updated_rows`.
   return json(ctx.lancedbClient ? { version: r.version, rows_updated: r.rowsUpdated } : { version: r.version, updated_rows: r.rowsUpdated });
 });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
-  const { entry, table } = await target(ctx, ctx.body, "delete");
-  // A delete leaves nothing to compute (no follow-up backfill), but views of the table may change.
-  const branch = ctx.body.branch ?? stringParam(ctx.query, "branch");
-  const r = await engine("predicate", entry.objectId, () => ctx.svc.tables.write(entry, branch, () => table.delete(ctx.body.predicate)));
-  ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
+  const { entry, table, commit } = await target(ctx, ctx.body, "delete");
+  const r = await engine("predicate", entry.objectId, () => commit({ change: "delete" }, () => table.delete(ctx.body.predicate)));
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 });
 

@@ -63,7 +63,7 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
   }
   // Refused by the queue bounds before anything is dropped.
   svc.jobs.admit(id, ctx.principal.key);
-  for (const i of same) await svc.tables.write(entry, branch, () => table.dropIndex(i.name));
+  for (const i of same) await svc.tables.write(entry, branch, { change: "index" }, () => table.dropIndex(i.name));
   // No await from this check to submit(): a concurrent create of the same index sees this record.
   refuseBusy();
   const spec: IndexBuildSpec = { column, kind, name, params, branch };
@@ -158,7 +158,7 @@ export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc }
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { branch });
   try {
-    await svc.tables.write(entry, branch, () => table.dropIndex(name));
+    await svc.tables.write(entry, branch, { change: "index" }, () => table.dropIndex(name));
   } catch (err) {
     if (!isIndexNotFound(err)) throw err;
     const building = pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name);

@@ -75,13 +75,14 @@ async function createVersion(svc: Services, id: string[], req: VersionRequest): 
   if (latest !== null && req.version > latest + 1) throw invalid(`version: ${req.version} skips version ${latest + 1} of table ${q(entry.objectId)}${on}`);
   const published$ = await publishManifest(dir, staged, req.version, req.naming_scheme ?? "V2", branch);
   if (!published$) throw taken();
-  svc.tables.evict(entry.objectId);
+  const announce = (version: number) => svc.tables.commits.announce({ table: entry, branch: branch ?? null, version, change: "version", rows: null, byCachedHandle: false });
+  announce(req.version);
   const m = published$.manifest;
   return {
     result: { version: req.version, manifest_path: manifestPathOut(svc, dir, m.path), manifest_size: m.size, e_tag: m.eTag, timestamp_millis: Date.now() },
     undo: async () => {
       await published$.undo();
-      svc.tables.evict(entry.objectId);
+      announce(req.version - 1);
     },
     finish: () => unlink(staged).catch(() => undefined),
   };
@@ -113,12 +114,13 @@ async function deleteVersions(svc: Services, id: string[], req: Static<typeof Ba
     for (const a of aside.reverse()) await a.undo();
     throw err;
   }
-  svc.tables.evict(entry.objectId);
+  const announce = () => svc.tables.commits.announce({ table: entry, branch: branch ?? null, version: null, change: "history", rows: null, byCachedHandle: false });
+  announce();
   return {
     result: { deleted_count: aside.length },
     undo: async () => {
       for (const a of [...aside].reverse()) await a.undo();
-      svc.tables.evict(entry.objectId);
+      announce();
     },
     finish: () => Promise.all(aside.map((a) => a.drop())),
   };

@@ -129,7 +129,7 @@ export const createTable = arrowOp(async ({ id, query, raw, rows, svc, principal
     }
     // Overwrite commits a new version holding only the new data (history is kept).
     const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
-    svc.tables.evict(existing.objectId);
+    svc.tables.commits.announce({ table: existing, branch: null, version: await t.version(), change: "overwrite", rows: data.numRows, byCachedHandle: false });
     const entry = { ...existing, properties: properties ?? existing.properties };
     if (properties) await svc.catalog.upsert(entry);
     return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: entry.properties });

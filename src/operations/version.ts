@@ -79,8 +79,6 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
 /** Commits a new version whose content is the old one's; history is kept. */
 export const restoreTable = jsonOp(RestoreTable, async ({ id, body, svc }) => {
   const { entry, table: old } = await openTable(svc, id, { version: body.version, branch: body.branch });
-  await svc.tables.write(entry, body.branch, () => old.restore());
-  // The cached main handle did not make this commit.
-  svc.tables.evict(entry.objectId);
+  await svc.tables.write(entry, body.branch, { change: "restore", byCachedHandle: false }, () => old.restore());
   return json({});
 });

@@ -16,6 +16,7 @@ const LAYERS: [string, number][] = [
   ["src/operations/", 13],
   ["src/services.ts", 12],
   ["src/jobs/kinds/", 11],
+  ["src/jobs/triggers.ts", 11],
   ["workers/processes/", 10],
   ["workers/threads/", 8],
   ["workers/", 9],

@@ -68,7 +68,8 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
       return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
         if (m.tracked) for (const v of m.committed) await versions.add(valuesKey, v);
         await job.report(m.progress as Record<string, unknown>);
-        if (m.committed.length > 0 && !namedBranch(spec.branch)) tables.evict(entry.objectId);
+        const version = m.committed.at(-1);
+        if (version !== undefined) tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version, change: "backfill", rows: null, byCachedHandle: false });
       });
     },
     describe({ spec, progress, startedAt, finishedAt, status }) {
@@ -136,53 +137,4 @@ export function activeBackfill(jobs: Jobs, id: readonly string[], column: string
     const s = r.spec as BackfillSpec;
     return r.operation === BACKFILL && sameId(r.table, id) && s.column === column && s.branch === branch;
   });
-}
-
-export interface AutoBackfill {
-  /** A write landed on `entry` (on `branch`, with these fields): its auto_backfill columns get a follow-up backfill. */
-  written(entry: Entry, branch: string | null, fields: readonly { name: string; metadata: Map<string, string> }[]): void;
-  close(): void;
-}
-
-/**
- * Follow-up backfills of `auto_backfill` columns: after a write, wait `delayMs` for more writes,
- * then queue one backfill per such column (default rows: missing or stale). While a backfill of the
- * column is still active, check again after another delay rather than pile up jobs.
- */
-export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number; delayMs: number }): AutoBackfill {
-  const timers = new Map<string, NodeJS.Timeout>();
-  const arm = (entry: Entry, branch: string | null) => {
-    const k = `${entry.objectId}\u0000${branch ?? ""}`;
-    if (timers.has(k)) return;
-    const timer = setTimeout(() => {
-      timers.delete(k);
-      follow(entry, branch).catch((err: unknown) => log.warn("auto backfill not started", { table: entry.objectId, error: String(err) }));
-    }, deps.delayMs);
-    timer.unref();
-    timers.set(k, timer);
-  };
-  async function follow(entry: Entry, branch: string | null): Promise<void> {
-    const t = await deps.tables.open(entry, { branch, fresh: true });
-    const fields = (await t.schema()).fields;
-    for (const f of fields) {
-      const vc = fromFieldMetadata(f.name, f.metadata);
-      if (!vc?.autoBackfill || !runnable(vc)) continue;
-      if (activeBackfill(deps.jobs, entry.id, vc.column, branch)) {
-        arm(entry, branch);
-        continue;
-      }
-      const key = runnable(vc) === "sql" ? null : backfillKey(fields);
-      if (runnable(vc) !== "sql" && !key) continue;
-      await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true), autoOwner(entry.id));
-    }
-  }
-  return {
-    written(entry, branch, fields) {
-      if (fields.some((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill)) arm(entry, branch);
-    },
-    close() {
-      for (const t of timers.values()) clearTimeout(t);
-      timers.clear();
-    },
-  };
 }

@@ -5,7 +5,7 @@ import type { BuildMessage, BuildRequest } from "../../../workers/protocol.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { dropIfPresent, type IndexBuildSpec } from "../../engine/indexes.js";
-import type { Tables } from "../../engine/tables.js";
+import { namedBranch, type Tables } from "../../engine/tables.js";
 import type { JobKind } from "../jobs.js";
 import { runInBackground } from "./background.js";
 
@@ -27,7 +27,7 @@ export function indexBuildKind(deps: { catalog: Catalog; tables: Tables; limit: 
       // Builds are background work: requests get the CPU first (query p99 during a build).
       const run = runInBackground<BuildRequest, BuildMessage>(BUILD_PROCESS, BUILD_NICENESS, { root: tables.root, entry, spec }, async () => undefined, "kill");
       // The shared handle sees the new index at once instead of after the consistency interval.
-      const refresh = () => tables.evict(entry.objectId);
+      const refresh = () => tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "index", rows: null, byCachedHandle: false });
       return {
         done: run.done.then(refresh),
         async stop() {

@@ -45,7 +45,7 @@ export interface ViewRefreshDeps {
  * key no longer configured can do nothing. A bearer token cannot be looked up without the token:
  * its role and prefixes as the view was defined are what count.
  */
-function definerRefusal(view: ViewRecord, credential: ViewRefreshDeps["credential"]): string | null {
+export function definerRefusal(view: ViewRecord, credential: ViewRefreshDeps["credential"]): string | null {
   const source = view.definition.source?.table;
   if (!source) return null;
   const name = JSON.stringify(objectIdOf(view.id));
@@ -96,7 +96,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode };
         await views.put({ ...view, lastRefresh });
         await job.report({ ...r, rows_done: r.rows_written });
-        tables.evict(entry.objectId);
+        tables.commits.announce({ table: entry, branch: null, version: r.view_version, change: "refresh", rows: r.rows_written, byCachedHandle: false });
       });
     },
     describe({ spec, progress }) {
@@ -115,7 +115,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
 }
 
 /** The newest refresh job of view `id` kept, if any. */
-const lastRefreshJob = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
+export const lastRefreshJob = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
   jobs
     .all()
     .filter((r) => r.operation === VIEW_REFRESH && sameId(r.table, id))
@@ -144,72 +144,5 @@ export function refreshSpec(p: RefreshParams, workers: number, auto = false): Re
     outputLimit: p.output_limit ?? null,
     concurrency: (p.concurrency ?? workers) * (p.intra_applier_concurrency ?? 1),
     auto,
-  };
-}
-
-export interface AutoRefresh {
-  /** A write landed on table `source` (on `branch`): its auto_refresh views may need a refresh. */
-  written(source: Entry, branch: string | null): void;
-  close(): void;
-}
-
-/**
- * Refreshes of `auto_refresh` views: after a write to their source, once at least `minRows` source
- * rows changed since the view's last refresh, and at most once per `cooldownMs` per view; while a
- * refresh of the view is active, the check repeats after the cooldown instead of piling up jobs.
- */
-export function autoRefresh(deps: {
-  jobs: Jobs;
-  tables: Tables;
-  views: Views;
-  catalog: Catalog;
-  workers: number;
-  minRows: number;
-  cooldownMs: number;
-  credential: ViewRefreshDeps["credential"];
-}): AutoRefresh {
-  const timers = new Map<string, NodeJS.Timeout>();
-  const lastStart = new Map<string, number>();
-  const arm = (location: string, delay: number) => {
-    if (timers.has(location)) return;
-    const timer = setTimeout(() => {
-      timers.delete(location);
-      check(location).catch((err: unknown) => log.warn("auto refresh not started", { view: location, error: String(err) }));
-    }, delay);
-    timer.unref();
-    timers.set(location, timer);
-  };
-  async function changedRows(location: string): Promise<number> {
-    const v = deps.views.get(location)!;
-    const since = v.lastRefresh?.sourceVersion;
-    if (since === undefined) return Infinity;
-    const source = await requireTable(deps.catalog, v.definition.source!.table);
-    const t = await deps.tables.open(source, { branch: v.definition.source!.branch, fresh: true });
-    if ((await t.version()) === since) return 0;
-    return t.countRows(`_row_last_updated_at_version > ${since}`).catch(() => Infinity);
-  }
-  async function check(location: string): Promise<void> {
-    const v = deps.views.get(location);
-    if (!v) return;
-    if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
-    // A definer refused once stops the automatic refreshes: one failed job says why, not one per write.
-    const refusal = definerRefusal(v, deps.credential);
-    if (refusal !== null && lastRefreshJob(deps.jobs, v.id)?.error === refusal) return;
-    if ((await changedRows(location)) < deps.minRows) return;
-    lastStart.set(location, Date.now());
-    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id));
-  }
-  return {
-    written(source, branch) {
-      for (const v of deps.views.ofSource(source.id)) {
-        if (!v.definition.autoRefresh || (v.definition.source!.branch ?? null) !== branch) continue;
-        const wait = Math.max(0, (lastStart.get(v.location) ?? 0) + deps.cooldownMs - Date.now());
-        arm(v.location, wait);
-      }
-    },
-    close() {
-      for (const t of timers.values()) clearTimeout(t);
-      timers.clear();
-    },
   };
 }

@@ -1,0 +1,63 @@
+// The after-commit event: every commit Quiver makes or publishes to a table is announced here, once,
+// and what must follow a commit (cache eviction, follow-up backfills, view refreshes) subscribes.
+import type { Entry } from "../catalog/catalog.js";
+import { log } from "../log.js";
+
+/** What a commit changed. */
+export type Change =
+  | "insert"
+  | "merge_insert"
+  | "update"
+  | "delete"
+  | "schema"
+  | "index"
+  | "restore"
+  /** A version published by a managed-versioning writer (or withdrawn when its batch failed). */
+  | "version"
+  /** Versions deleted from the history. */
+  | "history"
+  /** A table created again over its old data (mode overwrite). */
+  | "overwrite"
+  | "backfill"
+  | "refresh";
+
+export interface Commit {
+  table: Entry;
+  /** null for the main branch. */
+  branch: string | null;
+  /** The version the commit made, when the engine reports it. */
+  version: number | null;
+  change: Change;
+  /** Rows the commit inserted, updated or deleted, when known. */
+  rows: number | null;
+  /** The cached handle of the table's latest main made this commit (so it has seen it already). */
+  byCachedHandle: boolean;
+}
+
+export type CommitSubscriber = (commit: Commit) => void | Promise<void>;
+
+export interface Commits {
+  announce(commit: Commit): void;
+  subscribe(subscriber: CommitSubscriber): void;
+}
+
+export function createCommits(): Commits {
+  const subscribers: CommitSubscriber[] = [];
+  return {
+    announce(commit) {
+      // Synchronously, so that eviction happens before the write is answered. A subscriber's failure
+      // is its own: the commit stands and the others still hear of it.
+      const failed = (err: unknown) => log.warn("after-commit subscriber failed", { table: commit.table.objectId, change: commit.change, error: String(err) });
+      for (const s of subscribers) {
+        try {
+          s(commit)?.catch(failed);
+        } catch (err) {
+          failed(err);
+        }
+      }
+    },
+    subscribe(subscriber) {
+      subscribers.push(subscriber);
+    },
+  };
+}

@@ -1,0 +1,140 @@
+// What the after-commit event sets off: follow-up backfills of auto_backfill columns and
+// refreshes of auto_refresh views. src/services.ts subscribes each to src/engine/commits.ts.
+import type { Catalog, Entry } from "../catalog/catalog.js";
+import { requireTable } from "../catalog/lookup.js";
+import { fromFieldMetadata, runnable } from "../compute/virtual-column.js";
+import type { Views } from "../compute/views.js";
+import type { Change, CommitSubscriber } from "../engine/commits.js";
+import { backfillKey } from "../engine/computed-columns.js";
+import type { Tables } from "../engine/tables.js";
+import { log } from "../log.js";
+import { activeBackfill, BACKFILL, backfillSpec } from "./kinds/backfill.js";
+import { activeRefresh, definerRefusal, lastRefreshJob, refreshSpec, VIEW_REFRESH, type ViewRefreshDeps } from "./kinds/view-refresh.js";
+import { autoOwner, type Jobs } from "./jobs.js";
+
+export interface Trigger {
+  /** Subscribed to the after-commit event (src/engine/commits.ts). */
+  committed: CommitSubscriber;
+  close(): void;
+}
+
+/** Commits that write values an auto_backfill column is computed from. */
+const BACKFILL_AFTER: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update"]);
+
+/**
+ * Follow-up backfills of `auto_backfill` columns: after a write, wait `delayMs` for more writes,
+ * then queue one backfill per such column (default rows: missing or stale). While a backfill of the
+ * column is still active, check again after another delay rather than pile up jobs.
+ */
+export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number; delayMs: number }): Trigger {
+  const timers = new Map<string, NodeJS.Timeout>();
+  const arm = (entry: Entry, branch: string | null) => {
+    const k = `${entry.objectId}\u0000${branch ?? ""}`;
+    if (timers.has(k)) return;
+    const timer = setTimeout(() => {
+      timers.delete(k);
+      follow(entry, branch).catch((err: unknown) => log.warn("auto backfill not started", { table: entry.objectId, error: String(err) }));
+    }, deps.delayMs);
+    timer.unref();
+    timers.set(k, timer);
+  };
+  async function follow(entry: Entry, branch: string | null): Promise<void> {
+    const t = await deps.tables.open(entry, { branch, fresh: true });
+    const fields = (await t.schema()).fields;
+    for (const f of fields) {
+      const vc = fromFieldMetadata(f.name, f.metadata);
+      if (!vc?.autoBackfill || !runnable(vc)) continue;
+      if (activeBackfill(deps.jobs, entry.id, vc.column, branch)) {
+        arm(entry, branch);
+        continue;
+      }
+      const key = runnable(vc) === "sql" ? null : backfillKey(fields);
+      if (runnable(vc) !== "sql" && !key) continue;
+      await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true), autoOwner(entry.id));
+    }
+  }
+  return {
+    async committed({ table, branch, change }) {
+      if (!BACKFILL_AFTER.has(change)) return;
+      const fields = (await (await deps.tables.open(table, { branch })).schema()).fields;
+      if (fields.some((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill)) arm(table, branch);
+    },
+    close() {
+      for (const t of timers.values()) clearTimeout(t);
+      timers.clear();
+    },
+  };
+}
+
+/**
+ * Commits that change a source's rows. Inserts, merges and updates are counted afterwards by the
+ * rows' last-updated version; the others count their own rows (all of them when unknown).
+ */
+const REFRESH_AFTER: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update", "delete", "restore", "version", "overwrite"]);
+const COUNTED_LATER: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update"]);
+
+/**
+ * Refreshes of `auto_refresh` views: after a write to their source, once at least `minRows` source
+ * rows changed since the view's last refresh, and at most once per `cooldownMs` per view; while a
+ * refresh of the view is active, the check repeats after the cooldown instead of piling up jobs.
+ */
+export function autoRefresh(deps: {
+  jobs: Jobs;
+  tables: Tables;
+  views: Views;
+  catalog: Catalog;
+  workers: number;
+  minRows: number;
+  cooldownMs: number;
+  credential: ViewRefreshDeps["credential"];
+}): Trigger {
+  const timers = new Map<string, NodeJS.Timeout>();
+  const lastStart = new Map<string, number>();
+  // Rows changed by commits the last-updated versions do not show (deletes, restores), per view.
+  const uncounted = new Map<string, number>();
+  const arm = (location: string, delay: number) => {
+    if (timers.has(location)) return;
+    const timer = setTimeout(() => {
+      timers.delete(location);
+      check(location).catch((err: unknown) => log.warn("auto refresh not started", { view: location, error: String(err) }));
+    }, delay);
+    timer.unref();
+    timers.set(location, timer);
+  };
+  async function changedRows(location: string): Promise<number> {
+    const v = deps.views.get(location)!;
+    const since = v.lastRefresh?.sourceVersion;
+    if (since === undefined) return Infinity;
+    const source = await requireTable(deps.catalog, v.definition.source!.table);
+    const t = await deps.tables.open(source, { branch: v.definition.source!.branch, fresh: true });
+    if ((await t.version()) === since) return 0;
+    return t.countRows(`_row_last_updated_at_version > ${since}`).catch(() => Infinity);
+  }
+  async function check(location: string): Promise<void> {
+    const v = deps.views.get(location);
+    if (!v) return;
+    if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
+    // A definer refused once stops the automatic refreshes: one failed job says why, not one per write.
+    const refusal = definerRefusal(v, deps.credential);
+    if (refusal !== null && lastRefreshJob(deps.jobs, v.id)?.error === refusal) return;
+    if ((uncounted.get(location) ?? 0) + (await changedRows(location)) < deps.minRows) return;
+    uncounted.delete(location);
+    lastStart.set(location, Date.now());
+    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id));
+  }
+  return {
+    committed({ table, branch, change, rows }) {
+      if (!REFRESH_AFTER.has(change)) return;
+      for (const v of deps.views.ofSource(table.id)) {
+        if (!v.definition.autoRefresh || (v.definition.source!.branch ?? null) !== branch) continue;
+        if (!COUNTED_LATER.has(change)) uncounted.set(v.location, (uncounted.get(v.location) ?? 0) + (rows ?? Infinity));
+        const wait = Math.max(0, (lastStart.get(v.location) ?? 0) + deps.cooldownMs - Date.now());
+        arm(v.location, wait);
+      }
+    },
+    close() {
+      for (const t of timers.values()) clearTimeout(t);
+      timers.clear();
+    },
+  };
+}
