@@ -289,7 +289,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     if (id !== null && body.id !== undefined && body.id !== null && !(Array.isArray(body.id) && sameId(body.id, id))) {
       throw new ApiError(Code.InvalidInput, `id: body id ${JSON.stringify(body.id)} differs from the path's ${JSON.stringify(id)}`);
     }
-    const validated = op.validate ? op.validate(body) : undefined;
+    const validated = op.validate ? op.validate(body, cfg) : undefined;
     // Header context wins over the body's.
     if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
 

@@ -1,5 +1,6 @@
 // Row-level operations: insert, merge insert, update, delete, count and statistics. Writes on
 // main go through the cached table handle, so later reads see them; `branch` writes leave main alone.
+import { checkExpression } from "../schemas/expression.js";
 import { InsertQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
 import { dataError } from "../engine/datasets.js";
@@ -69,6 +70,10 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   // Upstream's `on` is an array of field paths, sent as the parameter repeated (a composite key).
   const paths = listParam(q, "on");
   if (paths.length === 0) throw invalid("on: is required (one or more key columns)");
+  const matchedFilt = stringParam(q, "when_matched_update_all_filt");
+  const bySourceFilt = stringParam(q, "when_not_matched_by_source_delete_filt");
+  if (matchedFilt) checkExpression("when_matched_update_all_filt", matchedFilt, ctx.svc.config);
+  if (bySourceFilt) checkExpression("when_not_matched_by_source_delete_filt", bySourceFilt, ctx.svc.config);
   const { entry, table, commit } = await target(ctx, {}, "merge_insert");
   const schema = await table.schema();
   const on = paths.map((p) => {
@@ -83,10 +88,9 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
 
   let b = table.mergeInsert(on);
-  const matchedFilt = stringParam(q, "when_matched_update_all_filt");
+
   if (boolParam(q, "when_matched_update_all", false) || matchedFilt) b = b.whenMatchedUpdateAll(matchedFilt ? { where: matchedFilt } : undefined);
   if (boolParam(q, "when_not_matched_insert_all", false)) b = b.whenNotMatchedInsertAll();
-  const bySourceFilt = stringParam(q, "when_not_matched_by_source_delete_filt");
   if (boolParam(q, "when_not_matched_by_source_delete", false) || bySourceFilt) {
     b = b.whenNotMatchedBySourceDelete(bySourceFilt ? { where: bySourceFilt } : undefined);
   }

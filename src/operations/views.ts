@@ -71,7 +71,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
   if (id.length === 0) throw invalid("id: a view id needs at least a view name");
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
-  const { definition: def, schema } = defineView(body);
+  const { definition: def, schema } = defineView(body, svc.config);
   const runnable = def.source !== null && (def.kind === "query" || def.fn !== null);
   if (body.with_no_data === false && !runnable) {
     throw invalid(def.source === null ? `source_query: an initial refresh runs only this server's form, ${FORM}` : 'udtf_spec.udtf: an initial refresh runs only {"backend":"js","source":…} or {"backend":"sql","sql":…} (base64)');

@@ -4,9 +4,11 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import type { Static, TSchema } from "@sinclair/typebox";
 import { invalid } from "../errors.js";
+import { expressionFault, type ExpressionLimits } from "./expression.js";
 import { matchMode } from "./mode.js";
 
-const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false });
+// passContext: a validator is called with the server's expression limits as `this`.
+const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false, passContext: true });
 
 ajv.addKeyword({
   keyword: "x-mode",
@@ -28,6 +30,20 @@ ajv.addKeyword({
     }
     if (cxt) cxt.parentData[cxt.parentDataProperty] = hit;
     return true;
+  },
+});
+
+/** A SQL expression the engine will parse: bounded in length and complexity (src/schemas/expression.ts). */
+ajv.addKeyword({
+  keyword: "x-expression",
+  type: "string",
+  errors: true,
+  validate: function check(this: ExpressionLimits | undefined, _on: boolean, data: string): boolean {
+    // A schema with expressions validated without the limits is a programming error, not a pass.
+    if (this === undefined) throw new Error("an x-expression schema was validated without expression limits");
+    const fault = expressionFault(data, this);
+    if (fault !== null) (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: "x-expression", message: fault, params: {} }];
+    return fault === null;
   },
 });
 
@@ -70,12 +86,13 @@ function pick(errors: ErrorObject[]): string {
   return `${fieldPath(at)}: must be ${types.join(" or ") || "null"}`;
 }
 
-export type Validator<T> = (data: unknown) => T;
+/** `limits` must be given where the schema holds expressions (`x-expression`). */
+export type Validator<T> = (data: unknown, limits?: ExpressionLimits) => T;
 
 export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   const fn: ValidateFunction = ajv.compile(schema);
-  return (data: unknown) => {
-    if (!fn(data)) throw invalid(pick(fn.errors!));
+  return (data: unknown, limits?: ExpressionLimits) => {
+    if (!fn.call(limits, data)) throw invalid(pick(fn.errors!));
     return data as Static<S>;
   };
 }
