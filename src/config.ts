@@ -27,6 +27,9 @@ export const options = [
   { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
   { key: "max-expression-cost", kind: "int", def: 160, min: 1, doc: "most operators, keyword operators and parentheses in one SQL expression (a bound on its depth, over which the engine recurses; the lowest crash measured is at 689, see docs/security.md); more are answered 400" },
   { key: "max-body-readers", kind: "int", def: 128, min: 1, doc: "requests whose body is still arriving; they hold no execution slot, and more are answered 503 Slow down" },
+  { key: "max-body-readers-per-address", kind: "int", def: 32, min: 1, doc: "request bodies arriving at once from one client address; more are answered 503 Slow down" },
+  { key: "max-body-readers-per-credential", kind: "int", def: 64, min: 1, doc: "request bodies arriving at once for one credential; more are answered 503 Slow down" },
+  { key: "max-identity-body-readers", kind: "int", def: 16, min: 1, doc: "request bodies arriving at once from clients that send no credential header (their credential is the JSON body's `identity`, read up to max-json-body); more are answered 503 Slow down" },
   { key: "body-timeout-ms", kind: "int", def: 8000, min: 100, doc: "time a request body may take to arrive, plus its size at body-min-rate; past it the answer is 408 and the connection is closed (kept below uWS's own ~10 s cut of stalled uploads, which answers nothing)" },
   { key: "body-min-rate", kind: "int", def: 65_536, min: 1, doc: "slowest body upload accepted, bytes per second: a body of N bytes gets body-timeout-ms + N / body-min-rate seconds" },
   { key: "response-idle-ms", kind: "int", def: 30_000, min: 100, doc: "a client that takes no response bytes for this long is disconnected" },
@@ -79,6 +82,9 @@ export interface Config {
   batchSlots: number;
   maxQueue: number;
   maxBodyReaders: number;
+  maxBodyReadersPerAddress: number;
+  maxBodyReadersPerCredential: number;
+  maxIdentityBodyReaders: number;
   maxExpressionLength: number;
   maxExpressionCost: number;
   bodyTimeoutMs: number;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setupAuth } from "../../src/auth/authenticate.js";
 import { loadConfig } from "../../src/config.js";
 import { createPipeline, type Incoming, type Outgoing, type Pipeline } from "../../src/http/pipeline.js";
+import { routes } from "../../src/routes.js";
 import { createServices, type Services } from "../../src/services.js";
 
 const KEY = "unit-admin-key";
@@ -18,7 +19,7 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "quiver-pipeline-"));
   const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
   svc = await createServices(config);
-  pipeline = createPipeline(svc, setupAuth(config).authenticate);
+  pipeline = createPipeline(svc, setupAuth(config).authenticate, routes);
 });
 afterAll(async () => {
   await svc.close();
