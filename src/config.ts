@@ -22,6 +22,7 @@ export const options = [
   { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool, which decodes large Arrow uploads and runs JavaScript and WebAssembly UDFs (default: core count)" },
   { key: "worker-heap-mb", kind: "int", def: 1024, min: 64, doc: "JavaScript heap limit of each worker thread; a task past it fails alone and its worker is replaced" },
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
+  { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
   { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
@@ -77,6 +78,7 @@ export interface Config {
   workers: number;
   maxJsonBody: number;
   maxArrowBody: number;
+  maxJsonDepth: number;
   maxInFlight: number;
   batchMax: number;
   batchSlots: number;

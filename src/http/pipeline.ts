@@ -327,7 +327,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   /** The steps after the body arrived: body, authorise (body identity), limits, validate, call. */
   async function execute(a: Admitted, inc: Incoming, bytes: Uint8Array, context: Record<string, string>, held: { release?: () => void }): Promise<Outgoing> {
     const { op } = a.route.spec;
-    const body = op.body === "json" ? parseJsonBody(bytes) : {};
+    const body = op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {};
     const principal = await principalOf(a, body);
     if (principal !== null) limit(principal, held);
     checkBodyId(a.target.id, body);
@@ -340,7 +340,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       query: a.query,
       body: validated,
       raw: a.rowsAs === "arrow" ? bytes : undefined,
-      rows: a.rowsAs === "json" || a.rowsAs === "ndjson" ? jsonRowsBody(bytes, a.rowsAs === "ndjson", cfg.maxJsonBody) : undefined,
+      rows: a.rowsAs === "json" || a.rowsAs === "ndjson" ? jsonRowsBody(bytes, a.rowsAs === "ndjson", cfg) : undefined,
       delimiter: a.target.delimiter,
       // Public routes' operations read no principal.
       principal: principal!,

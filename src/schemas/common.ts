@@ -21,7 +21,9 @@ export const common = {
   id: Opt(Type.Array(Type.String())),
 };
 
-export const branch = { branch: Opt(Type.String({ minLength: 1 })) };
+/** A branch or tag name: it names a file of the table's directory, so it stays well under the file system's 255 bytes. */
+export const RefName = Type.String({ minLength: 1, maxLength: 200 });
+export const branch = { branch: Opt(RefName) };
 
 /** A body with only the common fields. */
 export const CommonBody = Type.Object({ ...common });
