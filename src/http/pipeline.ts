@@ -1,5 +1,6 @@
 // The request pipeline, without a socket, as named steps in the order they run:
-//   route → ids → credentials (headers) → [body arrives] → body → authorise → validate → idempotency → call.
+//   route → ids → credentials (headers) + authorise → params → [body arrives] → body (+ its identity,
+//   authorised) → limits → validate → idempotency → call.
 // The steps before the body (`admit`) decide whether a body is read at all: a request without
 // valid header credentials, or whose credential may not perform the route, is answered without
 // it. src/server.ts adapts this to uWS (body bytes, admission, writes); tests and the bench call
@@ -93,6 +94,8 @@ export interface Admitted {
   caller: Caller;
   requestId: string;
   query: URLSearchParams;
+  /** Step `params`: the query parameters, from the operation's schema. */
+  args: unknown;
   target: Target;
   /** How rows in the body are encoded, for operations that take rows. */
   rowsAs: RowsKind | null;
@@ -299,8 +302,9 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       const query = inc.query ? new URLSearchParams(inc.query) : NO_QUERY;
       const target = targetOf(r, query);
       const caller = await headerCaller(r.spec, inc.headers, target.id);
+      const args = r.spec.op.args ? r.spec.op.args(query, cfg) : {};
       const rowsAs = r.spec.op.body === "arrow" ? rowsBodyKind(inc.headers["content-type"]) : null;
-      return { kind: "admitted", admitted: { route: r, caller, requestId, query, target, rowsAs } };
+      return { kind: "admitted", admitted: { route: r, caller, requestId, query, args, target, rowsAs } };
     } catch (err) {
       return { kind: "answer", out: failed(err, r, requestId, headerContext(inc.headers)) };
     }
@@ -338,6 +342,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       id: a.target.id ?? [],
       params: a.target.params,
       query: a.query,
+      args: a.args,
       body: validated,
       raw: a.rowsAs === "arrow" ? bytes : undefined,
       rows: a.rowsAs === "json" || a.rowsAs === "ndjson" ? jsonRowsBody(bytes, a.rowsAs === "ndjson", cfg) : undefined,
