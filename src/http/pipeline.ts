@@ -7,7 +7,7 @@
 // `dispatch` in process.
 import { randomBytes } from "node:crypto";
 import type { Authenticate, Credentials } from "../auth/authenticate.js";
-import { canBrowse, covers, roleRank, type Principal } from "../auth/principal.js";
+import { authoriseObject, canBrowse, roleRank, type Principal } from "../auth/principal.js";
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, isApiError } from "../errors.js";
 import { log } from "../log.js";
@@ -161,12 +161,13 @@ function targetOf(r: Route, query: URLSearchParams): Target {
 
 /** Step `authorise`: the credential's role and namespace prefixes against the route and its id. */
 function authorise(p: Principal, spec: RouteSpec, id: string[] | null): void {
-  if (roleRank[p.role] < roleRank[spec.role as Principal["role"]]) {
+  if (spec.role === "public") return;
+  if (roleRank[p.role] < roleRank[spec.role]) {
     throw new ApiError(Code.PermissionDenied, `${spec.name} needs the ${spec.role} role; this credential has ${p.role}`);
   }
   if (id === null || spec.scope === "none") return;
-  const ok = spec.scope === "browse" ? canBrowse(p, id) : covers(p, id);
-  if (!ok) throw new ApiError(Code.PermissionDenied, `this credential may not access ${JSON.stringify(objectIdOf(id))}`);
+  if (spec.scope === "object") return authoriseObject(p, id, spec.role);
+  if (!canBrowse(p, id)) throw new ApiError(Code.PermissionDenied, `this credential may not access ${JSON.stringify(objectIdOf(id))}`);
 }
 
 /** A body's `id`, when given, must name the path's object. */
