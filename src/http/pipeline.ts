@@ -287,10 +287,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return { kind: "principal", principal };
   }
 
-  /** The principal of an admitted request, once its body is known (`identity` for clients that send no header). */
-  async function principalOf(a: Admitted, body: Record<string, unknown>): Promise<Principal | null> {
-    if (a.caller.kind === "public") return null;
-    if (a.caller.kind === "principal") return a.caller.principal;
+  /** The principal of a client that sent no credential header: the body's `identity`, authorised. */
+  async function bodyPrincipal(a: Admitted, body: Record<string, unknown>): Promise<Principal> {
     const identity = body.identity as { api_key?: string; auth_token?: string } | undefined;
     const principal = await authenticate({ apiKey: identity?.api_key ?? undefined, bearer: identity?.auth_token ?? undefined });
     authorise(principal, a.route.spec, a.target.id);
@@ -333,7 +331,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   async function execute(a: Admitted, inc: Incoming, bytes: Uint8Array, context: Record<string, string>, held: { release?: () => void }): Promise<Outgoing> {
     const { op } = a.route.spec;
     const body = op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {};
-    const principal = await principalOf(a, body);
+    const principal = a.caller.kind === "principal" ? a.caller.principal : a.caller.kind === "public" ? null : await bodyPrincipal(a, body);
     if (principal !== null) limit(principal, held);
     checkBodyId(a.target.id, body);
     const validated = op.validate ? op.validate(body, cfg) : undefined;
@@ -357,7 +355,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       signal: inc.signal,
       svc,
     };
-    return call(a, inc, ctx, bytes);
+    return await call(a, inc, ctx, bytes);
   }
 
   /** An error answer for the request; an unexpected error is logged and answered 500. */
