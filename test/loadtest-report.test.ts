@@ -138,6 +138,15 @@ describe("quiver-loadtest reports", () => {
     expect(report.server!.requests_counted).toBe(report.run!.requests);
   });
 
+  it("the built bin runs as a program (shebang, executable), as npx quiver-loadtest runs it", async () => {
+    const p = spawn(CLI, ["--help"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    p.stdout!.on("data", (d) => (out += d));
+    const code = await new Promise((resolve) => p.on("exit", resolve));
+    expect(code).toBe(0);
+    expect(out).toContain("quiver-loadtest --url http://127.0.0.1:8080");
+  });
+
   it("a bad option is a one-line error and exit 2", async () => {
     const r = await cli(["--url", q.url, "--table", "ns$docs", "--mode", "open"]);
     expect(r.code).toBe(2);
