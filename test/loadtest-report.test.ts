@@ -142,7 +142,7 @@ describe("quiver-loadtest reports", () => {
     const p = spawn(CLI, ["--help"], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     p.stdout!.on("data", (d) => (out += d));
-    const code = await new Promise((resolve) => p.on("exit", resolve));
+    const code = await new Promise((resolve) => (p.on("exit", resolve), p.on("error", (e: NodeJS.ErrnoException) => resolve(e.code))));
     expect(code).toBe(0);
     expect(out).toContain("quiver-loadtest --url http://127.0.0.1:8080");
   });
