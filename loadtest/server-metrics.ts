@@ -1,6 +1,6 @@
 // The server's own view of the run: its Prometheus /metrics scraped once a second on the run's
 // timeline, each scrape turned into figures against the one before (rates for counters, values for
-// gauges). The names are Quiver's (src/metrics.ts, README "Operating Quiver") and prom-client's
+// gauges). The names are Quiver's (src/metrics.ts, docs/operations.md) and prom-client's
 // process metrics; a server without them gives empty series, not an error.
 import { callText, type Client } from "./http.js";
 
