@@ -1,7 +1,7 @@
 // quiver-loadtest as users run it (the built bin, options in a YAML file) against a real Quiver,
 // and its reports opened in Chromium (Debian's, driven by playwright-core, as test/console.test.ts
 // does): the plots are drawn, nothing is fetched from outside the page, and --compare puts two runs
-// side by side. The SLO-search report's screenshot is docs/loadtest.png.
+// side by side. The SLO-search report's screenshot goes to test-output/ (docs/loadtest.png is a copy of one).
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +13,8 @@ import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
 
 const CLI = path.resolve(__dirname, "../dist/loadtest/cli.js");
-const SCREENSHOT = path.resolve(__dirname, "../docs/loadtest.png");
+// Written beside the console test's pictures, never over the tracked docs/loadtest.png (which is a copy of one).
+const SCREENSHOT = path.resolve(__dirname, "../test-output/loadtest.png");
 const q = serverForFile();
 const dir = mkdtempSync(path.join(tmpdir(), "quiver-loadtest-report-"));
 let browser: Browser;
@@ -80,7 +81,7 @@ describe("quiver-loadtest reports", () => {
     expect(existsSync(path.join(dir, "ramp.html"))).toBe(true);
   });
 
-  it("the report page draws its plots with nothing from outside (screenshot: docs/loadtest.png)", async () => {
+  it("the report page draws its plots with nothing from outside (screenshot: test-output/loadtest.png)", async () => {
     const html = readFileSync(path.join(dir, "ramp.html"), "utf8");
     expect(html).not.toMatch(/<script|<link|<img|url\(|src=/i);
     expect(await open(path.join(dir, "ramp.html"))).toEqual([]);
