@@ -15,6 +15,7 @@ import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { autoRefresh, viewRefreshKind, type AutoRefresh } from "./jobs/kinds/view-refresh.js";
+import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
 export interface Services {
@@ -29,6 +30,8 @@ export interface Services {
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
   pool: WorkerPool;
+  /** The compute sandbox process, where UDF and table-function checks run (started on first use). */
+  compute: Compute;
   /** Which commits wrote each virtual column's values (what a backfill may skip). */
   valueVersions: ValueVersions;
   /** Queues follow-up backfills of auto_backfill columns after writes. */
@@ -54,6 +57,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const catalog = await openCatalog(manifest, config.consistencyIntervalMs, config.dataDir);
   const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
   const pool = createWorkerPool(config);
+  const compute = createCompute(config);
   const valueVersions = openValueVersions(privateDir);
   const views = openViews(privateDir);
   const jobs = openJobs(
@@ -76,6 +80,7 @@ export async function createServices(config: Config, credential: (key: string) =
     searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
     jobs,
     pool,
+    compute,
     valueVersions,
     autoBackfill: auto,
     views,
@@ -85,7 +90,7 @@ export async function createServices(config: Config, credential: (key: string) =
       auto.close();
       refreshes.close();
       await jobs.close();
-      await Promise.all([pool.destroy(), valueVersions.close(), views.close()]);
+      await Promise.all([pool.destroy(), compute.close(), valueVersions.close(), views.close()]);
     },
   };
 }

@@ -76,6 +76,8 @@ export interface ViewRecord {
 /** The view columns Quiver adds: the source row a view row came from, and a chunker child's ordinal. */
 export const SOURCE_ROW_ID = "__source_row_id";
 export const CHUNK = "__chunk";
+/** A chunker's answer: each output row's position among the source rows it was given. */
+export const PARENT = "__parent";
 
 const q = JSON.stringify;
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);

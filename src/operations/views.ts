@@ -15,7 +15,7 @@ import { activeRefresh, refreshSpec, VIEW_REFRESH } from "../jobs/kinds/view-ref
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import { CreateMaterializedView, RefreshMaterializedView } from "../schemas/views.js";
 import type { Services } from "../services.js";
-import type { TableReply } from "../../workers/table-functions.js";
+import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { createEntry } from "./table.js";
 import { openAt } from "./table-ref.js";
@@ -53,12 +53,12 @@ async function checkSource(svc: Services, def: ViewDefinition): Promise<{ entry:
   return { entry, table };
 }
 
-/** The table function compiles (JavaScript) or parses (SQL) in a worker. */
+/** The table function compiles (JavaScript) or parses (SQL) in the compute sandbox. */
 async function checkFunction(svc: Services, def: ViewDefinition, schema: A.Schema): Promise<void> {
-  if (!def.fn) return;
+  if (!def.fn || def.kind === "query") return;
   const output = schema.fields.map((f) => toJsonField(f));
-  const reply = await svc.pool.run<TableReply>("table", { op: "check", kind: def.kind, fn: def.fn, output, timeoutMs: svc.config.udfTimeoutMs });
-  if (!(reply instanceof Uint8Array) && !reply.ok) throw invalid(`udtf_spec.udtf: ${reply.error}`);
+  const error = await checkInSandbox(svc.compute, { name: "table", request: { op: "check", kind: def.kind, fn: def.fn, output, timeoutMs: svc.config.udfTimeoutMs } }, svc.config.udfTimeoutMs);
+  if (error !== null) throw invalid(`udtf_spec.udtf: ${error}`);
 }
 
 /** The schema of a udtf or chunker view: the output schema (plus provenance for a chunker), with the definition. */

@@ -18,7 +18,7 @@ import { activeBackfill, BACKFILL, backfillSpec } from "../jobs/kinds/backfill.j
 import { BackfillColumn } from "../schemas/column.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import type { Services } from "../services.js";
-import type { UdfTaskReply } from "../../workers/udf.js";
+import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
@@ -38,8 +38,8 @@ async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Fiel
   if (kind === "js" && !jsShape(vc.dataType!)) throw invalid(`${at}.outputs[0].data_type: a JavaScript UDF cannot produce ${q(vc.dataType)}`);
   fromJsonType(vc.dataType!, vc.column);
   if (kind === null) return;
-  const reply = await svc.pool.run<UdfTaskReply>("udf", { op: "check", udf: udfDefinition(vc, svc.config) });
-  if (!(reply instanceof Uint8Array) && !reply.ok) throw invalid(`${at}.udf: ${reply.error}`);
+  const error = await checkInSandbox(svc.compute, { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);
+  if (error !== null) throw invalid(`${at}.udf: ${error}`);
 }
 
 /** An entry of add_columns with `virtual_column` or `computed` (an sql column without a descriptor). */

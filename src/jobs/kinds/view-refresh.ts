@@ -1,9 +1,9 @@
 // Job kind "refresh_materialized_view": bring a view up to date with its source, in a child process
-// at the lowest CPU priority (workers/refresh.ts says how for each kind of view). The result (mode,
+// at the lowest CPU priority (workers/processes/refresh.ts says how for each kind of view). The result (mode,
 // rows written, source and view versions) is recorded as the view's last refresh. A refresh
 // interrupted by a restart runs again: each kind's refresh is idempotent (a rebuild replaces the
 // contents in one commit; a chunker's merge is keyed by source row and child).
-import type { RefreshMessage, RefreshRequest, RefreshResult } from "../../../workers/refresh.js";
+import type { RefreshMessage, RefreshRequest, RefreshResult } from "../../../workers/protocol.js";
 import { allows, type Principal } from "../../auth/principal.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
@@ -59,8 +59,8 @@ function definerRefusal(view: ViewRecord, credential: ViewRefreshDeps["credentia
   return null;
 }
 
-// dist/src/jobs/kinds/view-refresh.js → dist/workers/refresh.js
-const REFRESH_PROCESS = new URL("../../../workers/refresh.js", import.meta.url);
+// dist/src/jobs/kinds/view-refresh.js → dist/workers/processes/refresh.js
+const REFRESH_PROCESS = new URL("../../../workers/processes/refresh.js", import.meta.url);
 
 export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
   const { catalog, tables, views } = deps;
@@ -91,7 +91,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
       };
-      return runInBackground<RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async ({ result }) => {
+      return runInBackground<RefreshRequest, RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async ({ result }) => {
         const r: RefreshResult = result;
         const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode };
         await views.put({ ...view, lastRefresh });
