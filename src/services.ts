@@ -1,6 +1,7 @@
 // Everything an operation may use, built once at startup, bottom up: the catalog and the tables,
 // the worker pool, then the job kinds (each given only what it uses) and the jobs that run them.
 import { mkdirSync } from "node:fs";
+import type { Principal } from "./auth/principal.js";
 import { privateDirOf, type Config } from "./config.js";
 import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { createClaims, type Claims } from "./catalog/claims.js";
@@ -45,7 +46,11 @@ export interface Services {
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config): Promise<Services> {
+/**
+ * `credential` answers what the API key with a stable id may do now (src/auth/authenticate.ts):
+ * refreshes of a view read its source on behalf of the key that defined it.
+ */
+export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
   const privateDir = privateDirOf(config.dataDir);
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
   const manifest = await openManifestTable(config.dataDir, privateDir);
@@ -60,12 +65,13 @@ export async function createServices(config: Config): Promise<Services> {
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
       backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
-      viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs }),
+      viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
     ],
     engineReason,
+    config,
   );
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
-  const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs });
+  const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs, credential });
   return {
     config,
     catalog,

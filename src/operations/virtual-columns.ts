@@ -89,7 +89,7 @@ export async function alterVirtualColumns(svc: Services, entry: Entry, t: lanced
   return commitSchemaEdit(() => t.updateFieldMetadata(changes.map(({ vc }) => ({ path: vc.column, metadata: toFieldMetadata(vc), replace: true }))));
 }
 
-export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc }) => {
+export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, principal }) => {
   const entry = await requireTable(svc.catalog, id);
   const branch = namedBranch(body.branch) ?? null;
   const t = await openAt(svc, entry, { branch });
@@ -122,7 +122,7 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc }) =
   const running = activeBackfill(svc.jobs, id, vc.column, branch);
   if (running) throw new ApiError(Code.ConcurrentModification, `column ${q(vc.column)} is already being backfilled (job ${running.id}); cancel it or wait for it`);
   const spec = backfillSpec(vc, branch, key, body, svc.config.workers);
-  const rec = await svc.jobs.submit(BACKFILL, id, spec);
+  const rec = await svc.jobs.submit(BACKFILL, id, spec, principal.key);
   return json({ job_id: rec.id }, 202);
 });
 

@@ -13,7 +13,7 @@ import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type Virt
 import { backfillKey } from "../../engine/computed-columns.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
-import type { JobKind, Jobs } from "../jobs.js";
+import { autoOwner, type JobKind, type Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
@@ -173,7 +173,7 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
       }
       const key = runnable(vc) === "sql" ? null : backfillKey(fields);
       if (runnable(vc) !== "sql" && !key) continue;
-      await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true));
+      await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true), autoOwner(entry.id));
     }
   }
   return {
