@@ -15,7 +15,7 @@ import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
-import { autoBackfill, autoRefresh } from "./jobs/triggers.js";
+import { autoBackfill, autoRefresh } from "./jobs/triggers/after-commit.js";
 import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 

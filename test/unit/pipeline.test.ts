@@ -7,19 +7,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setupAuth } from "../../src/auth/authenticate.js";
 import { loadConfig } from "../../src/config.js";
 import { createPipeline, type Incoming, type Outgoing, type Pipeline } from "../../src/http/pipeline.js";
+import { routes } from "../../src/routes.js";
 import { createServices, type Services } from "../../src/services.js";
 
 const KEY = "unit-admin-key";
+const READ = "unit-read-key";
 let dir: string;
 let svc: Services;
 let pipeline: Pipeline;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "quiver-pipeline-"));
-  const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
+  const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin,${READ}:read`], {});
   const auth = setupAuth(config);
   svc = await createServices(config, auth.credential);
-  pipeline = createPipeline(svc, auth.authenticate);
+  pipeline = createPipeline(svc, auth.authenticate, routes);
 });
 afterAll(async () => {
   await svc.close();
@@ -74,5 +76,35 @@ describe("pipeline", () => {
     } finally {
       svc.lifecycle.draining = false;
     }
+  });
+
+  describe("steps before the body (admit)", () => {
+    const incoming = (method: string, p: string, headers: Record<string, string>, query = "") => ({ method, path: p, query, headers, signal });
+    const admit = async (method: string, p: string, headers: Record<string, string>, query = "") => {
+      const routed = pipeline.route(method, p);
+      if (routed.kind !== "route") throw new Error("not routed");
+      return pipeline.admit(routed.route, incoming(method, p, headers, query));
+    };
+
+    it("credentials: a bad header key is 401 and a role short of the route 403, answered before any body", async () => {
+      const bad = await admit("POST", "/v1/table/t/insert", { "x-api-key": "nope" });
+      expect(bad.kind === "answer" && bad.out.status).toBe(401);
+      const short = await admit("POST", "/v1/table/t/insert", { "x-api-key": READ });
+      expect(short.kind === "answer" && short.out.status).toBe(403);
+    });
+
+    it("credentials: no header on an Arrow route is 401 at once; on a JSON route the body's identity is awaited", async () => {
+      const arrow = await admit("POST", "/v1/table/t/insert", {});
+      expect(arrow.kind === "answer" && arrow.out.status).toBe(401);
+      const json = await admit("POST", "/v1/namespace/a/describe", {});
+      expect(json.kind === "admitted" && json.admitted.caller).toEqual({ kind: "body-identity" });
+    });
+
+    it("params: query parameters are coerced from the operation's schema; a bad one is 400 naming it", async () => {
+      const ok = await admit("POST", "/v1/table/t/version/list", { "x-api-key": KEY }, "limit=5&descending=true");
+      expect(ok.kind === "admitted" && ok.admitted.args).toEqual({ limit: 5, descending: true });
+      const bad = await admit("GET", "/v1/namespace/%24/list", { "x-api-key": KEY }, "limit=0");
+      expect(bad.kind === "answer" && JSON.parse(String((bad.out as { body: string }).body)).detail).toBe("limit: must be >= 1");
+    });
   });
 });

@@ -1,16 +1,16 @@
 // What the after-commit event sets off: follow-up backfills of auto_backfill columns and
 // refreshes of auto_refresh views. src/services.ts subscribes each to src/engine/commits.ts.
-import type { Catalog, Entry } from "../catalog/catalog.js";
-import { requireTable } from "../catalog/lookup.js";
-import { fromFieldMetadata, runnable } from "../compute/virtual-column.js";
-import type { Views } from "../compute/views.js";
-import type { Change, CommitSubscriber } from "../engine/commits.js";
-import { backfillKey } from "../engine/computed-columns.js";
-import type { Tables } from "../engine/tables.js";
-import { log } from "../log.js";
-import { activeBackfill, BACKFILL, backfillSpec } from "./kinds/backfill.js";
-import { activeRefresh, definerRefusal, lastRefreshJob, refreshSpec, VIEW_REFRESH, type ViewRefreshDeps } from "./kinds/view-refresh.js";
-import { autoOwner, type Jobs } from "./jobs.js";
+import type { Catalog, Entry } from "../../catalog/catalog.js";
+import { requireTable } from "../../catalog/lookup.js";
+import { fromFieldMetadata, runnable } from "../../compute/virtual-column.js";
+import type { Views } from "../../compute/views.js";
+import type { Change, CommitSubscriber } from "../../engine/commits.js";
+import { backfillKey } from "../../engine/computed-columns.js";
+import type { Tables } from "../../engine/tables.js";
+import { log } from "../../log.js";
+import { activeBackfill, BACKFILL, backfillSpec } from "../kinds/backfill.js";
+import { activeRefresh, definerRefusal, lastRefreshJob, refreshSpec, VIEW_REFRESH, type ViewRefreshDeps } from "../kinds/view-refresh.js";
+import { autoOwner, type Jobs } from "../jobs.js";
 
 export interface Trigger {
   /** Subscribed to the after-commit event (src/engine/commits.ts). */
