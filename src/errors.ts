@@ -29,11 +29,33 @@ export const Code = {
 } as const;
 export type ErrorCode = (typeof Code)[keyof typeof Code];
 
-const statusOfCode: Record<number, number> = {
-  0: 406, 1: 404, 2: 409, 3: 409, 4: 404, 5: 409, 6: 404, 7: 409, 8: 404, 9: 409,
-  10: 404, 11: 404, 12: 404, 13: 400, 14: 409, 15: 403, 16: 401, 17: 503, 18: 500,
-  19: 409, 20: 400, 21: 503, 22: 404, 23: 409,
-};
+const statusOfName = {
+  Unsupported: 406,
+  NamespaceNotFound: 404,
+  NamespaceAlreadyExists: 409,
+  NamespaceNotEmpty: 409,
+  TableNotFound: 404,
+  TableAlreadyExists: 409,
+  TableIndexNotFound: 404,
+  TableIndexAlreadyExists: 409,
+  TableTagNotFound: 404,
+  TableTagAlreadyExists: 409,
+  TransactionNotFound: 404,
+  TableVersionNotFound: 404,
+  TableColumnNotFound: 404,
+  InvalidInput: 400,
+  ConcurrentModification: 409,
+  PermissionDenied: 403,
+  Unauthenticated: 401,
+  ServiceUnavailable: 503,
+  Internal: 500,
+  InvalidTableState: 409,
+  TableSchemaValidationError: 400,
+  Throttling: 503,
+  TableBranchNotFound: 404,
+  TableBranchAlreadyExists: 409,
+} satisfies Record<keyof typeof Code, number>;
+const statusOfCode = new Map(Object.entries(statusOfName).map(([name, status]) => [Code[name as keyof typeof Code] as number, status]));
 
 // The contract's error table (docs/contract.md), with Quiver's 405, 408, 413 and 415.
 const kinds: Record<number, { type: string; title: string }> = {
@@ -61,7 +83,7 @@ export class ApiError extends Error {
   constructor(code: ErrorCode, message: string, status?: number, unavailable?: { retryAfterS?: number; reason?: string }) {
     super(message);
     this.code = code;
-    this.status = status ?? statusOfCode[code] ?? 500;
+    this.status = status ?? statusOfCode.get(code) ?? 500;
     if (unavailable?.retryAfterS !== undefined) this.retryAfterS = unavailable.retryAfterS;
     if (unavailable?.reason !== undefined) this.reason = unavailable.reason;
   }
