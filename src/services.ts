@@ -1,5 +1,6 @@
 // Everything an operation may use, built once at startup, bottom up: the catalog and the tables,
-// the worker pool, then the job kinds (each given only what it uses) and the jobs that run them.
+// the worker pool, then the job kinds (each given only what it uses), the jobs that run them, and
+// what follows every commit (subscribers of the after-commit event, src/engine/commits.ts).
 import { mkdirSync } from "node:fs";
 import type { Principal } from "./auth/principal.js";
 import { privateDirOf, type Config } from "./config.js";
@@ -27,7 +28,7 @@ export interface Services {
   tables: Tables;
   /** Runs queries, batching concurrent compatible vector searches into one engine call. */
   searches: SearchBatcher;
-  /** Background work (index builds) tracked as durable transactions. */
+  /** Background work (index builds, backfills, view refreshes) tracked as durable transactions. */
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
   pool: WorkerPool;
