@@ -19,7 +19,7 @@ export const options = [
   { key: "host", kind: "string", def: "127.0.0.1", doc: "address to listen on" },
   { key: "port", kind: "int", def: 8080, min: 0, doc: "port to listen on (0 picks a free one)" },
   { key: "data-dir", kind: "string", def: "./data", doc: "directory holding the catalog and the tables" },
-  { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool, which decodes large Arrow uploads and runs JavaScript and WebAssembly UDFs (default: core count)" },
+  { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool that decodes large Arrow uploads, and of each compute sandbox process that runs user code (default: core count)" },
   { key: "worker-heap-mb", kind: "int", def: 1024, min: 64, doc: "JavaScript heap limit of each worker thread; a task past it fails alone and its worker is replaced" },
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
