@@ -11,6 +11,8 @@ import { openTables, type Tables } from "./engine/tables.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
+import { maintenanceKind } from "./jobs/kinds/maintenance.js";
+import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { autoRefresh, viewRefreshKind, type AutoRefresh } from "./jobs/kinds/view-refresh.js";
@@ -36,6 +38,8 @@ export interface Services {
   views: Views;
   /** Queues refreshes of auto_refresh views after writes to their sources. */
   autoRefresh: AutoRefresh;
+  /** Versions reads opened explicitly, kept by cleanups for a while. */
+  readLeases: ReadLeases;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
   lifecycle: { draining: boolean };
   /** Release what the services hold (called after the server drained). */
@@ -51,12 +55,14 @@ export async function createServices(config: Config): Promise<Services> {
   const pool = createWorkerPool(config);
   const valueVersions = openValueVersions(privateDir);
   const views = openViews(privateDir);
-  const jobs = openJobs(
+  const readLeases = createReadLeases();
+  const jobs: Jobs = openJobs(
     privateDir,
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
       backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
       viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, workerHeapMb: config.workerHeapMb, limit: config.maintenanceJobs }),
     ],
     engineReason,
   );
@@ -74,6 +80,7 @@ export async function createServices(config: Config): Promise<Services> {
     autoBackfill: auto,
     views,
     autoRefresh: refreshes,
+    readLeases,
     lifecycle: { draining: false },
     async close() {
       auto.close();

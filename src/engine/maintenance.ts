@@ -1,0 +1,81 @@
+// Table maintenance with LanceDB's `optimize`: it compacts small fragments and fragments with
+// deleted rows, folds rows added since an index was built into the index (vector, scalar, FTS),
+// and removes versions older than a cutoff. LanceDB 0.39's Node API runs compaction and index
+// upkeep together; the cleanup is skipped by a cutoff no version is older than (the epoch).
+import type * as lancedb from "@lancedb/lancedb";
+import { errorText, isCommitConflict } from "./messages.js";
+
+/** What maintenance looks at and changes, per table and branch. */
+export interface TableFigures {
+  fragments: number;
+  small_fragments: number;
+  rows: number;
+  /** Data and index bytes the current version references (deletion files and manifests excluded). */
+  bytes: number;
+  versions: number;
+  /** Rows each index does not cover yet (searched by brute force), by index name. */
+  unindexed_rows: Record<string, number>;
+}
+
+export async function tableFigures(table: lancedb.Table): Promise<TableFigures> {
+  const [s, versions, indexes] = await Promise.all([table.stats(), table.listVersions(), table.listIndices()]);
+  const unindexed: Record<string, number> = {};
+  for (const ix of indexes) unindexed[ix.name] = (await table.indexStats(ix.name))?.numUnindexedRows ?? 0;
+  return {
+    fragments: s.fragmentStats.numFragments,
+    small_fragments: s.fragmentStats.numSmallFragments,
+    rows: s.numRows,
+    bytes: s.totalBytes,
+    versions: versions.length,
+    unindexed_rows: unindexed,
+  };
+}
+
+export interface OptimizeResult {
+  fragments_removed: number;
+  fragments_added: number;
+  versions_removed: number;
+  bytes_removed: number;
+}
+
+// A steady stream of writes can outrun the engine's own commit retries (measured: a compaction at
+// the lowest priority under back-to-back single-row inserts failed with "Too many concurrent
+// writers"); each attempt that commits leaves less for the next.
+const ATTEMPTS = 4;
+const contended = (err: unknown) => isCommitConflict(err) || /Too many concurrent writers/.test(errorText(err));
+
+/**
+ * Compact, update indexes and, when `cleanupBefore` is given, remove the versions committed before
+ * it (Lance itself keeps the current version and the versions branches start from).
+ */
+export async function optimizeTable(table: lancedb.Table, cleanupBefore: Date | null): Promise<OptimizeResult> {
+  let s: lancedb.OptimizeStats;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      s = await table.optimize({ cleanupOlderThan: cleanupBefore ?? new Date(0) });
+      break;
+    } catch (err) {
+      if (!contended(err) || attempt >= ATTEMPTS) throw err;
+      await table.checkoutLatest();
+    }
+  }
+  return {
+    fragments_removed: s.compaction.fragmentsRemoved,
+    fragments_added: s.compaction.fragmentsAdded,
+    versions_removed: s.prune.oldVersionsRemoved,
+    bytes_removed: s.prune.bytesRemoved,
+  };
+}
+
+/**
+ * The cutoff of a cleanup that keeps every version newer than `now - retainMs` and every version
+ * in `kept`: the earlier of the window's start and the commit time of the oldest kept version that
+ * still exists. Versions strictly older than it are removed; a timestamp truncated to the
+ * millisecond never passes the version it came from.
+ */
+export function cleanupCutoff(versions: readonly lancedb.Version[], kept: Iterable<number>, now: number, retainMs: number): Date {
+  const keep = new Set(kept);
+  let cutoff = now - retainMs;
+  for (const v of versions) if (keep.has(v.version)) cutoff = Math.min(cutoff, v.timestamp.getTime());
+  return new Date(cutoff);
+}

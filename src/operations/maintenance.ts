@@ -1,0 +1,22 @@
+// Maintenance on request: `POST /v1/table/{id}/optimize` queues a maintenance job (compaction,
+// index upkeep and, unless the body says `cleanup: false`, version cleanup) and answers 202 with
+// its id. One maintenance job per table and branch is active at a time: another is a 409 naming it.
+import { requireTable } from "../catalog/lookup.js";
+import { ApiError, Code } from "../errors.js";
+import { activeMaintenance, MAINTENANCE, type MaintenanceSpec } from "../jobs/kinds/maintenance.js";
+import { OptimizeTable } from "../schemas/maintenance.js";
+import { jsonOp } from "./define.js";
+import { mainOr } from "./indexes.js";
+import { openAt } from "./table-ref.js";
+import { json } from "./types.js";
+
+export const optimizeTable = jsonOp(OptimizeTable, async ({ id, body, svc }) => {
+  const entry = await requireTable(svc.catalog, id);
+  const branch = mainOr(body.branch);
+  await openAt(svc, entry, { branch });
+  const running = activeMaintenance(svc.jobs, entry.id, branch);
+  if (running) throw new ApiError(Code.ConcurrentModification, `table ${JSON.stringify(entry.objectId)} is already being maintained (job ${running.id})`);
+  const spec: MaintenanceSpec = { branch, cleanup: body.cleanup ?? true, auto: false };
+  const rec = await svc.jobs.submit(MAINTENANCE, entry.id, spec);
+  return json({ job_id: rec.id }, 202);
+});
