@@ -2,11 +2,13 @@
 // compacts small fragments, folds new rows into indexes and cleans up old versions; what the
 // cleanup keeps (tags, the versions branches start from, the retention window, a view's last
 // refreshed source version, versions read explicitly, everything while other jobs run); backfill
-// staleness after compaction; writes made while maintenance runs; bad requests.
+// staleness after compaction; writes made while maintenance runs; versions a client commits through
+// version/create; bad requests.
 import { Field, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { removeDir, serverForFile, startQuiver, READ_KEY, type Quiver } from "./helpers/quiver.js";
+import * as lancedb from "@lancedb/lancedb";
+import { ADMIN_KEY, removeDir, serverForFile, startQuiver, READ_KEY, type Quiver } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
 // Retention window 0: every version not kept for another reason is removed.
@@ -248,5 +250,33 @@ describe("the retention window", () => {
     expect(done.versions_removed).toBe("0");
     expect(await c.versions("w")).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect((await c.post("w", "count_rows", { version: 1 })).json).toBe(10);
+  });
+});
+
+describe("externally managed versions", () => {
+  let m: Quiver;
+  beforeAll(async () => {
+    m = await startQuiver({ args: ["--managed-versioning", "--retain-versions-ms", "0", "--workers", "1"] });
+  });
+  afterAll(async () => {
+    await m.stop();
+    removeDir(m.dataDir);
+  });
+
+  it("follow the same rules: a tagged one is kept, the others go, and the writer commits on after maintenance", async () => {
+    const db = await lancedb.connectNamespace("rest", { uri: m.url, headers: { "x-api-key": ADMIN_KEY } });
+    const t = await db.createTable("ext", [{ id: 1 }]);
+    for (let i = 2; i <= 5; i++) await t.add([{ id: i }]);
+    expect(await t.version()).toBe(5);
+    const c = calls(() => m);
+    expect((await c.post("ext", "tags/create", { tag: "three", version: 3 })).status).toBe(200);
+    await c.maintain("ext");
+    const kept = await c.versions("ext");
+    expect(kept).toContain(3);
+    expect(kept).not.toContain(2);
+    expect((await c.post("ext", "count_rows", { version: 3 })).json).toBe(3);
+    await t.add([{ id: 6 }]);
+    expect(await (await db.openTable("ext")).countRows()).toBe(6);
+    expect((await c.post("ext", "count_rows", {})).json).toBe(6);
   });
 });
