@@ -12,6 +12,7 @@ import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { maintenanceKind } from "./jobs/kinds/maintenance.js";
+import { autoMaintenance, type AutoMaintenance } from "./jobs/kinds/auto-maintenance.js";
 import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
@@ -38,6 +39,8 @@ export interface Services {
   views: Views;
   /** Queues refreshes of auto_refresh views after writes to their sources. */
   autoRefresh: AutoRefresh;
+  /** Queues maintenance of tables whose small fragments or unindexed rows pile up. */
+  autoMaintenance: AutoMaintenance;
   /** Versions reads opened explicitly, kept by cleanups for a while. */
   readLeases: ReadLeases;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
@@ -68,6 +71,18 @@ export async function createServices(config: Config): Promise<Services> {
   );
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
   const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs });
+  const maintenance = autoMaintenance({
+    jobs,
+    tables,
+    catalog,
+    settings: {
+      enabled: config.autoMaintenance === "on",
+      smallFragments: config.maintenanceSmallFragments,
+      unindexedRows: config.maintenanceUnindexedRows,
+      cooldownMs: config.maintenanceCooldownMs,
+      sweepMs: config.maintenanceSweepMs,
+    },
+  });
   return {
     config,
     catalog,
@@ -80,11 +95,13 @@ export async function createServices(config: Config): Promise<Services> {
     autoBackfill: auto,
     views,
     autoRefresh: refreshes,
+    autoMaintenance: maintenance,
     readLeases,
     lifecycle: { draining: false },
     async close() {
       auto.close();
       refreshes.close();
+      maintenance.close();
       await jobs.close();
       await Promise.all([pool.destroy(), valueVersions.close(), views.close()]);
     },

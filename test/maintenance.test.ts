@@ -9,10 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import * as lancedb from "@lancedb/lancedb";
 import { ADMIN_KEY, removeDir, serverForFile, startQuiver, READ_KEY, type Quiver } from "./helpers/quiver.js";
+import { openDirect, seedTable } from "./helpers/seed.js";
 import { settle } from "./helpers/transactions.js";
 
-// Retention window 0: every version not kept for another reason is removed.
-const q = serverForFile({ args: ["--retain-versions-ms", "0", "--workers", "1"] });
+// Retention window 0: every version not kept for another reason is removed. Maintenance runs only
+// when asked here (the triggers have their own server below).
+const q = serverForFile({ args: ["--retain-versions-ms", "0", "--workers", "1", "--auto-maintenance", "off"] });
 
 const rows = (from: number, n: number) =>
   toStream(new Table({
@@ -235,7 +237,7 @@ describe("maintenance", () => {
 describe("the retention window", () => {
   let w: Quiver;
   beforeAll(async () => {
-    w = await startQuiver({ args: ["--workers", "1"] });
+    w = await startQuiver({ args: ["--workers", "1", "--auto-maintenance", "off"] });
   });
   afterAll(async () => {
     await w.stop();
@@ -256,7 +258,7 @@ describe("the retention window", () => {
 describe("externally managed versions", () => {
   let m: Quiver;
   beforeAll(async () => {
-    m = await startQuiver({ args: ["--managed-versioning", "--retain-versions-ms", "0", "--workers", "1"] });
+    m = await startQuiver({ args: ["--managed-versioning", "--retain-versions-ms", "0", "--workers", "1", "--auto-maintenance", "off"] });
   });
   afterAll(async () => {
     await m.stop();
@@ -278,5 +280,62 @@ describe("externally managed versions", () => {
     await t.add([{ id: 6 }]);
     expect(await (await db.openTable("ext")).countRows()).toBe(6);
     expect((await c.post("ext", "count_rows", {})).json).toBe(6);
+  });
+});
+
+describe("automatic maintenance", () => {
+  let a: Quiver;
+  beforeAll(async () => {
+    const args = ["--workers", "1", "--maintenance-small-fragments", "5", "--maintenance-cooldown-ms", "3000", "--maintenance-sweep-ms", "500"];
+    a = await startQuiver({ args, seed: (dir) => seedTable(dir, ["elsewhere"], [{ id: 0 }]) });
+  });
+  afterAll(async () => {
+    await a.stop();
+    removeDir(a.dataDir);
+  });
+  const c = calls(() => a);
+  const jobsOf = async (id: string) =>
+    ((await a.call("POST", "/v1/jobs/list", { table: [id] })).json.jobs as { job_id: string; job_type: string; status: string }[]).filter((j) => j.job_type === "maintenance");
+  async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 60_000): Promise<T> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const v = await what();
+      if (ok(v) || Date.now() > end) return v;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it("maintains a table once its small fragments reach the threshold, once per cooldown under a stream of writes", async () => {
+    expect((await c.post("auto", "create", rows(0, 1))).status).toBe(200);
+    for (let i = 1; i < 3; i++) await c.insert("auto", i, 1);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await jobsOf("auto")).toHaveLength(0);
+    const start = Date.now();
+    for (let i = 3; i < 40; i++) await c.insert("auto", i, 1);
+    const jobs = await until(() => jobsOf("auto"), (j) => j.length > 0 && j.every((x) => x.status === "Succeeded"));
+    expect(jobs.length).toBeGreaterThan(0);
+    // At most one start per cooldown (3 s) since the stream began, plus the first.
+    expect(jobs.length).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - start) / 3000));
+    const d = await a.call("POST", `/v1/transaction/${jobs[0].job_id}/describe`, {});
+    expect(d.json.properties).toMatchObject({ auto: "true", phase: "done" });
+    const stats = await until(async () => (await c.post("auto", "stats", {})).json, (s) => s.fragment_stats.num_small_fragments < 5);
+    expect(stats.fragment_stats.num_small_fragments).toBeLessThan(5);
+    expect((await c.post("auto", "count_rows", {})).json).toBe(40);
+  });
+
+  it("leaves a table whose quiver.maintenance property is off alone", async () => {
+    const r = await c.post("quiet", "create", rows(0, 1), `?properties=${encodeURIComponent(JSON.stringify({ "quiver.maintenance": "off" }))}`);
+    expect(r.status, r.text).toBe(200);
+    for (let i = 1; i < 10; i++) await c.insert("quiet", i, 1);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await jobsOf("quiet")).toHaveLength(0);
+    expect((await c.post("quiet", "stats", {})).json.fragment_stats.num_fragments).toBe(10);
+  });
+
+  it("the sweep finds a table another process wrote", async () => {
+    const t = await openDirect(a.dataDir, "elsewhere");
+    for (let i = 1; i < 8; i++) await t.add([{ id: i }]);
+    const jobs = await until(() => jobsOf("elsewhere"), (j) => j.some((x) => x.status === "Succeeded"));
+    expect(jobs.some((x) => x.status === "Succeeded")).toBe(true);
   });
 });

@@ -43,6 +43,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
     const r = await ctx.svc.tables.write(entry, branch, fn);
     ctx.svc.autoBackfill.written(entry, namedBranch(branch) ?? null, (await table.schema()).fields);
     ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
+    ctx.svc.autoMaintenance.written(entry, namedBranch(branch) ?? null);
     return r;
   };
   return { entry, table, commit };
@@ -133,6 +134,7 @@ export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
   const branch = ctx.body.branch ?? stringParam(ctx.query, "branch");
   const r = await engine("predicate", entry.objectId, () => ctx.svc.tables.write(entry, branch, () => table.delete(ctx.body.predicate)));
   ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
+  ctx.svc.autoMaintenance.written(entry, namedBranch(branch) ?? null);
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 });
 
