@@ -74,6 +74,11 @@ describe("maintenance", () => {
     expect(Number(done.unindexed_rows_before)).toBeGreaterThan(0);
     const after = (await post(t, "stats", {})).json;
     expect(after.fragment_stats.num_fragments).toBe(Number(done.fragments_after));
+    expect(before.maintenance).toMatchObject({ small_fragments: 12, last_maintenance: null });
+    expect(after.maintenance).toMatchObject({ small_fragments: Number(done.fragments_after), unindexed_rows: { id_idx: 0, s_idx: 0 } });
+    expect(Date.parse(after.maintenance.last_maintenance)).toBeGreaterThan(Date.parse(done.created_at));
+    expect(after.maintenance.versions_kept).toBeGreaterThan(12);
+    expect(after.maintenance.bytes_on_disk).toBeGreaterThan(after.total_bytes);
     for (const ix of ixs) expect((await post(t, `index/${ix.index_name}/stats`, {})).json.num_unindexed_rows).toBe(0);
     expect(await count(t)).toBe(120);
     expect(await count(t, { predicate: "id = 115" })).toBe(1);
@@ -89,6 +94,7 @@ describe("maintenance", () => {
     const done = await maintain(t);
     const left = await versions(t);
     expect(left).toHaveLength(1);
+    expect((await post(t, "stats", {})).json.maintenance.versions_kept).toBe(1);
     expect(Number(done.versions_removed)).toBe(all.length - 1);
     expect(await count(t)).toBe(50);
   });

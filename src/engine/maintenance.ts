@@ -2,6 +2,8 @@
 // deleted rows, folds rows added since an index was built into the index (vector, scalar, FTS),
 // and removes versions older than a cutoff. LanceDB 0.39's Node API runs compaction and index
 // upkeep together; the cleanup is skipped by a cutoff no version is older than (the epoch).
+import { readdir, stat } from "node:fs/promises";
+import path from "node:path";
 import type * as lancedb from "@lancedb/lancedb";
 import { errorText, isCommitConflict } from "./messages.js";
 
@@ -78,4 +80,15 @@ export function cleanupCutoff(versions: readonly lancedb.Version[], kept: Iterab
   let cutoff = now - retainMs;
   for (const v of versions) if (keep.has(v.version)) cutoff = Math.min(cutoff, v.timestamp.getTime());
   return new Date(cutoff);
+}
+
+/** Bytes of every file under a table's directory: all versions, branches, indexes and deletion files. */
+export async function bytesOnDisk(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) total += await bytesOnDisk(p);
+    else if (e.isFile()) total += (await stat(p).catch(() => ({ size: 0 }))).size;
+  }
+  return total;
 }

@@ -15,6 +15,7 @@ import { boolParam } from "./pagination.js";
 import { listParam, modeParam, stringParam } from "./table-params.js";
 import { openTable } from "./table-ref.js";
 import { refuseView } from "./views.js";
+import { maintenanceFigures } from "./maintenance.js";
 import type { OpContext } from "./types.js";
 import { json } from "./types.js";
 
@@ -144,7 +145,7 @@ export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
 });
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
-  const { table } = await target(ctx, ctx.body);
+  const { entry, table } = await target(ctx, ctx.body);
   const s = await table.stats();
   const f = s.fragmentStats;
   return json({
@@ -152,5 +153,6 @@ export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
     num_rows: s.numRows,
     num_indices: s.numIndices,
     fragment_stats: { num_fragments: f.numFragments, num_small_fragments: f.numSmallFragments, lengths: { ...f.lengths } },
+    maintenance: await maintenanceFigures(ctx.svc, entry, table, namedBranch(ctx.body.branch ?? stringParam(ctx.query, "branch")) ?? null),
   });
 });
