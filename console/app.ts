@@ -532,7 +532,7 @@ async function arrowQuery(id: string[], body: Record<string, unknown>): Promise<
 
 // ---- jobs ---------------------------------------------------------------------------------------
 
-const KIND_NAMES: Record<string, string> = { create_index: "Index build", backfill: "Backfill", refresh_materialized_view: "View refresh" };
+const KIND_NAMES: Record<string, string> = { create_index: "Index build", backfill: "Backfill", refresh_materialized_view: "View refresh", maintenance: "Maintenance" };
 const active = (status: string) => status === "Queued" || status === "Running";
 
 function jobsPage(): void {

@@ -99,6 +99,22 @@ describe("maintenance", () => {
     expect(await count(t)).toBe(50);
   });
 
+  it("a table's properties turn automatic maintenance on under --auto-maintenance off, with their own threshold", async () => {
+    const props = { "quiver.maintenance": "on", "quiver.maintenance.small_fragments": "3" };
+    const r = await post("own", "create", rows(0, 1), `?properties=${encodeURIComponent(JSON.stringify(props))}`);
+    expect(r.status, r.text).toBe(200);
+    for (let i = 1; i < 4; i++) await insert("own", i, 1);
+    const end = Date.now() + 60_000;
+    let jobs: { job_type: string; status: string }[] = [];
+    while (Date.now() < end && !jobs.some((j) => j.status === "Succeeded")) {
+      await new Promise((res) => setTimeout(res, 100));
+      jobs = ((await q.call("POST", "/v1/jobs/list", { table: ["own"] })).json.jobs as typeof jobs).filter((j) => j.job_type === "maintenance");
+    }
+    expect(jobs.some((j) => j.status === "Succeeded")).toBe(true);
+    const metrics = (await q.call("GET", "/metrics")).text;
+    expect(metrics).toMatch(/quiver_jobs\{kind="maintenance",state="Succeeded"\} [1-9]/);
+  });
+
   it("keeps tagged versions and the versions branches start from, and both stay readable", async () => {
     const t = await smallCommits(6);
     expect((await post(t, "tags/create", { tag: "two", version: 2 })).status).toBe(200);
