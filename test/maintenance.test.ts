@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import * as lancedb from "@lancedb/lancedb";
 import { ADMIN_KEY, removeDir, serverForFile, startQuiver, READ_KEY, type Quiver } from "./helpers/quiver.js";
+import { A, indexRows, indexSchema, rowsIpc, seedIndexTable } from "./helpers/index-data.js";
 import { openDirect, seedTable } from "./helpers/seed.js";
 import { settle } from "./helpers/transactions.js";
 
@@ -359,5 +360,65 @@ describe("automatic maintenance", () => {
     for (let i = 1; i < 8; i++) await t.add([{ id: i }]);
     const jobs = await until(() => jobsOf("elsewhere"), (j) => j.some((x) => x.status === "Succeeded"));
     expect(jobs.some((x) => x.status === "Succeeded")).toBe(true);
+  });
+});
+
+// The production stream, small: single-row inserts from 8 clients into an indexed vector table,
+// then automatic maintenance only (bench/maintenance.ts runs it at 100k x 128 with query latency).
+describe("a stream of single-row inserts into a 10,000-row IVF_PQ table", () => {
+  let s: Quiver;
+  const N = 10_000;
+  const INSERTS = 300;
+  beforeAll(async () => {
+    const args = ["--workers", "1", "--maintenance-unindexed-rows", "1", "--maintenance-cooldown-ms", "2000", "--retain-versions-ms", "0"];
+    s = await startQuiver({
+      args,
+      seed: async (dir) => {
+        const t = await seedIndexTable(dir, "stream", N, 32);
+        await t.createIndex("vec", { config: lancedb.Index.ivfPq({ numPartitions: 8, numSubVectors: 4 }) });
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await s.stop();
+    removeDir(s.dataDir);
+  });
+  const c = calls(() => s);
+
+  it("ends with at most 20 fragments, no unindexed rows and every row; deleting half and a cleanup leaves bytes within 1.3x of a fresh copy", async () => {
+    let next = N;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < N + INSERTS) {
+          const r = await c.post("stream", "insert", rowsIpc(1, 32, next++));
+          expect(r.status, r.text).toBe(200);
+        }
+      }),
+    );
+    const end = Date.now() + 120_000;
+    let stats = (await c.post("stream", "stats", {})).json;
+    const settled = (st: typeof stats) => st.fragment_stats.num_fragments <= 20 && st.maintenance.unindexed_rows.vec_idx === 0;
+    while (!settled(stats) && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 500));
+      stats = (await c.post("stream", "stats", {})).json;
+    }
+    expect(stats.fragment_stats.num_fragments).toBeLessThanOrEqual(20);
+    expect(stats.maintenance.unindexed_rows).toEqual({ vec_idx: 0 });
+    expect((await c.post("stream", "count_rows", {})).json).toBe(N + INSERTS);
+    expect((await c.post("stream", "count_rows", { predicate: `id >= ${N}` })).json).toBe(INSERTS);
+
+    expect((await c.post("stream", "delete", { predicate: "id % 2 = 0" })).status).toBe(200);
+    // Wait for the automatic jobs the delete may start, then clean up now.
+    while ((await s.call("POST", "/v1/jobs/list", { table: ["stream"] })).json.jobs.some((j: { status: string }) => j.status === "Queued" || j.status === "Running")) {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await c.maintain("stream");
+    const odd = indexRows(N + INSERTS, 32).filter((r) => (r.id as bigint) % 2n === 1n);
+    const fresh = await c.post("copy", "create", A.tableToIPC(lancedb.makeArrowTable(odd, { schema: indexSchema(32) }), "stream"));
+    expect(fresh.status, fresh.text).toBe(200);
+    const after = (await c.post("stream", "stats", {})).json.maintenance.bytes_on_disk;
+    const copy = (await c.post("copy", "stats", {})).json.maintenance.bytes_on_disk;
+    expect((await c.post("stream", "count_rows", {})).json).toBe((N + INSERTS) / 2);
+    expect(after / copy).toBeLessThanOrEqual(1.3);
   });
 });

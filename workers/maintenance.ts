@@ -4,7 +4,7 @@
 // update that conflicts with a write is retried by the engine or fails without losing the write.
 // Re-running it after a crash is safe: each step commits atomically, and a rerun finds less to do.
 import type { Entry } from "../src/catalog/catalog.js";
-import { optimizeTable, tableFigures, type OptimizeResult, type TableFigures } from "../src/engine/maintenance.js";
+import { cleanupCutoff, optimizeTable, tableFigures, type OptimizeResult, type TableFigures } from "../src/engine/maintenance.js";
 import { openTables } from "../src/engine/tables.js";
 import { serveJob, type JobProcessRequest } from "./job-process.js";
 
@@ -12,8 +12,11 @@ export interface MaintenanceRequest extends JobProcessRequest {
   root: string;
   entry: Entry;
   branch: string | null;
-  /** Remove versions committed before this time (ms since the epoch); null: keep every version. */
-  cleanupBefore: number | null;
+  /**
+   * Remove versions older than `retainMs` and committed before `keptFrom` (ms since the epoch; null:
+   * no bound); null: keep every version.
+   */
+  cleanup: { retainMs: number; keptFrom: number | null } | null;
 }
 
 export interface MaintenanceProgress {
@@ -30,6 +33,7 @@ serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, _pool, send, stoppi
   const table = await tables.open(req.entry, { branch: req.branch, fresh: true });
   await send({ type: "progress", progress: { phase: "optimizing", before: await tableFigures(table) } });
   if (stopping()) return;
-  const result = await optimizeTable(table, req.cleanupBefore === null ? null : new Date(req.cleanupBefore));
+  const c = req.cleanup;
+  const result = await optimizeTable(table, c === null ? null : () => cleanupCutoff(c.retainMs, c.keptFrom ?? Infinity));
   await send({ type: "progress", progress: { phase: "done", result, after: await tableFigures(table) } });
 });

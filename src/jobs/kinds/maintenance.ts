@@ -7,7 +7,7 @@ import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
 import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
-import { cleanupCutoff } from "../../engine/maintenance.js";
+import { keptBound } from "../../engine/maintenance.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
 import type { JobKind, Jobs } from "../jobs.js";
@@ -49,20 +49,22 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
     async start(job) {
       const spec = job.rec.spec;
       const entry = await requireTable(catalog, job.rec.table);
-      let cleanupBefore: number | null = null;
+      let request: MaintenanceRequest["cleanup"] = null;
       let cleanup = "not asked";
       if (spec.cleanup) {
         const table = await tables.open(entry, { branch: spec.branch, fresh: true });
         const kept = await keptVersions({ ...deps.retention, otherJobs }, entry, tableDir(tables.root, entry), table, spec.branch);
         if ("busy" in kept) cleanup = `deferred: ${kept.busy}`;
         else {
-          cleanupBefore = cleanupCutoff(await table.listVersions(), kept.versions, Date.now(), deps.retainMs).getTime();
-          cleanup = `versions before ${new Date(cleanupBefore).toISOString()} (kept: ${[...new Set(kept.versions)].sort((a, b) => a - b).join(",") || "none"})`;
+          const bound = keptBound(await table.listVersions(), kept.versions);
+          request = { retainMs: deps.retainMs, keptFrom: Number.isFinite(bound) ? bound : null };
+          const versions = [...new Set(kept.versions)].sort((a, b) => a - b).join(",") || "none";
+          cleanup = `versions older than ${deps.retainMs} ms${Number.isFinite(bound) ? ` and before ${new Date(bound).toISOString()}` : ""} (kept: ${versions})`;
         }
       }
       await job.report({ cleanup });
-      const request: MaintenanceRequest = { root: tables.root, entry, branch: spec.branch, cleanupBefore, workers: 1, workerHeapMb: deps.workerHeapMb };
-      return runInBackground<MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, request, async (m) => {
+      const run: MaintenanceRequest = { root: tables.root, entry, branch: spec.branch, cleanup: request, workers: 1, workerHeapMb: deps.workerHeapMb };
+      return runInBackground<MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
         await job.report(m.progress as Record<string, unknown>);
         if (m.progress.phase === "done" && !namedBranch(spec.branch)) tables.evict(entry.objectId);
       });
