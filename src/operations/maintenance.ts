@@ -16,14 +16,14 @@ import { openAt } from "./table-ref.js";
 import type { Services } from "../services.js";
 import { json } from "./types.js";
 
-export const optimizeTable = jsonOp(OptimizeTable, async ({ id, body, svc }) => {
+export const optimizeTable = jsonOp(OptimizeTable, async ({ id, body, svc, principal }) => {
   const entry = await requireTable(svc.catalog, id);
   const branch = mainOr(body.branch);
   await openAt(svc, entry, { branch });
   const running = activeMaintenance(svc.jobs, entry.id, branch);
   if (running) throw new ApiError(Code.ConcurrentModification, `table ${JSON.stringify(entry.objectId)} is already being maintained (job ${running.id})`);
   const spec: MaintenanceSpec = { branch, cleanup: body.cleanup ?? true, auto: false };
-  const rec = await svc.jobs.submit(MAINTENANCE, entry.id, spec);
+  const rec = await svc.jobs.submit(MAINTENANCE, entry.id, spec, principal.key);
   return json({ job_id: rec.id }, 202);
 });
 

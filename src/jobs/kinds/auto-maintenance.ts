@@ -8,7 +8,7 @@ import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { tableFigures } from "../../engine/maintenance.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
-import type { Jobs } from "../jobs.js";
+import { autoOwner, type Jobs } from "../jobs.js";
 import { activeMaintenance, MAINTENANCE, type MaintenanceSpec } from "./maintenance.js";
 
 /** Table properties that override the deployment's settings for one table. */
@@ -73,7 +73,7 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     if (!due) return;
     lastStart.set(keyOf(current, branch), Date.now());
     const spec: MaintenanceSpec = { branch, cleanup: true, auto: true };
-    await deps.jobs.submit(MAINTENANCE, current.id, spec);
+    await deps.jobs.submit(MAINTENANCE, current.id, spec, autoOwner(current.id));
   }
 
   const wait = (entry: Entry, branch: string | null) => Math.max(CHECK_DELAY_MS, (lastStart.get(keyOf(entry, branch)) ?? 0) + deps.settings.cooldownMs - Date.now());

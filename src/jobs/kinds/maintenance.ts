@@ -1,8 +1,8 @@
 // Job kind "maintenance": compaction, index upkeep and version cleanup of one table branch, in a
-// child process at the lowest CPU priority (workers/maintenance.ts). The server decides what the
+// child process at the lowest CPU priority (workers/processes/maintenance.ts). The server decides what the
 // cleanup keeps (src/compute/retention.ts) before the process starts. A run interrupted by a
 // restart runs again from the start: every step is idempotent.
-import type { MaintenanceMessage, MaintenanceProgress, MaintenanceRequest } from "../../../workers/maintenance.js";
+import type { MaintenanceMessage, MaintenanceProgress, MaintenanceRequest } from "../../../workers/processes/maintenance.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
@@ -32,12 +32,11 @@ export interface MaintenanceDeps {
   /** The jobs (given late: they are made from the kinds). */
   jobs: () => Jobs;
   retainMs: number;
-  workerHeapMb: number;
   limit: number;
 }
 
-// dist/src/jobs/kinds/maintenance.js → dist/workers/maintenance.js
-const MAINTENANCE_PROCESS = new URL("../../../workers/maintenance.js", import.meta.url);
+// dist/src/jobs/kinds/maintenance.js → dist/workers/processes/maintenance.js
+const MAINTENANCE_PROCESS = new URL("../../../workers/processes/maintenance.js", import.meta.url);
 
 export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec> {
   const { catalog, tables } = deps;
@@ -63,8 +62,8 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         }
       }
       await job.report({ cleanup });
-      const run: MaintenanceRequest = { root: tables.root, entry, branch: spec.branch, cleanup: request, workers: 1, workerHeapMb: deps.workerHeapMb };
-      return runInBackground<MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
+      const run: MaintenanceRequest = { root: tables.root, entry, branch: spec.branch, cleanup: request };
+      return runInBackground<MaintenanceRequest, MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
         await job.report(m.progress as Record<string, unknown>);
         if (m.progress.phase === "done" && !namedBranch(spec.branch)) tables.evict(entry.objectId);
       });

@@ -3,12 +3,12 @@
 // commit conflict handling lets the server's writes land while it works: a compaction or index
 // update that conflicts with a write is retried by the engine or fails without losing the write.
 // Re-running it after a crash is safe: each step commits atomically, and a rerun finds less to do.
-import type { Entry } from "../src/catalog/catalog.js";
-import { cleanupCutoff, optimizeTable, tableFigures, type OptimizeResult, type TableFigures } from "../src/engine/maintenance.js";
-import { openTables } from "../src/engine/tables.js";
-import { serveJob, type JobProcessRequest } from "./job-process.js";
+import type { Entry } from "../../src/catalog/catalog.js";
+import { cleanupCutoff, optimizeTable, tableFigures, type OptimizeResult, type TableFigures } from "../../src/engine/maintenance.js";
+import { openTables } from "../../src/engine/tables.js";
+import { serveJob } from "./job-process.js";
 
-export interface MaintenanceRequest extends JobProcessRequest {
+export interface MaintenanceRequest {
   root: string;
   entry: Entry;
   branch: string | null;
@@ -28,7 +28,7 @@ export interface MaintenanceProgress {
 
 export type MaintenanceMessage = { type: "progress"; progress: MaintenanceProgress };
 
-serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, _pool, send, stopping) => {
+serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, send, stopping) => {
   const tables = await openTables(req.root, 0);
   const table = await tables.open(req.entry, { branch: req.branch, fresh: true });
   await send({ type: "progress", progress: { phase: "optimizing", before: await tableFigures(table) } });
