@@ -220,7 +220,7 @@ describe("maintenance", () => {
     expect(await backfill(control, "z")).toBe(8);
     expect(await backfill(maintained, "y")).toBe(await backfill(control, "y"));
     for (const t of [maintained, control]) expect(await count(t, { predicate: "y = x * 2 AND z = x + 1" })).toBe(105);
-  });
+  }, 240_000);
 
   it("loses no write made while maintenance runs", async () => {
     const t = await smallCommits(20);
@@ -239,7 +239,7 @@ describe("maintenance", () => {
     expect(written).toBeGreaterThan(200);
     expect(await count(t)).toBe(written);
     expect(await count(t, { predicate: `id = ${written - 1}` })).toBe(1);
-  });
+  }, 240_000);
 
   it.each([
     ["cleanup of the wrong type", "m1", { cleanup: "yes" }, 400, /cleanup/],
@@ -420,5 +420,5 @@ describe("a stream of single-row inserts into a 10,000-row IVF_PQ table", () => 
     const copy = (await c.post("copy", "stats", {})).json.maintenance.bytes_on_disk;
     expect((await c.post("stream", "count_rows", {})).json).toBe((N + INSERTS) / 2);
     expect(after / copy).toBeLessThanOrEqual(1.3);
-  });
+  }, 240_000);
 });
