@@ -12,6 +12,9 @@ import { openTables, type Tables } from "./engine/tables.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { autoBackfill, backfillKind, type AutoBackfill } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
+import { maintenanceKind } from "./jobs/kinds/maintenance.js";
+import { autoMaintenance, type AutoMaintenance } from "./jobs/kinds/auto-maintenance.js";
+import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { autoRefresh, viewRefreshKind, type AutoRefresh } from "./jobs/kinds/view-refresh.js";
@@ -40,6 +43,10 @@ export interface Services {
   views: Views;
   /** Queues refreshes of auto_refresh views after writes to their sources. */
   autoRefresh: AutoRefresh;
+  /** Queues maintenance of tables whose small fragments or unindexed rows pile up. */
+  autoMaintenance: AutoMaintenance;
+  /** Versions reads opened explicitly, kept by cleanups for a while. */
+  readLeases: ReadLeases;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
   lifecycle: { draining: boolean };
   /** Release what the services hold (called after the server drained). */
@@ -60,18 +67,32 @@ export async function createServices(config: Config, credential: (key: string) =
   const compute = createCompute(config);
   const valueVersions = openValueVersions(privateDir);
   const views = openViews(privateDir);
-  const jobs = openJobs(
+  const readLeases = createReadLeases();
+  const jobs: Jobs = openJobs(
     privateDir,
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
       backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
       viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, limit: config.maintenanceJobs }),
     ],
     engineReason,
     config,
   );
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
   const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs, credential });
+  const maintenance = autoMaintenance({
+    jobs,
+    tables,
+    catalog,
+    settings: {
+      enabled: config.autoMaintenance === "on",
+      smallFragments: config.maintenanceSmallFragments,
+      unindexedRows: config.maintenanceUnindexedRows,
+      cooldownMs: config.maintenanceCooldownMs,
+      sweepMs: config.maintenanceSweepMs,
+    },
+  });
   return {
     config,
     catalog,
@@ -85,10 +106,13 @@ export async function createServices(config: Config, credential: (key: string) =
     autoBackfill: auto,
     views,
     autoRefresh: refreshes,
+    autoMaintenance: maintenance,
+    readLeases,
     lifecycle: { draining: false },
     async close() {
       auto.close();
       refreshes.close();
+      maintenance.close();
       await jobs.close();
       await Promise.all([pool.destroy(), compute.close(), valueVersions.close(), views.close()]);
     },

@@ -14,6 +14,7 @@ import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../
 import { arrowOp, jsonOp } from "./define.js";
 import { openTable } from "./table-ref.js";
 import { refuseView } from "./views.js";
+import { maintenanceFigures } from "./maintenance.js";
 import type { OpContext } from "./types.js";
 import { json } from "./types.js";
 
@@ -42,6 +43,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
     const r = await ctx.svc.tables.write(entry, branch, fn);
     ctx.svc.autoBackfill.written(entry, namedBranch(branch) ?? null, (await table.schema()).fields);
     ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
+    ctx.svc.autoMaintenance.written(entry, namedBranch(branch) ?? null);
     return r;
   };
   return { entry, table, commit };
@@ -133,6 +135,7 @@ export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
   const branch = ctx.body.branch ?? ctx.args.branch;
   const r = await engine("predicate", entry.objectId, () => ctx.svc.tables.write(entry, branch, () => table.delete(ctx.body.predicate)));
   ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
+  ctx.svc.autoMaintenance.written(entry, namedBranch(branch) ?? null);
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 }, { query: BranchQuery });
 
@@ -142,7 +145,7 @@ export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
 }, { query: BranchQuery });
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
-  const { table } = await target(ctx, ctx.body);
+  const { entry, table } = await target(ctx, ctx.body);
   const s = await table.stats();
   const f = s.fragmentStats;
   return json({
@@ -150,5 +153,6 @@ export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
     num_rows: s.numRows,
     num_indices: s.numIndices,
     fragment_stats: { num_fragments: f.numFragments, num_small_fragments: f.numSmallFragments, lengths: { ...f.lengths } },
+    maintenance: await maintenanceFigures(ctx.svc, entry, table, namedBranch(ctx.body.branch ?? ctx.args.branch) ?? null),
   });
 }, { query: BranchQuery });
