@@ -346,8 +346,24 @@ async function tablePage(id: string[]): Promise<void> {
         : h("p", { class: "muted" }, "No indexes.");
     });
   const d = await described.catch(() => null);
-  sec.indexes.append(indexForm(p, d?.schema?.fields ?? [], loadIndexes));
+  sec.indexes.append(indexForm(p, d?.schema?.fields ?? [], loadIndexes), maintainNow(p));
   void loadIndexes();
+}
+
+/** Queue table maintenance (compaction, index upkeep, version cleanup) now; needs the write role. */
+function maintainNow(p: string): HTMLElement {
+  const status = h("p", { role: "status" });
+  const button = h("button", { type: "button", class: "secondary" }, "Maintain now");
+  button.addEventListener("click", async () => {
+    clearError();
+    try {
+      const r = await call<{ job_id: string }>("POST", `${p}/optimize`, {});
+      status.replaceChildren("Maintenance started as job ", h("code", {}, r.job_id), ". ", h("a", { href: "#/jobs" }, "Follow it on the Jobs page"), ".");
+    } catch (err) {
+      showError(err);
+    }
+  });
+  return h("div", {}, h("h3", {}, "Maintenance"), h("p", { class: "muted" }, "Compacts small fragments, adds new rows to the indexes and removes old versions (see docs/maintenance.md)."), button, status);
 }
 
 function indexForm(p: string, fields: JsonField[], reload: () => void): HTMLElement {
@@ -532,7 +548,7 @@ async function arrowQuery(id: string[], body: Record<string, unknown>): Promise<
 
 // ---- jobs ---------------------------------------------------------------------------------------
 
-const KIND_NAMES: Record<string, string> = { create_index: "Index build", backfill: "Backfill", refresh_materialized_view: "View refresh" };
+const KIND_NAMES: Record<string, string> = { create_index: "Index build", backfill: "Backfill", refresh_materialized_view: "View refresh", maintenance: "Maintenance" };
 const active = (status: string) => status === "Queued" || status === "Running";
 
 function jobsPage(): void {

@@ -19,7 +19,7 @@ export const options = [
   { key: "host", kind: "string", def: "127.0.0.1", doc: "address to listen on" },
   { key: "port", kind: "int", def: 8080, min: 0, doc: "port to listen on (0 picks a free one)" },
   { key: "data-dir", kind: "string", def: "./data", doc: "directory holding the catalog and the tables" },
-  { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool, which decodes large Arrow uploads and runs JavaScript and WebAssembly UDFs (default: core count)" },
+  { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool that decodes large Arrow uploads, and of each compute sandbox process that runs user code (default: core count)" },
   { key: "worker-heap-mb", kind: "int", def: 1024, min: 64, doc: "JavaScript heap limit of each worker thread; a task past it fails alone and its worker is replaced" },
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
@@ -57,6 +57,13 @@ export const options = [
   { key: "refresh-jobs", kind: "int", def: 2, min: 1, doc: "materialized-view refreshes running at once; more wait as Queued" },
   { key: "auto-refresh-min-rows", kind: "int", def: 1, min: 1, doc: "source rows that must have changed since an auto_refresh view's last refresh before it refreshes again" },
   { key: "auto-refresh-cooldown-ms", kind: "int", def: 5000, min: 0, doc: "least time between two automatic refreshes of one view" },
+  { key: "maintenance-jobs", kind: "int", def: 1, min: 1, doc: "table maintenance jobs (compaction, index upkeep, version cleanup) running at once; more wait as Queued; see docs/maintenance.md" },
+  { key: "retain-versions-ms", kind: "int", def: 7 * 86_400_000, min: 0, doc: "versions newer than this are never removed by maintenance, so time travel within it works (default 7 days); see docs/maintenance.md" },
+  { key: "auto-maintenance", kind: "string", def: "on", doc: "on: maintain tables by themselves after commits and on the sweep; off: only on request (a table's `quiver.maintenance` property overrides it); see docs/maintenance.md" },
+  { key: "maintenance-small-fragments", kind: "int", def: 20, min: 0, doc: "small fragments (under Lance's compaction target) a table branch may hold before it is maintained (0: never for this reason)" },
+  { key: "maintenance-unindexed-rows", kind: "int", def: 10_000, min: 0, doc: "rows its indexes do not cover yet (all indexes together) a table branch may hold before it is maintained (0: never for this reason)" },
+  { key: "maintenance-cooldown-ms", kind: "int", def: 60_000, min: 0, doc: "least time between two automatic maintenance jobs of one table branch" },
+  { key: "maintenance-sweep-ms", kind: "int", def: 600_000, min: 0, doc: "how often every table's main branch is checked (tables other processes write); 0: no sweep" },
   { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
   { key: "location-role", kind: "string", def: "read", doc: "least role whose table descriptions carry the table's storage location (read, write or admin); a client given it can open the files itself, see Security" },
   { key: "api-keys", kind: "string", def: undefined, doc: "comma-separated `key:role[:prefix|prefix]` (role: read, write, admin)" },
@@ -112,6 +119,13 @@ export interface Config {
   udfTimeoutMs: number;
   udfWasmMemoryMb: number;
   autoBackfillDelayMs: number;
+  maintenanceJobs: number;
+  retainVersionsMs: number;
+  autoMaintenance: string;
+  maintenanceSmallFragments: number;
+  maintenanceUnindexedRows: number;
+  maintenanceCooldownMs: number;
+  maintenanceSweepMs: number;
   refreshJobs: number;
   autoRefreshMinRows: number;
   autoRefreshCooldownMs: number;
@@ -191,6 +205,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   }
   const cfg = out as unknown as Config;
   cfg.dataDir = path.resolve(cfg.dataDir);
+  if (!["on", "off"].includes(cfg.autoMaintenance)) throw new Error(`auto-maintenance must be on or off, got ${JSON.stringify(cfg.autoMaintenance)}`);
   if (!["read", "write", "admin"].includes(cfg.locationRole)) throw new Error(`location-role must be read, write or admin, got ${JSON.stringify(cfg.locationRole)}`);
   return cfg;
 }

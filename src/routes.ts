@@ -13,6 +13,7 @@ import * as column from "./operations/column.js";
 import * as data from "./operations/data.js";
 import * as health from "./operations/health.js";
 import * as indexes from "./operations/indexes.js";
+import * as maintenance from "./operations/maintenance.js";
 import * as managed from "./operations/managed-versions.js";
 import { getMetrics } from "./operations/metrics.js";
 import * as ns from "./operations/namespace.js";
@@ -78,6 +79,7 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/table/{id}/delete", "DeleteFromTable", data.deleteFromTable, "write"),
   r("POST", "/v1/table/{id}/count_rows", "CountTableRows", data.countTableRows, "read"),
   r("POST", "/v1/table/{id}/stats", "GetTableStats", data.getTableStats, "read"),
+  r("POST", "/v1/table/{id}/optimize", "OptimizeTable", maintenance.optimizeTable, "write"),
 
   // Query
   r("POST", "/v1/table/{id}/query", "QueryTable", query.queryTable, "read"),

@@ -13,6 +13,9 @@ import { openTables, type Tables } from "./engine/tables.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { backfillKind } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
+import { maintenanceKind } from "./jobs/kinds/maintenance.js";
+import { autoMaintenance, type AutoMaintenance } from "./jobs/kinds/auto-maintenance.js";
+import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
@@ -38,6 +41,10 @@ export interface Services {
   valueVersions: ValueVersions;
   /** Materialized views' definitions and last refreshes. */
   views: Views;
+  /** Queues maintenance of tables whose small fragments or unindexed rows pile up. */
+  autoMaintenance: AutoMaintenance;
+  /** Versions reads opened explicitly, kept by cleanups for a while. */
+  readLeases: ReadLeases;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
   lifecycle: { draining: boolean };
   /** Release what the services hold (called after the server drained). */
@@ -58,23 +65,39 @@ export async function createServices(config: Config, credential: (key: string) =
   const compute = createCompute(config);
   const valueVersions = openValueVersions(privateDir);
   const views = openViews(privateDir);
-  const jobs = openJobs(
+  const readLeases = createReadLeases();
+  const jobs: Jobs = openJobs(
     privateDir,
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
       backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
       viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, limit: config.maintenanceJobs }),
     ],
     engineReason,
     config,
   );
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
   const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs, credential });
+  const maintenance = autoMaintenance({
+    jobs,
+    tables,
+    catalog,
+    settings: {
+      enabled: config.autoMaintenance === "on",
+      smallFragments: config.maintenanceSmallFragments,
+      unindexedRows: config.maintenanceUnindexedRows,
+      cooldownMs: config.maintenanceCooldownMs,
+      sweepMs: config.maintenanceSweepMs,
+    },
+  });
   // What follows every commit: one subscriber a line.
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);
   onCommit(refreshes.committed);
+  // Data writes, as before the event: maintenance jobs and index builds do not set it off again.
+  onCommit((c) => (["insert", "merge_insert", "update", "delete"].includes(c.change) ? maintenance.written(c.table, c.branch) : undefined));
   return {
     config,
     catalog,
@@ -86,10 +109,13 @@ export async function createServices(config: Config, credential: (key: string) =
     compute,
     valueVersions,
     views,
+    autoMaintenance: maintenance,
+    readLeases,
     lifecycle: { draining: false },
     async close() {
       auto.close();
       refreshes.close();
+      maintenance.close();
       await jobs.close();
       await Promise.all([pool.destroy(), compute.close(), valueVersions.close(), views.close()]);
     },

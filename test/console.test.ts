@@ -142,6 +142,15 @@ describe("console", () => {
     await shot("jobs");
   });
 
+  it("runs maintenance from the table page's Maintain now button and shows it on the jobs page", async () => {
+    await page.goto(`${q.url}/console#/table/small`);
+    await page.getByRole("button", { name: "Maintain now" }).click();
+    await page.getByText("Maintenance started as job").waitFor();
+    await page.getByText("Maintenance started as job").getByRole("link", { name: "Follow it on the Jobs page" }).click();
+    const row = page.locator("tr", { hasText: "small" }).filter({ hasText: "Maintenance" });
+    await row.locator(".badge", { hasText: "Succeeded" }).waitFor({ timeout: 40_000 });
+  });
+
   it("cancels a running build with the keyboard", async () => {
     const r = await q.call("POST", "/v1/table/big/create_index", { column: "vec", index_type: "IVF_HNSW_SQ", name: "slow", num_partitions: 1, m: 16, ef_construction: 150 });
     const tx = r.json.transaction_id as string;

@@ -40,7 +40,8 @@ export function createCompute(size: ComputeSize): Compute {
   let inFlight = 0;
 
   function start(): Sandbox {
-    const child = launchSandbox(COMPUTE_PROCESS, [JSON.stringify(size)]);
+    // These two numbers only: `size` may be the server's whole configuration, keys included.
+    const child = launchSandbox(COMPUTE_PROCESS, [JSON.stringify({ workers: size.workers, workerHeapMb: size.workerHeapMb })]);
     const pending = new Map<number, (a: ComputeAnswer) => void>();
     const ready = new Promise<void>((resolve, reject) => {
       child.on("message", (m: ComputeMessage) => {

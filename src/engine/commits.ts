@@ -19,7 +19,9 @@ export type Change =
   /** A table created again over its old data (mode overwrite). */
   | "overwrite"
   | "backfill"
-  | "refresh";
+  | "refresh"
+  /** Compaction, index optimisation or cleanup of old versions. */
+  | "maintenance";
 
 export interface Commit {
   table: Entry;

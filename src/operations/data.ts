@@ -4,7 +4,7 @@ import type { Static } from "@sinclair/typebox";
 import { BranchQuery, InsertQuery, MergeInsertQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
 import { dataError } from "../engine/datasets.js";
-import type { WriteOf } from "../engine/tables.js";
+import { namedBranch, type WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
 import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
@@ -14,6 +14,7 @@ import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../
 import { arrowOp, jsonOp } from "./define.js";
 import { openTable } from "./table-ref.js";
 import { refuseView } from "./views.js";
+import { maintenanceFigures } from "./maintenance.js";
 import type { OpContext } from "./types.js";
 import { json } from "./types.js";
 
@@ -133,7 +134,7 @@ export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
 }, { query: BranchQuery });
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
-  const { table } = await target(ctx, ctx.body);
+  const { entry, table } = await target(ctx, ctx.body);
   const s = await table.stats();
   const f = s.fragmentStats;
   return json({
@@ -141,5 +142,6 @@ export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
     num_rows: s.numRows,
     num_indices: s.numIndices,
     fragment_stats: { num_fragments: f.numFragments, num_small_fragments: f.numSmallFragments, lengths: { ...f.lengths } },
+    maintenance: await maintenanceFigures(ctx.svc, entry, table, namedBranch(ctx.body.branch ?? ctx.args.branch) ?? null),
   });
 }, { query: BranchQuery });

@@ -25,6 +25,7 @@ export interface At {
 export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<lancedb.Table> {
   const version = at.version ?? undefined;
   const branch = namedBranch(at.branch);
+  if (version !== undefined) svc.readLeases.touch(entry.location ?? entry.objectId, branch ?? null, version);
   try {
     return await svc.tables.open(entry, { version, branch });
   } catch (err) {

@@ -23,7 +23,7 @@ const EXPLOIT = '(() => { let leak = "?"; import("x").catch((e) => { const p = e
 /** From the host `Function` reached through `via` (an expression of `e`, `src`), try everything and report it. */
 const attempt = (file: string) =>
   `const p = F("return process")(); const r = []; const t = (f) => { try { r.push(String(f())); } catch (err) { r.push("denied"); } };` +
-  ` t(() => JSON.stringify(p.env)); t(() => p.getBuiltinModule("child_process").execSync("id").toString());` +
+  ` t(() => JSON.stringify(p.env)); t(() => JSON.stringify(p.argv)); t(() => p.getBuiltinModule("child_process").execSync("id").toString());` +
   ` t(() => p.getBuiltinModule("fs").writeFileSync(${JSON.stringify(file)}, "x")); leak = r.join("|");`;
 
 /** Does a value from the sandbox hold anything it must never reach? */

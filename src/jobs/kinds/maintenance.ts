@@ -1,0 +1,94 @@
+// Job kind "maintenance": compaction, index upkeep and version cleanup of one table branch, in a
+// child process at the lowest CPU priority (workers/processes/maintenance.ts). The server decides what the
+// cleanup keeps (src/compute/retention.ts) before the process starts. A run interrupted by a
+// restart runs again from the start: every step is idempotent.
+import type { MaintenanceMessage, MaintenanceProgress, MaintenanceRequest } from "../../../workers/processes/maintenance.js";
+import type { Catalog } from "../../catalog/catalog.js";
+import { requireTable } from "../../catalog/lookup.js";
+import { sameId } from "../../catalog/names.js";
+import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
+import { keptBound } from "../../engine/maintenance.js";
+import { namedBranch, type Tables } from "../../engine/tables.js";
+import { tableDir } from "../../engine/versions.js";
+import type { JobKind, Jobs } from "../jobs.js";
+import type { JobRecord } from "../store.js";
+import { LOWEST_PRIORITY, runInBackground } from "./background.js";
+
+export const MAINTENANCE = "maintenance";
+
+export interface MaintenanceSpec {
+  [k: string]: unknown;
+  branch: string | null;
+  /** Remove old versions too (compaction and index upkeep always run). */
+  cleanup: boolean;
+  /** Queued by a trigger rather than a request. */
+  auto: boolean;
+}
+
+export interface MaintenanceDeps {
+  catalog: Catalog;
+  tables: Tables;
+  retention: Omit<RetentionInputs, "otherJobs">;
+  /** The jobs (given late: they are made from the kinds). */
+  jobs: () => Jobs;
+  retainMs: number;
+  limit: number;
+}
+
+// dist/src/jobs/kinds/maintenance.js → dist/workers/processes/maintenance.js
+const MAINTENANCE_PROCESS = new URL("../../../workers/processes/maintenance.js", import.meta.url);
+
+export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec> {
+  const { catalog, tables } = deps;
+  const otherJobs = () => deps.jobs().active().filter((r) => r.operation !== MAINTENANCE);
+  return {
+    name: MAINTENANCE,
+    limit: deps.limit,
+    interrupted: "resume",
+    async start(job) {
+      const spec = job.rec.spec;
+      const entry = await requireTable(catalog, job.rec.table);
+      let request: MaintenanceRequest["cleanup"] = null;
+      let cleanup = "not asked";
+      if (spec.cleanup) {
+        const table = await tables.open(entry, { branch: spec.branch, fresh: true });
+        const kept = await keptVersions({ ...deps.retention, otherJobs }, entry, tableDir(tables.root, entry), table, spec.branch);
+        if ("busy" in kept) cleanup = `deferred: ${kept.busy}`;
+        else {
+          const bound = keptBound(await table.listVersions(), kept.versions);
+          request = { retainMs: deps.retainMs, keptFrom: Number.isFinite(bound) ? bound : null };
+          const versions = [...new Set(kept.versions)].sort((a, b) => a - b).join(",") || "none";
+          cleanup = `versions older than ${deps.retainMs} ms${Number.isFinite(bound) ? ` and before ${new Date(bound).toISOString()}` : ""} (kept: ${versions})`;
+        }
+      }
+      await job.report({ cleanup });
+      const run: MaintenanceRequest = { root: tables.root, entry, branch: spec.branch, cleanup: request };
+      return runInBackground<MaintenanceRequest, MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
+        await job.report(m.progress as Record<string, unknown>);
+        if (m.progress.phase === "done") tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "maintenance", rows: null, byCachedHandle: false });
+      });
+    },
+    describe({ spec, progress }) {
+      const p = (progress ?? {}) as MaintenanceProgress & { cleanup?: string };
+      const str = (v: number | undefined) => (v === undefined ? undefined : String(v));
+      const unindexed = (f: MaintenanceProgress["before"]) => (f ? String(Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0)) : undefined);
+      return {
+        branch: spec.branch ?? undefined,
+        auto: spec.auto ? "true" : undefined,
+        phase: p.phase,
+        cleanup: p.cleanup,
+        fragments_before: str(p.before?.fragments),
+        fragments_after: str(p.after?.fragments),
+        unindexed_rows_before: unindexed(p.before),
+        unindexed_rows_after: unindexed(p.after),
+        versions_removed: str(p.result?.versions_removed),
+        bytes_removed: str(p.result?.bytes_removed),
+      };
+    },
+  };
+}
+
+/** A maintenance job Queued or Running on this table and branch. */
+export function activeMaintenance(jobs: Jobs, id: readonly string[], branch: string | null): JobRecord | undefined {
+  return jobs.active().find((r) => r.operation === MAINTENANCE && sameId(r.table, id) && (r.spec as MaintenanceSpec).branch === branch);
+}
