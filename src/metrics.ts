@@ -102,7 +102,6 @@ export const UNAVAILABLE_REASONS = [
   "concurrency_limit",
   "job_queue",
 ] as const;
-export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);
 
 /** One finished request: `status` 0 when the client went away before an answer. */
