@@ -53,11 +53,16 @@ export interface BackfillRequest extends JobProcessRequest {
   progress: BackfillProgress;
   /** Commits that wrote values of this definition (rows last updated by one are not stale). */
   fresh: number[];
+  /** The table's other UDF columns that do not read this one, with their own lists of such commits. */
+  others: { column: string; fresh: number[] }[];
   limits: UdfLimits;
 }
 
-/** What the process reports after each commit: its progress and the commits it made. */
-export type BackfillMessage = { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean };
+/**
+ * What the process reports after each commit: its progress, the commits it made, and the other
+ * columns for which those commits are fresh too (every row they wrote had a fresh or no value there).
+ */
+export type BackfillMessage = { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean; freshFor: string[] };
 
 /** A pool failure in words: a heap past the limit is the UDF's doing. */
 function poolError(err: unknown, heapMb: number): Error {
@@ -82,7 +87,7 @@ async function runSql(req: BackfillRequest, send: Send): Promise<void> {
   const t = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
   const r = await refreshSqlColumn(t, req.run.column);
   const n = r.rowsFilled;
-  await send({ type: "progress", progress: { rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false });
+  await send({ type: "progress", progress: { rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false, freshFor: [] });
 }
 
 async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stopping: () => boolean): Promise<void> {
@@ -100,17 +105,18 @@ async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stoppi
     fresh: tracked ? new Set(req.fresh) : null,
     done,
     fragments: progress.fragments ? new Set(progress.fragments) : null,
+    others: tracked ? req.others.map((o) => ({ column: o.column, fresh: new Set(o.fresh) })) : [],
   });
   const report: BackfillProgress = { ...progress, read_version: readVersion };
   if (run.numFrags !== null && !progress.fragments) {
     const frags = firstFragments(plan.addresses, run.numFrags);
     const keep = plan.addresses.map((a) => frags.has(Number(a >> 32n)));
-    plan = { ids: plan.ids.filter((_, i) => keep[i]), addresses: plan.addresses.filter((_, i) => keep[i]) };
+    plan = { ids: plan.ids.filter((_, i) => keep[i]), addresses: plan.addresses.filter((_, i) => keep[i]), otherFresh: plan.otherFresh.filter((_, i) => keep[i]) };
     report.fragments = [...frags];
   }
   const counts = { rows_done: progress.rows_done ?? 0, rows_computed: progress.rows_computed ?? 0, rows_skipped: progress.rows_skipped ?? 0 };
   report.rows_total = counts.rows_done + counts.rows_skipped + plan.ids.length;
-  await send({ type: "progress", progress: { ...report, ...counts }, committed: [], tracked });
+  await send({ type: "progress", progress: { ...report, ...counts }, committed: [], tracked, freshFor: [] });
 
   const udf = udfDefinition(vc, req.limits);
   const key = run.key!;
@@ -157,7 +163,9 @@ async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stoppi
     counts.rows_done += w.written;
     counts.rows_computed += computed;
     counts.rows_skipped += end - start - w.written;
-    await send({ type: "progress", progress: { ...counts, versions: [...done] }, committed: w.versions, tracked });
+    const rowsFresh = plan.otherFresh.slice(start, end);
+    const freshFor = req.others.filter((_, j) => rowsFresh.every((r) => r[j])).map((o) => o.column);
+    await send({ type: "progress", progress: { ...counts, versions: [...done] }, committed: w.versions, tracked, freshFor });
     lastCommit = Date.now();
     start = end;
   }

@@ -54,18 +54,29 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
       if (!vc) throw new Error(`column ${JSON.stringify(spec.column)} is no longer a virtual column`);
       if (definitionHash(vc) !== spec.definition) throw new Error(`the definition of column ${JSON.stringify(spec.column)} changed since this backfill was submitted; submit a new backfill`);
       const valuesKey: ValuesKey = { location: entry.location!, branch: spec.branch, column: spec.column, definition: spec.definition };
+      // The other UDF columns this one's commits may keep fresh: those that do not read it.
+      const others = new Map<string, ValuesKey>();
+      for (const f of (await t.schema()).fields) {
+        const o = fromFieldMetadata(f.name, f.metadata);
+        if (!o || o.column === spec.column || !runnable(o) || runnable(o) === "sql" || o.inputs.some((p) => p.split(".")[0] === spec.column)) continue;
+        others.set(o.column, { ...valuesKey, column: o.column, definition: definitionHash(o) });
+      }
       const request: BackfillRequest = {
         root: tables.root,
         entry,
         run: spec,
         progress: (job.rec.progress ?? {}) as BackfillProgress,
         fresh: [...versions.get(valuesKey)],
+        others: [...others.values()].map((k) => ({ column: k.column, fresh: [...versions.get(k)] })),
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
         limits: deps.limits,
       };
       return runInBackground<BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
-        if (m.tracked) for (const v of m.committed) await versions.add(valuesKey, v);
+        if (m.tracked) {
+          for (const v of m.committed) await versions.add(valuesKey, v);
+          for (const c of m.freshFor) for (const v of m.committed) await versions.add(others.get(c)!, v);
+        }
         await job.report(m.progress as Record<string, unknown>);
         if (m.committed.length > 0 && !namedBranch(spec.branch)) tables.evict(entry.objectId);
       });
@@ -145,13 +156,18 @@ export interface AutoBackfill {
 
 /**
  * Follow-up backfills of `auto_backfill` columns: after a write, wait `delayMs` for more writes,
- * then queue one backfill per such column (default rows: missing or stale). While a backfill of the
- * column is still active, check again after another delay rather than pile up jobs.
+ * then queue a backfill of each such column (default rows: missing or stale), one at a time per
+ * table and branch: two running at once would each find the rows the other just wrote changed
+ * since it read them, and leave them for later. While any backfill of the table is active, check
+ * again after another delay rather than pile up jobs.
  */
 export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number; delayMs: number }): AutoBackfill {
   const timers = new Map<string, NodeJS.Timeout>();
+  /** Per table and branch: the auto columns a write since left to backfill. */
+  const pending = new Map<string, Set<string>>();
+  const keyOf = (entry: Entry, branch: string | null) => `${entry.objectId}\u0000${branch ?? ""}`;
   const arm = (entry: Entry, branch: string | null) => {
-    const k = `${entry.objectId}\u0000${branch ?? ""}`;
+    const k = keyOf(entry, branch);
     if (timers.has(k)) return;
     const timer = setTimeout(() => {
       timers.delete(k);
@@ -160,24 +176,33 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
     timer.unref();
     timers.set(k, timer);
   };
+  const busy = (entry: Entry, branch: string | null) =>
+    deps.jobs.active().some((r) => r.operation === BACKFILL && sameId(r.table, entry.id) && (r.spec as BackfillSpec).branch === branch);
   async function follow(entry: Entry, branch: string | null): Promise<void> {
+    const k = keyOf(entry, branch);
+    if (busy(entry, branch)) return arm(entry, branch);
     const t = await deps.tables.open(entry, { branch, fresh: true });
     const fields = (await t.schema()).fields;
+    const todo = pending.get(k) ?? new Set<string>();
     for (const f of fields) {
+      if (!todo.delete(f.name)) continue;
       const vc = fromFieldMetadata(f.name, f.metadata);
       if (!vc?.autoBackfill || !runnable(vc)) continue;
-      if (activeBackfill(deps.jobs, entry.id, vc.column, branch)) {
-        arm(entry, branch);
-        continue;
-      }
       const key = runnable(vc) === "sql" ? null : backfillKey(fields);
       if (runnable(vc) !== "sql" && !key) continue;
       await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true));
+      break;
     }
+    if (todo.size > 0) arm(entry, branch);
+    else pending.delete(k);
   }
   return {
     written(entry, branch, fields) {
-      if (fields.some((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill)) arm(entry, branch);
+      const auto = fields.filter((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill).map((f) => f.name);
+      if (auto.length === 0) return;
+      const k = keyOf(entry, branch);
+      pending.set(k, new Set([...(pending.get(k) ?? []), ...auto]));
+      arm(entry, branch);
     },
     close() {
       for (const t of timers.values()) clearTimeout(t);
