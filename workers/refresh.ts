@@ -43,6 +43,8 @@ export interface RefreshResult {
   rows_written: number;
   source_version: number;
   view_version: number;
+  /** output_limit left rows out. */
+  truncated?: boolean;
 }
 
 export type RefreshMessage = { type: "progress"; result: RefreshResult };
@@ -118,6 +120,7 @@ async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.
     outputs.push(...(await Promise.all(parts.slice(i, i + req.concurrency).map(async (part) => apply(pool, req, "udtf", output, await read(part))))));
   }
   const rows = asView(outputs, schema);
+  committing = true;
   const r = await view.add(rows, { mode: "overwrite" });
   return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
 }
@@ -171,18 +174,24 @@ async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lance
     outputs.push(...(await Promise.all(batch)));
   }
   let rows = asView(outputs, schema);
+  const all = rows.numRows;
   if (req.outputLimit !== null) {
     const kept = incremental ? (await view.countRows()) - (affected!.length ? await view.countRows(`${SOURCE_ROW_ID} IN (${affected!.join(", ")})`) : 0) : 0;
     rows = rows.slice(0, Math.max(0, req.outputLimit - kept));
   }
+  committing = true;
   const merge = view.mergeInsert([SOURCE_ROW_ID, CHUNK]).whenMatchedUpdateAll().whenNotMatchedInsertAll();
   const r = incremental
     ? affected!.length > 0
       ? await merge.whenNotMatchedBySourceDelete({ where: `${SOURCE_ROW_ID} IN (${affected!.join(", ")})` }).execute(rows)
       : await merge.execute(rows)
     : await merge.whenNotMatchedBySourceDelete().execute(rows);
-  return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
+  return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, truncated: rows.numRows < all };
 }
+
+// A refresh commits only at its end (a query view's: inside LanceDB's call, atomically), so a stop
+// before that ends the process at once and leaves the view as it was.
+let committing = false;
 
 serveJob<RefreshRequest, RefreshMessage>(async (req, pool, send) => {
   const tables = await openTables(req.root, 0);
@@ -199,4 +208,4 @@ serveJob<RefreshRequest, RefreshMessage>(async (req, pool, send) => {
     result = def.kind === "udtf" ? await refreshUdtf(req, pool, view, source, sourceVersion) : await refreshChunker(req, pool, view, source, sourceVersion);
   }
   await send({ type: "progress", result });
-});
+}, () => !committing);

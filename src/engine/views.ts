@@ -54,7 +54,8 @@ export async function createQueryView(tables: Tables, viewLocation: string, sour
     if (/require stable row ids/.test(msg)) {
       throw invalid("source_query.table: query views need a source table with stable row ids: tables created through Quiver have them; a table created elsewhere needs LanceDB's new_table_enable_stable_row_ids storage option when it is created");
     }
-    if (/Aggregate|aggregat/i.test(msg)) throw invalid(`source_query.columns: query views cannot aggregate (${engineReason(err)}); use a udtf view`);
+    // LanceDB's refusal carries a whole query plan: the sentence is enough.
+    if (/Aggregate|aggregat/i.test(msg)) throw invalid("source_query.columns: query views cannot aggregate (no GROUP BY, count, sum, min, max or avg); use a udtf view for aggregates");
     throw dataError(err, "source_query", "") ?? err;
   }
 }

@@ -57,7 +57,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         view: entry,
         source,
         definition: def,
-        lastSourceVersion: view.lastRefresh?.sourceVersion ?? null,
+        lastSourceVersion: view.lastRefresh && !view.lastRefresh.truncated ? view.lastRefresh.sourceVersion : null,
         srcVersion: spec.srcVersion,
         sourceTaskSize: spec.sourceTaskSize,
         outputLimit: spec.outputLimit,
@@ -68,7 +68,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
       };
       return runInBackground<RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async ({ result }) => {
         const r: RefreshResult = result;
-        const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode };
+        const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode, truncated: r.truncated };
         await views.put({ ...view, lastRefresh });
         await job.report({ ...r, rows_done: r.rows_written });
         tables.evict(entry.objectId);
