@@ -85,9 +85,12 @@ type Send = JobSend<BackfillMessage>;
 async function runSql(req: BackfillRequest, send: Send): Promise<void> {
   const tables = await openTables(req.root, 0);
   const t = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
+  // LanceDB's refresh reports only at its end: until then the total is every row it may fill.
+  const read_version = await t.version();
+  await send({ type: "progress", progress: { read_version, rows_total: await t.countRows(), rows_done: 0 }, committed: [], tracked: false, freshFor: [] });
   const r = await refreshSqlColumn(t, req.run.column);
   const n = r.rowsFilled;
-  await send({ type: "progress", progress: { rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false, freshFor: [] });
+  await send({ type: "progress", progress: { read_version, rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false, freshFor: [] });
 }
 
 async function runUdf(req: BackfillRequest, pool: WorkerPool, send: Send, stopping: () => boolean): Promise<void> {

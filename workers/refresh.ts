@@ -47,7 +47,16 @@ export interface RefreshResult {
   truncated?: boolean;
 }
 
-export type RefreshMessage = { type: "progress"; result: RefreshResult };
+/** How far a refresh is while it runs: source rows read through its function, of those it reads. */
+export interface RefreshStep {
+  read_version: number;
+  rows_total: number;
+  rows_done: number;
+}
+
+export type RefreshMessage = { type: "progress"; result: RefreshResult } | { type: "step"; step: RefreshStep };
+
+type Step = (rows: number) => Promise<void>;
 
 async function ipcBytes(it: { next(): Promise<Buffer | null> }): Promise<Uint8Array | null> {
   const first = await it.next();
@@ -85,7 +94,7 @@ function inputSelect(def: ViewDefinition, form: SourceForm): Map<string, string>
   return form.columns ? new Map(form.columns) : null;
 }
 
-async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number): Promise<RefreshResult> {
+async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
   const schema = (await view.schema()) as unknown as A.Schema;
@@ -115,9 +124,14 @@ async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.
     return (await ipcBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
   };
   const parts: (string | null | bigint[])[] = def.partitionByIndexed ? await indexPartitions(source, def.partitionByIndexed, form.filter) : filters;
+  const step = await started(Math.min(await source.countRows(form.filter ?? undefined), form.limit ?? Infinity));
   const outputs: A.Table[] = [];
   for (let i = 0; i < parts.length; i += req.concurrency) {
-    outputs.push(...(await Promise.all(parts.slice(i, i + req.concurrency).map(async (part) => apply(pool, req, "udtf", output, await read(part))))));
+    const inputs = await Promise.all(parts.slice(i, i + req.concurrency).map(read));
+    // Counted before the bytes move to the pool.
+    const rows = inputs.reduce((n, b) => n + arrow.tableFromIPC(b).numRows, 0);
+    outputs.push(...(await Promise.all(inputs.map((input) => apply(pool, req, "udtf", output, input)))));
+    await step(rows);
   }
   const rows = asView(outputs, schema);
   committing = true;
@@ -125,7 +139,7 @@ async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.
   return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
 }
 
-async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number): Promise<RefreshResult> {
+async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
   const schema = (await view.schema()) as unknown as A.Schema;
@@ -156,6 +170,7 @@ async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lance
   const parentCols = (form.columns ?? []).map(([out]) => out).filter((c) => schema.fields.some((f) => f.name === c));
   const produced = schema.fields.filter((f) => f.name !== SOURCE_ROW_ID && f.name !== CHUNK && !parentCols.includes(f.name)).map((f) => toJsonField(f));
   const select = new Map<string, string>([...(inputSelect(def, form) ?? new Map()), ...(form.columns ?? []).filter(([out]) => parentCols.includes(out))]);
+  const step = await started(parents.length);
   const outputs: A.Table[] = [];
   for (let i = 0; i < parents.length; i += req.sourceTaskSize * req.concurrency) {
     const batch = [];
@@ -172,6 +187,7 @@ async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lance
       );
     }
     outputs.push(...(await Promise.all(batch)));
+    await step(Math.min(req.sourceTaskSize * req.concurrency, parents.length - i));
   }
   let rows = asView(outputs, schema);
   const all = rows.numRows;
@@ -205,7 +221,15 @@ serveJob<RefreshRequest, RefreshMessage>(async (req, pool, send) => {
     const form = def.source!;
     const source = await tables.open(req.source!, { branch: form.branch, version: req.srcVersion ?? form.version ?? undefined });
     const sourceVersion = await source.version();
-    result = def.kind === "udtf" ? await refreshUdtf(req, pool, view, source, sourceVersion) : await refreshChunker(req, pool, view, source, sourceVersion);
+    const started = async (rows_total: number): Promise<Step> => {
+      const at: RefreshStep = { read_version: sourceVersion, rows_total, rows_done: 0 };
+      await send({ type: "step", step: { ...at } });
+      return async (rows) => {
+        at.rows_done += rows;
+        await send({ type: "step", step: { ...at } });
+      };
+    };
+    result = def.kind === "udtf" ? await refreshUdtf(req, pool, view, source, sourceVersion, started) : await refreshChunker(req, pool, view, source, sourceVersion, started);
   }
   await send({ type: "progress", result });
 }, () => !committing);

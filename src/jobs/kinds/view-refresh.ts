@@ -3,7 +3,7 @@
 // rows written, source and view versions) is recorded as the view's last refresh. A refresh
 // interrupted by a restart runs again: each kind's refresh is idempotent (a rebuild replaces the
 // contents in one commit; a chunker's merge is keyed by source row and child).
-import type { RefreshMessage, RefreshRequest, RefreshResult } from "../../../workers/refresh.js";
+import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../../../workers/refresh.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
@@ -66,8 +66,9 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
       };
-      return runInBackground<RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async ({ result }) => {
-        const r: RefreshResult = result;
+      return runInBackground<RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async (m) => {
+        if (m.type === "step") return job.report({ ...m.step });
+        const r: RefreshResult = m.result;
         const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode, truncated: r.truncated };
         await views.put({ ...view, lastRefresh });
         await job.report({ ...r, rows_done: r.rows_written });
@@ -75,13 +76,16 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
       });
     },
     describe({ spec, progress }) {
-      const p = (progress ?? {}) as Partial<RefreshResult>;
+      const p = (progress ?? {}) as Partial<RefreshResult & RefreshStep>;
       const str = (v: number | undefined | null) => (v === undefined || v === null ? undefined : String(v));
       return {
         mode: p.mode,
         rows_written: str(p.rows_written),
         source_version: str(p.source_version),
         view_version: str(p.view_version),
+        read_version: str(p.read_version),
+        rows_total: str(p.rows_total),
+        rows_done: str(p.rows_done),
         src_version: str(spec.srcVersion),
         auto: spec.auto ? "true" : undefined,
       };
