@@ -34,6 +34,16 @@ const rowsOf = async (id: string, columns: string[]) =>
   ((await q.call("POST", `/v1/table/${id}/query`, { k: 100_000, columns }, wantJson)).json as Record<string, unknown>[]).map((r) => JSON.stringify(r)).sort();
 const describeView = async (id: string) => (await post(`/v1/table/${id}/describe`, {})).json.materialized_view;
 const cancel = (job: string) => post(`/v1/transaction/${job}/alter`, { actions: [{ setStatusAction: { status: "Canceled" } }] });
+/** Wait until a refresh has put some source rows through its function (so it is computing). */
+async function computing(job: string) {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const p = (await post(`/v1/transaction/${job}/describe`, {})).json.properties;
+    if (Number(p.rows_done) > 0) return;
+    if (Date.now() > end) throw new Error(`refresh ${job} shows no progress: ${JSON.stringify(p)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 // Slow per partition (udtf) or per row (chunker), so a refresh is still computing when canceled.
 const slowUdtf = envelope({ backend: "js", source: "(rows) => { const t = Date.now(); while (Date.now() - t < 700) {} return [{ cat: rows[0].cat, n: rows.length }]; }" });
@@ -60,11 +70,11 @@ describe("canceling a refresh", () => {
     const last = (await describeView("rf_u1")).last_refresh;
     await source("rf_s1", 30, 30);
     const job = await refresh("rf_u1", { concurrency: 1 });
-    await until(q, job, (s) => s === "Running");
+    await computing(job);
     const c = await cancel(job);
     expect(c.json.status).toBe("Canceled");
-    // Long enough for the whole refresh (3 partitions of 700 ms) to have committed had it gone on.
-    await new Promise((r) => setTimeout(r, 4000));
+    // Long enough for the rest of the refresh (2 partitions of 700 ms) to have committed had it gone on.
+    await new Promise((r) => setTimeout(r, 6000));
     expect(await rowsOf("rf_u1", ["cat", "n"])).toEqual(before);
     expect((await describeView("rf_u1")).last_refresh).toEqual(last);
     const d = await post(`/v1/transaction/${job}/describe`, {});
@@ -75,9 +85,10 @@ describe("canceling a refresh", () => {
     await source("rf_s2", 200);
     await create("rf_c1", chunkerView("rf_s2"));
     const job = await refresh("rf_c1", { concurrency: 1, source_task_size: 10 });
-    await until(q, job, (s) => s === "Running");
+    await computing(job);
     expect((await cancel(job)).json.status).toBe("Canceled");
-    await new Promise((r) => setTimeout(r, 5000));
+    // 200 rows of 20 ms: long enough for the whole refresh to have committed had it gone on.
+    await new Promise((r) => setTimeout(r, 6000));
     expect(await rowsOf("rf_c1", ["id"])).toEqual([]);
     expect((await settle(q, await refresh("rf_c1"), 60_000)).status).toBe("Succeeded");
     expect((await rowsOf("rf_c1", ["id"])).length).toBe(600);
