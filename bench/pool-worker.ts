@@ -1,6 +1,6 @@
 // Piscina worker for the pool experiment (bench/pool.ts): runs one vector query with its own
 // LanceDB handle and returns the engine's raw IPC buffers. Not on Quiver's request path; see
-// the README's design notes (Queries) for why.
+// docs/design.md (Queries) for why.
 import * as lancedb from "@lancedb/lancedb";
 
 interface Task {

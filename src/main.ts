@@ -15,8 +15,8 @@ async function main(): Promise<void> {
   setLogLevel(config.logLevel);
   // Before anything is opened: on a runtime without a uWS binary, one line says which ones work.
   await loadUws();
-  const services = await createServices(config);
   const auth = setupAuth(config);
+  const services = await createServices(config, auth.credential);
   const server = await startServer(services, createPipeline(services, auth.authenticate));
   // After listening: a second start on a taken port must fail before touching the data directory.
   await reclaim(services, "start");

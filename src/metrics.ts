@@ -97,6 +97,7 @@ export const UNAVAILABLE_REASONS = [
   "response_buffer",
   "rate_limit",
   "concurrency_limit",
+  "job_queue",
 ] as const;
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);

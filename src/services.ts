@@ -1,6 +1,7 @@
 // Everything an operation may use, built once at startup, bottom up: the catalog and the tables,
 // the worker pool, then the job kinds (each given only what it uses) and the jobs that run them.
 import { mkdirSync } from "node:fs";
+import type { Principal } from "./auth/principal.js";
 import { privateDirOf, type Config } from "./config.js";
 import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { createClaims, type Claims } from "./catalog/claims.js";
@@ -14,6 +15,7 @@ import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { autoRefresh, viewRefreshKind, type AutoRefresh } from "./jobs/kinds/view-refresh.js";
+import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
 export interface Services {
@@ -28,6 +30,8 @@ export interface Services {
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
   pool: WorkerPool;
+  /** The compute sandbox process, where UDF and table-function checks run (started on first use). */
+  compute: Compute;
   /** Which commits wrote each virtual column's values (what a backfill may skip). */
   valueVersions: ValueVersions;
   /** Queues follow-up backfills of auto_backfill columns after writes. */
@@ -42,13 +46,18 @@ export interface Services {
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config): Promise<Services> {
+/**
+ * `credential` answers what the API key with a stable id may do now (src/auth/authenticate.ts):
+ * refreshes of a view read its source on behalf of the key that defined it.
+ */
+export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
   const privateDir = privateDirOf(config.dataDir);
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
   const manifest = await openManifestTable(config.dataDir, privateDir);
   const catalog = await openCatalog(manifest, config.consistencyIntervalMs, config.dataDir);
   const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
   const pool = createWorkerPool(config);
+  const compute = createCompute(config);
   const valueVersions = openValueVersions(privateDir);
   const views = openViews(privateDir);
   const jobs = openJobs(
@@ -56,12 +65,13 @@ export async function createServices(config: Config): Promise<Services> {
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
       backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
-      viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs }),
+      viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
     ],
     engineReason,
+    config,
   );
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
-  const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs });
+  const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs, credential });
   return {
     config,
     catalog,
@@ -70,6 +80,7 @@ export async function createServices(config: Config): Promise<Services> {
     searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
     jobs,
     pool,
+    compute,
     valueVersions,
     autoBackfill: auto,
     views,
@@ -79,7 +90,7 @@ export async function createServices(config: Config): Promise<Services> {
       auto.close();
       refreshes.close();
       await jobs.close();
-      await Promise.all([pool.destroy(), valueVersions.close(), views.close()]);
+      await Promise.all([pool.destroy(), compute.close(), valueVersions.close(), views.close()]);
     },
   };
 }

@@ -243,7 +243,7 @@ describe("create_index validation (nothing is built)", () => {
     const r = await create("errs", { column: "cat", index_type: "BITMAP", name: "taken" });
     expect(r.status).toBe(409);
     expect(r.json).toMatchObject({ code: 7 });
-    expect(r.json.detail).toBe('index "taken" already exists in table "errs"');
+    expect(r.json.detail).toBe('index "taken" (BTREE on "id") already exists in table "errs"; send "replace": true to replace it');
     // Default name: a second index on the same column needs its own name.
     await build("errs", { column: "cat", index_type: "BTREE" });
     const again = await create("errs", { column: "cat", index_type: "BITMAP" });

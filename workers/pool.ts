@@ -1,5 +1,7 @@
-// The worker pool: one Piscina pool of `--workers` threads for everything JavaScript computes off
-// the event loop. Tasks are named exports of workers/tasks.ts; each task has its own admission
+// The server's worker pool: one Piscina pool of `--workers` threads for the trusted work it does off
+// the event loop (decoding large Arrow uploads). User code never runs here: UDFs and table functions
+// run in the compute sandbox process (workers/compute-client.ts). Tasks are named exports of
+// workers/threads/ingest.ts; each task has its own admission
 // bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
 // yet still runs it later), so one kind of work cannot take every queue slot from another.
 // Queries never use it: LanceDB runs them on its own native threads (README, "Where LanceDB work runs").
@@ -10,7 +12,8 @@ import { arrow } from "../src/engine/arrow.js";
 import { normaliseIpc } from "../src/engine/ipc-in.js";
 import { ApiError, Code, invalid } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
-import type { IngestReply } from "./ingest.js";
+import { ownBuffer } from "../src/util/own-buffer.js";
+import type { IngestReply } from "./threads/ingest.js";
 
 export interface WorkerPool {
   /**
@@ -28,18 +31,10 @@ export interface WorkerPool {
 
 type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes"> & Partial<Pick<Config, "workerHeapMb">>;
 
-/**
- * Only a buffer the view spans whole can be transferred (small bodies live in Node's shared pool).
- * A copy through the Uint8Array constructor: Buffer's slice() is a view of the same memory, and
- * moving Node's pool would detach it (Node 22 refuses with a DataCloneError).
- */
-export const ownBuffer = (b: Uint8Array): Uint8Array =>
-  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b);
-
 export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
   const pool = new Piscina({
-    // dist/workers/pool.js → dist/workers/tasks.js
-    filename: new URL("./tasks.js", import.meta.url).href,
+    // dist/workers/pool.js → dist/workers/threads/ingest.js
+    filename: new URL("./threads/ingest.js", import.meta.url).href,
     // Workers start on the first task and retire when the work stops.
     minThreads: 0,
     maxThreads: config.workers,
@@ -47,8 +42,7 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
     // A task past the heap limit fails alone; Piscina replaces its worker.
     ...(config.workerHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: config.workerHeapMb } } : {}),
   });
-  // UDF and table-function batches come from jobs, each with a bounded number in flight: a generous bound.
-  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, udf: config.workers * 64, table: config.workers * 64, ...bounds };
+  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, ...bounds };
   const admitted: Record<string, number> = {};
 
   async function run<T>(name: string, data: unknown, transfer: ArrayBuffer[] = []): Promise<T> {

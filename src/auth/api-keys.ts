@@ -17,6 +17,13 @@ export interface StoredKey {
 
 export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
 
+/**
+ * A key's stable id, kept with what the key defines (views) and owns (jobs): derived one way from
+ * its hash, so it does not change when keys are reordered, cannot be used to authenticate, and is
+ * not the hash that authenticates.
+ */
+export const keyIdOf = (hash: string) => "key:" + createHash("sha256").update("quiver key id\n" + hash).digest("hex").slice(0, 16);
+
 export function parseKeySpec(spec: string): { key: string; entry: StoredKey }[] {
   return spec
     .split(",")

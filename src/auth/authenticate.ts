@@ -1,7 +1,7 @@
 // Credentials → principal. Headers win over the body's `identity`.
 import { ApiError, Code } from "../errors.js";
 import type { Config } from "../config.js";
-import { hashKey, loadStoredKeys, parseKeySpec, type StoredKey } from "./api-keys.js";
+import { hashKey, keyIdOf, loadStoredKeys, parseKeySpec, type StoredKey } from "./api-keys.js";
 import { makeJwtVerifier } from "./jwt.js";
 import type { Principal } from "./principal.js";
 
@@ -20,14 +20,21 @@ export interface AuthSetup {
   authenticate: Authenticate;
   /** The admin key generated on this start, to print once. */
   generatedKey?: string;
+  /**
+   * What the API key with stable id `key` may do now (null when no such key is configured any
+   * more). Bearer tokens (`jwt:` ids) cannot be looked up without the token: null for them too.
+   */
+  credential: (key: string) => Principal | null;
 }
 
 export function setupAuth(cfg: Config): AuthSetup {
   const configured = cfg.apiKeys ? parseKeySpec(cfg.apiKeys).map((k) => k.entry) : [];
   const jwt = makeJwtVerifier(cfg);
   const stored = loadStoredKeys(cfg.dataDir, configured.length === 0 && jwt === null);
-  const byHash = new Map<string, StoredKey>();
-  for (const k of [...stored.keys, ...configured]) byHash.set(k.hash, k);
+  const principalOf = (k: StoredKey): Principal => Object.freeze({ subject: k.label, key: keyIdOf(k.hash), role: k.role, prefixes: k.prefixes });
+  const byHash = new Map<string, Principal>();
+  for (const k of [...stored.keys, ...configured]) byHash.set(k.hash, principalOf(k));
+  const byId = new Map([...byHash.values()].map((p) => [p.key, p]));
 
   // Valid keys' principals, so a key is hashed once per process rather than per request. Only keys
   // that match are remembered (junk cannot grow it), in memory only, and the set of keys is fixed
@@ -36,9 +43,8 @@ export function setupAuth(cfg: Config): AuthSetup {
   const fromKey = (key: string): Principal | null => {
     const hit = known.get(key);
     if (hit) return hit;
-    const k = byHash.get(hashKey(key));
-    if (!k) return null;
-    const p: Principal = Object.freeze({ subject: k.label, role: k.role, prefixes: k.prefixes });
+    const p = byHash.get(hashKey(key));
+    if (!p) return null;
     if (known.size >= KNOWN_KEYS) known.clear();
     known.set(key, p);
     return p;
@@ -58,5 +64,5 @@ export function setupAuth(cfg: Config): AuthSetup {
     }
     throw unauthenticated("missing credentials: send Authorization: Bearer <token> or x-api-key");
   };
-  return { authenticate, generatedKey: stored.generated };
+  return { authenticate, generatedKey: stored.generated, credential: (key) => byId.get(key) ?? null };
 }

@@ -20,13 +20,14 @@ function claimList(v: unknown): string[] {
 
 function toPrincipal(payload: JWTPayload, cfg: Config): Principal {
   const subject = payload.sub ?? "jwt";
+  const key = `jwt:${subject}`;
   const roles = claimList(payload[cfg.jwtRoleClaim]).filter(isRole) as Role[];
   // A valid token without a known role authenticates but covers nothing: every call is 403.
-  if (roles.length === 0) return { subject, role: "read", prefixes: [] };
+  if (roles.length === 0) return { subject, key, role: "read", prefixes: [] };
   const role = roles.reduce((a, b) => (roleRank[b] > roleRank[a] ? b : a));
   const prefixClaim = payload[cfg.jwtPrefixClaim];
   const prefixes = prefixClaim === undefined ? null : claimList(prefixClaim).map((p) => p.split(SEP));
-  return { subject, role, prefixes };
+  return { subject, key, role, prefixes };
 }
 
 /** Verifies signature, issuer, audience, expiry and not-before; null when any check fails. */

@@ -1,9 +1,18 @@
 // Who is calling and what they may touch: a role and, optionally, namespace prefixes.
+import { objectIdOf } from "../catalog/names.js";
+import { ApiError, Code } from "../errors.js";
+
 export type Role = "read" | "write" | "admin";
 export const roleRank: Record<Role, number> = { read: 1, write: 2, admin: 3 };
 
 export interface Principal {
   subject: string;
+  /**
+   * A stable id of the credential, never its secret: `key:<id>` for an API key (see
+   * src/auth/api-keys.ts, keyIdOf), `jwt:<sub>` for a bearer token. Kept with what the credential
+   * defines (a view) and owns (a job), so its access can be checked again later.
+   */
+  key: string;
   role: Role;
   /** Namespace paths this principal is limited to; null means everywhere. */
   prefixes: string[][] | null;
@@ -15,11 +24,28 @@ const startsWith = (id: readonly string[], prefix: readonly string[]) =>
   prefix.length <= id.length && prefix.every((p, i) => id[i] === p);
 
 /** May the principal act on object `id` (it lies inside one of its prefixes)? */
-export function covers(p: Principal, id: readonly string[]): boolean {
+export function covers(p: Pick<Principal, "prefixes">, id: readonly string[]): boolean {
   return p.prefixes === null || p.prefixes.some((prefix) => startsWith(id, prefix));
 }
 
 /** May the principal see into `id` at all: it is inside a prefix, or an ancestor of one (for listings). */
 export function canBrowse(p: Principal, id: readonly string[]): boolean {
   return p.prefixes === null || p.prefixes.some((prefix) => startsWith(id, prefix) || startsWith(prefix, id));
+}
+
+/** Has the principal at least `role` on object `id`? */
+export const allows = (p: Pick<Principal, "role" | "prefixes">, id: readonly string[], role: Role): boolean =>
+  roleRank[p.role] >= roleRank[role] && covers(p, id);
+
+/**
+ * THE check of every object a request touches: the one in its path (src/http/pipeline.ts) and
+ * every other one it names (a view's source, a rename target, a batch entry, a registered
+ * location's owner). 403 naming the object and the role, decided before the object is looked
+ * up, so the answer never says whether an object the caller may not reach exists.
+ */
+export function authoriseObject(p: Pick<Principal, "role" | "prefixes">, id: readonly string[], role: Role, field?: string): void {
+  if (allows(p, id, role)) return;
+  const what = field ? `${field}: ` : "";
+  const why = roleRank[p.role] < roleRank[role] ? `needs the ${role} role; this credential has ${p.role}` : `this credential may not ${role === "read" ? "read" : "write"} it`;
+  throw new ApiError(Code.PermissionDenied, `${what}${JSON.stringify(objectIdOf(id))}: ${why}`);
 }

@@ -13,6 +13,8 @@ export interface UdfDefinition {
   batch: boolean;
   /** Columns of the input batch, in argument order. */
   inputs: string[];
+  /** The table's columns (paths) each input is read from. */
+  sources: string[];
   output: { name: string; type: JsonArrowDataType; nullable: boolean; structField: string };
   timeoutMs: number;
   /** wasm: the most 64 KiB pages an instance's memory may have. */
@@ -68,6 +70,7 @@ export function udfDefinition(vc: VirtualColumn, limits: UdfLimits): UdfDefiniti
     source: vc.udf,
     batch: vc.batch,
     inputs: vc.inputs.map((_, i) => inputAlias(i)),
+    sources: vc.inputs,
     output: { name: vc.column, type: vc.dataType!, nullable: vc.nullable, structField: vc.structField },
     timeoutMs: limits.udfTimeoutMs,
     wasmMaxPages: limits.udfWasmMemoryMb * 16,

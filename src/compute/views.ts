@@ -3,6 +3,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type * as A from "apache-arrow";
+import type { Principal } from "../auth/principal.js";
 import { sameId, SEP } from "../catalog/names.js";
 import { arrow } from "../engine/arrow.js";
 import { invalid } from "../errors.js";
@@ -57,16 +58,28 @@ export interface ViewRefresh {
   truncated?: boolean;
 }
 
+/**
+ * The credential that defined a view, as it was then (its stable id, name, role and prefixes; never
+ * its secret or hash): every refresh reads the source on its behalf (src/jobs/kinds/view-refresh.ts).
+ */
+export type Definer = Pick<Principal, "key" | "subject" | "role" | "prefixes">;
+
+export const definerOf = (p: Principal): Definer => ({ key: p.key, subject: p.subject, role: p.role, prefixes: p.prefixes });
+
 export interface ViewRecord {
   id: string[];
   location: string;
   definition: ViewDefinition;
   lastRefresh: ViewRefresh | null;
+  /** Absent on views defined before definers were kept: the next manual refresh records its caller. */
+  definer?: Definer;
 }
 
 /** The view columns Quiver adds: the source row a view row came from, and a chunker child's ordinal. */
 export const SOURCE_ROW_ID = "__source_row_id";
 export const CHUNK = "__chunk";
+/** A chunker's answer: each output row's position among the source rows it was given. */
+export const PARENT = "__parent";
 
 const q = JSON.stringify;
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);

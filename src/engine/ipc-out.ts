@@ -79,3 +79,12 @@ export function emptyIpcFile(schema: import("apache-arrow").Schema | null): Uint
   const s = schema ?? new arrow.Schema([]);
   return arrow.tableToIPC(new arrow.Table(s as never), "file");
 }
+
+/** An engine result as one IPC file in one fresh buffer (the view spans it whole); null for no rows. */
+export async function ipcFileBytes(it: { next(): Promise<Buffer | null> }): Promise<Uint8Array | null> {
+  const first = await it.next();
+  if (!first) return null;
+  const parts: Uint8Array[] = [];
+  for await (const c of ipcFile(first, () => it.next())) parts.push(c);
+  return new Uint8Array(Buffer.concat(parts));
+}

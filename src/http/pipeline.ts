@@ -3,7 +3,7 @@
 // uWS (body bytes, admission, writes); tests and the bench call it in process.
 import { randomBytes } from "node:crypto";
 import type { Authenticate, Credentials } from "../auth/authenticate.js";
-import { canBrowse, covers, roleRank, type Principal } from "../auth/principal.js";
+import { authoriseObject, canBrowse, roleRank, type Principal } from "../auth/principal.js";
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, isApiError } from "../errors.js";
 import { log } from "../log.js";
@@ -151,8 +151,8 @@ function authorise(p: Principal, spec: RouteSpec, id: string[] | null): void {
     throw new ApiError(Code.PermissionDenied, `${spec.name} needs the ${spec.role} role; this credential has ${p.role}`);
   }
   if (id === null || spec.scope === "none") return;
-  const ok = spec.scope === "browse" ? canBrowse(p, id) : covers(p, id);
-  if (!ok) throw new ApiError(Code.PermissionDenied, `this credential may not access ${JSON.stringify(objectIdOf(id))}`);
+  if (spec.scope === "object") return authoriseObject(p, id, spec.role);
+  if (!canBrowse(p, id)) throw new ApiError(Code.PermissionDenied, `this credential may not access ${JSON.stringify(objectIdOf(id))}`);
 }
 
 function encode(result: OpResult, head: Head): Outgoing {

@@ -1,9 +1,11 @@
 // Background work tracked as transactions, by kind. Each kind registers itself (name, how many
 // run at once, what happens to a run interrupted by a restart, how to start one and what its
 // record shows); this module knows no kind. Records wait as Queued in submission order until
-// their kind has a free slot; every state change is persisted before it is reported.
+// their kind has a free slot, taken fairly between owners (see nextFair); every state change is
+// persisted before it is reported. Queued records are bounded per owner and per table.
 import { randomUUID } from "node:crypto";
-import { objectIdOf } from "../catalog/names.js";
+import { objectIdOf, sameId } from "../catalog/names.js";
+import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
 import { recordJobRows } from "../metrics.js";
 import { isTerminal, openStore, STATUSES, type JobRecord } from "./store.js";
@@ -36,8 +38,17 @@ export interface JobKind<S = any> {
   describe(rec: JobRecord & { spec: S }): Record<string, string | undefined>;
 }
 
+/** How many records may wait as Queued at once (Config's max-queued-jobs-per-*). */
+export interface QueueBounds {
+  maxQueuedJobsPerCredential: number;
+  maxQueuedJobsPerTable: number;
+}
+
 export interface Jobs {
-  submit(kind: string, table: string[], spec: Record<string, unknown>): Promise<JobRecord>;
+  /** 503 Slow down when a job for `owner` on `table` would pass the queue bounds now (submit checks too). */
+  admit(table: readonly string[], owner: string): void;
+  /** Queue a job for `owner` (see JobRecord.owner); 503 Slow down past the queue bounds. */
+  submit(kind: string, table: string[], spec: Record<string, unknown>, owner: string): Promise<JobRecord>;
   get(id: string): JobRecord | undefined;
   /** Every record kept (finished ones too, up to the store's retention). */
   all(): JobRecord[];
@@ -63,10 +74,35 @@ const SHUTDOWN_MESSAGE = "interrupted by a server shutdown";
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
 
-export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unknown) => string): Jobs {
+/** The owner of follow-up work Quiver queues itself after writes to table `id`. */
+export const autoOwner = (id: readonly string[]) => `auto:${objectIdOf(id)}`;
+
+/** A full queue: try again once some of the queued work has started. */
+const RETRY_AFTER_S = 5;
+
+const queueFull = (message: string) => new ApiError(Code.ServiceUnavailable, message, 503, { retryAfterS: RETRY_AFTER_S, reason: "job_queue" });
+
+/**
+ * The queued record to start next: the oldest one of the owner whose last start is longest ago
+ * (an owner never started first), so owners take turns however many jobs each has queued.
+ * `queued` is in submission order.
+ */
+function nextFair(queued: JobRecord[], lastStart: Map<string, number>): JobRecord {
+  let best = queued[0];
+  let bestAt = lastStart.get(best.owner ?? "") ?? -Infinity;
+  for (const r of queued) {
+    const at = lastStart.get(r.owner ?? "") ?? -Infinity;
+    if (at < bestAt) [best, bestAt] = [r, at];
+  }
+  return best;
+}
+
+export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unknown) => string, bounds: QueueBounds): Jobs {
   const store = openStore(dir);
   const byName = new Map(kinds.map((k) => [k.name, k]));
   const running = new Map<string, Running>();
+  /** When each owner's job last started (this process), for nextFair. */
+  const lastStart = new Map<string, number>();
   let closed = false;
 
   const finish = async (rec: JobRecord, status: "Succeeded" | "Failed" | "Canceled", error?: string) => {
@@ -109,12 +145,13 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
     const all = store.all().sort((a, b) => a.createdAt - b.createdAt);
     for (const kind of kinds) {
       let slots = kind.limit - all.filter((r) => r.operation === kind.name && r.status === "Running").length;
-      for (const rec of all) {
-        if (slots <= 0) break;
-        if (rec.operation !== kind.name || rec.status !== "Queued") continue;
-        slots--;
+      const queued = all.filter((r) => r.operation === kind.name && r.status === "Queued");
+      for (; slots > 0 && queued.length > 0; slots--) {
+        const rec = nextFair(queued, lastStart);
+        queued.splice(queued.indexOf(rec), 1);
         rec.status = "Running"; // claimed now, so a second pump() does not start it too
         rec.startedAt = Date.now();
+        lastStart.set(rec.owner ?? "", rec.startedAt);
         void start(kind, rec)
           .catch((err: unknown) => log.error("job failed to run", { id: rec.id, error: String(err) }))
           .finally(() => {
@@ -122,6 +159,16 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
             pump();
           });
       }
+    }
+  }
+
+  function admit(table: readonly string[], owner: string): void {
+    const queued = store.all().filter((r) => r.status === "Queued");
+    if (queued.filter((r) => r.owner === owner).length >= bounds.maxQueuedJobsPerCredential) {
+      throw queueFull(`this credential already has ${bounds.maxQueuedJobsPerCredential} background jobs queued (max-queued-jobs-per-credential); retry when some have started`);
+    }
+    if (queued.filter((r) => sameId(r.table, table)).length >= bounds.maxQueuedJobsPerTable) {
+      throw queueFull(`table ${JSON.stringify(objectIdOf(table))} already has ${bounds.maxQueuedJobsPerTable} background jobs queued (max-queued-jobs-per-table); retry when some have started`);
     }
   }
 
@@ -148,9 +195,11 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
       for (const r of store.all()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);
       return kinds.flatMap((k) => STATUSES.map((state) => ({ kind: k.name, state, count: n.get(`${k.name}\u0000${state}`) ?? 0 })));
     },
-    async submit(kind, table, spec) {
+    admit,
+    async submit(kind, table, spec, owner) {
       if (!byName.has(kind)) throw new Error(`unknown job kind ${JSON.stringify(kind)}`);
-      const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, properties: {}, createdAt: Date.now() };
+      admit(table, owner);
+      const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, owner, properties: {}, createdAt: Date.now() };
       await store.put(rec);
       pump();
       return rec;

@@ -20,6 +20,11 @@ export interface JobRecord {
   operation: string;
   /** The table (or view) it acts on (path id). */
   table: string[];
+  /**
+   * Who it runs for: the submitting credential's stable id (src/auth/principal.ts, Principal.key),
+   * or `auto:<table>` for follow-up work Quiver queues itself. Absent on records of older versions.
+   */
+  owner?: string;
   /** The job's own inputs (plain JSON), enough to run it again after a restart. */
   spec: Record<string, unknown>;
   /** What the kind recorded while running (counters, checkpoint), plain JSON. */

@@ -1,5 +1,6 @@
 // Operations on the server's own storage: reclaiming orphan table directories (on start, and on
 // request by an admin).
+import { authoriseObject } from "../auth/principal.js";
 import { reclaimOrphans, type Reclaimed } from "../catalog/orphans.js";
 import { log } from "../log.js";
 import type { Services } from "../services.js";
@@ -13,7 +14,9 @@ export async function reclaim(svc: Services, trigger: "start" | "request"): Prom
   return result;
 }
 
-export const reclaimOrphanDirectories = queryOp(async ({ svc }) => {
+export const reclaimOrphanDirectories = queryOp(async ({ svc, principal }) => {
+  // It acts on (and lists) the whole data directory, every namespace's included.
+  authoriseObject(principal, [], "admin", "reclaim acts on the whole data directory, the root namespace");
   const r = await reclaim(svc, "request");
   return json({ removed: r.removed, removed_count: r.removed.length, too_young: r.young, min_age_ms: svc.config.orphanMinAgeMs });
 });

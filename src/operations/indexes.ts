@@ -10,7 +10,7 @@ import { namedBranch } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { INDEX_BUILD } from "../jobs/kinds/index-build.js";
 import type { JobRecord } from "../jobs/store.js";
-import { canonicalPath, resolveFieldPath } from "../schemas/field-path.js";
+import { canonicalPath, parseFieldPath, resolveFieldPath } from "../schemas/field-path.js";
 import { CreateIndex, DropIndex, IndexStats, ListIndices } from "../schemas/indexes.js";
 import type { Services } from "../services.js";
 import type { Static } from "@sinclair/typebox";
@@ -44,18 +44,40 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
   const given = Object.fromEntries(ALL_PARAMS.map((p) => [p, body[p] ?? undefined])) as IndexParams;
   const params = checkIndexParams(kind, column, field.type as unknown as ColumnType, given);
   const name = body.name ?? `${column}_idx`;
-  const committed = await table.listIndices();
-  // No await from the checks to submit(): a concurrent create of the same name sees this record.
-  if (committed.some((i) => i.name === name)) {
-    throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(name)} already exists in table ${JSON.stringify(entry.objectId)}`);
+  const where = `table ${JSON.stringify(entry.objectId)}`;
+  const refuseBusy = () => {
+    const busy = pendingBuilds(svc, id, branch).find((r) => {
+      const s = r.spec as IndexBuildSpec;
+      return s.name === name || (s.kind === kind && s.column === column);
+    });
+    if (!busy) return;
+    const s = busy.spec as IndexBuildSpec;
+    throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(s.name)} (${s.kind} on ${JSON.stringify(s.column)}) of ${where} is already being built (transaction ${busy.id}); cancel it first to build another`);
+  };
+  refuseBusy();
+  // A second index of the same type on the same column only costs a build and space: 409 unless asked.
+  const same = (await table.listIndices()).filter((i) => i.name === name || (friendlyType(i.indexType) === kind && i.columns.length === 1 && sameColumn(i.columns[0], column)));
+  if (same.length > 0 && !body.replace) {
+    const i = same[0];
+    throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(i.name)} (${friendlyType(i.indexType)} on ${JSON.stringify(i.columns[0])}) already exists in ${where}; send "replace": true to replace it`);
   }
-  const busy = pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name);
-  if (busy) {
-    throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(name)} of table ${JSON.stringify(entry.objectId)} is already being built (transaction ${busy.id})`);
-  }
+  // Refused by the queue bounds before anything is dropped.
+  svc.jobs.admit(id, ctx.principal.key);
+  for (const i of same) await svc.tables.write(entry, branch, () => table.dropIndex(i.name));
+  // No await from this check to submit(): a concurrent create of the same index sees this record.
+  refuseBusy();
   const spec: IndexBuildSpec = { column, kind, name, params, branch };
-  const rec = await svc.jobs.submit(INDEX_BUILD, id, spec);
+  const rec = await svc.jobs.submit(INDEX_BUILD, id, spec, ctx.principal.key);
   return json({ transaction_id: rec.id });
+}
+
+/** Does an index column as the engine lists it name the field at canonical path `column`? */
+function sameColumn(engineColumn: string, column: string): boolean {
+  try {
+    return canonicalPath(parseFieldPath(engineColumn, "column")) === column;
+  } catch {
+    return engineColumn === column;
+  }
 }
 
 export const createTableIndex = jsonOp(CreateIndex, (ctx) => create(ctx, false));

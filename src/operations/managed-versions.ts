@@ -9,7 +9,7 @@ import { stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Static } from "@sinclair/typebox";
-import { covers, type Principal } from "../auth/principal.js";
+import { authoriseObject, type Principal } from "../auth/principal.js";
 import { requireTable } from "../catalog/lookup.js";
 import { objectIdOf } from "../catalog/names.js";
 import { namedBranch } from "../engine/tables.js";
@@ -150,7 +150,7 @@ async function allOrNothing(svc: Services, steps: (() => Promise<Step>)[], what:
 /** Batch routes carry their ids in the body: each must lie inside the credential's namespaces. */
 function mayWrite(principal: Principal, id: readonly string[] | null | undefined, field: string): string[] {
   if (!id || id.length === 0) throw invalid(`${field}.id: is required (the table's id)`);
-  if (!covers(principal, id)) throw new ApiError(Code.PermissionDenied, `this credential may not write ${q(objectIdOf(id))}`);
+  authoriseObject(principal, id, "write", `${field}.id`);
   return [...id];
 }
 

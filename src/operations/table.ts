@@ -1,15 +1,16 @@
 // Table lifecycle and listings: create, declare, register, describe, exists, drop, deregister,
 // rename, list. The catalog entry is the table's identity; its data lives at entry.location.
 import { CreateTableQuery, DescribeTableQuery, ListTablesQuery } from "../schemas/params.js";
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
+import path from "node:path";
 import type { Static } from "@sinclair/typebox";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
-import { covers, roleRank, type Principal, type Role } from "../auth/principal.js";
+import { authoriseObject, covers, roleRank, type Principal, type Role } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
 import { lanceNameOf, newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
-import { markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
+import { DEREGISTERED, markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
@@ -217,7 +218,22 @@ export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc, princip
   svc.catalog.exclusive(async () => json((await declareIn(svc, id, body, principal)).response)),
 );
 
-export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc }) => {
+const nests = (a: string, b: string) => a === b || a.startsWith(b + path.sep) || b.startsWith(a + path.sep);
+
+/**
+ * Registering a location reads what is there: a credential limited to namespace prefixes may not
+ * register data that belongs to a table outside them (the location of such a table, or a directory
+ * inside or around it), nor the kept data of a deregistered table, which records no owner. The 403
+ * does not name the other table.
+ */
+async function authoriseLocation(svc: Services, principal: Principal, location: string, dir: string): Promise<void> {
+  if (principal.prefixes === null) return;
+  const deny = (why: string) => new ApiError(Code.PermissionDenied, `location: ${q(location)} ${why}; only a credential without namespace prefixes may register it`);
+  if (svc.catalog.allTables().some((e) => e.location !== null && nests(e.location, location) && !covers(principal, e.id))) throw deny("holds data of a table this credential may not access");
+  if (await stat(path.join(dir, DEREGISTERED)).then(() => true, () => false)) throw deny("is the kept data of a deregistered table");
+}
+
+export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, principal }) => {
   tableName(id);
   const location = normaliseLocation(svc.tables.root, body.location);
   const dir = resolveLocation(svc.tables.root, location);
@@ -225,6 +241,7 @@ export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc }) => 
   const properties = body.properties ?? {};
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
+    await authoriseLocation(svc, principal, location, dir);
     requireNamespace(svc.catalog, id.slice(0, -1));
     // A directory-listed root dataset has no row yet: registering it gives it one (and this id).
     const other = svc.catalog.allTables().find((e) => e.location === location && e.objectId !== objectIdOf(id) && !e.listed);
@@ -360,9 +377,7 @@ export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal
   const ns = body.new_namespace_id ?? id.slice(0, -1);
   ns.forEach((n) => checkName(n, "new_namespace_id"));
   const newId = [...ns, body.new_table_name];
-  if (!covers(principal, newId)) {
-    throw new ApiError(Code.PermissionDenied, `this credential may not create ${q(objectIdOf(newId))}`);
-  }
+  authoriseObject(principal, newId, "write", body.new_namespace_id ? "new_namespace_id" : "new_table_name");
   await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     const entry = await requireTable(svc.catalog, id);

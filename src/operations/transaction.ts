@@ -15,12 +15,14 @@ import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
 import { json } from "./types.js";
 
+/**
+ * A record the credential may see (its table lies inside the credential's prefixes). A record of a
+ * table it may not reach is "not found", exactly as an unknown id: ids are opaque, and the answer
+ * must not say that a job of another tenant exists.
+ */
 function requireTransaction(svc: Services, principal: Principal, id: string | undefined): JobRecord {
   const rec = id ? svc.jobs.get(id) : undefined;
-  if (!rec) throw new ApiError(Code.TransactionNotFound, `transaction ${JSON.stringify(id ?? "")} not found`);
-  if (!covers(principal, rec.table)) {
-    throw new ApiError(Code.PermissionDenied, `this credential may not access ${JSON.stringify(objectIdOf(rec.table))}`);
-  }
+  if (!rec || !covers(principal, rec.table)) throw new ApiError(Code.TransactionNotFound, `transaction ${JSON.stringify(id ?? "")} not found`);
   return rec;
 }
 

@@ -5,7 +5,8 @@ import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import type { Entry } from "../catalog/catalog.js";
-import { CHUNK, defineView, shownSpec, SOURCE_ROW_ID, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
+import { authoriseObject, type Principal } from "../auth/principal.js";
+import { CHUNK, defineView, definerOf, shownSpec, SOURCE_ROW_ID, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
 import { arrow } from "../engine/arrow.js";
 import { toJsonField } from "../engine/json-arrow.js";
 import { createQueryView, createViewTable, partitionIndex, queryViewSchema } from "../engine/views.js";
@@ -14,7 +15,7 @@ import { activeRefresh, refreshSpec, VIEW_REFRESH } from "../jobs/kinds/view-ref
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import { CreateMaterializedView, RefreshMaterializedView } from "../schemas/views.js";
 import type { Services } from "../services.js";
-import type { TableReply } from "../../workers/table-functions.js";
+import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { createEntry } from "./table.js";
 import { openAt } from "./table-ref.js";
@@ -52,12 +53,12 @@ async function checkSource(svc: Services, def: ViewDefinition): Promise<{ entry:
   return { entry, table };
 }
 
-/** The table function compiles (JavaScript) or parses (SQL) in a worker. */
+/** The table function compiles (JavaScript) or parses (SQL) in the compute sandbox. */
 async function checkFunction(svc: Services, def: ViewDefinition, schema: A.Schema): Promise<void> {
-  if (!def.fn) return;
+  if (!def.fn || def.kind === "query") return;
   const output = schema.fields.map((f) => toJsonField(f));
-  const reply = await svc.pool.run<TableReply>("table", { op: "check", kind: def.kind, fn: def.fn, output, timeoutMs: svc.config.udfTimeoutMs });
-  if (!(reply instanceof Uint8Array) && !reply.ok) throw invalid(`udtf_spec.udtf: ${reply.error}`);
+  const error = await checkInSandbox(svc.compute, { name: "table", request: { op: "check", kind: def.kind, fn: def.fn, output, timeoutMs: svc.config.udfTimeoutMs } }, svc.config.udfTimeoutMs);
+  if (error !== null) throw invalid(`udtf_spec.udtf: ${error}`);
 }
 
 /** The schema of a udtf or chunker view: the output schema (plus provenance for a chunker), with the definition. */
@@ -67,11 +68,17 @@ function viewSchema(def: ViewDefinition, out: A.Schema): A.Schema {
   return new arrow.Schema([...out.fields, ...extra], meta);
 }
 
-export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id, body, svc }) => {
+/** The caller may read the view's source (a view must not reach what its creator cannot). */
+const authoriseSource = (principal: Principal, def: ViewDefinition) => {
+  if (def.source) authoriseObject(principal, def.source.table, "read", "source_query.table");
+};
+
+export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id, body, svc, principal }) => {
   if (id.length === 0) throw invalid("id: a view id needs at least a view name");
+  const { definition: def, schema } = defineView(body);
+  authoriseSource(principal, def);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
-  const { definition: def, schema } = defineView(body);
   const runnable = def.source !== null && (def.kind === "query" || def.fn !== null);
   if (body.with_no_data === false && !runnable) {
     throw invalid(def.source === null ? `source_query: an initial refresh runs only this server's form, ${FORM}` : 'udtf_spec.udtf: an initial refresh runs only {"backend":"js","source":…} or {"backend":"sql","sql":…} (base64)');
@@ -90,15 +97,17 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
     await checkFunction(svc, def, schema);
     make = (location) => createViewTable(svc.tables, location, viewSchema(def, schema));
   }
+  // A view whose initial refresh the queue bounds refuse is not made either.
+  if (body.with_no_data === false) svc.jobs.admit(id, principal.key);
   const { entry, table } = await createEntry(svc, id, {}, make);
-  await svc.views.put({ id, location: entry.location!, definition: def, lastRefresh: null });
+  await svc.views.put({ id, location: entry.location!, definition: def, lastRefresh: null, definer: definerOf(principal) });
   const version = await table.version();
   if (body.with_no_data !== false) return json({ version }, 201);
-  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec({}, svc.config.workers));
+  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec({}, svc.config.workers), principal.key);
   return json({ version, job_id: rec.id }, 201);
 });
 
-export const refreshMaterializedView = jsonOp(RefreshMaterializedView, async ({ id, body, svc }) => {
+export const refreshMaterializedView = jsonOp(RefreshMaterializedView, async ({ id, body, svc, principal }) => {
   const entry = await requireTable(svc.catalog, id);
   const view = viewOf(svc.views, entry);
   if (!view) throw invalid(`id: table ${q(entry.objectId)} is not a materialized view`);
@@ -106,9 +115,11 @@ export const refreshMaterializedView = jsonOp(RefreshMaterializedView, async ({ 
   if (def.source === null) throw invalid(`source_query: stored as sent; this server refreshes only its own form, ${FORM}`);
   if (def.kind !== "query" && def.fn === null) throw invalid('udtf_spec.udtf: stored as sent; this server runs {"backend":"js","source":…} or {"backend":"sql","sql":…} (base64)');
   if (body.output_limit != null && def.kind !== "chunker") throw invalid("output_limit: applies to chunker views only");
+  authoriseSource(principal, def);
+  if (!view.definer) await svc.views.put({ ...view, definer: definerOf(principal) });
   if (body.src_version != null) await openAt(svc, await requireTable(svc.catalog, def.source.table), { branch: def.source.branch, version: body.src_version });
   const running = activeRefresh(svc.jobs, id);
   if (running) throw new ApiError(Code.ConcurrentModification, `view ${q(entry.objectId)} is already being refreshed (job ${running.id})`);
-  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec(body, svc.config.workers));
+  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec(body, svc.config.workers), principal.key);
   return json({ job_id: rec.id }, 202);
 });

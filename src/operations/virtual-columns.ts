@@ -18,7 +18,7 @@ import { activeBackfill, BACKFILL, backfillSpec } from "../jobs/kinds/backfill.j
 import { BackfillColumn } from "../schemas/column.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import type { Services } from "../services.js";
-import type { UdfTaskReply } from "../../workers/udf.js";
+import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
@@ -38,8 +38,8 @@ async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Fiel
   if (kind === "js" && !jsShape(vc.dataType!)) throw invalid(`${at}.outputs[0].data_type: a JavaScript UDF cannot produce ${q(vc.dataType)}`);
   fromJsonType(vc.dataType!, vc.column);
   if (kind === null) return;
-  const reply = await svc.pool.run<UdfTaskReply>("udf", { op: "check", udf: udfDefinition(vc, svc.config) });
-  if (!(reply instanceof Uint8Array) && !reply.ok) throw invalid(`${at}.udf: ${reply.error}`);
+  const error = await checkInSandbox(svc.compute, { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);
+  if (error !== null) throw invalid(`${at}.udf: ${error}`);
 }
 
 /** An entry of add_columns with `virtual_column` or `computed` (an sql column without a descriptor). */
@@ -89,7 +89,7 @@ export async function alterVirtualColumns(svc: Services, entry: Entry, t: lanced
   return commitSchemaEdit(() => t.updateFieldMetadata(changes.map(({ vc }) => ({ path: vc.column, metadata: toFieldMetadata(vc), replace: true }))));
 }
 
-export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc }) => {
+export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, principal }) => {
   const entry = await requireTable(svc.catalog, id);
   const branch = namedBranch(body.branch) ?? null;
   const t = await openAt(svc, entry, { branch });
@@ -122,7 +122,7 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc }) =
   const running = activeBackfill(svc.jobs, id, vc.column, branch);
   if (running) throw new ApiError(Code.ConcurrentModification, `column ${q(vc.column)} is already being backfilled (job ${running.id}); cancel it or wait for it`);
   const spec = backfillSpec(vc, branch, key, body, svc.config.workers);
-  const rec = await svc.jobs.submit(BACKFILL, id, spec);
+  const rec = await svc.jobs.submit(BACKFILL, id, spec, principal.key);
   return json({ job_id: rec.id }, 202);
 });
 

@@ -76,7 +76,7 @@ export const SchemaMetadataUpdate = Type.Object({ ...common }, { additionalPrope
 
 const Count = Opt(Type.Integer({ minimum: 1 }));
 
-/** lance-namespace `AlterTableBackfillColumnsRequest`; the README says which fields have effect. */
+/** lance-namespace `AlterTableBackfillColumnsRequest`; docs/compute.md says which fields have effect. */
 export const BackfillColumn = Type.Object({
   ...common,
   ...branch,

@@ -29,6 +29,7 @@ export const CreateIndex = Type.Object({
   stem: Opt(Type.Boolean()),
   remove_stop_words: Opt(Type.Boolean()),
   ascii_folding: Opt(Type.Boolean()),
+  replace: Opt(Type.Boolean({ description: "Replace an index of the same type on the same column (or of the same name) instead of answering 409: the old one is dropped, then the new one is built" })),
 });
 
 const at = { ...common, ...branch, version: Opt(UInt()) };

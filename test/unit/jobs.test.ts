@@ -121,15 +121,16 @@ async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> 
   }
 }
 const statusOf = (jobs: ReturnType<typeof openJobs>, id: string) => jobs.get(id)!.status;
+const BOUNDS = { maxQueuedJobsPerCredential: 100, maxQueuedJobsPerTable: 100 };
 
 describe("job kinds", () => {
   it("each kind runs up to its own limit; the rest wait as Queued, in order", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
     const b = controlled("b", 2, "fail");
-    const jobs = openJobs(dir, [a.kind, b.kind], String);
-    const as = [await jobs.submit("a", ["t"], {}), await jobs.submit("a", ["t"], {})];
-    const bs = [await jobs.submit("b", ["t"], {}), await jobs.submit("b", ["t"], {}), await jobs.submit("b", ["t"], {})];
+    const jobs = openJobs(dir, [a.kind, b.kind], String, BOUNDS);
+    const as = [await jobs.submit("a", ["t"], {}, "o"), await jobs.submit("a", ["t"], {}, "o")];
+    const bs = [await jobs.submit("b", ["t"], {}, "o"), await jobs.submit("b", ["t"], {}, "o"), await jobs.submit("b", ["t"], {}, "o")];
     await eventually(() => {
       expect(as.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Queued"]);
       expect(bs.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Running", "Queued"]);
@@ -145,11 +146,56 @@ describe("job kinds", () => {
     await jobs.close();
   });
 
+  it("a freed slot goes to the owner whose last start is longest ago, not to the oldest record", async () => {
+    const dir = tempDir();
+    const a = controlled("a", 1, "fail");
+    const jobs = openJobs(dir, [a.kind], String, BOUNDS);
+    const first = await jobs.submit("a", ["t"], {}, "A");
+    const moreA = [await jobs.submit("a", ["t"], {}, "A"), await jobs.submit("a", ["t"], {}, "A")];
+    const b = await jobs.submit("a", ["u"], {}, "B");
+    const c = await jobs.submit("a", ["u"], {}, "C");
+    await eventually(() => expect(statusOf(jobs, first.id)).toBe("Running"));
+    const order: string[] = [];
+    let running = first.id;
+    for (let i = 0; i < 4; i++) {
+      await eventually(() => expect(a.runs.has(running)).toBe(true));
+      a.runs.get(running)!.finish();
+      let started: JobRecord | undefined;
+      await eventually(() => expect((started = jobs.active().find((r) => r.status === "Running" && r.id !== running))).toBeDefined());
+      order.push(started!.owner!);
+      running = started!.id;
+    }
+    expect(moreA.map((r) => statusOf(jobs, r.id))).toContain("Running");
+    expect([b, c].map((r) => statusOf(jobs, r.id))).toEqual(["Succeeded", "Succeeded"]);
+    expect(order).toEqual(["B", "C", "A", "A"]);
+    await jobs.close();
+  });
+
+  it("queued records are bounded per owner and per table: past either, 503 with Retry-After", async () => {
+    const dir = tempDir();
+    const a = controlled("a", 1, "fail");
+    const jobs = openJobs(dir, [a.kind], String, { maxQueuedJobsPerCredential: 2, maxQueuedJobsPerTable: 3 });
+    await jobs.submit("a", ["t"], {}, "A"); // starts: Running records are not bounded
+    await eventually(() => expect(jobs.active()[0].status).toBe("Running"));
+    await jobs.submit("a", ["t"], {}, "A");
+    await jobs.submit("a", ["t"], {}, "A");
+    const perOwner = await jobs.submit("a", ["u"], {}, "A").catch((e: unknown) => e);
+    expect(perOwner).toMatchObject({ status: 503, retryAfterS: 5, reason: "job_queue" });
+    expect(String((perOwner as Error).message)).toMatch(/max-queued-jobs-per-credential/);
+    await jobs.submit("a", ["t"], {}, "B");
+    const perTable = await jobs.submit("a", ["t"], {}, "C").catch((e: unknown) => e);
+    expect(perTable).toMatchObject({ status: 503, reason: "job_queue" });
+    expect(String((perTable as Error).message)).toMatch(/"t".*max-queued-jobs-per-table/);
+    await jobs.submit("a", ["v"], {}, "C");
+    expect(jobs.active()).toHaveLength(5);
+    await jobs.close();
+  });
+
   it("cancel stops a running job and a queued one never starts", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = openJobs(dir, [a.kind], String);
-    const [r1, r2] = [await jobs.submit("a", ["t"], {}), await jobs.submit("a", ["t"], {})];
+    const jobs = openJobs(dir, [a.kind], String, BOUNDS);
+    const [r1, r2] = [await jobs.submit("a", ["t"], {}, "o"), await jobs.submit("a", ["t"], {}, "o")];
     await settle();
     await jobs.cancel(jobs.get(r2.id)!);
     await jobs.cancel(jobs.get(r1.id)!);
@@ -165,12 +211,12 @@ describe("job kinds", () => {
     const dir = tempDir();
     const r = controlled("r", 1, "resume");
     const f = controlled("f", 1, "fail");
-    const jobs = openJobs(dir, [r.kind, f.kind], String);
-    const [jr, jf] = [await jobs.submit("r", ["t"], {}), await jobs.submit("f", ["t"], {})];
+    const jobs = openJobs(dir, [r.kind, f.kind], String, BOUNDS);
+    const [jr, jf] = [await jobs.submit("r", ["t"], {}, "o"), await jobs.submit("f", ["t"], {}, "o")];
     await settle();
     // No close(): the process "died" with both Running on disk.
     const r2 = controlled("r", 1, "resume");
-    const again = openJobs(dir, [r2.kind, controlled("f", 1, "fail").kind], String);
+    const again = openJobs(dir, [r2.kind, controlled("f", 1, "fail").kind], String, BOUNDS);
     await eventually(() => {
       expect(again.get(jr.id)).toMatchObject({ status: "Running", progress: { started: 2 } });
       expect(again.get(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server restart" });
@@ -186,8 +232,8 @@ describe("job kinds", () => {
     const dir = tempDir();
     const r = controlled("r", 1, "resume");
     const f = controlled("f", 1, "fail");
-    const jobs = openJobs(dir, [r.kind, f.kind], String);
-    const [jr, jf] = [await jobs.submit("r", ["t"], {}), await jobs.submit("f", ["t"], {})];
+    const jobs = openJobs(dir, [r.kind, f.kind], String, BOUNDS);
+    const [jr, jf] = [await jobs.submit("r", ["t"], {}, "o"), await jobs.submit("f", ["t"], {}, "o")];
     await settle();
     await jobs.close();
     expect(r.runs.get(jr.id)!.stopped).toBe(true);
@@ -202,7 +248,7 @@ describe("job kinds", () => {
     const s = openStore(dir);
     await s.put({ ...rec("x"), operation: "gone" });
     await s.close();
-    const jobs = openJobs(dir, [], String);
+    const jobs = openJobs(dir, [], String, BOUNDS);
     await eventually(() => {
       expect(jobs.get("x")).toMatchObject({ status: "Failed", error: 'unknown job kind "gone"' });
     });

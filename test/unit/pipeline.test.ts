@@ -17,8 +17,9 @@ let pipeline: Pipeline;
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "quiver-pipeline-"));
   const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
-  svc = await createServices(config);
-  pipeline = createPipeline(svc, setupAuth(config).authenticate);
+  const auth = setupAuth(config);
+  svc = await createServices(config, auth.credential);
+  pipeline = createPipeline(svc, auth.authenticate);
 });
 afterAll(async () => {
   await svc.close();

@@ -1,6 +1,6 @@
 // What the ingest pool moves to a worker must be a buffer of its own, never Node's shared pool.
 import { describe, expect, it } from "vitest";
-import { ownBuffer } from "../../workers/pool.js";
+import { ownBuffer } from "../../src/util/own-buffer.js";
 
 describe("ownBuffer", () => {
   it("copies a small Buffer out of Node's shared pool; a whole buffer is kept as it is", () => {

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { UdfDefinition } from "../../src/compute/udf.js";
 import { arrow } from "../../src/engine/arrow.js";
 import type { JsonArrowDataType } from "../../src/engine/json-arrow.js";
-import { runUdf as udf, type UdfReply } from "../../workers/udf.js";
+import { runUdf as udf, type UdfReply } from "../../workers/threads/udf.js";
 
 let wasm = "";
 beforeAll(async () => {
@@ -25,6 +25,7 @@ function def(source: string, type: JsonArrowDataType, opts: Partial<UdfDefinitio
     source,
     batch: false,
     inputs: ["__in0"],
+    sources: ["x"],
     output: { name: "out", type, nullable: true, structField: "" },
     timeoutMs: 1000,
     wasmMaxPages: 64,
@@ -39,7 +40,7 @@ function input(cols: Record<string, import("apache-arrow").Vector>): Uint8Array 
 function values(r: UdfReply): unknown[] {
   if (!r.ok) throw new Error(r.error);
   const t = arrow.tableFromIPC(r.output!);
-  expect(t.schema.fields.map((f) => f.name)).toEqual(["id", "out"]);
+  expect(t.schema.fields.map((f) => f.name)).toEqual(["out"]);
   return [...t.getChild("out")!];
 }
 const run = (u: UdfDefinition, cols: Record<string, import("apache-arrow").Vector>) => udf({ op: "run", udf: u, input: input(cols), keep: ["id"] });

@@ -1,19 +1,19 @@
 // Job kind "backfill": compute a virtual column's values, in a child process at the lowest CPU
-// priority (workers/backfill.ts says how, and why). The server records each commit the process
+// priority (workers/processes/backfill.ts says how, and why). The server records each commit the process
 // reports (in the job's progress, and in the column's list of value versions) before the next
 // report is handled, so a stop, a failure or a crash loses at most the checkpoint in progress,
 // and a run that resumes after a restart skips every row already written.
-import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/backfill.js";
+import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/protocol.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
-import type { UdfLimits } from "../../compute/udf.js";
+import { udfDefinition, type UdfLimits } from "../../compute/udf.js";
 import type { ValueVersions, ValuesKey } from "../../compute/value-versions.js";
 import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type VirtualColumn } from "../../compute/virtual-column.js";
 import { backfillKey } from "../../engine/computed-columns.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
-import type { JobKind, Jobs } from "../jobs.js";
+import { autoOwner, type JobKind, type Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
@@ -37,8 +37,8 @@ export interface BackfillDeps {
   limit: number;
 }
 
-// dist/src/jobs/kinds/backfill.js → dist/workers/backfill.js
-const BACKFILL_PROCESS = new URL("../../../workers/backfill.js", import.meta.url);
+// dist/src/jobs/kinds/backfill.js → dist/workers/processes/backfill.js
+const BACKFILL_PROCESS = new URL("../../../workers/processes/backfill.js", import.meta.url);
 
 export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
   const { catalog, tables, versions } = deps;
@@ -65,14 +65,15 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         root: tables.root,
         entry,
         run: spec,
+        // Decided here, once: the child opens its table store once and computes straight away.
+        compute: runnable(vc) === "sql" ? { kind: "sql" } : { kind: "udf", udf: udfDefinition(vc, deps.limits) },
         progress: (job.rec.progress ?? {}) as BackfillProgress,
         fresh: [...versions.get(valuesKey)],
         others: [...others.values()].map((k) => ({ column: k.column, fresh: [...versions.get(k)] })),
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
-        limits: deps.limits,
       };
-      return runInBackground<BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
+      return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
         if (m.tracked) {
           for (const v of m.committed) await versions.add(valuesKey, v);
           for (const c of m.freshFor) for (const v of m.committed) await versions.add(others.get(c)!, v);
@@ -190,7 +191,7 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
       if (!vc?.autoBackfill || !runnable(vc)) continue;
       const key = runnable(vc) === "sql" ? null : backfillKey(fields);
       if (runnable(vc) !== "sql" && !key) continue;
-      await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true));
+      await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true), autoOwner(entry.id));
       break;
     }
     if (todo.size > 0) arm(entry, branch);

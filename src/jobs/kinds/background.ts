@@ -1,12 +1,15 @@
-// Child processes for background work (index builds, backfills). LanceDB runs its work on native
-// threads of the process that calls it, so work started in the server competes with queries on
-// equal terms; in a child process started through `nice`, every thread it ever makes runs at the
-// lower priority (a priority set on a pid afterwards reaches only the process's main thread).
+// Child processes for background work (index builds, backfills, view refreshes), all speaking the
+// job protocol of workers/protocol.ts. LanceDB runs its work on native threads of the process that
+// calls it, so work started in the server competes with queries on equal terms; in a child process
+// started through `nice`, every thread it ever makes runs at the lower priority (a priority set on
+// a pid afterwards reaches only the process's main thread). A job process gets the server's
+// environment without its QUIVER_* variables (API keys, JWT secrets): it needs none of them, and
+// an object store's credentials (AWS_*, AZURE_*, ...) must still reach LanceDB.
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { setPriority } from "node:os";
 import { fileURLToPath } from "node:url";
-import type { EndMessage } from "../../../workers/job-process.js";
+import type { EndMessage, JobCommand } from "../../../workers/protocol.js";
 import type { Running } from "../jobs.js";
 
 const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
@@ -14,11 +17,16 @@ const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
 /** The niceness of jobs whose work must never slow queries (backfills, refreshes). */
 export const LOWEST_PRIORITY = 19;
 
+/** The server's environment without Quiver's own variables. */
+export function jobEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !k.toUpperCase().startsWith("QUIVER_")));
+}
+
 /** Start `entry` (a built module) with an IPC channel, at `niceness`. */
-export function startBackground(entry: URL, niceness: number): ChildProcess {
-  const stdio: ["ignore", "inherit", "inherit", "ipc"] = ["ignore", "inherit", "inherit", "ipc"];
-  if (NICE) return spawn(NICE, ["-n", String(niceness), process.execPath, fileURLToPath(entry)], { stdio });
-  const child = fork(entry, [], { stdio });
+function startBackground(entry: URL, niceness: number): ChildProcess {
+  const options = { stdio: ["ignore", "inherit", "inherit", "ipc"] as ["ignore", "inherit", "inherit", "ipc"], env: jobEnvironment() };
+  if (NICE) return spawn(NICE, ["-n", String(niceness), process.execPath, fileURLToPath(entry)], options);
+  const child = fork(entry, [], options);
   if (child.pid !== undefined) setPriority(child.pid, niceness);
   return child;
 }
@@ -27,11 +35,12 @@ export function startBackground(entry: URL, niceness: number): ChildProcess {
 const STOP_DEADLINE_MS = 30_000;
 
 /**
- * Run a job's child process (workers/job-process.ts) at `niceness`: `handle` sees its progress
+ * Run a job's child process (workers/processes/job-process.ts) at `niceness`: `handle` sees its progress
  * messages one at a time, in order (a step is recorded before the next is handled); `done`
- * settles with the process's end.
+ * settles with the process's end. A stop asks the process to end after its step in progress, or
+ * with `stop: "kill"` kills it at once (work that cannot stop halfway, such as an index build).
  */
-export function runInBackground<M>(entry: URL, niceness: number, request: object, handle: (m: M) => Promise<void>): Running {
+export function runInBackground<R, M>(entry: URL, niceness: number, request: R, handle: (m: M) => Promise<void>, stop: "after-step" | "kill" = "after-step"): Running {
   const child = startBackground(entry, niceness);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let handled = Promise.resolve();
@@ -48,11 +57,13 @@ export function runInBackground<M>(entry: URL, niceness: number, request: object
     child.once("exit", (code, signal) => void handled.then(() => reject(new Error(`the job's process ended unexpectedly (${signal ?? `exit code ${code}`})`))));
     child.once("error", reject);
   });
-  child.send({ type: "start", request });
+  const send = (c: JobCommand<R>) => child.send(c);
+  send({ type: "start", request });
   return {
     done,
     async stop() {
-      if (child.exitCode === null && child.connected) child.send({ type: "stop" });
+      if (stop === "kill") child.kill("SIGKILL");
+      else if (child.exitCode === null && child.connected) send({ type: "stop" });
       const deadline = setTimeout(() => child.kill("SIGKILL"), STOP_DEADLINE_MS);
       await exited;
       clearTimeout(deadline);

@@ -1,19 +1,19 @@
-// Job kind "create_index": one index build, run in a child process (workers/index-build.ts says
-// why). Stop kills the child; an index that committed anyway (the stop raced the commit) is
+// Job kind "create_index": one index build, run in a child process (workers/processes/index-build.ts says
+// why) through the same runner as backfills. Stop kills the child; an index that committed anyway (the stop raced the commit) is
 // dropped. A build interrupted by a restart fails: its work died with the process.
-import type { BuildRequest } from "../../../workers/index-build.js";
+import type { BuildMessage, BuildRequest } from "../../../workers/protocol.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { dropIfPresent, type IndexBuildSpec } from "../../engine/indexes.js";
 import type { Tables } from "../../engine/tables.js";
 import type { JobKind } from "../jobs.js";
-import { startBackground } from "./background.js";
+import { runInBackground } from "./background.js";
 
 export const INDEX_BUILD = "create_index";
 
 const BUILD_NICENESS = 10;
-// dist/src/jobs/kinds/index-build.js → dist/workers/index-build.js
-const BUILD_PROCESS = new URL("../../../workers/index-build.js", import.meta.url);
+// dist/src/jobs/kinds/index-build.js → dist/workers/processes/index-build.js
+const BUILD_PROCESS = new URL("../../../workers/processes/index-build.js", import.meta.url);
 
 export function indexBuildKind(deps: { catalog: Catalog; tables: Tables; limit: number }): JobKind<IndexBuildSpec> {
   const { catalog, tables } = deps;
@@ -25,20 +25,14 @@ export function indexBuildKind(deps: { catalog: Catalog; tables: Tables; limit: 
       const spec = rec.spec;
       const entry = await requireTable(catalog, rec.table);
       // Builds are background work: requests get the CPU first (query p99 during a build).
-      const child = startBackground(BUILD_PROCESS, BUILD_NICENESS);
-      const done = new Promise<void>((resolve, reject) => {
-        child.once("message", (m: { ok: boolean; message?: string }) => (m.ok ? resolve() : reject(new Error(m.message))));
-        child.once("exit", (code, signal) => reject(new Error(`the index build process ended unexpectedly (${signal ?? `exit code ${code}`})`)));
-        child.once("error", reject);
-      });
-      child.send({ root: tables.root, entry, spec } satisfies BuildRequest);
+      const run = runInBackground<BuildRequest, BuildMessage>(BUILD_PROCESS, BUILD_NICENESS, { root: tables.root, entry, spec }, async () => undefined, "kill");
       // The shared handle sees the new index at once instead of after the consistency interval.
       const refresh = () => tables.evict(entry.objectId);
       return {
-        done: done.then(refresh),
+        done: run.done.then(refresh),
         async stop() {
-          child.kill("SIGKILL");
-          await done.catch(() => undefined);
+          await run.stop();
+          await run.done.catch(() => undefined);
           await dropIfPresent(await tables.open(entry, { branch: spec.branch }), spec.name);
           refresh();
         },

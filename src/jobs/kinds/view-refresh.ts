@@ -1,16 +1,17 @@
 // Job kind "refresh_materialized_view": bring a view up to date with its source, in a child process
-// at the lowest CPU priority (workers/refresh.ts says how for each kind of view). The result (mode,
+// at the lowest CPU priority (workers/processes/refresh.ts says how for each kind of view). The result (mode,
 // rows written, source and view versions) is recorded as the view's last refresh. A refresh
 // interrupted by a restart runs again: each kind's refresh is idempotent (a rebuild replaces the
 // contents in one commit; a chunker's merge is keyed by source row and child).
-import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../../../workers/refresh.js";
+import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../../../workers/protocol.js";
+import { allows, type Principal } from "../../auth/principal.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
-import { sameId } from "../../catalog/names.js";
-import type { Views } from "../../compute/views.js";
+import { objectIdOf, sameId } from "../../catalog/names.js";
+import type { ViewRecord, Views } from "../../compute/views.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
-import type { JobKind, Jobs } from "../jobs.js";
+import { autoOwner, type JobKind, type Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
@@ -34,10 +35,32 @@ export interface ViewRefreshDeps {
   workerHeapMb: number;
   timeoutMs: number;
   limit: number;
+  /** The API key with this stable id as configured now (src/auth/authenticate.ts). */
+  credential: (key: string) => Principal | null;
 }
 
-// dist/src/jobs/kinds/view-refresh.js → dist/workers/refresh.js
-const REFRESH_PROCESS = new URL("../../../workers/refresh.js", import.meta.url);
+/**
+ * Why the credential that defined `view` may not read its source now, or null when it may. Both
+ * what it could do when it defined the view and what it can do now must allow the read; an API
+ * key no longer configured can do nothing. A bearer token cannot be looked up without the token:
+ * its role and prefixes as the view was defined are what count.
+ */
+function definerRefusal(view: ViewRecord, credential: ViewRefreshDeps["credential"]): string | null {
+  const source = view.definition.source?.table;
+  if (!source) return null;
+  const name = JSON.stringify(objectIdOf(view.id));
+  const d = view.definer;
+  if (!d) return `view ${name} records no defining credential (it was defined before Quiver kept one); refresh it once by hand with a key that may read its source`;
+  const now = d.key.startsWith("key:") ? credential(d.key) : d;
+  if (!now) return `the API key that defined view ${name} (${d.subject}) is no longer configured, so its source is not read; define the view again with a current key`;
+  if (!allows(d, source, "read") || !allows(now, source, "read")) {
+    return `the credential that defined view ${name} (${d.subject}) may no longer read its source ${JSON.stringify(objectIdOf(source))}`;
+  }
+  return null;
+}
+
+// dist/src/jobs/kinds/view-refresh.js → dist/workers/processes/refresh.js
+const REFRESH_PROCESS = new URL("../../../workers/processes/refresh.js", import.meta.url);
 
 export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
   const { catalog, tables, views } = deps;
@@ -50,6 +73,8 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
       const entry = await requireTable(catalog, job.rec.table);
       const view = views.get(entry.location!);
       if (!view) throw new Error(`table ${JSON.stringify(entry.objectId)} is no longer a materialized view`);
+      const refusal = definerRefusal(view, deps.credential);
+      if (refusal) throw new Error(refusal);
       const def = view.definition;
       const source = def.source && def.kind !== "query" ? await requireTable(catalog, def.source.table) : null;
       const request: RefreshRequest = {
@@ -66,7 +91,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
       };
-      return runInBackground<RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async (m) => {
+      return runInBackground<RefreshRequest, RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async (m) => {
         if (m.type === "step") return job.report({ ...m.step });
         const r: RefreshResult = m.result;
         const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode, truncated: r.truncated };
@@ -92,6 +117,13 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
     },
   };
 }
+
+/** The newest refresh job of view `id` kept, if any. */
+const lastRefreshJob = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
+  jobs
+    .all()
+    .filter((r) => r.operation === VIEW_REFRESH && sameId(r.table, id))
+    .reduce<JobRecord | undefined>((a, r) => (a === undefined || r.createdAt > a.createdAt ? r : a), undefined);
 
 /** A refresh of view `id` already Queued or Running. */
 export const activeRefresh = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
@@ -130,7 +162,16 @@ export interface AutoRefresh {
  * rows changed since the view's last refresh, and at most once per `cooldownMs` per view; while a
  * refresh of the view is active, the check repeats after the cooldown instead of piling up jobs.
  */
-export function autoRefresh(deps: { jobs: Jobs; tables: Tables; views: Views; catalog: Catalog; workers: number; minRows: number; cooldownMs: number }): AutoRefresh {
+export function autoRefresh(deps: {
+  jobs: Jobs;
+  tables: Tables;
+  views: Views;
+  catalog: Catalog;
+  workers: number;
+  minRows: number;
+  cooldownMs: number;
+  credential: ViewRefreshDeps["credential"];
+}): AutoRefresh {
   const timers = new Map<string, NodeJS.Timeout>();
   const lastStart = new Map<string, number>();
   const arm = (location: string, delay: number) => {
@@ -155,9 +196,12 @@ export function autoRefresh(deps: { jobs: Jobs; tables: Tables; views: Views; ca
     const v = deps.views.get(location);
     if (!v) return;
     if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
+    // A definer refused once stops the automatic refreshes: one failed job says why, not one per write.
+    const refusal = definerRefusal(v, deps.credential);
+    if (refusal !== null && lastRefreshJob(deps.jobs, v.id)?.error === refusal) return;
     if ((await changedRows(location)) < deps.minRows) return;
     lastStart.set(location, Date.now());
-    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true));
+    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id));
   }
   return {
     written(source, branch) {

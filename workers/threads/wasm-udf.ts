@@ -6,11 +6,11 @@
 // Arrow C Data Interface layout (wasm32); apply returns a pointer to one such pair holding the output
 // column, which the host reads back with arrow-js-ffi and copies at once (a view dies when memory
 // grows). A fresh instance runs each record batch, so a UDF keeps no state between batches and its
-// memory never outgrows the cap; apply runs under the batch time limit.
+// memory never outgrows the cap; instantiation (`start`), `alloc` and `apply` run under the time limit.
 import { createRequire } from "node:module";
 import vm from "node:vm";
 import type * as A from "apache-arrow";
-import { arrow } from "../src/engine/arrow.js";
+import { arrow } from "../../src/engine/arrow.js";
 
 // The CommonJS build, which uses the same apache-arrow copy as the rest of Quiver.
 const ffi = createRequire(import.meta.url)("arrow-js-ffi") as typeof import("arrow-js-ffi");
@@ -189,16 +189,21 @@ function writer(memory: WebAssembly.Memory, alloc: (n: number) => number) {
 const context = vm.createContext(Object.create(null));
 const CALL = new vm.Script("__quiverApply()", { filename: "quiver-wasm-call" });
 
-/** Run the UDF over one record batch's input columns; returns the output column, copied out. */
+/**
+ * Run the UDF over one record batch's input columns; returns the output column, copied out. The
+ * instance is made (its `start` runs), its inputs written through its `alloc`, and `apply` called,
+ * all under `timeoutMs`.
+ */
 export function runWasm(udf: WasmUdf, fields: A.Field[], columns: A.Data[], rows: number, timeoutMs: number): A.Vector {
   const memory = new WebAssembly.Memory({ initial: udf.memory.min, maximum: udf.memory.max });
-  const instance = new WebAssembly.Instance(udf.module, { env: { memory } });
-  const { alloc, apply } = instance.exports as { alloc: (n: number) => number; apply: (p: number, n: number, rows: number) => number };
-  const w = writer(memory, alloc);
-  const pairs = columns.flatMap((d, i) => [w.array(d), w.schema(fields[i])]);
-  const inputs = w.pointers(pairs);
-  (context as { __quiverApply?: () => number }).__quiverApply = () => apply(inputs, columns.length, rows);
-  const out = CALL.runInContext(context, { timeout: timeoutMs }) as number;
+  (context as { __quiverApply?: () => number }).__quiverApply = () => {
+    const instance = new WebAssembly.Instance(udf.module, { env: { memory } });
+    const { alloc, apply } = instance.exports as { alloc: (n: number) => number; apply: (p: number, n: number, rows: number) => number };
+    const w = writer(memory, alloc);
+    const pairs = columns.flatMap((d, i) => [w.array(d), w.schema(fields[i])]);
+    return apply(w.pointers(pairs), columns.length, rows);
+  };
+  const out = CALL.runInContext(context, { timeout: Math.max(1, Math.ceil(timeoutMs)) }) as number;
   if (!Number.isInteger(out) || out <= 0 || out + 8 > memory.buffer.byteLength) throw new Error(`apply returned ${out}, not a pointer to the output column`);
   const [arrayPtr, schemaPtr] = new Uint32Array(memory.buffer.slice(out, out + 8));
   const field = ffi.parseField(memory.buffer, schemaPtr);

@@ -7,7 +7,7 @@
 // into plain data inside the context, under the batch's time limit; this side then reads only own
 // data properties, so no user code (a getter, a proxy trap) ever runs outside that limit.
 import vm from "node:vm";
-import type { Shape } from "../src/compute/udf.js";
+import type { Shape } from "../../src/compute/udf.js";
 
 const DRIVER = `(() => {
   "use strict";
@@ -139,6 +139,21 @@ const DRIVER = `(() => {
     }
     return { columns: cols, parents };
   };
+  // Evaluating the source: whatever it throws is described here, under the time limit, so no
+  // value the source made (a getter on message, a Proxy, a Symbol.toPrimitive) reaches the host.
+  const load = () => {
+    const { factory } = job;
+    job = null;
+    let fn;
+    try {
+      fn = factory();
+    } catch (e) {
+      return fail(-1, e);
+    }
+    if (typeof fn !== "function") return { error: "the udf source must evaluate to a function", row: -1 };
+    return { fn };
+  };
+  Object.defineProperty(g, "__quiverLoad", { value: load, writable: false, configurable: false, enumerable: false });
   Object.defineProperty(g, "__quiverRun", { value: run, writable: false, configurable: false, enumerable: false });
   Object.defineProperty(g, "__quiverRunRows", { value: runRows, writable: false, configurable: false, enumerable: false });
   return {
@@ -146,7 +161,7 @@ const DRIVER = `(() => {
     object: () => create(null),
     prepare: (fn, cols, n, batch, shape, field) => { job = { fn, cols, n, batch, shape, field }; },
     prepareRows: (fn, rows, chunker, fields) => { job = { fn, rows, chunker, fields }; },
-    isFunction: (v) => typeof v === "function",
+    prepareLoad: (factory) => { job = { factory }; },
   };
 })()`;
 
@@ -155,7 +170,7 @@ interface Driver {
   object(): Record<string, unknown>;
   prepare(fn: unknown, cols: unknown[], n: number, batch: boolean, shape: unknown, field: string): void;
   prepareRows(fn: unknown, rows: unknown, chunker: boolean, fields: unknown): void;
-  isFunction(v: unknown): boolean;
+  prepareLoad(factory: unknown): void;
 }
 
 /** A value this side reads after a run: plain data copied by the driver inside the context. */
@@ -173,16 +188,25 @@ export interface Sandbox {
 
 const RUN = new vm.Script("__quiverRun()", { filename: "quiver-udf-driver" });
 const RUN_ROWS = new vm.Script("__quiverRunRows()", { filename: "quiver-udf-driver" });
+const LOAD = new vm.Script("__quiverLoad()", { filename: "quiver-udf-driver" });
 
-/** Compile `source` (a function expression) in a fresh sandbox; throws on a compile error or a non-function. */
+/**
+ * Compile `source` (a function expression) in a fresh sandbox; throws a plain Error on a compile
+ * error, on anything the evaluation throws (described inside the sandbox) or on a non-function.
+ */
 export function compileJs(source: string, timeoutMs: number): Sandbox {
   const context = vm.createContext(Object.create(null), {
     codeGeneration: { strings: false, wasm: false },
     microtaskMode: "afterEvaluate",
   });
   const driver = new vm.Script(DRIVER, { filename: "quiver-udf-driver" }).runInContext(context) as Driver;
-  const fn = new vm.Script(`"use strict";\n(${source}\n)`, { filename: "udf.js" }).runInContext(context, { timeout: timeoutMs });
-  if (!driver.isFunction(fn)) throw new TypeError("the udf source must evaluate to a function");
+  // A function body parses alone (an unbalanced brace is a syntax error), so the source cannot
+  // step out of the factory and run outside the driver's try.
+  const factory = vm.compileFunction(`"use strict";\nreturn (${source}\n);`, [], { parsingContext: context, filename: "udf.js" });
+  driver.prepareLoad(factory);
+  const loaded = LOAD.runInContext(context, { timeout: timeoutMs }) as { fn: unknown } | { error: string };
+  if ("error" in loaded) throw new Error(loaded.error);
+  const fn = loaded.fn;
 
   const inside = (v: Plain): unknown => {
     if (v === null || typeof v !== "object") return v;

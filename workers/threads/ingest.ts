@@ -1,9 +1,9 @@
 // Pool task "ingest": decode, check and normalise one Arrow IPC request body with the same function
 // the main thread uses for small bodies, and hand back only bytes, moved.
 import { Piscina } from "piscina";
-import { normaliseIpc } from "../src/engine/ipc-in.js";
-import { arrow } from "../src/engine/arrow.js";
-import { ApiError } from "../src/errors.js";
+import { normaliseIpc } from "../../src/engine/ipc-in.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { ApiError } from "../../src/errors.js";
 
 /** Normalised IPC bytes, or the 400 message for a bad body. */
 export type IngestReply = Uint8Array | { error: string };

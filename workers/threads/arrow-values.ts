@@ -1,7 +1,7 @@
 // Arrow values and plain JavaScript data, both ways, for UDFs and table functions: inputs become
 // data built inside a sandbox, checked outputs become vectors of the declared type.
 import type * as A from "apache-arrow";
-import { arrow } from "../src/engine/arrow.js";
+import { arrow } from "../../src/engine/arrow.js";
 import type { Plain, Sandbox } from "./sandbox.js";
 
 const { Type } = arrow;

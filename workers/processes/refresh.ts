@@ -2,76 +2,34 @@
 // at the lowest CPU priority, like a backfill (workers/backfill.ts says why).
 // - query: LanceDB's own refresh (incremental where it can be, else a rebuild).
 // - udtf: a full refresh, skipped when the source has not changed since the last one; the source
-//   rows (one partition per `partition_by` value, in parallel in the pool) go through the table
+//   rows (one partition per `partition_by` value, in parallel in the compute sandbox) go through the table
 //   function, and the new contents replace the old in one commit.
 // - chunker: incremental: source rows new or updated since the last refresh get their children
 //   (re)computed; children of deleted rows, or of rows that left the filter, are removed; all in one
 //   commit. Without per-row update versions on the source (stable row ids), every refresh rebuilds.
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
-import type { Entry } from "../src/catalog/catalog.js";
-import { resolveLocation } from "../src/catalog/locations.js";
-import { CHUNK, SOURCE_ROW_ID, type SourceForm, type ViewDefinition } from "../src/compute/views.js";
-import { arrow } from "../src/engine/arrow.js";
-import { quoteIdent } from "../src/engine/computed-columns.js";
-import { ipcFile } from "../src/engine/ipc-out.js";
-import { toJsonField, type JsonArrowField } from "../src/engine/json-arrow.js";
-import { nativeExecute } from "../src/engine/query.js";
-import { indexPartitions } from "../src/engine/views.js";
-import { namedBranch, openTables } from "../src/engine/tables.js";
-import { usesStableRowIds } from "../src/engine/versions.js";
-import { serveJob, type JobProcessRequest } from "./job-process.js";
-import type { WorkerPool } from "./pool.js";
-import type { TableReply, TableRequest } from "./table-functions.js";
-
-export interface RefreshRequest extends JobProcessRequest {
-  root: string;
-  view: Entry;
-  source: Entry | null;
-  definition: ViewDefinition;
-  /** The source version the last refresh read; null before the first. */
-  lastSourceVersion: number | null;
-  srcVersion: number | null;
-  sourceTaskSize: number;
-  outputLimit: number | null;
-  concurrency: number;
-  timeoutMs: number;
-}
-
-export interface RefreshResult {
-  mode: string;
-  rows_written: number;
-  source_version: number;
-  view_version: number;
-  /** output_limit left rows out. */
-  truncated?: boolean;
-}
-
-/** How far a refresh is while it runs: source rows read through its function, of those it reads. */
-export interface RefreshStep {
-  read_version: number;
-  rows_total: number;
-  rows_done: number;
-}
-
-export type RefreshMessage = { type: "progress"; result: RefreshResult } | { type: "step"; step: RefreshStep };
+import type { Entry } from "../../src/catalog/catalog.js";
+import { resolveLocation } from "../../src/catalog/locations.js";
+import { CHUNK, SOURCE_ROW_ID, type SourceForm, type ViewDefinition } from "../../src/compute/views.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { quoteIdent } from "../../src/engine/computed-columns.js";
+import { ipcFileBytes } from "../../src/engine/ipc-out.js";
+import { toJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js";
+import { nativeExecute } from "../../src/engine/query.js";
+import { indexPartitions } from "../../src/engine/views.js";
+import { namedBranch, openTables } from "../../src/engine/tables.js";
+import { usesStableRowIds } from "../../src/engine/versions.js";
+import { tableInSandbox } from "../compute-answers.js";
+import type { Compute } from "../compute-client.js";
+import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../protocol.js";
+import { serveJob, withCompute } from "./job-process.js";
 
 type Step = (rows: number) => Promise<void>;
 
-async function ipcBytes(it: { next(): Promise<Buffer | null> }): Promise<Uint8Array | null> {
-  const first = await it.next();
-  if (!first) return null;
-  const parts: Uint8Array[] = [];
-  for await (const c of ipcFile(first, () => it.next())) parts.push(c);
-  return new Uint8Array(Buffer.concat(parts));
-}
-
-/** Run the table function over source rows in the pool; the output rows. */
-async function apply(pool: WorkerPool, req: RefreshRequest, kind: "udtf" | "chunker", output: JsonArrowField[], input: Uint8Array): Promise<A.Table> {
-  const task: TableRequest = { op: "run", kind, fn: req.definition.fn!, output, input, timeoutMs: req.timeoutMs };
-  const reply = await pool.run<TableReply>("table", task, [input.buffer as ArrayBuffer]);
-  if (!(reply instanceof Uint8Array)) throw new Error(reply.error ?? `the ${kind} failed`);
-  return arrow.tableFromIPC(reply);
+/** Run the table function over source rows (IPC bytes) in the sandbox; the output rows, checked. */
+function apply(compute: Compute, req: RefreshRequest, kind: "udtf" | "chunker", output: JsonArrowField[], input: Uint8Array): Promise<A.Table> {
+  return tableInSandbox(compute, { kind, fn: req.definition.fn!, output, timeoutMs: req.timeoutMs }, input, arrow.tableFromIPC(input));
 }
 
 /** `rows` as one table of exactly the view's schema (columns, order, types, metadata). */
@@ -94,7 +52,7 @@ function inputSelect(def: ViewDefinition, form: SourceForm): Map<string, string>
   return form.columns ? new Map(form.columns) : null;
 }
 
-async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
+async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
   const schema = (await view.schema()) as unknown as A.Schema;
@@ -121,17 +79,15 @@ async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.
       if (part !== null) sq.where(part);
       if (form.limit !== null) sq.limit(form.limit);
     }
-    return (await ipcBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
+    return (await ipcFileBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
   };
   const parts: (string | null | bigint[])[] = def.partitionByIndexed ? await indexPartitions(source, def.partitionByIndexed, form.filter) : filters;
   const step = await started(Math.min(await source.countRows(form.filter ?? undefined), form.limit ?? Infinity));
   const outputs: A.Table[] = [];
   for (let i = 0; i < parts.length; i += req.concurrency) {
     const inputs = await Promise.all(parts.slice(i, i + req.concurrency).map(read));
-    // Counted before the bytes move to the pool.
-    const rows = inputs.reduce((n, b) => n + arrow.tableFromIPC(b).numRows, 0);
-    outputs.push(...(await Promise.all(inputs.map((input) => apply(pool, req, "udtf", output, input)))));
-    await step(rows);
+    outputs.push(...(await Promise.all(inputs.map((input) => apply(compute, req, "udtf", output, input)))));
+    await step(inputs.reduce((n, b) => n + arrow.tableFromIPC(b).numRows, 0));
   }
   const rows = asView(outputs, schema);
   committing = true;
@@ -139,7 +95,7 @@ async function refreshUdtf(req: RefreshRequest, pool: WorkerPool, view: lancedb.
   return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
 }
 
-async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
+async function refreshChunker(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
   const schema = (await view.schema()) as unknown as A.Schema;
@@ -180,9 +136,9 @@ async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lance
         (async () => {
           const q = source.takeRowIds(ids).withRowId();
           if (select.size > 0) q.select(select);
-          const t = arrow.tableFromIPC((await ipcBytes(await nativeExecute(q)))!);
+          const t = arrow.tableFromIPC((await ipcFileBytes(await nativeExecute(q)))!);
           const input = new arrow.Table({ ...Object.fromEntries(t.schema.fields.filter((f) => f.name !== "_rowid").map((f) => [f.name, t.getChild(f.name)!])), [SOURCE_ROW_ID]: t.getChild("_rowid")! });
-          return apply(pool, req, "chunker", produced, new Uint8Array(arrow.tableToIPC(input, "stream")));
+          return apply(compute, req, "chunker", produced, new Uint8Array(arrow.tableToIPC(input, "stream")));
         })(),
       );
     }
@@ -209,7 +165,7 @@ async function refreshChunker(req: RefreshRequest, pool: WorkerPool, view: lance
 // before that ends the process at once and leaves the view as it was.
 let committing = false;
 
-serveJob<RefreshRequest, RefreshMessage>(async (req, pool, send) => {
+serveJob<RefreshRequest, RefreshMessage>(async (req, send) => {
   const tables = await openTables(req.root, 0);
   const view = await tables.open(req.view, { fresh: true });
   const def = req.definition;
@@ -229,7 +185,8 @@ serveJob<RefreshRequest, RefreshMessage>(async (req, pool, send) => {
         await send({ type: "step", step: { ...at } });
       };
     };
-    result = def.kind === "udtf" ? await refreshUdtf(req, pool, view, source, sourceVersion, started) : await refreshChunker(req, pool, view, source, sourceVersion, started);
+    const refresh = def.kind === "udtf" ? refreshUdtf : refreshChunker;
+    result = await withCompute(req, (compute) => refresh(req, compute, view, source, sourceVersion, started));
   }
   await send({ type: "progress", result });
 }, () => !committing);

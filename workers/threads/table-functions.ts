@@ -1,17 +1,17 @@
 // Pool task "table": a materialized view's table function over a batch of source rows, moved in
 // as Arrow IPC bytes. A udtf (JavaScript, or SQL run by sql.js over the rows loaded as a table
 // named `source`) maps all its rows to the view's rows; a chunker (JavaScript) maps each row to
-// zero or more, and each output row carries its source row's `__source_row_id`, its ordinal
-// `__chunk`, and the source row's columns that the view's schema names.
+// zero or more, and each output row carries the position of its source row in the batch (column
+// `PARENT`); the caller adds the source row's id, ordinal and columns from the rows it sent.
 import vm from "node:vm";
 import { isMainThread } from "node:worker_threads";
 import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import initSqlJs, { type SqlJsStatic } from "sql.js";
-import { jsShape, type Shape } from "../src/compute/udf.js";
-import type { TableFunction } from "../src/compute/views.js";
-import { arrow } from "../src/engine/arrow.js";
-import { fromJsonField, type JsonArrowField } from "../src/engine/json-arrow.js";
+import { jsShape, type Shape } from "../../src/compute/udf.js";
+import { PARENT, type TableFunction } from "../../src/compute/views.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { fromJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js";
 import { column, plain, toVector } from "./arrow-values.js";
 import { compileJs, type Plain, type Sandbox } from "./sandbox.js";
 
@@ -72,21 +72,7 @@ function runJs(req: TableRequest, input: A.Table): A.Table | string {
   const vectors: Record<string, A.Vector> = {};
   req.output.forEach((f, i) => (vectors[f.name] = toVector(r.columns[i], fromJsonField(f).type)));
   if (!chunker) return new arrow.Table(vectors);
-  const ids = input.getChild("__source_row_id")!;
-  const chunk: number[] = [];
-  r.parents.forEach((p, i) => chunk.push(i > 0 && r.parents[i - 1] === p ? chunk[i - 1] + 1 : 0));
-  const parentCols: Record<string, A.Vector> = {};
-  for (const f of input.schema.fields) {
-    if (f.name === "__source_row_id" || vectors[f.name]) continue;
-    const src = input.getChild(f.name)!;
-    parentCols[f.name] = arrow.vectorFromArray(r.parents.map((p) => src.get(p)), f.type);
-  }
-  return new arrow.Table({
-    __source_row_id: arrow.vectorFromArray(r.parents.map((p) => ids.get(p) as bigint), new arrow.Uint64()),
-    __chunk: arrow.vectorFromArray(chunk, new arrow.Uint32()),
-    ...parentCols,
-    ...vectors,
-  });
+  return new arrow.Table({ ...vectors, [PARENT]: arrow.vectorFromArray(r.parents, new arrow.Uint32()) });
 }
 
 /** A value SQLite can hold: numbers, text, blobs or NULL (lists and structs as JSON text). */

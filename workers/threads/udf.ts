@@ -1,12 +1,13 @@
 // Pool task "udf": compile a JavaScript or WebAssembly UDF (once per worker, cached by its
 // definition hash) and run it over one batch of input rows, moved in as Arrow IPC bytes; the
-// output (the passed-through key columns and the computed column) is moved back as IPC bytes.
+// computed column alone is moved back as IPC bytes (the caller keeps the keys it sent: an answer
+// cannot name other rows).
 import type * as A from "apache-arrow";
 import { isMainThread } from "node:worker_threads";
 import { Piscina } from "piscina";
-import { jsShape, type Shape, type UdfDefinition } from "../src/compute/udf.js";
-import { arrow } from "../src/engine/arrow.js";
-import { fromJsonType } from "../src/engine/json-arrow.js";
+import { jsShape, type Shape, type UdfDefinition } from "../../src/compute/udf.js";
+import { arrow } from "../../src/engine/arrow.js";
+import { fromJsonType } from "../../src/engine/json-arrow.js";
 import { column, plain, toVector } from "./arrow-values.js";
 import { compileJs, type Sandbox } from "./sandbox.js";
 import { compileWasm, runWasm, type WasmUdf } from "./wasm-udf.js";
@@ -15,7 +16,7 @@ export type UdfRequest =
   | { op: "check"; udf: UdfDefinition }
   | { op: "run"; udf: UdfDefinition; input: Uint8Array; keep: string[] };
 
-/** `output`: IPC stream bytes; `rows`: rows the UDF computed. An error names the failing row by its key. */
+/** `output`: IPC stream bytes of the computed column; `rows`: rows the UDF computed. An error names the failing row by its key. */
 export type UdfReply = { ok: true; output?: Uint8Array; rows?: number } | { ok: false; error: string };
 
 /** What crosses back to the main thread: the output bytes (moved), or the failure. */
@@ -59,8 +60,10 @@ function run(udf: UdfDefinition, c: Compiled, input: A.Table, keep: string[]): {
     return { vector: toVector(r.values, type) };
   }
   const fields = udf.inputs.map((n) => input.schema.fields.find((f) => f.name === n)!);
+  // The task's record batches share one time limit.
+  const deadline = performance.now() + udf.timeoutMs;
   const parts = input.batches.map((b) => {
-    const out = runWasm(c.wasm, fields, udf.inputs.map((n) => b.getChild(n)!.data[0]), b.numRows, udf.timeoutMs);
+    const out = runWasm(c.wasm, fields, udf.inputs.map((n) => b.getChild(n)!.data[0]), b.numRows, deadline - performance.now());
     if (out.length !== b.numRows) throw new Error(`apply returned ${out.length} rows for a batch of ${b.numRows}`);
     if (String(out.type) !== String(type)) throw new Error(`apply returned ${String(out.type)}; the column is ${String(type)}`);
     return out;
@@ -86,7 +89,7 @@ export function runUdf(req: UdfRequest): UdfReply {
   try {
     const r = run(req.udf, compiled, input, req.keep);
     if ("error" in r) return { ok: false, error: r.error };
-    const out = new arrow.Table({ ...Object.fromEntries(req.keep.map((k) => [k, input.getChild(k)!])), [req.udf.output.name]: r.vector });
+    const out = new arrow.Table({ [req.udf.output.name]: r.vector });
     return { ok: true, output: arrow.tableToIPC(out, "stream"), rows: input.numRows };
   } catch (err) {
     return { ok: false, error: describe(err, req.udf, input.numRows) };

@@ -1,0 +1,43 @@
+// The shared frame of a job's child process (a backfill, a view refresh, an index build): it takes
+// one request, runs it, reports progress messages, and exits when done, when told to stop (after
+// the step in progress), or when the server goes away (its IPC channel closes, even on SIGKILL:
+// the job must not outlive it).
+import { engineReason } from "../../src/engine/messages.js";
+import { createCompute, type Compute } from "../compute-client.js";
+import type { ComputeSize, EndMessage, JobCommand } from "../protocol.js";
+
+export type Send<M> = (m: M | EndMessage) => Promise<void>;
+
+/**
+ * `exitOnStop`, when given and true at the stop, ends the process at once instead: for work that
+ * has nothing to finish (it commits only at its end, and a commit under way answers false).
+ */
+export function serveJob<R, M>(run: (req: R, send: Send<M>, stopping: () => boolean) => Promise<void>, exitOnStop?: () => boolean): void {
+  process.on("disconnect", () => process.exit(1));
+  let stopping = false;
+  process.on("message", (m: JobCommand<R>) => {
+    if (m.type === "stop") {
+      stopping = true;
+      if (exitOnStop?.()) process.exit(0);
+      return;
+    }
+    const send: Send<M> = (msg) => new Promise((resolve) => process.send!(msg, () => resolve()));
+    void run(m.request, send, () => stopping)
+      .then(
+        () => send({ type: "done" }),
+        (err: unknown) => send({ type: "error", message: engineReason(err) }),
+      )
+      .finally(() => process.exit(0));
+  });
+}
+
+/** Run `work` with a compute sandbox of `size` (starting while `work` reads its first rows), closed afterwards. */
+export async function withCompute<T>(size: ComputeSize, work: (compute: Compute) => Promise<T>): Promise<T> {
+  const compute = createCompute(size);
+  compute.warm();
+  try {
+    return await work(compute);
+  } finally {
+    await compute.close();
+  }
+}

@@ -1,0 +1,120 @@
+// The messages of every child process Quiver starts, in one module both sides import:
+// - job processes (backfill, view refresh, index build; workers/processes/job-process.ts frames
+//   them): the server sends `start` with the job's request, then possibly `stop`; the process
+//   answers with progress messages of the job's own shape and ends with `done` or `error`;
+// - the compute sandbox (workers/processes/compute.ts): its owner sends `task`s, each answered by
+//   one `reply` with the same id; the sandbox says `ready` once, when its pool is up.
+import type { Entry } from "../src/catalog/catalog.js";
+import type { UdfDefinition } from "../src/compute/udf.js";
+import type { ViewDefinition } from "../src/compute/views.js";
+import type { IndexBuildSpec } from "../src/engine/indexes.js";
+import type { TableRequest } from "./threads/table-functions.js";
+import type { UdfRequest } from "./threads/udf.js";
+
+// ---- job processes
+
+export type JobCommand<R> = { type: "start"; request: R } | { type: "stop" };
+
+/** The end of a run, after any number of progress messages of the job's own shape. */
+export type EndMessage = { type: "done" } | { type: "error"; message: string };
+
+/** What every job process that computes user code is told: the size of its compute sandbox. */
+export interface ComputeSize {
+  workers: number;
+  workerHeapMb: number;
+}
+
+/** The job's spec as the server keeps it (see BackfillSpec in src/jobs/kinds/backfill.ts). */
+export interface BackfillRun {
+  column: string;
+  branch: string | null;
+  where: string | null;
+  readVersion: number | null;
+  taskSize: number;
+  concurrency: number;
+  checkpointSize: number;
+  numFrags: number | null;
+  flushSeconds: number | null;
+  key: string[] | null;
+}
+
+export interface BackfillProgress {
+  rows_total?: number;
+  rows_done?: number;
+  rows_computed?: number;
+  rows_skipped?: number;
+  versions?: number[];
+  read_version?: number;
+  fragments?: number[];
+}
+
+/** What the server sends: the job, how its values are computed, where it stands, and the commits that wrote current values. */
+export interface BackfillRequest extends ComputeSize {
+  root: string;
+  entry: Entry;
+  run: BackfillRun;
+  /** A SQL column is LanceDB's own refresh; a UDF column is computed in the sandbox. */
+  compute: { kind: "sql" } | { kind: "udf"; udf: UdfDefinition };
+  progress: BackfillProgress;
+  /** Commits that wrote values of this definition (rows last updated by one are not stale). */
+  fresh: number[];
+  /** The table's other UDF columns that do not read this one, with their own lists of such commits. */
+  others: { column: string; fresh: number[] }[];
+}
+
+/**
+ * What a backfill reports after each commit: its progress, the commits it made, and the other
+ * columns for which those commits are fresh too (every row they wrote had a fresh or no value there).
+ */
+export type BackfillMessage = { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean; freshFor: string[] };
+
+export interface RefreshRequest extends ComputeSize {
+  root: string;
+  view: Entry;
+  source: Entry | null;
+  definition: ViewDefinition;
+  /** The source version the last refresh read; null before the first. */
+  lastSourceVersion: number | null;
+  srcVersion: number | null;
+  sourceTaskSize: number;
+  outputLimit: number | null;
+  concurrency: number;
+  timeoutMs: number;
+}
+
+export interface RefreshResult {
+  mode: string;
+  rows_written: number;
+  source_version: number;
+  view_version: number;
+  /** output_limit left rows out. */
+  truncated?: boolean;
+}
+
+/** How far a refresh is while it runs: source rows read through its function, of those it reads. */
+export interface RefreshStep {
+  read_version: number;
+  rows_total: number;
+  rows_done: number;
+}
+
+export type RefreshMessage = { type: "progress"; result: RefreshResult } | { type: "step"; step: RefreshStep };
+
+export interface BuildRequest {
+  root: string;
+  entry: Entry;
+  spec: IndexBuildSpec;
+}
+
+/** An index build reports nothing before its end. */
+export type BuildMessage = never;
+
+// ---- the compute sandbox
+
+export type ComputeTask = { name: "udf"; request: UdfRequest } | { name: "table"; request: TableRequest };
+
+/** The owner's message: run one task, to be aborted past `deadlineMs` of running. */
+export type ComputeCommand = { type: "task"; id: number; deadlineMs: number } & ComputeTask;
+
+/** The sandbox's answer to task `id`: IPC stream bytes (the computed columns), or a failure in words. */
+export type ComputeMessage = { type: "ready" } | { type: "reply"; id: number; output: Uint8Array } | { type: "reply"; id: number; error: string } | { type: "reply"; id: number; ok: true };
