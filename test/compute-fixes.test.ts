@@ -1,9 +1,11 @@
 // Bugs found using virtual columns and views as a Geneva user would: each test here failed before its fix.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
 const q = serverForFile({ args: ["--workers", "2"] });
+// Several backfills or refreshes per test on a shared 2-core machine.
+vi.setConfig({ testTimeout: 300_000 });
 const post = (id: string, op: string, body?: unknown) => q.call("POST", `/v1/table/${id}/${op}`, body);
 const wantJson = { accept: "application/json" };
 
@@ -16,7 +18,7 @@ describe("JSON inserts", () => {
     expect(r.status, r.text).toBe(200);
     const job = await post("sqlvc", "backfill_column", { column: "twice" });
     expect(job.status, job.text).toBe(202);
-    expect((await settle(q, job.json.job_id)).status).toBe("Succeeded");
+    expect((await settle(q, job.json.job_id, 200_000)).status).toBe("Succeeded");
     const rows = await q.call("POST", "/v1/table/sqlvc/query", { k: 10, filter: "id = 4", columns: ["id", "twice"] }, wantJson);
     expect(rows.json).toEqual([{ id: 4, twice: 9 }]);
   });

@@ -2,12 +2,14 @@
 // the view; output_limit does not leave a view truncated for good; bad function output is named;
 // refreshes and SQL backfills show their progress; each test here failed before its fix.
 import { Field, Int64, Schema, Table, Utf8 } from "apache-arrow";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle, until } from "./helpers/transactions.js";
 
 const q = serverForFile({ args: ["--workers", "2"] });
+// Several backfills or refreshes per test on a shared 2-core machine.
+vi.setConfig({ testTimeout: 300_000 });
 const post = (p: string, body?: unknown) => q.call("POST", p, body);
 const envelope = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64");
 const wantJson = { accept: "application/json" };
@@ -36,7 +38,7 @@ const describeView = async (id: string) => (await post(`/v1/table/${id}/describe
 const cancel = (job: string) => post(`/v1/transaction/${job}/alter`, { actions: [{ setStatusAction: { status: "Canceled" } }] });
 /** Wait until a refresh has put some source rows through its function (so it is computing). */
 async function computing(job: string) {
-  const end = Date.now() + 30_000;
+  const end = Date.now() + 120_000;
   for (;;) {
     const p = (await post(`/v1/transaction/${job}/describe`, {})).json.properties;
     if (Number(p.rows_done) > 0) return;
@@ -65,7 +67,7 @@ describe("canceling a refresh", () => {
   it("udtf: the cancel ends the job, the refresh commits nothing and the view keeps its old contents", async () => {
     await source("rf_s1", 30);
     await create("rf_u1", udtfView("rf_s1"));
-    expect((await settle(q, await refresh("rf_u1"))).status).toBe("Succeeded");
+    expect((await settle(q, await refresh("rf_u1"), 200_000)).status).toBe("Succeeded");
     const before = await rowsOf("rf_u1", ["cat", "n"]);
     const last = (await describeView("rf_u1")).last_refresh;
     await source("rf_s1", 30, 30);
@@ -90,7 +92,7 @@ describe("canceling a refresh", () => {
     // 200 rows of 20 ms: long enough for the whole refresh to have committed had it gone on.
     await new Promise((r) => setTimeout(r, 6000));
     expect(await rowsOf("rf_c1", ["id"])).toEqual([]);
-    expect((await settle(q, await refresh("rf_c1"), 60_000)).status).toBe("Succeeded");
+    expect((await settle(q, await refresh("rf_c1"), 200_000)).status).toBe("Succeeded");
     expect((await rowsOf("rf_c1", ["id"])).length).toBe(600);
   });
 });
@@ -102,23 +104,23 @@ describe("refresh progress and limits", () => {
     const job = await refresh("rf_c2", { concurrency: 1, source_task_size: 20 });
     const seen = await until(q, job, () => true);
     let p = seen.properties;
-    const end = Date.now() + 30_000;
+    const end = Date.now() + 120_000;
     while (!(Number(p.rows_done) > 0 && Number(p.rows_done) < 200) && Date.now() < end) {
       p = (await post(`/v1/transaction/${job}/describe`, {})).json.properties;
       await new Promise((r) => setTimeout(r, 20));
     }
     expect(p).toMatchObject({ rows_total: "200", read_version: "1" });
     expect(Number(p.rows_done)).toBeGreaterThan(0);
-    expect((await settle(q, job, 60_000)).status).toBe("Succeeded");
+    expect((await settle(q, job, 200_000)).status).toBe("Succeeded");
   });
 
   it("output_limit, then a plain refresh: the view is complete", async () => {
     await source("rf_s4", 50);
     const fast = envelope({ backend: "js", source: "(row) => row.text.split(' ').map((w) => ({ word: w }))" });
     await create("rf_c3", chunkerView("rf_s4", fast));
-    expect((await settle(q, await refresh("rf_c3", { output_limit: 25 }))).status).toBe("Succeeded");
+    expect((await settle(q, await refresh("rf_c3", { output_limit: 25 }), 200_000)).status).toBe("Succeeded");
     expect((await rowsOf("rf_c3", ["id"])).length).toBe(25);
-    const done = await settle(q, await refresh("rf_c3"));
+    const done = await settle(q, await refresh("rf_c3"), 200_000);
     expect(done.properties.mode).not.toBe("no_op");
     expect((await rowsOf("rf_c3", ["id"])).length).toBe(150);
   });
@@ -129,7 +131,7 @@ describe("table functions whose output does not fit the view", () => {
     await source("rf_s5", 10);
     const extra = envelope({ backend: "js", source: "(rows) => [{ cat: 'x', n: rows.length, colour: 'red' }]" });
     await create("rf_u2", { ...udtfView("rf_s5"), udtf_spec: { kind: "udtf", udtf: extra, udtf_name: "n", udtf_version: "1" } });
-    const done = await settle(q, await refresh("rf_u2"));
+    const done = await settle(q, await refresh("rf_u2"), 200_000);
     expect(done.status).toBe("Failed");
     expect(done.properties.error_message).toMatch(/field "colour", which is not a column of the view/);
   });
@@ -138,7 +140,7 @@ describe("table functions whose output does not fit the view", () => {
     await source("rf_s6", 10);
     const sql = envelope({ backend: "sql", sql: "SELECT cat, CASE WHEN id = 7 THEN 'c7' ELSE id END AS n FROM source ORDER BY id" });
     await create("rf_u3", { ...udtfView("rf_s6"), udtf_spec: { kind: "udtf", udtf: sql, udtf_name: "n", udtf_version: "1" } });
-    const done = await settle(q, await refresh("rf_u3"));
+    const done = await settle(q, await refresh("rf_u3"), 200_000);
     expect(done.status).toBe("Failed");
     expect(done.properties.error_message).toMatch(/returned "c7" in column "n" of its row 7, which a Int64 column cannot hold/);
   });
@@ -159,7 +161,7 @@ describe("backfills", () => {
     });
     expect(add.status, add.text).toBe(200);
     const r = await post("/v1/table/rf_b1/backfill_column", { column: "y" });
-    const done = await settle(q, r.json.job_id);
+    const done = await settle(q, r.json.job_id, 200_000);
     expect(done.status).toBe("Failed");
     expect(done.properties.error_message).toMatch(/returned a Promise: async functions are not supported/);
   });
@@ -168,7 +170,7 @@ describe("backfills", () => {
     expect((await post("/v1/table/rf_b2/create", [{ id: 1, x: 1.5 }, { id: 2, x: 2.5 }])).status).toBe(200);
     const add = await post("/v1/table/rf_b2/add_columns", { new_columns: [{ name: "twice", virtual_column: { udf_backend: "sql", udf: "x * 2", input_columns: ["x"] } }] });
     expect(add.status, add.text).toBe(200);
-    const done = await settle(q, (await post("/v1/table/rf_b2/backfill_column", { column: "twice" })).json.job_id);
+    const done = await settle(q, (await post("/v1/table/rf_b2/backfill_column", { column: "twice" })).json.job_id, 200_000);
     expect(done.properties).toMatchObject({ read_version: String(add.json.version), rows_total: "2", rows_done: "2" });
   });
 });
@@ -178,7 +180,7 @@ describe("jobs/list", () => {
     expect((await post("/v1/table/rf_j1/create", [{ id: 1, x: 1.5 }])).status).toBe(200);
     await post("/v1/table/rf_j1/add_columns", { new_columns: [{ name: "twice", virtual_column: { udf_backend: "sql", udf: "x * 2", input_columns: ["x"] } }] });
     const job = (await post("/v1/table/rf_j1/backfill_column", { column: "twice" })).json.job_id;
-    await settle(q, job);
+    await settle(q, job, 200_000);
     for (const table of ["rf_j1", ["rf_j1"]]) {
       const r = await post("/v1/jobs/list", { table });
       expect(r.status, r.text).toBe(200);

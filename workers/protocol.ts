@@ -4,6 +4,7 @@
 //   answers with progress messages of the job's own shape and ends with `done` or `error`;
 // - the compute sandbox (workers/processes/compute.ts): its owner sends `task`s, each answered by
 //   one `reply` with the same id; the sandbox says `ready` once, when its pool is up.
+import type { ErrorPolicy } from "../src/compute/error-handling.js";
 import type { Entry } from "../src/catalog/catalog.js";
 import type { UdfDefinition } from "../src/compute/udf.js";
 import type { ViewDefinition } from "../src/compute/views.js";
@@ -36,9 +37,20 @@ export interface BackfillRun {
   numFrags: number | null;
   flushSeconds: number | null;
   key: string[] | null;
+  /** Per-row error policy; absent in jobs queued before policies existed (fail). */
+  errors?: ErrorPolicy;
+}
+
+/** A row a skip policy left null: its key (as JSON) and why. */
+export interface FailedRow {
+  key: string;
+  error: string;
 }
 
 export interface BackfillProgress {
+  rows_failed?: number;
+  /** The first FAILED_ROWS_LISTED failing rows. */
+  failed_rows?: FailedRow[];
   rows_total?: number;
   rows_done?: number;
   rows_computed?: number;

@@ -7,9 +7,8 @@ import { objectIdOf } from "../catalog/names.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { isTerminal, STATUSES, type JobRecord, type JobStatus } from "../jobs/store.js";
 import { matchMode } from "../schemas/mode.js";
-import { DEFAULT_DELIMITER, parseId } from "../http/path-id.js";
 import { AlterTransaction, DescribeTransaction, JobRef, ListJobs } from "../schemas/transaction.js";
-import { sameId } from "../catalog/names.js";
+import { SEP, sameId } from "../catalog/names.js";
 import { MAX_PAGE } from "./pagination.js";
 import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
@@ -83,7 +82,7 @@ const JOB_STATE: Record<JobStatus, string> = { Queued: "IN_PROGRESS", Running: "
 
 /** Background work the credential may see, newest first; `table` narrows it to one table. */
 export const listJobs = jsonOp(ListJobs, async ({ body, principal, svc }) => {
-  const table = typeof body.table === "string" ? parseId(body.table, DEFAULT_DELIMITER) : body.table;
+  const table = typeof body.table === "string" ? body.table.split(SEP) : body.table;
   const recs = svc.jobs
     .all()
     .filter((r) => covers(principal, r.table) && (!table || sameId(r.table, table)))

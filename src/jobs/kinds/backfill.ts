@@ -7,6 +7,7 @@ import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } 
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
+import { errorPolicy, type ErrorHandlingBody } from "../../compute/error-handling.js";
 import { udfDefinition, type UdfLimits } from "../../compute/udf.js";
 import type { ValueVersions, ValuesKey } from "../../compute/value-versions.js";
 import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type VirtualColumn } from "../../compute/virtual-column.js";
@@ -97,6 +98,8 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         rows_computed: str(p.rows_computed ?? 0),
         rows_skipped: str(p.rows_skipped ?? 0),
         versions: (p.versions ?? []).join(","),
+        rows_failed: p.rows_failed ? String(p.rows_failed) : undefined,
+        failed_rows: p.failed_rows?.length ? JSON.stringify(p.failed_rows) : undefined,
         rows_per_second: seconds > 0 ? String(Math.round((p.rows_computed ?? 0) / seconds)) : undefined,
         auto: spec.auto ? "true" : undefined,
       };
@@ -119,6 +122,7 @@ export interface BackfillParams {
   max_checkpoint_size?: number | null;
   num_frags?: number | null;
   batch_checkpoint_flush_interval_seconds?: number | null;
+  error_handling?: ErrorHandlingBody | null;
 }
 
 /** The job spec of a backfill of `vc` (checked by the caller), with the defaults filled in. */
@@ -137,6 +141,7 @@ export function backfillSpec(vc: VirtualColumn, branch: string | null, key: stri
     numFrags: p.num_frags ?? null,
     flushSeconds: p.batch_checkpoint_flush_interval_seconds ?? null,
     key,
+    errors: errorPolicy(p.error_handling),
     auto,
   };
 }
