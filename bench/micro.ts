@@ -19,6 +19,7 @@ import { ipcFile } from "../src/engine/ipc-out.js";
 import { splitBatch } from "../src/engine/search-batcher.js";
 import { createPipeline, type Incoming } from "../src/http/pipeline.js";
 import { openStore, type JobRecord } from "../src/jobs/store.js";
+import { routes } from "../src/routes.js";
 import { createServices } from "../src/services.js";
 import { batch, queryVectors, rng, vectorSource } from "./dataset.js";
 
@@ -27,7 +28,7 @@ const KEY = "micro-bench-key";
 const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
 const auth = setupAuth(config);
 const svc = await createServices(config, auth.credential);
-const pipeline = createPipeline(svc, auth.authenticate);
+const pipeline = createPipeline(svc, auth.authenticate, routes);
 const signal = () => new AbortController().signal;
 const request = (p: string): Incoming => ({ method: "POST", path: p, query: "", headers: { "x-api-key": KEY }, signal });
 const describeBody = Buffer.from("{}");

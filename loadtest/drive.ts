@@ -13,7 +13,7 @@ export interface Driven {
   /** Requests sent (all answered before the driver returns). */
   sent: number;
   seconds: number;
-  /** Open loop: requests due but never sent before the time was up (the client fell behind). */
+  /** Open loop: requests due within the duration but not sent by its end plus max(1 s, 10%) (the client fell behind). */
   unsent: number;
   /** Open loop: requests sent more than 1 ms after they were due. */
   late: number;
@@ -55,6 +55,9 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
   const interval = 1000 / rate;
   let total = Math.floor(rate * l.seconds);
   const end = t0 + l.seconds * 1000;
+  // Requests due before the end are still sent, late, for a while after it (so a stall of the
+  // client near the end does not drop them); past that the client is too far behind and stops.
+  const sendUntil = end + Math.max(1000, 100 * l.seconds);
   let n = 0;
   let inFlight = 0;
   let late = 0;
@@ -76,11 +79,12 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
     const pump = () => {
       clearTimeout(timer);
       const now = performance.now();
-      if (!stopped && (now >= end || l.signal?.aborted)) {
+      if (!stopped && l.signal?.aborted) {
         stopped = true;
         // Interrupted: only what was due by now counts as due.
         total = Math.min(total, Math.floor((now - t0) / interval) + 1);
       }
+      if (now >= sendUntil) stopped = true;
       while (!stopped && n < total && inFlight < l.connections) {
         const due = t0 + n * interval;
         if (due > now) break;
@@ -94,7 +98,7 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
       }
       // Wake at the next due time; an answer arriving first wakes us too (it may free a connection).
       if (inFlight < l.connections) timer = setTimeout(pump, Math.max(0, t0 + n * interval - now));
-      else timer = setTimeout(pump, Math.max(0, end - now));
+      else timer = setTimeout(pump, Math.max(0, sendUntil - now));
     };
     l.signal?.addEventListener("abort", () => pump(), { once: true });
     pump();

@@ -22,13 +22,19 @@ export const options = [
   { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool, which decodes large Arrow uploads and runs JavaScript and WebAssembly UDFs (default: core count)" },
   { key: "worker-heap-mb", kind: "int", def: 1024, min: 64, doc: "JavaScript heap limit of each worker thread; a task past it fails alone and its worker is replaced" },
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
+  { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
+  { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
+  { key: "max-expression-cost", kind: "int", def: 160, min: 1, doc: "most operators, keyword operators and parentheses in one SQL expression (a bound on its depth, over which the engine recurses; the lowest crash measured is at 689, see docs/security.md); more are answered 400" },
   { key: "max-body-readers", kind: "int", def: 128, min: 1, doc: "requests whose body is still arriving; they hold no execution slot, and more are answered 503 Slow down" },
+  { key: "max-body-readers-per-address", kind: "int", def: 32, min: 1, doc: "request bodies arriving at once from one client address; more are answered 503 Slow down" },
+  { key: "max-body-readers-per-credential", kind: "int", def: 64, min: 1, doc: "request bodies arriving at once for one credential; more are answered 503 Slow down" },
+  { key: "max-identity-body-readers", kind: "int", def: 16, min: 1, doc: "request bodies arriving at once from clients that send no credential header (their credential is the JSON body's `identity`, read up to max-json-body); more are answered 503 Slow down" },
   { key: "body-timeout-ms", kind: "int", def: 8000, min: 100, doc: "time a request body may take to arrive, plus its size at body-min-rate; past it the answer is 408 and the connection is closed (kept below uWS's own ~10 s cut of stalled uploads, which answers nothing)" },
   { key: "body-min-rate", kind: "int", def: 65_536, min: 1, doc: "slowest body upload accepted, bytes per second: a body of N bytes gets body-timeout-ms + N / body-min-rate seconds" },
   { key: "response-idle-ms", kind: "int", def: 30_000, min: 100, doc: "a client that takes no response bytes for this long is disconnected" },
-  { key: "max-large-responses", kind: "int", def: 64, min: 1, doc: "query results streaming at once (the engine holds read-ahead for each); more wait up to response-wait-ms, then 503 Slow down" },
+  { key: "max-large-responses", kind: "int", def: 2, min: 1, doc: "query results streaming at once (the engine holds read-ahead for each); more wait up to response-wait-ms, then 503 Slow down" },
   { key: "max-response-buffer-bytes", kind: "int", def: 256 << 20, min: 65_536, doc: "response bytes buffered for clients that have not taken them yet, all responses together; past it new query results wait up to response-wait-ms, then 503 Slow down" },
   { key: "response-wait-ms", kind: "int", def: 5000, min: 0, doc: "how long a query result may wait for a turn under max-large-responses or max-response-buffer-bytes" },
   { key: "rate-limit-rps", kind: "int", def: 0, min: 0, doc: "requests per second per credential (bursts up to one second's worth); more are answered 503 Slow down with Retry-After (0: no limit)" },
@@ -74,11 +80,17 @@ export interface Config {
   workers: number;
   maxJsonBody: number;
   maxArrowBody: number;
+  maxJsonDepth: number;
   maxInFlight: number;
   batchMax: number;
   batchSlots: number;
   maxQueue: number;
   maxBodyReaders: number;
+  maxBodyReadersPerAddress: number;
+  maxBodyReadersPerCredential: number;
+  maxIdentityBodyReaders: number;
+  maxExpressionLength: number;
+  maxExpressionCost: number;
   bodyTimeoutMs: number;
   bodyMinRate: number;
   responseIdleMs: number;

@@ -5,6 +5,7 @@ import { loadConfig } from "./config.js";
 import { log, setLogLevel } from "./log.js";
 import { watch } from "./metrics.js";
 import { createPipeline } from "./http/pipeline.js";
+import { routes } from "./routes.js";
 import { startServer } from "./server.js";
 import { createServices } from "./services.js";
 import { loadUws } from "./util/runtime.js";
@@ -17,7 +18,7 @@ async function main(): Promise<void> {
   await loadUws();
   const auth = setupAuth(config);
   const services = await createServices(config, auth.credential);
-  const server = await startServer(services, createPipeline(services, auth.authenticate));
+  const server = await startServer(services, createPipeline(services, auth.authenticate, routes));
   // After listening: a second start on a taken port must fail before touching the data directory.
   await reclaim(services, "start");
   watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, openTables: services.tables.openHandles });

@@ -1,8 +1,8 @@
 // THE route table: every path of the lance-namespace REST spec (docs/contract.md), each mapped to one
 // operation with the role it needs. Routing, validation and authorisation are all read off it,
 // and so is the README's API overview.
-import type { Role } from "./auth/principal.js";
 import type { Pattern } from "./http/router.js";
+import type { RouteSpec, Scope } from "./http/route-spec.js";
 import { notImplemented, queryOp, type Operation } from "./operations/define.js";
 import { json } from "./operations/types.js";
 import { openApiDocument } from "./http/openapi.js";
@@ -24,24 +24,6 @@ import * as transaction from "./operations/transaction.js";
 import * as version from "./operations/version.js";
 import * as views from "./operations/views.js";
 import * as virtualColumns from "./operations/virtual-columns.js";
-
-/**
- * How the path id is checked against the caller's namespace prefixes:
- * `object` — the id must lie inside a prefix; `browse` — inside or above one (listings filter
- * what they return); `none` — the id is not a catalog object (transactions check their table).
- */
-export type Scope = "object" | "browse" | "none";
-
-export interface RouteSpec {
-  op: Operation;
-  /** The least role a credential needs; "public" routes need no credential and take no admission slot. */
-  role: Role | "public";
-  scope: Scope;
-  /** Operation id in upstream's spec, for the API overview and logs. */
-  name: string;
-  /** A configuration flag that, when set, makes the route need no credential. */
-  publicWith?: "metricsPublic";
-}
 
 const r = (
   method: "GET" | "POST",

@@ -6,8 +6,9 @@ import net from "node:net";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from "uws-pack";
 import type { Config } from "./config.js";
 import { internal, isApiError } from "./errors.js";
-import { openExchange, readBody, sendBody, sendEmpty, signalOf, sendStream, type BodyPace, type Exchange, type StreamFlow } from "./http/exchange.js";
-import type { Incoming, Outgoing, Pipeline, Route } from "./http/pipeline.js";
+import { createBodyReaders, type BodyReaders } from "./http/body-readers.js";
+import { holdBody, openExchange, sendBody, sendEmpty, signalOf, sendStream, type BodyGate, type BodyPace, type Exchange, type StreamFlow } from "./http/exchange.js";
+import type { Caller, Incoming, Outgoing, Pipeline, Route } from "./http/pipeline.js";
 import { refusalError, type Refusal } from "./http/refusals.js";
 import { createResponseBudget } from "./http/response-budget.js";
 import { log } from "./log.js";
@@ -16,6 +17,9 @@ import { releaseAbandoned } from "./util/native-memory.js";
 import { loadUws } from "./util/runtime.js";
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
+
+/** The credential a body reader is counted against; null for a body that carries its own identity. */
+const subjectOf = (c: Caller): string | null => (c.kind === "principal" ? c.principal.subject : null);
 
 export interface Server {
   port: number;
@@ -37,16 +41,13 @@ async function write(x: Exchange, out: Outgoing, flow: StreamFlow): Promise<void
 }
 
 /** The bounds a request passes before it runs, as plain counters and decisions. */
-function createAdmission(cfg: Config, lifecycle: { draining: boolean }) {
-  const counts = { inFlight: 0, bodyReaders: 0 };
+function createAdmission(cfg: Config, lifecycle: { draining: boolean }, readers: BodyReaders) {
+  const counts = { inFlight: 0 };
   return {
     counts,
-    /** Why a new request needing an execution slot (and, while its body arrives, a reader place) cannot have one. */
-    refuse(readingBody: boolean): Refusal | null {
+    /** Why a new request needing an execution slot cannot have one. */
+    refuse(): Refusal | null {
       if (lifecycle.draining) return { reason: "draining", message: "server is shutting down", retryAfterS: 1 };
-      if (readingBody && counts.bodyReaders >= cfg.maxBodyReaders) {
-        return { reason: "body-readers", message: `more than ${cfg.maxBodyReaders} request bodies arriving; retry later`, retryAfterS: 1 };
-      }
       return this.slotless();
     },
     /** Why a request whose body has arrived cannot run now (one accepted before a drain still runs). */
@@ -55,14 +56,15 @@ function createAdmission(cfg: Config, lifecycle: { draining: boolean }) {
       return { reason: "in-flight", message: `more than ${cfg.maxInFlight} requests in flight; retry later`, retryAfterS: 1 };
     },
     /** Requests accepted and not yet finished: running, or still receiving their body. */
-    busy: () => counts.inFlight + counts.bodyReaders,
+    busy: () => counts.inFlight + readers.count(),
   };
 }
 
 export async function startServer(svc: Services, pipeline: Pipeline): Promise<Server> {
   const uWS = await loadUws();
   const cfg = svc.config;
-  const admission = createAdmission(cfg, svc.lifecycle);
+  const readers = createBodyReaders(cfg);
+  const admission = createAdmission(cfg, svc.lifecycle, readers);
   const { counts } = admission;
   const flow: StreamFlow = { idleMs: cfg.responseIdleMs, budget: createResponseBudget(cfg) };
   const pace: BodyPace = { timeoutMs: cfg.bodyTimeoutMs, minRate: cfg.bodyMinRate };
@@ -88,32 +90,46 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     const routed = pipeline.route(method, path);
     if (routed.kind === "answer") return answer("unmatched", routed.out);
     const r = routed.route;
-    const admitted = r.spec.role !== "public";
-    const reading = r.body !== null && !x.bodyRead;
-    const refused = admitted ? admission.refuse(reading) : null;
+    const refused = r.spec.role !== "public" ? admission.refuse() : null;
     if (refused) return answer(r.spec.name, pipeline.error(r.path, refusalError(refused)));
-    // uWS drops body data that arrives before a reader is attached: start reading now.
-    const body = r.body ? readBody(x, r.body.limit, contentLength, r.body.what, pace) : NO_BODY;
-    void serve(x, r, { method, path, query, headers, signal: () => signalOf(x) }, body, admitted && reading);
+    // uWS drops body data that arrives before a reader is attached: hold it now (paused) until
+    // the request's credentials are checked.
+    const gate = r.body !== null && !x.bodyRead ? holdBody(x, contentLength, pace) : null;
+    const address = gate ? Buffer.from(res.getRemoteAddressAsText()).toString() : "";
+    void serve(x, r, { method, path, query, headers, signal: () => signalOf(x) }, gate, address);
   }
 
-  /** Wait for the body (holding only a reader place), then take an execution slot and run. */
-  async function serve(x: Exchange, r: Route, inc: Incoming, body: Promise<Uint8Array>, reading: boolean): Promise<void> {
+  /**
+   * Check the request's header credentials before any body is admitted; then wait for the body
+   * (holding only a reader place), take an execution slot and run.
+   */
+  async function serve(x: Exchange, r: Route, inc: Incoming, gate: BodyGate | null, address: string): Promise<void> {
     const admitted = r.spec.role !== "public";
     const started = performance.now();
     let out: Outgoing | undefined;
     let slot = false;
     let turn = false;
+    let body: Promise<Uint8Array> = NO_BODY;
     try {
-      if (reading) {
-        counts.bodyReaders++;
+      const checked = await pipeline.admit(r, inc);
+      if (checked.kind === "answer") {
+        // 401, 403 or 415: the body is never read (the connection is closed after the answer).
+        out = checked.out;
+        await write(x, out, flow);
+        return;
+      }
+      const a = checked.admitted;
+      if (gate) {
+        const place = readers.take(address, subjectOf(a.caller));
+        if ("refusal" in place) throw refusalError(place.refusal);
+        body = gate.admit(r.body!.limit, r.body!.what);
         await body.catch(() => undefined);
-        counts.bodyReaders--;
+        place.release();
         if (x.aborted) return;
-        const refused = admission.slotless();
-        if (refused) throw refusalError(refused);
       }
       if (admitted) {
+        const refused = admission.slotless();
+        if (refused) throw refusalError(refused);
         counts.inFlight++;
         slot = true;
       }
@@ -122,7 +138,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
         if (refused) throw refusalError(refused);
         turn = true;
       }
-      out = await pipeline.run(r, inc, body);
+      out = await pipeline.run(a, inc, body);
       if (out.status === 408) log.warn("request body too slow", { requestId: out.headers["x-request-id"], op: r.spec.name, path: r.path });
       await write(x, out, flow);
     } catch (err) {

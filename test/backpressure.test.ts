@@ -2,24 +2,10 @@
 // one write, results stream a few at a time (--max-large-responses), the rest wait then get 503,
 // the stalled clients are cut after --response-idle-ms, and the memory comes back.
 import { readFileSync } from "node:fs";
-import * as lancedb from "@lancedb/lancedb";
 import { afterAll, expect, it } from "vitest";
-import { A } from "./helpers/index-data.js";
+import { BIG_ROWS as ROWS, seedBig } from "./helpers/big-table.js";
 import { ADMIN_KEY, logLine, serverForFile, type Quiver } from "./helpers/quiver.js";
 import { nonReading, type RawClient } from "./helpers/raw-http.js";
-
-const ROWS = 35_000;
-const DIM = 256;
-
-async function seedBig(dataDir: string) {
-  const floats = new Float32Array(ROWS * DIM).map((_, i) => (i % 997) / 997);
-  const child = A.makeData({ type: new A.Float32(), length: ROWS * DIM, data: floats });
-  const vecType = new A.FixedSizeList(DIM, new A.Field("item", new A.Float32(), true));
-  const v = A.makeVector(A.makeData({ type: vecType, length: ROWS, nullCount: 0, child }));
-  const id = A.makeVector(Int32Array.from({ length: ROWS }, (_, i) => i));
-  const db = await lancedb.connect(dataDir);
-  await db.createTable("big", new A.Table({ id, v }) as never);
-}
 
 const q = serverForFile(
   {

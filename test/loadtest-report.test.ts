@@ -1,7 +1,7 @@
 // quiver-loadtest as users run it (the built bin, options in a YAML file) against a real Quiver,
 // and its reports opened in Chromium (Debian's, driven by playwright-core, as test/console.test.ts
 // does): the plots are drawn, nothing is fetched from outside the page, and --compare puts two runs
-// side by side. The SLO-search report's screenshot is docs/loadtest.png.
+// side by side. The SLO-search report's screenshot goes to test-output/ (docs/loadtest.png is a copy of one).
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +13,8 @@ import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
 
 const CLI = path.resolve(__dirname, "../dist/loadtest/cli.js");
-const SCREENSHOT = path.resolve(__dirname, "../docs/loadtest.png");
+// Written beside the console test's pictures, never over the tracked docs/loadtest.png (which is a copy of one).
+const SCREENSHOT = path.resolve(__dirname, "../test-output/loadtest.png");
 const q = serverForFile();
 const dir = mkdtempSync(path.join(tmpdir(), "quiver-loadtest-report-"));
 let browser: Browser;
@@ -80,7 +81,7 @@ describe("quiver-loadtest reports", () => {
     expect(existsSync(path.join(dir, "ramp.html"))).toBe(true);
   });
 
-  it("the report page draws its plots with nothing from outside (screenshot: docs/loadtest.png)", async () => {
+  it("the report page draws its plots with nothing from outside (screenshot: test-output/loadtest.png)", async () => {
     const html = readFileSync(path.join(dir, "ramp.html"), "utf8");
     expect(html).not.toMatch(/<script|<link|<img|url\(|src=/i);
     expect(await open(path.join(dir, "ramp.html"))).toEqual([]);
@@ -102,8 +103,9 @@ describe("quiver-loadtest reports", () => {
   });
 
   it("--compare puts two runs side by side with their ratios", async () => {
-    const a = await cli(["--url", q.url, "--table", "ns$docs", "--workload", "count", "--connections", "2", "--duration", "1", "--warmup", "0", "--quiet", "--out", path.join(dir, "a")], { QUIVER_API_KEY: ADMIN_KEY });
-    const b = await cli(["--url", q.url, "--table", "ns$docs", "--workload", "count", "--connections", "4", "--duration", "1", "--warmup", "0", "--quiet", "--out", path.join(dir, "b")], { QUIVER_API_KEY: ADMIN_KEY });
+    const run = (name: string, connections: string) =>
+      cli(["--url", q.url, "--table", "ns$docs", "--workload", "count", "--connections", connections, "--duration", "1", "--warmup", "0", "--quiet", "--no-metrics", "--out", path.join(dir, name)], { QUIVER_API_KEY: ADMIN_KEY });
+    const [a, b] = await Promise.all([run("a", "2"), run("b", "4")]);
     expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
     expect(a.stderr).toBe("");
     const c = await cli(["--compare", path.join(dir, "a.json"), path.join(dir, "b.json"), "--out", path.join(dir, "compare")]);
@@ -135,6 +137,15 @@ describe("quiver-loadtest reports", () => {
     expect(report.run!.seconds).toBeLessThan(30);
     expect(report.run!.requests).toBeGreaterThan(0);
     expect(report.server!.requests_counted).toBe(report.run!.requests);
+  });
+
+  it("the built bin runs as a program (shebang, executable), as npx quiver-loadtest runs it", async () => {
+    const p = spawn(CLI, ["--help"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    p.stdout!.on("data", (d) => (out += d));
+    const code = await new Promise((resolve) => (p.on("exit", resolve), p.on("error", (e: NodeJS.ErrnoException) => resolve(e.code))));
+    expect(code).toBe(0);
+    expect(out).toContain("quiver-loadtest --url http://127.0.0.1:8080");
   });
 
   it("a bad option is a one-line error and exit 2", async () => {

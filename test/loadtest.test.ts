@@ -114,12 +114,14 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
     const open = (await runLoadtest(raw("--mode", "open", "--rate", "100", "--connections", "1", "--duration", "1.5", "--warmup", "0"))).run!;
     // Closed: each request waits only for its own service time (the bounds leave room for a busy machine).
     expect(closed.latency_ms.p50).toBeGreaterThanOrEqual(19);
-    expect(closed.latency_ms.p90).toBeLessThan(40);
-    expect(closed.latency_ms.p99).toBeLessThan(120);
+    // (p99 of 75 answers is nearly their max, so a stall of this shared machine shows there: bounded loosely.)
+    expect(closed.latency_ms.p90).toBeLessThan(60);
+    expect(closed.latency_ms.p99).toBeLessThan(300);
     expect(closed.throughput).toBeLessThan(55);
     // Open at twice the capacity for 1.5 s: the requests due meanwhile waited (up to ~0.75 s), and that wait is counted.
-    expect(open.latency_ms.p99).toBeGreaterThan(300);
-    expect(open.latency_ms.p99).toBeGreaterThan(4 * closed.latency_ms.p99);
+    expect(open.latency_ms.p50).toBeGreaterThan(5 * closed.latency_ms.p50);
+    expect(open.latency_ms.p99).toBeGreaterThan(500);
+    expect(open.latency_ms.p99).toBeGreaterThan(2 * closed.latency_ms.p99);
     expect(open.late).toBeGreaterThan(0);
     expect(open.unsent).toBeGreaterThan(0);
     expect(open.max_backlog).toBeGreaterThan(10);
@@ -145,7 +147,7 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
   });
 
   it("ramp: steps up while the SLO holds, then bisects; the best rate is below capacity", async () => {
-    const r = await runLoadtest(raw("--mode", "ramp", "--connections", "8", "--slo-ms", "100", "--slo-percentile", "99", "--ramp-start", "10", "--ramp-factor", "2", "--step-duration", "1", "--bisect", "2", "--warmup", "0"));
+    const r = await runLoadtest(raw("--mode", "ramp", "--connections", "8", "--slo-ms", "100", "--slo-percentile", "90", "--ramp-start", "10", "--ramp-factor", "2", "--step-duration", "1", "--bisect", "2", "--warmup", "0"));
     const { steps, best_rate } = r.ramp!;
     const climb = steps.slice(0, steps.findIndex((s) => !s.pass) + 1);
     expect(climb.length).toBeGreaterThanOrEqual(2);

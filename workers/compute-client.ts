@@ -1,9 +1,10 @@
 // The trusted side's handle on the compute sandbox process (workers/processes/compute.ts): started
 // on the first task, started again on the next task after it dies (the tasks in flight fail with
 // a clear error), killed by close() and gone with its owner. Tasks and answers cross its IPC
-// channel with Node's "advanced" serialization (the structured clone of Uint8Arrays): on this
-// machine a round trip of a 1 MiB batch costs ~1.3 ms and of an 8 MiB one ~9 ms, against ~1.1 and
-// ~9 ms through a length-framed pipe (bench/sandbox-ipc.ts), so the simpler channel stays.
+// channel with Node's "advanced" serialization (the structured clone of Uint8Arrays). Measured on
+// the shared 2-core machine under load 18-26 (median of 30 round trips, so only rough): 1 MiB 88 ms
+// against 21 ms through a length-framed stdin/stdout pipe, 8 MiB 230 ms against 1,145 ms (a naive
+// framer that re-concatenates); too noisy to choose on, so the simpler channel stays.
 // What comes back is only data to check (workers/compute-answers.ts).
 import type { ChildProcess } from "node:child_process";
 import { ApiError, Code } from "../src/errors.js";

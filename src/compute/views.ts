@@ -7,6 +7,7 @@ import type { Principal } from "../auth/principal.js";
 import { sameId, SEP } from "../catalog/names.js";
 import { arrow } from "../engine/arrow.js";
 import { invalid } from "../errors.js";
+import { checkExpression, type ExpressionLimits } from "../schemas/expression.js";
 import { openJsonLog } from "../util/json-log.js";
 
 export type ViewKind = "query" | "udtf" | "chunker";
@@ -154,7 +155,7 @@ export interface CreateInput {
 }
 
 /** A view's definition from a create request; every mismatch is 400 naming the field. */
-export function defineView(b: CreateInput): { definition: ViewDefinition; schema: A.Schema } {
+export function defineView(b: CreateInput, limits: ExpressionLimits): { definition: ViewDefinition; schema: A.Schema } {
   const kind: ViewKind = b.kind === "scalar_udtf" ? "chunker" : (b.kind as ViewKind);
   const schema = decodeOutputSchema(b.output_schema);
   const spec = b.udtf_spec ?? null;
@@ -169,7 +170,11 @@ export function defineView(b: CreateInput): { definition: ViewDefinition; schema
     if (kind === "chunker" && (spec.partition_by != null || spec.partition_by_indexed_column != null)) throw invalid("udtf_spec.partition_by: only batch udtf views are partitioned");
     fn = decodeTableFunction(spec.udtf);
     if (fn?.backend === "sql" && kind === "chunker") throw invalid('udtf_spec.udtf: a chunker runs JavaScript ({"backend":"js","source":…}), not SQL');
+    if (fn?.backend === "sql") checkExpression("udtf_spec.udtf.sql", fn.code, limits);
   }
+  const source = parseSourceQuery(b.source_query);
+  if (source?.filter != null) checkExpression("source_query.filter", source.filter, limits);
+  for (const [name, expr] of source?.columns ?? []) checkExpression(`source_query.columns.${name}`, expr, limits);
   const reserved = schema.fields.find((f) => f.name === SOURCE_ROW_ID || f.name === CHUNK);
   if (reserved) throw invalid(`output_schema: ${q(reserved.name)} is a column Quiver adds to every view`);
   return {
@@ -180,7 +185,7 @@ export function defineView(b: CreateInput): { definition: ViewDefinition; schema
       outputSchema: b.output_schema,
       udtfSpec: spec,
       autoRefresh: b.auto_refresh ?? false,
-      source: parseSourceQuery(b.source_query),
+      source,
       fn,
       inputColumns: spec?.input_columns ?? null,
       partitionBy: spec?.partition_by ?? null,

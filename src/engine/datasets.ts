@@ -17,7 +17,8 @@ async function names(dir: string): Promise<string[]> {
   try {
     return await readdir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT" || (err as NodeJS.ErrnoException).code === "ENOTDIR") return [];
+    // A path that cannot exist (a name over the file system's limit) holds nothing either.
+    if (["ENOENT", "ENOTDIR", "ENAMETOOLONG"].includes((err as NodeJS.ErrnoException).code ?? "")) return [];
     throw err;
   }
 }

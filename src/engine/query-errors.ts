@@ -58,6 +58,9 @@ const rules: Rule[] = [
   [/Cannot have both nearest and full text search/, () =>
     invalid("query: the engine cannot produce a plan for hybrid (vector plus full-text) search")],
   [/Query timeout/, () => new ApiError(Code.ServiceUnavailable, "query timed out")],
+  // `columns` of constants or column-free functions only (`version()`, `now()`, `1`): a scan reads at least one column.
+  [/Scans must request at least one column/, () =>
+    invalid("columns: every expression reads no column (e.g. version(), now() or a literal); a query must read at least one column of the table")],
 ];
 
 /** Failures answered as 400 `<field>: <engine's reason>`; null = the field of the query's SQL expressions. */

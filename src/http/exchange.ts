@@ -12,6 +12,8 @@ export interface Exchange {
   done: boolean;
   /** The request body has been read to its end (or there was none). */
   bodyRead: boolean;
+  /** The socket is paused (a body held until its request is admitted); uWS sends nothing on a paused socket. */
+  paused: boolean;
   /** Status sent, for the access log. */
   status: number;
   /** Made by signalOf on first use: most requests never ask. */
@@ -24,7 +26,7 @@ export interface Exchange {
 }
 
 export function openExchange(res: HttpResponse): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, status: 0, controller: null, cut: false };
+  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, paused: false, status: 0, controller: null, cut: false };
   res.onAborted(() => {
     x.aborted = true;
     x.controller?.abort();
@@ -62,73 +64,89 @@ const tooSlow = (pace: BodyPace, what: string, size: number, declared: number | 
     408,
   );
 
+/** A request body held at the door: nothing is admitted until `admit`, and it can be turned away. */
+export interface BodyGate {
+  /** Read the body (up to `limit`), paced; resolves to its bytes. */
+  admit(limit: number, what: string): Promise<Uint8Array>;
+}
+
 /**
- * Read the whole body, refusing one over `limit` as soon as that is known (from Content-Length
- * or while streaming) without reading the rest, and one that arrives slower than `pace` allows
- * (408). Chunks are copied: uWS reuses their memory.
- * Must be called synchronously inside the uWS handler, before any await, or data is lost.
+ * Hold the request body until the request is admitted (its credentials checked): the socket is
+ * paused, so a client that is never admitted sends no more than what already arrived with its
+ * headers, and memory grows only as bytes arrive (chunks, joined once at the end), never by the
+ * announced Content-Length. Must be called synchronously inside the uWS handler, before any
+ * await, or data is lost. Chunks are copied: uWS reuses their memory.
  */
-export function readBody(x: Exchange, limit: number, declared: number | null, what: string, pace: BodyPace): Promise<Uint8Array> {
-  const p = new Promise<Uint8Array>((resolve, reject) => {
-    if (declared === 0) {
-      x.bodyRead = true;
-      resolve(new Uint8Array(0));
-      return;
-    }
-    if (declared !== null && declared > limit) {
-      reject(tooLarge(limit, what));
-      return;
-    }
-    // A client that leaves mid-body never sends the rest: stop waiting for it.
-    x.onAbort = () => {
-      clearTimeout(timer);
-      reject(new ApiError(Code.InvalidInput, "client closed the connection"));
-    };
-    let buf = declared !== null ? Buffer.allocUnsafe(declared) : null;
-    let parts: Buffer[] | null = declared === null ? [] : null;
-    let size = 0;
-    let failed = false;
-    const started = Date.now();
-    // Without a Content-Length the allowance grows with what has arrived.
-    const check = () => {
-      const elapsed = Date.now() - started;
-      const allowed = allowedMs(pace, declared ?? size);
-      if (elapsed < allowed) {
-        timer = setTimeout(check, allowed - elapsed);
-        return;
-      }
-      failed = true;
-      reject(tooSlow(pace, what, size, declared, elapsed));
-    };
-    let timer = setTimeout(check, allowedMs(pace, declared ?? 0));
+export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): BodyGate {
+  let parts: Buffer[] = [];
+  let size = 0;
+  let last = declared === 0;
+  /** Failed or complete: later data is dropped. */
+  let over = false;
+  let onChunk: (() => void) | null = null;
+  if (!last) {
     x.res.onData((chunk, isLast) => {
-      if (failed) return;
-      const n = chunk.byteLength;
-      if (size + n > limit || (buf && size + n > buf.length)) {
-        failed = true;
+      // Answered without reading the body (401, 403, 413…): the rest is dropped.
+      if (over || x.done) return;
+      parts.push(Buffer.from(chunk.slice(0)));
+      size += chunk.byteLength;
+      last = isLast;
+      onChunk?.();
+    });
+    x.res.pause();
+    x.paused = true;
+  }
+  const admit = (limit: number, what: string) => {
+    const p = new Promise<Uint8Array>((resolve, reject) => {
+      if (declared !== null && declared > limit) return reject(tooLarge(limit, what));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const fail = (err: ApiError) => {
         clearTimeout(timer);
-        reject(size + n > limit ? tooLarge(limit, what) : new ApiError(Code.InvalidInput, "body longer than its Content-Length"));
-        return;
-      }
-      if (buf) Buffer.from(chunk).copy(buf, size);
-      else parts!.push(Buffer.from(chunk.slice(0)));
-      size += n;
-      if (isLast) {
+        onChunk = null;
+        over = true;
+        parts = [];
+        reject(err);
+      };
+      const started = Date.now();
+      // Without a Content-Length the allowance grows with what has arrived.
+      const check = () => {
+        const elapsed = Date.now() - started;
+        const allowed = allowedMs(pace, declared ?? size);
+        if (elapsed < allowed) timer = setTimeout(check, allowed - elapsed);
+        else fail(tooSlow(pace, what, size, declared, elapsed));
+      };
+      onChunk = () => {
+        if (size > limit || (declared !== null && size > declared)) return fail(size > limit ? tooLarge(limit, what) : new ApiError(Code.InvalidInput, "body longer than its Content-Length"));
+        if (!last) return;
         clearTimeout(timer);
-        const out = buf ? buf.subarray(0, size) : Buffer.concat(parts!, size);
-        buf = null;
-        parts = null;
+        onChunk = null;
+        over = true;
+        const out = parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
+        parts = [];
         x.bodyRead = true;
         resolve(out);
-      }
+      };
+      // A client that leaves mid-body never sends the rest: stop waiting for it.
+      x.onAbort = () => fail(new ApiError(Code.InvalidInput, "client closed the connection"));
+      timer = setTimeout(check, allowedMs(pace, declared ?? 0));
+      onChunk();
+      if (!x.aborted) unpause(x);
     });
-  });
-  // The caller may fail before awaiting the body; that is not an unhandled rejection.
-  p.catch(() => undefined);
-  return p;
+    // The caller may fail before awaiting the body; that is not an unhandled rejection.
+    p.catch(() => undefined);
+    return p;
+  };
+  return { admit };
+}
+
+function unpause(x: Exchange): void {
+  if (!x.paused) return;
+  x.paused = false;
+  x.res.resume();
 }
 
 function head(x: Exchange, status: number, contentType: string | null, headers: Record<string, string>) {
+  unpause(x);
   x.status = status;
   x.res.writeStatus(statusLine(status));
   if (contentType) x.res.writeHeader("content-type", contentType);

@@ -1,6 +1,10 @@
-// The request pipeline, without a socket: route match, path ids, credentials, body parsing,
-// authorisation, validation, the operation, and the result's encoding. src/server.ts adapts it to
-// uWS (body bytes, admission, writes); tests and the bench call it in process.
+// The request pipeline, without a socket, as named steps in the order they run:
+//   route → ids → credentials (headers) + authorise → params → [body arrives] → body (+ its identity,
+//   authorised) → limits → validate → idempotency → call.
+// The steps before the body (`admit`) decide whether a body is read at all: a request without
+// valid header credentials, or whose credential may not perform the route, is answered without
+// it. src/server.ts adapts this to uWS (body bytes, admission, writes); tests and the bench call
+// `dispatch` in process.
 import { randomBytes } from "node:crypto";
 import type { Authenticate, Credentials } from "../auth/authenticate.js";
 import { authoriseObject, canBrowse, roleRank, type Principal } from "../auth/principal.js";
@@ -10,16 +14,16 @@ import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
 import { privateDirOf } from "../config.js";
-import { routes, type RouteSpec } from "../routes.js";
 import type { Services } from "../services.js";
 import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
 import { refusalError } from "./refusals.js";
 import { requestFinished } from "./access.js";
 import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
-import { parseJsonRows, type JsonRows } from "../engine/rows-in.js";
+import { jsonRowsBody, parseJsonBody, rowsBodyKind, type RowsKind } from "./bodies.js";
+import type { RouteSpec } from "./route-spec.js";
 import { rowFormat } from "./negotiate.js";
-import { compileRoutes } from "./router.js";
+import { compileRoutes, type Pattern } from "./router.js";
 
 const JSON_TYPE = "application/json";
 
@@ -68,11 +72,44 @@ export interface Route {
 
 export type Routed = { kind: "route"; route: Route } | { kind: "answer"; out: Outgoing };
 
+/** Who is asking, as far as the headers tell. */
+export type Caller =
+  /** A public route: no credential is asked for, and none is checked. */
+  | { kind: "public" }
+  /** Header credentials, checked, and allowed to perform the route on its path id. */
+  | { kind: "principal"; principal: Principal }
+  /** No header credentials on a JSON route: the body's `identity` is read (at most --max-json-body). */
+  | { kind: "body-identity" };
+
+/** The path's object id and other parameters, decoded. */
+interface Target {
+  id: string[] | null;
+  params: Record<string, string>;
+  delimiter: string;
+}
+
+/** A request past the steps that need no body. */
+export interface Admitted {
+  route: Route;
+  caller: Caller;
+  requestId: string;
+  query: URLSearchParams;
+  /** Step `params`: the query parameters, from the operation's schema. */
+  args: unknown;
+  target: Target;
+  /** How rows in the body are encoded, for operations that take rows. */
+  rowsAs: RowsKind | null;
+}
+
+export type Admission = { kind: "admitted"; admitted: Admitted } | { kind: "answer"; out: Outgoing };
+
 export interface Pipeline {
   /** Match a request line (sync, cheap): a route to run, or the 404/405 answer. */
   route(method: string, path: string): Routed;
-  /** Run a matched route; `body` resolves to the request body (read by the caller). */
-  run(route: Route, inc: Incoming, body: Promise<Uint8Array>): Promise<Outgoing>;
+  /** The steps before any body byte is read: ids, header credentials, authorisation. */
+  admit(route: Route, inc: Incoming): Promise<Admission>;
+  /** Run an admitted request; `body` resolves to the request body (read by the caller). */
+  run(a: Admitted, inc: Incoming, body: Promise<Uint8Array>): Promise<Outgoing>;
   /** An error answer outside an operation (the front end's 503, a stream that failed early). */
   error(path: string, err: ApiError, requestId?: string): Outgoing;
   /** A whole request in one call, for tests and the bench: route, then run with `body`. */
@@ -93,12 +130,12 @@ const requestIdOf = (h: Record<string, string>) => {
   return id !== undefined && CLIENT_REQUEST_ID.test(id) ? id : nextRequestId();
 };
 
-function credentialsOf(h: Record<string, string>): Credentials {
+function credentialsOf(h: Record<string, string>): Credentials | null {
   const creds: Credentials = {};
   if (h["x-api-key"] !== undefined) creds.apiKey = h["x-api-key"];
   const m = h.authorization !== undefined ? /^bearer\s+(.+)$/i.exec(h.authorization) : null;
   if (m) creds.bearer = m[1].trim();
-  return creds;
+  return creds.apiKey !== undefined || creds.bearer !== undefined ? creds : null;
 }
 
 /** Context headers: `x-svc-ctx-<key>`, or upstream's `x-lance-ctx-<key>` where the former is absent. */
@@ -109,42 +146,20 @@ function headerContext(h: Record<string, string>): Record<string, string> {
   return ctx;
 }
 
-function parseJsonBody(bytes: Uint8Array): Record<string, unknown> {
-  // No body, or the `{}` most reads send: nothing to parse.
-  if (bytes.length === 0 || (bytes.length === 2 && bytes[0] === 0x7b && bytes[1] === 0x7d)) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
-  } catch (e) {
-    throw new ApiError(Code.InvalidInput, `body: malformed JSON (${(e as Error).message})`);
+/** Step `ids`: the path's object id (split by the request's delimiter) and other parameters. */
+function targetOf(r: Route, query: URLSearchParams): Target {
+  const delimiter = query.get("delimiter") || DEFAULT_DELIMITER;
+  const params: Record<string, string> = {};
+  let id: string[] | null = null;
+  for (const k in r.params) {
+    const v = decodeSegment(r.params[k], k);
+    if (k === "id" && r.spec.scope !== "none") id = parseId(v, delimiter);
+    else params[k] = v;
   }
-  // LanceDB's client sends the literal `null` where a body has no fields.
-  if (v === null) return {};
-  if (typeof v !== "object" || Array.isArray(v)) throw new ApiError(Code.InvalidInput, "body: must be a JSON object");
-  return v as Record<string, unknown>;
+  return { id, params, delimiter };
 }
 
-/** Rows arrive as Arrow IPC (also when no type is given) or as JSON; anything else is 415. */
-function rowsBodyKind(contentType: string | undefined): "arrow" | "json" | "ndjson" {
-  const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
-  if (type === "" || type === "application/octet-stream" || type.startsWith("application/vnd.apache.arrow.")) return "arrow";
-  if (type === "application/json") return "json";
-  if (type === "application/x-ndjson" || type === "application/jsonl") return "ndjson";
-  throw new ApiError(
-    Code.InvalidInput,
-    `content-type: ${JSON.stringify(type)} is not accepted here; send Arrow IPC (application/vnd.apache.arrow.stream) or JSON rows (application/json, application/x-ndjson)`,
-    415,
-  );
-}
-
-/** JSON rows are parsed on the event loop, so they are held to the JSON body limit; bulk loads send Arrow. */
-function jsonRowsBody(bytes: Uint8Array, ndjson: boolean, limit: number): JsonRows {
-  if (bytes.length > limit) {
-    throw new ApiError(Code.InvalidInput, `JSON rows body larger than the limit of ${limit} bytes (--max-json-body); send larger loads as Arrow IPC`, 413);
-  }
-  return parseJsonRows(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), ndjson);
-}
-
+/** Step `authorise`: the credential's role and namespace prefixes against the route and its id. */
 function authorise(p: Principal, spec: RouteSpec, id: string[] | null): void {
   if (spec.role === "public") return;
   if (roleRank[p.role] < roleRank[spec.role]) {
@@ -153,6 +168,13 @@ function authorise(p: Principal, spec: RouteSpec, id: string[] | null): void {
   if (id === null || spec.scope === "none") return;
   if (spec.scope === "object") return authoriseObject(p, id, spec.role);
   if (!canBrowse(p, id)) throw new ApiError(Code.PermissionDenied, `this credential may not access ${JSON.stringify(objectIdOf(id))}`);
+}
+
+/** A body's `id`, when given, must name the path's object. */
+function checkBodyId(id: string[] | null, body: Record<string, unknown>): void {
+  if (id !== null && body.id !== undefined && body.id !== null && !(Array.isArray(body.id) && sameId(body.id, id))) {
+    throw new ApiError(Code.InvalidInput, `id: body id ${JSON.stringify(body.id)} differs from the path's ${JSON.stringify(id)}`);
+  }
 }
 
 function encode(result: OpResult, head: Head): Outgoing {
@@ -183,7 +205,7 @@ function errorOut(err: ApiError, instance: string, requestId: string, extra: Rec
 }
 
 /** The route table as this configuration serves it: `--metrics-public` opens GET /metrics. */
-const served = (cfg: Config) =>
+const served = (cfg: Config, routes: Pattern<RouteSpec>[]) =>
   routes.map((r) => (r.value.publicWith && cfg[r.value.publicWith] ? { ...r, value: { ...r.value, role: "public" as const } } : r));
 
 const NO_BODY = Promise.resolve(new Uint8Array(0));
@@ -206,10 +228,9 @@ function replayed(a: KeptAnswer, head: Head): Outgoing {
   return { ...head, headers, status: a.status, kind: "body", contentType: a.contentType, body: a.body };
 }
 
-export function createPipeline(svc: Services, authenticate: Authenticate): Pipeline {
+export function createPipeline(svc: Services, authenticate: Authenticate, routes: Pattern<RouteSpec>[]): Pipeline {
   const cfg = svc.config;
-  const match = compileRoutes(served(cfg));
-
+  const match = compileRoutes(served(cfg, routes));
   // Clients call the same few paths over and over: a matched route is kept (it is read-only),
   // sparing the path split and match. Bounded, since paths come from the network.
   const known = new Map<string, Routed>();
@@ -252,71 +273,55 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     held.release = entry.release;
   }
 
-  async function execute(
-    r: Route,
-    inc: Incoming,
-    body$: Promise<Uint8Array>,
-    requestId: string,
-    context: Record<string, string>,
-    held: { release?: () => void },
-  ): Promise<Outgoing> {
-    const { spec } = r;
-    const query = inc.query ? new URLSearchParams(inc.query) : NO_QUERY;
-    const delimiter = query.get("delimiter") || DEFAULT_DELIMITER;
-    const params: Record<string, string> = {};
-    let id: string[] | null = null;
-    for (const k in r.params) {
-      const v = decodeSegment(r.params[k], k);
-      if (k === "id" && spec.scope !== "none") id = parseId(v, delimiter);
-      else params[k] = v;
+  /** Step `credentials`: who the headers say is asking; 401 for bad credentials, 403 past the credential's rights. */
+  async function headerCaller(spec: RouteSpec, headers: Record<string, string>, id: string[] | null): Promise<Caller> {
+    if (spec.role === "public") return { kind: "public" };
+    const creds = credentialsOf(headers);
+    if (creds === null) {
+      // Only a JSON body can carry an identity; elsewhere no credential is the 401 at once.
+      if (spec.op.body === "json") return { kind: "body-identity" };
+      await authenticate({});
     }
+    const principal = await authenticate(creds!);
+    authorise(principal, spec, id);
+    return { kind: "principal", principal };
+  }
 
-    const creds = credentialsOf(inc.headers);
-    let principal: Principal | null = null;
-    if (spec.role !== "public" && (creds.apiKey !== undefined || creds.bearer !== undefined)) principal = await authenticate(creds);
+  /** The principal of an admitted request, once its body is known (`identity` for clients that send no header). */
+  async function principalOf(a: Admitted, body: Record<string, unknown>): Promise<Principal | null> {
+    if (a.caller.kind === "public") return null;
+    if (a.caller.kind === "principal") return a.caller.principal;
+    const identity = body.identity as { api_key?: string; auth_token?: string } | undefined;
+    const principal = await authenticate({ apiKey: identity?.api_key ?? undefined, bearer: identity?.auth_token ?? undefined });
+    authorise(principal, a.route.spec, a.target.id);
+    return principal;
+  }
 
-    const op = spec.op;
-    const rowsAs = op.body === "arrow" ? rowsBodyKind(inc.headers["content-type"]) : null;
-    const bytes = await body$;
-    let body: Record<string, unknown> = {};
-    if (op.body === "json") body = parseJsonBody(bytes);
-    if (!principal && spec.role !== "public") {
-      const identity = body.identity as { api_key?: string; auth_token?: string } | undefined;
-      principal = await authenticate({ apiKey: identity?.api_key ?? undefined, bearer: identity?.auth_token ?? undefined });
+  async function admit(r: Route, inc: Incoming): Promise<Admission> {
+    const requestId = requestIdOf(inc.headers);
+    try {
+      const query = inc.query ? new URLSearchParams(inc.query) : NO_QUERY;
+      const target = targetOf(r, query);
+      const caller = await headerCaller(r.spec, inc.headers, target.id);
+      const args = r.spec.op.args ? r.spec.op.args(query, cfg) : {};
+      const rowsAs = r.spec.op.body === "arrow" ? rowsBodyKind(inc.headers["content-type"]) : null;
+      return { kind: "admitted", admitted: { route: r, caller, requestId, query, args, target, rowsAs } };
+    } catch (err) {
+      return { kind: "answer", out: failed(err, r, requestId, headerContext(inc.headers)) };
     }
-    authorise(principal!, spec, id);
-    if (spec.role !== "public") limit(principal!, held);
-    if (id !== null && body.id !== undefined && body.id !== null && !(Array.isArray(body.id) && sameId(body.id, id))) {
-      throw new ApiError(Code.InvalidInput, `id: body id ${JSON.stringify(body.id)} differs from the path's ${JSON.stringify(id)}`);
-    }
-    const validated = op.validate ? op.validate(body) : undefined;
-    // Header context wins over the body's.
-    if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
+  }
 
-    const ctx: OpContext = {
-      id: id ?? [],
-      params,
-      query,
-      body: validated,
-      raw: rowsAs === "arrow" ? bytes : undefined,
-      rows: rowsAs === "json" || rowsAs === "ndjson" ? jsonRowsBody(bytes, rowsAs === "ndjson", cfg.maxJsonBody) : undefined,
-      delimiter,
-      principal: principal!,
-      context,
-      requestId,
-      lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
-      rowFormat: rowFormat(inc.headers.accept),
-      signal: inc.signal,
-      svc,
-    };
-    const head: Head = { status: 200, headers: { "x-request-id": requestId }, op: spec.name, context };
+  /** Step `call`, under an Idempotency-Key when the request names one (writes only). */
+  async function call(a: Admitted, inc: Incoming, ctx: OpContext, bytes: Uint8Array): Promise<Outgoing> {
+    const { spec } = a.route;
+    const head: Head = { status: 200, headers: { "x-request-id": a.requestId }, op: spec.name, context: ctx.context };
     const key = inc.headers["idempotency-key"];
-    if (key === undefined || spec.role === "read" || spec.role === "public") return encode(await op.handler(ctx), head);
-    const claim = await idempotency.claim(principal!.subject, key, { method: inc.method, path: r.path, query: inc.query, body: bytes });
+    if (key === undefined || spec.role === "read" || spec.role === "public") return encode(await spec.op.handler(ctx), head);
+    const claim = await idempotency.claim(ctx.principal.subject, key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
     if (claim.kind === "replay") return replayed(claim.answer, head);
     let answer: KeptAnswer | null = null;
     try {
-      const out = encode(await op.handler(ctx), head);
+      const out = encode(await spec.op.handler(ctx), head);
       answer = keepable(out);
       return out;
     } finally {
@@ -324,35 +329,72 @@ export function createPipeline(svc: Services, authenticate: Authenticate): Pipel
     }
   }
 
-  async function run(r: Route, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
-    const requestId = requestIdOf(inc.headers);
+  /** The steps after the body arrived: body, authorise (body identity), limits, validate, call. */
+  async function execute(a: Admitted, inc: Incoming, bytes: Uint8Array, context: Record<string, string>, held: { release?: () => void }): Promise<Outgoing> {
+    const { op } = a.route.spec;
+    const body = op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {};
+    const principal = await principalOf(a, body);
+    if (principal !== null) limit(principal, held);
+    checkBodyId(a.target.id, body);
+    const validated = op.validate ? op.validate(body, cfg) : undefined;
+    // Header context wins over the body's.
+    if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
+    const ctx: OpContext = {
+      id: a.target.id ?? [],
+      params: a.target.params,
+      query: a.query,
+      args: a.args,
+      body: validated,
+      raw: a.rowsAs === "arrow" ? bytes : undefined,
+      rows: a.rowsAs === "json" || a.rowsAs === "ndjson" ? jsonRowsBody(bytes, a.rowsAs === "ndjson", cfg) : undefined,
+      delimiter: a.target.delimiter,
+      // Public routes' operations read no principal.
+      principal: principal!,
+      context,
+      requestId: a.requestId,
+      lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
+      rowFormat: rowFormat(inc.headers.accept),
+      signal: inc.signal,
+      svc,
+    };
+    return call(a, inc, ctx, bytes);
+  }
+
+  /** An error answer for the request; an unexpected error is logged and answered 500. */
+  function failed(err: unknown, r: Route, requestId: string, context: Record<string, string>): Outgoing {
+    const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
+    if (out) return { ...out, op: r.spec.name, context };
+    log.error("request failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context });
+    return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
+  }
+
+  async function run(a: Admitted, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
     const context = headerContext(inc.headers);
     const held: { release?: () => void } = {};
     try {
-      const out = await execute(r, inc, body$, requestId, context, held);
+      const out = await execute(a, inc, await body$, context, held);
       if (held.release) out.release = held.release;
       return out;
     } catch (err) {
       held.release?.();
-      const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
-      if (out) return { ...out, op: r.spec.name, context };
-      log.error("request failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context });
-      return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
+      return failed(err, a.route, a.requestId, context);
     }
   }
 
   return {
     route,
+    admit,
     run,
     error: (path, err, requestId) => errorOut(err, path, requestId || nextRequestId()),
-    dispatch(inc, body) {
+    async dispatch(inc, body) {
       const routed = route(inc.method, inc.path);
-      if (routed.kind === "answer") return Promise.resolve(routed.out);
+      if (routed.kind === "answer") return routed.out;
+      const admission = await admit(routed.route, inc);
+      if (admission.kind === "answer") return admission.out;
+      const out = await run(admission.admitted, inc, body ? Promise.resolve(body) : NO_BODY);
       // In process the caller reads the answer at once: the credential's hold ends here.
-      return run(routed.route, inc, body ? Promise.resolve(body) : NO_BODY).then((out) => {
-        out.release?.();
-        return out;
-      });
+      out.release?.();
+      return out;
     },
     finished(req, out, status, ms) {
       requestFinished(cfg, { op: req.op, method: req.method, path: req.path, status, ms, requestId: out?.headers["x-request-id"], context: out?.context, reason: out?.reason });

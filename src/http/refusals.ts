@@ -6,6 +6,9 @@ export type RefusalReason =
   | "draining"
   | "in-flight"
   | "body-readers"
+  | "address-body-readers"
+  | "credential-body-readers"
+  | "identity-body-readers"
   | "large-responses"
   | "response-buffer"
   | "rate-limit"
@@ -22,6 +25,9 @@ const counts: Record<RefusalReason, number> = {
   draining: 0,
   "in-flight": 0,
   "body-readers": 0,
+  "address-body-readers": 0,
+  "credential-body-readers": 0,
+  "identity-body-readers": 0,
   "large-responses": 0,
   "response-buffer": 0,
   "rate-limit": 0,

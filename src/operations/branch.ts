@@ -11,7 +11,7 @@ import { CreateTableBranch, DeleteTableBranch } from "../schemas/branch.js";
 import type { Services } from "../services.js";
 import { serialQueue } from "../util/serial.js";
 import { jsonOp, queryOp } from "./define.js";
-import { page, pageParams } from "./pagination.js";
+import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { requireTable } from "../catalog/lookup.js";
 import { json } from "./types.js";
@@ -30,9 +30,9 @@ async function onBranches<T>(svc: Services, entry: Entry, names: Omit<RefNames, 
 
 const q = JSON.stringify;
 
-export const listTableBranches = queryOp(async ({ id, query, svc }) => {
+export const listTableBranches = queryOp(async ({ id, args, svc }) => {
   const entry = await requireTable(svc.catalog, id);
-  const { after, limit } = pageParams(query);
+  const { after, limit } = pageOf(args);
   const all = await onBranches(svc, entry, {}, (b) => b.list());
   const p = page(Object.keys(all).sort(), (n) => n, after, limit);
   const dir = tableDir(svc.tables.root, entry);

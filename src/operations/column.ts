@@ -138,7 +138,7 @@ const REQUEST_KEYS = new Set(["identity", "context", "id"]);
  * Adds keys to the table's schema metadata and answers the resulting map. LanceDB 0.39 can only
  * add keys (see engine/schema-edit.ts), so changing an existing key's value is 406.
  */
-export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, query, svc }) => change(svc, id, query.get("branch"), async ({ t }) => {
+export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, args, svc }) => change(svc, id, args.branch, async ({ t }) => {
   const current = (await t.schema()).metadata;
   const wanted = Object.entries(body as Record<string, unknown>).filter(([k]) => !REQUEST_KEYS.has(k)) as [string, string][];
   const changed = wanted.filter(([k, v]) => current.has(k) && current.get(k) !== v).map(([k]) => k);

@@ -1,6 +1,7 @@
 // Row-level operations: insert, merge insert, update, delete, count and statistics. Writes on
 // main go through the cached table handle, so later reads see them; `branch` writes leave main alone.
-import { InsertQuery } from "../schemas/params.js";
+import type { Static } from "@sinclair/typebox";
+import { BranchQuery, InsertQuery, MergeInsertQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
 import { fromFieldMetadata, runnable } from "../compute/virtual-column.js";
 import { arrow } from "../engine/arrow.js";
@@ -13,8 +14,6 @@ import { invalid } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
 import { arrowOp, jsonOp } from "./define.js";
-import { boolParam } from "./pagination.js";
-import { listParam, modeParam, stringParam } from "./table-params.js";
 import { openTable } from "./table-ref.js";
 import { refuseView } from "./views.js";
 import type { OpContext } from "./types.js";
@@ -37,7 +36,7 @@ async function engine<T>(field: string | ((err: unknown) => string), table: stri
  * way to commit to it: one write at a time per table and branch (see Tables.write).
  */
 async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}, write?: string) {
-  const branch = at.branch ?? stringParam(ctx.query, "branch");
+  const branch: string | undefined = at.branch ?? ctx.args.branch;
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
   if (write) refuseView(ctx.svc, entry, write);
   // After the commit, tables with auto_backfill columns get a follow-up backfill.
@@ -81,7 +80,7 @@ function withoutNullBools(data: A.Table, append: boolean): A.Table {
 }
 
 export const insertIntoTable = arrowOp(async (ctx) => {
-  const mode = modeParam(ctx.query, "mode", ["append", "overwrite"] as const, "append");
+  const mode: "append" | "overwrite" = ctx.args.mode ?? "append";
   const { entry, table, commit } = await target(ctx, {}, "insert");
   const data = await arrowBody(ctx, await table.schema(), entry.objectId, mode === "append");
   const r = await engine("body", undefined, () => commit(() => table.add(data, { mode })));
@@ -89,10 +88,12 @@ export const insertIntoTable = arrowOp(async (ctx) => {
 }, { query: InsertQuery });
 
 export const mergeInsertIntoTable = arrowOp(async (ctx) => {
-  const q = ctx.query;
+  const q: Static<typeof MergeInsertQuery> = ctx.args;
   // Upstream's `on` is an array of field paths, sent as the parameter repeated (a composite key).
-  const paths = listParam(q, "on");
+  const paths = q.on ?? [];
   if (paths.length === 0) throw invalid("on: is required (one or more key columns)");
+  const matchedFilt = q.when_matched_update_all_filt;
+  const bySourceFilt = q.when_not_matched_by_source_delete_filt;
   const { entry, table, commit } = await target(ctx, {}, "merge_insert");
   const schema = await table.schema();
   const on = paths.map((p) => {
@@ -107,14 +108,13 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
 
   let b = table.mergeInsert(on);
-  const matchedFilt = stringParam(q, "when_matched_update_all_filt");
-  if (boolParam(q, "when_matched_update_all", false) || matchedFilt) b = b.whenMatchedUpdateAll(matchedFilt ? { where: matchedFilt } : undefined);
-  if (boolParam(q, "when_not_matched_insert_all", false)) b = b.whenNotMatchedInsertAll();
-  const bySourceFilt = stringParam(q, "when_not_matched_by_source_delete_filt");
-  if (boolParam(q, "when_not_matched_by_source_delete", false) || bySourceFilt) {
+
+  if (q.when_matched_update_all || matchedFilt) b = b.whenMatchedUpdateAll(matchedFilt ? { where: matchedFilt } : undefined);
+  if (q.when_not_matched_insert_all) b = b.whenNotMatchedInsertAll();
+  if (q.when_not_matched_by_source_delete || bySourceFilt) {
     b = b.whenNotMatchedBySourceDelete(bySourceFilt ? { where: bySourceFilt } : undefined);
   }
-  if (q.has("use_index")) b = b.useIndex(boolParam(q, "use_index", true));
+  if (q.use_index !== undefined) b = b.useIndex(q.use_index);
   // The filters are SQL over the source and target rows, checked only as the merge runs.
   const filters = [matchedFilt && "when_matched_update_all_filt", bySourceFilt && "when_not_matched_by_source_delete_filt"];
   const sqlField = filters.filter(Boolean).join(" or ");
@@ -131,7 +131,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
     // LanceDB's remote client also reads the source row count and the commit attempts.
     ...(ctx.lancedbClient ? { num_rows: r.numRows, num_attempts: r.numAttempts } : {}),
   });
-});
+}, { query: MergeInsertQuery });
 
 export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const { body } = ctx;
@@ -149,21 +149,21 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit(() => table.update({ valuesSql, where })));
   // LanceDB's remote client reads `rows_updated`; lance-namespace says `updated_rows`.
   return json(ctx.lancedbClient ? { version: r.version, rows_updated: r.rowsUpdated } : { version: r.version, updated_rows: r.rowsUpdated });
-});
+}, { query: BranchQuery });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
   const { entry, table } = await target(ctx, ctx.body, "delete");
   // A delete leaves nothing to compute (no follow-up backfill), but views of the table may change.
-  const branch = ctx.body.branch ?? stringParam(ctx.query, "branch");
+  const branch = ctx.body.branch ?? ctx.args.branch;
   const r = await engine("predicate", entry.objectId, () => ctx.svc.tables.write(entry, branch, () => table.delete(ctx.body.predicate)));
   ctx.svc.autoRefresh.written(entry, namedBranch(branch) ?? null);
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
-});
+}, { query: BranchQuery });
 
 export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
   const { entry, table } = await target(ctx, ctx.body);
   return json(await engine("predicate", entry.objectId, () => table.countRows(ctx.body.predicate || undefined)));
-});
+}, { query: BranchQuery });
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
   const { table } = await target(ctx, ctx.body);
@@ -175,4 +175,4 @@ export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
     num_indices: s.numIndices,
     fragment_stats: { num_fragments: f.numFragments, num_small_fragments: f.numSmallFragments, lengths: { ...f.lengths } },
   });
-});
+}, { query: BranchQuery });

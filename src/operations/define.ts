@@ -1,7 +1,7 @@
 // An operation is described once: how its body is read, its request schema and its handler. The
 // schemas (body and query parameters) also make the OpenAPI document (src/http/openapi.ts).
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
-import { compile, type Validator } from "../schemas/validate.js";
+import { compile, compileParams, type ParamsValidator, type Validator } from "../schemas/validate.js";
 import { unsupported } from "../errors.js";
 import type { Handler } from "./types.js";
 
@@ -9,7 +9,7 @@ export type BodyKind = "json" | "arrow" | "none";
 
 /** What the OpenAPI document says of an operation beyond its body schema. */
 export interface Described {
-  /** Query parameters the handler reads (strings on the wire; the schema says what they hold). */
+  /** Query parameters the handler reads (strings on the wire, coerced to what the schema says; `ctx.args`). */
   query?: TObject;
   /** Content type of a success when it is not JSON. */
   produces?: string;
@@ -22,21 +22,26 @@ export interface Operation extends Described {
   /** The JSON body's schema (validated by `validate`). */
   schema?: TSchema;
   validate?: Validator<unknown>;
+  /** The query parameters, from `query`. */
+  args?: ParamsValidator<unknown>;
   handler: Handler;
 }
 
+/** What an operation says of itself beyond its body, with its query parameters' parser. */
+const described = (more: Described) => (more.query ? { ...more, args: compileParams(more.query) } : more);
+
 export function jsonOp<S extends TSchema>(schema: S, handler: Handler<Static<S>>, more: Described = {}): Operation {
-  return { body: "json", schema, validate: compile(schema), handler: handler as Handler, ...more };
+  return { body: "json", schema, validate: compile(schema), handler: handler as Handler, ...described(more) };
 }
 
 /** Mark an operation whose answer may be a large engine stream (see Operation.streamsResults). */
 export const streaming = (op: Operation): Operation => ({ ...op, streamsResults: true });
 
 /** Operations whose inputs are the path and query only; any body is ignored. */
-export const queryOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "none", handler, ...more });
+export const queryOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "none", handler, ...described(more) });
 
 /** Operations that take an Arrow IPC stream body; options arrive as query parameters. */
-export const arrowOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "arrow", handler, ...more });
+export const arrowOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "arrow", handler, ...described(more) });
 
 /** A route that exists in the spec but whose feature has not landed: 406 with the spec's body. */
 export const notImplemented = (what: string): Operation => ({

@@ -15,7 +15,8 @@ import { CreateIndex, DropIndex, IndexStats, ListIndices } from "../schemas/inde
 import type { Services } from "../services.js";
 import type { Static } from "@sinclair/typebox";
 import { jsonOp } from "./define.js";
-import { page, pageParams } from "./pagination.js";
+import { PageQuery } from "../schemas/params.js";
+import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { json, type OpContext } from "./types.js";
 
@@ -108,7 +109,7 @@ function pendingRecord(r: JobRecord) {
   return { index_name: s.name, index_uuid: "", columns: [s.column], status: buildStatus(r), index_type: s.kind, transaction_id: r.id };
 }
 
-export const listTableIndices = jsonOp(ListIndices, async ({ id, body, query, svc }) => {
+export const listTableIndices = jsonOp(ListIndices, async ({ id, body, args, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { version: body.version, branch });
@@ -116,10 +117,10 @@ export const listTableIndices = jsonOp(ListIndices, async ({ id, body, query, sv
   const names = new Set(built.map((b) => b.index_name));
   const pending = body.version == null ? pendingBuilds(svc, id, branch).map(pendingRecord).filter((p) => !names.has(p.index_name)) : [];
   const all = [...built, ...pending].sort((a, b) => (a.index_name < b.index_name ? -1 : a.index_name > b.index_name ? 1 : 0));
-  const q = pageParams(query);
+  const q = pageOf(args);
   const { items, pageToken } = page(all, (i) => i.index_name, body.page_token ?? q.after, body.limit ?? q.limit);
   return json({ indexes: items, page_token: pageToken });
-});
+}, { query: PageQuery });
 
 export const describeTableIndexStats = jsonOp(IndexStats, async ({ id, params, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);

@@ -9,7 +9,7 @@ import { CommonBody } from "../schemas/common.js";
 import { CreateNamespace, DropNamespace } from "../schemas/namespace.js";
 import type { Services } from "../services.js";
 import { jsonOp, queryOp } from "./define.js";
-import { page, pageParams } from "./pagination.js";
+import { page, pageOf } from "./pagination.js";
 import { removeTableData } from "./table.js";
 import { empty, json } from "./types.js";
 
@@ -75,9 +75,9 @@ export const dropNamespace = jsonOp(DropNamespace, async ({ id, body, svc }) => 
   });
 });
 
-export const listNamespaces = queryOp(async ({ id, query, svc, principal }) => {
+export const listNamespaces = queryOp(async ({ id, args, svc, principal }) => {
   await requireNamespaceNow(svc.catalog, id);
-  const { after, limit } = pageParams(query);
+  const { after, limit } = pageOf(args);
   const visible = svc.catalog.children(id, "namespace").filter((e) => canBrowse(principal, e.id));
   const p = page(visible, (e) => e.id[e.id.length - 1], after, limit);
   return json({ namespaces: p.items.map((e) => e.id[e.id.length - 1]), page_token: p.pageToken });

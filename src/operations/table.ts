@@ -22,8 +22,7 @@ import { CommonBody } from "../schemas/common.js";
 import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
 import type { Services } from "../services.js";
 import { arrowOp, jsonOp, queryOp } from "./define.js";
-import { boolParam, page, pageParams } from "./pagination.js";
-import { mapParam, modeParam } from "./table-params.js";
+import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { requireNamespace, requireNamespaceNow, requireTable } from "../catalog/lookup.js";
 import { empty, json } from "./types.js";
@@ -79,20 +78,20 @@ async function withData(svc: Services, entries: Entry[]): Promise<Entry[]> {
 
 // ---- listings ----
 
-export const listTables = queryOp(async ({ id, query, svc, principal }) => {
+export const listTables = queryOp(async ({ id, args, svc, principal }) => {
   await requireNamespaceNow(svc.catalog, id);
-  const { after, limit } = pageParams(query);
+  const { after, limit } = pageOf(args);
   let tables = svc.catalog.children(id, "table").filter((e) => covers(principal, e.id));
-  if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
+  if (args.include_declared === false) tables = await withData(svc, tables);
   const p = page(tables, leaf, after, limit);
   return json({ tables: p.items.map(leaf), page_token: p.pageToken });
 }, { query: ListTablesQuery });
 
-export const listAllTables = queryOp(async ({ query, svc, principal, delimiter }) => {
+export const listAllTables = queryOp(async ({ args, svc, principal, delimiter }) => {
   await svc.catalog.refresh();
-  const { after, limit } = pageParams(query);
+  const { after, limit } = pageOf(args);
   let tables = svc.catalog.allTables().filter((e) => covers(principal, e.id));
-  if (!boolParam(query, "include_declared", true)) tables = await withData(svc, tables);
+  if (args.include_declared === false) tables = await withData(svc, tables);
   const names = tables.map((e) => e.id.join(delimiter)).sort();
   const p = page(names, (n) => n, after, limit);
   return json({ tables: p.items, page_token: p.pageToken });
@@ -105,10 +104,26 @@ const located = (svc: Services, p: Principal) => roleRank[p.role] >= roleRank[sv
 const locationFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { location: dir } : {});
 const uriFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { table_uri: dir } : {});
 
-export const createTable = arrowOp(async ({ id, query, raw, rows, svc, principal }) => {
+/** create's `properties` parameter: a JSON object of strings. */
+function propertiesOf(raw: string | undefined): Record<string, string> | undefined {
+  if (raw === undefined) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    throw invalid("properties: must be a JSON object of strings");
+  }
+  if (v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v) || Object.values(v as object).some((x) => typeof x !== "string")) {
+    throw invalid("properties: must be a JSON object of strings");
+  }
+  return v as Record<string, string>;
+}
+
+export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal }) => {
   tableName(id);
-  const mode = modeParam(query, "mode", ["create", "exist_ok", "overwrite"] as const, "create");
-  const properties = mapParam(query, "properties");
+  const mode: "create" | "exist_ok" | "overwrite" = args.mode ?? "create";
+  const properties = propertiesOf(args.properties);
   const data = rows ? storable(createTableFromRows(rows, objectIdOf(id))) : await svc.pool.ingest(raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
@@ -286,11 +301,11 @@ async function basicStats(t: lancedb.Table, version: number) {
 const notDeclaredVersion = (entry: Entry) =>
   new ApiError(Code.TableVersionNotFound, `table ${q(entry.objectId)} is declared only and has no versions yet`);
 
-export const describeTable = jsonOp(DescribeTable, async ({ id, body, query, svc, lancedbClient, principal }) => {
+export const describeTable = jsonOp(DescribeTable, async ({ id, body, args, svc, lancedbClient, principal }) => {
   const entry = await requireTable(svc.catalog, id);
   if (body.tag && (body.version != null || body.branch)) throw invalid("tag: cannot be combined with version or branch");
-  const withUri = body.with_table_uri ?? boolParam(query, "with_table_uri", false);
-  const detailed = body.load_detailed_metadata ?? boolParam(query, "load_detailed_metadata", false);
+  const withUri = body.with_table_uri ?? args.with_table_uri ?? false;
+  const detailed = body.load_detailed_metadata ?? args.load_detailed_metadata ?? false;
   const dir = dirOf(svc, entry);
   const base = {
     table: leaf(entry),

@@ -9,7 +9,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { SetTag, TagRef } from "../schemas/tag.js";
 import type { Services } from "../services.js";
 import { jsonOp, queryOp } from "./define.js";
-import { page, pageParams } from "./pagination.js";
+import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { requireTable } from "../catalog/lookup.js";
 import { json } from "./types.js";
@@ -26,10 +26,10 @@ async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "tab
 
 const withBranch = (branch: string | undefined) => (namedBranch(branch) ? { branch } : {});
 
-export const listTableTags = queryOp(async ({ id, query, svc, lancedbClient }) => {
+export const listTableTags = queryOp(async ({ id, args, svc, lancedbClient }) => {
   const entry = await requireTable(svc.catalog, id);
   // LanceDB's remote client reads one unpaged map of name → tag.
-  const { after, limit } = lancedbClient ? { after: null, limit: Number.MAX_SAFE_INTEGER } : pageParams(query);
+  const { after, limit } = lancedbClient ? { after: null, limit: Number.MAX_SAFE_INTEGER } : pageOf(args);
   const all = await onTags(svc, entry, {}, (tags) => tags.list());
   const names = Object.keys(all).sort();
   const p = page(names, (n) => n, after, limit);

@@ -12,6 +12,8 @@ export interface OpContext<B = any> {
   /** Other path parameters, decoded (e.g. index_name). */
   params: Record<string, string>;
   query: URLSearchParams;
+  /** The query parameters the operation's `query` schema describes, validated and coerced ({} without one). */
+  args: any;
   /** Validated JSON body ({} when the request had none), or undefined for Arrow bodies. */
   body: B;
   /** Raw Arrow IPC body, for operations that take rows… */

@@ -9,7 +9,7 @@ import { manifestFile, manifestPathV2, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { DescribeTableVersion, RestoreTable } from "../schemas/version.js";
 import { jsonOp, queryOp } from "./define.js";
-import { boolParam, pageParams } from "./pagination.js";
+import { pageOf } from "./pagination.js";
 import { openAt, openTable } from "./table-ref.js";
 import { requireTable } from "../catalog/lookup.js";
 import type { Services } from "../services.js";
@@ -43,12 +43,12 @@ function versionToken(token: string | null): number | null {
   return Number(token);
 }
 
-export const listTableVersions = queryOp(async ({ id, query, svc }) => {
+export const listTableVersions = queryOp(async ({ id, args, svc }) => {
   const entry = await requireTable(svc.catalog, id);
-  const branch = query.get("branch") || undefined;
-  const { after, limit } = pageParams(query);
+  const branch: string | undefined = args.branch;
+  const { after, limit } = pageOf(args);
   const from = versionToken(after);
-  const descending = boolParam(query, "descending", false);
+  const descending: boolean = args.descending ?? false;
   const dir = tableDir(svc.tables.root, entry);
   // A declared table has no versions yet (a managed-versioning writer asks before its first commit).
   if (!(await hasVersions(dir))) return json({ versions: [], page_token: null });

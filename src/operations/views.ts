@@ -75,7 +75,7 @@ const authoriseSource = (principal: Principal, def: ViewDefinition) => {
 
 export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id, body, svc, principal }) => {
   if (id.length === 0) throw invalid("id: a view id needs at least a view name");
-  const { definition: def, schema } = defineView(body);
+  const { definition: def, schema } = defineView(body, svc.config);
   authoriseSource(principal, def);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));

@@ -1,6 +1,7 @@
 // Virtual columns: add and alter with a `virtual_column` descriptor, and backfill_column, which
 // checks what it can at once and then starts a backfill job (202 {job_id}). Everything a request
 // names is checked before anything is committed.
+import { checkExpression } from "../schemas/expression.js";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
@@ -30,6 +31,7 @@ async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Fiel
   vc.inputs.forEach((p, i) => resolveFieldPath(fields as unknown as FieldLike[], p, entry.objectId, `${at}.input_columns[${i}]: column`));
   const kind = runnable(vc);
   if (kind === "sql") {
+    checkExpression(`${at}.udf`, vc.udf, svc.config);
     const dict = fields.find((f) => arrow.DataType.isDictionary(f.type) && new RegExp(`(^|[^\\w])${f.name.replace(/\W/g, "\\$&")}([^\\w]|$)`).test(vc.udf));
     if (dict) throw invalid(`${at}.udf: column ${q(dict.name)} is dictionary-encoded, which LanceDB's SQL computed columns cannot read; store it as plain strings`);
     sqlValue(vc, at);

@@ -1,12 +1,12 @@
 import { Type } from "@sinclair/typebox";
-import { common, Opt, UInt } from "./common.js";
+import { common, Opt, RefName, UInt } from "./common.js";
 
-const name = Type.String({ minLength: 1 });
+const name = RefName;
 
 export const CreateTableBranch = Type.Object({
   ...common,
   name,
-  from_branch: Opt(Type.String({ minLength: 1 })),
+  from_branch: Opt(RefName),
   from_version: Opt(UInt()),
 });
 export const DeleteTableBranch = Type.Object({ ...common, name });

@@ -1,5 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { branch, common, FieldPath, Opt, StringMap } from "./common.js";
+import { branch, common, Expression, FieldPath, Opt, StringMap } from "./common.js";
 
 /** JsonArrowDataType (lance-namespace `JsonArrowDataType`); its vocabulary is checked when converted. */
 export const JsonDataType = Type.Object({ type: Type.String({ minLength: 1 }) }, { additionalProperties: true });
@@ -35,7 +35,7 @@ export type AlterVirtualColumn = Static<typeof AlterVirtualColumn>;
 export const AddColumnsEntry = Type.Object({
   name: Type.String({ minLength: 1 }),
   /** SQL evaluated over the existing rows. */
-  expression: Opt(Type.String({ minLength: 1 })),
+  expression: Opt(Expression({ minLength: 1 })),
   /** An all-null (nullable) column of this type. */
   data_type: Opt(JsonDataType),
   computed: Opt(Type.String()),
@@ -81,7 +81,7 @@ export const BackfillColumn = Type.Object({
   ...common,
   ...branch,
   column: FieldPath,
-  where: Opt(Type.String({ minLength: 1 })),
+  where: Opt(Expression({ minLength: 1 })),
   concurrency: Count,
   intra_applier_concurrency: Count,
   min_checkpoint_size: Count,

@@ -5,6 +5,9 @@ import { Type, type TSchema } from "@sinclair/typebox";
 export const Opt = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 
 /** A mode string, matched case-insensitively in PascalCase or snake_case; yields the snake_case value. */
+/** A SQL expression the engine parses: length and complexity are bounded (src/schemas/expression.ts). */
+export const Expression = (opts: { minLength?: number } = {}) => Type.String({ ...opts, "x-expression": true });
+
 export const Mode = <const V extends readonly string[]>(...values: V) =>
   Type.Unsafe<V[number]>({ type: "string", "x-mode": values });
 
@@ -18,7 +21,9 @@ export const common = {
   id: Opt(Type.Array(Type.String())),
 };
 
-export const branch = { branch: Opt(Type.String({ minLength: 1 })) };
+/** A branch or tag name: it names a file of the table's directory, so it stays well under the file system's 255 bytes. */
+export const RefName = Type.String({ minLength: 1, maxLength: 200 });
+export const branch = { branch: Opt(RefName) };
 
 /** A body with only the common fields. */
 export const CommonBody = Type.Object({ ...common });

@@ -5,7 +5,7 @@
 // "Provide one of A or B, not both" and "exactly one key" rules are checked in
 // src/operations/query-spec.ts, where the message can name the field.
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { branch, common, FieldPath, Mode, Opt, UInt } from "./common.js";
+import { branch, common, Expression, FieldPath, Mode, Opt, UInt } from "./common.js";
 
 const Num = Type.Number();
 const Vec = Type.Array(Num);
@@ -74,6 +74,8 @@ const Columns = Type.Unsafe<
     column_names: Opt(Type.Array(FieldPath)),
     column_aliases: Opt(Type.Record(Type.String(), FieldPath, { propertyNames: NonEmpty })),
   },
+  // LanceDB's client: `{alias: SQL expression}`.
+  additionalProperties: Expression(),
   propertyNames: NonEmpty,
 });
 
@@ -89,7 +91,7 @@ export const QueryFields = {
     ]),
   ),
   offset: Opt(UInt()),
-  filter: Opt(Type.String()),
+  filter: Opt(Expression()),
   prefilter: Opt(Type.Boolean()),
   columns: Opt(Columns),
   distance_type: Opt(Mode("l2", "cosine", "dot", "hamming")),

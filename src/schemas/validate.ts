@@ -1,14 +1,18 @@
-// ajv, compiled once per schema. Unknown fields are ignored (real clients send extras);
-// the `x-mode` keyword accepts mode strings case-insensitively in PascalCase or snake_case
+// ajv, compiled once per schema, for JSON bodies and (coercing strings) query parameters.
+// Unknown fields are ignored (real clients send extras); the `x-mode` keyword accepts mode strings case-insensitively in PascalCase or snake_case
 // and rewrites them to their canonical snake_case spelling.
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import type { Static, TSchema } from "@sinclair/typebox";
+import { Ajv, type ErrorObject, type FuncKeywordDefinition, type ValidateFunction } from "ajv";
+import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { invalid } from "../errors.js";
+import { expressionFault, type ExpressionLimits } from "./expression.js";
 import { matchMode } from "./mode.js";
 
-const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false });
+// passContext: a validator is called with the server's expression limits as `this`.
+const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false, passContext: true });
+// Query parameters are strings on the wire: "10" is coerced to 10, "true" to true, one value to a list.
+const coercing = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: "array", strict: false, passContext: true });
 
-ajv.addKeyword({
+const modeKeyword: FuncKeywordDefinition = {
   keyword: "x-mode",
   type: "string",
   modifying: true,
@@ -29,7 +33,23 @@ ajv.addKeyword({
     if (cxt) cxt.parentData[cxt.parentDataProperty] = hit;
     return true;
   },
-});
+};
+for (const a of [ajv, coercing]) a.addKeyword(modeKeyword);
+
+/** A SQL expression the engine will parse: bounded in length and complexity (src/schemas/expression.ts). */
+const expressionKeyword: FuncKeywordDefinition = {
+  keyword: "x-expression",
+  type: "string",
+  errors: true,
+  validate: function check(this: ExpressionLimits | undefined, _on: boolean, data: string): boolean {
+    // A schema with expressions validated without the limits is a programming error, not a pass.
+    if (this === undefined) throw new Error("an x-expression schema was validated without expression limits");
+    const fault = expressionFault(data, this);
+    if (fault !== null) (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: "x-expression", message: fault, params: {} }];
+    return fault === null;
+  },
+};
+for (const a of [ajv, coercing]) a.addKeyword(expressionKeyword);
 
 /** `/vector/single_vector/0` → `vector.single_vector[0]` */
 function fieldPath(instancePath: string, extra?: string): string {
@@ -70,12 +90,31 @@ function pick(errors: ErrorObject[]): string {
   return `${fieldPath(at)}: must be ${types.join(" or ") || "null"}`;
 }
 
-export type Validator<T> = (data: unknown) => T;
+/** `limits` must be given where the schema holds expressions (`x-expression`). */
+export type Validator<T> = (data: unknown, limits?: ExpressionLimits) => T;
 
 export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   const fn: ValidateFunction = ajv.compile(schema);
-  return (data: unknown) => {
-    if (!fn(data)) throw invalid(pick(fn.errors!));
+  return (data: unknown, limits?: ExpressionLimits) => {
+    if (!fn.call(limits, data)) throw invalid(pick(fn.errors!));
+    return data as Static<S>;
+  };
+}
+
+/** A query-string parser made from its schema: parameters coerced to the schema's types; 400 naming the parameter. */
+export type ParamsValidator<T> = (q: URLSearchParams, limits: ExpressionLimits) => T;
+
+export function compileParams<S extends TObject>(schema: S): ParamsValidator<Static<S>> {
+  const fn: ValidateFunction = coercing.compile(schema);
+  const lists = new Set(Object.entries(schema.properties).filter(([, p]) => (p as TSchema).type === "array").map(([k]) => k));
+  return (q, limits) => {
+    const data: Record<string, unknown> = {};
+    for (const k of new Set(q.keys())) {
+      // A list is given repeated and/or comma-separated; an empty value is no value.
+      if (lists.has(k)) data[k] = q.getAll(k).flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v.length > 0);
+      else if (q.get(k) !== "") data[k] = q.get(k);
+    }
+    if (!fn.call(limits, data)) throw invalid(pick(fn.errors!));
     return data as Static<S>;
   };
 }

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setupAuth } from "../../src/auth/authenticate.js";
 import { loadConfig } from "../../src/config.js";
 import { createPipeline, type Incoming, type Outgoing, type Pipeline } from "../../src/http/pipeline.js";
+import { routes } from "../../src/routes.js";
 import { createServices, type Services } from "../../src/services.js";
 
 const KEY = "unit-admin-key";
@@ -19,7 +20,7 @@ beforeAll(async () => {
   const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
   const auth = setupAuth(config);
   svc = await createServices(config, auth.credential);
-  pipeline = createPipeline(svc, auth.authenticate);
+  pipeline = createPipeline(svc, auth.authenticate, routes);
 });
 afterAll(async () => {
   await svc.close();

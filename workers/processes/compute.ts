@@ -2,9 +2,10 @@
 // chunker bodies, SQL table functions) runs. It is started by workers/compute-client.ts through
 // workers/sandbox-launch.ts (no secrets, Node's permission model, an unprivileged user, no
 // network) and holds nothing worth reaching: no LanceDB handle, no key, no file it could write. It
-// runs its owner's tasks in a Piscina pool of `workers` threads; each task is aborted past its
-// deadline (Piscina then terminates the thread), the backstop behind the time limits the tasks set
-// themselves. It exits when its owner goes away (the IPC channel closes).
+// runs its owner's tasks in a Piscina pool of `workers` threads, at most one task per thread at a
+// time (the others wait here, so a task's deadline counts from when it starts running); each task
+// is aborted past its deadline (Piscina then terminates the thread), the backstop behind the time
+// limits the tasks set themselves. It exits when its owner goes away (the IPC channel closes).
 import { Piscina } from "piscina";
 import { ownBuffer } from "../../src/util/own-buffer.js";
 import type { ComputeCommand, ComputeMessage } from "../protocol.js";
@@ -18,14 +19,15 @@ process.on("disconnect", () => process.exit(0));
 const pool = new Piscina({
   // dist/workers/processes/compute.js → dist/workers/threads/compute-tasks.js
   filename: new URL("../threads/compute-tasks.js", import.meta.url).href,
-  minThreads: 0,
+  // The threads start with the process, while its owner still reads the first batch.
+  minThreads: workers,
   maxThreads: workers,
   idleTimeout: 60_000,
   // A task past the heap limit fails alone; Piscina replaces its worker.
   resourceLimits: { maxOldGenerationSizeMb: workerHeapMb },
 });
 
-const send = (m: ComputeMessage) => process.send!(m);
+const send = (m: ComputeMessage): void => void process.send!(m);
 
 /** What ran: "the UDF", "the udtf", "the chunker". */
 const subject = (m: ComputeCommand) => (m.name === "udf" ? "the UDF" : `the ${m.request.kind}`);
@@ -34,23 +36,47 @@ function failure(err: unknown, m: ComputeCommand, aborted: boolean): string {
   const e = err as { code?: string; message?: string };
   if (aborted) return `${subject(m)} ran past its time limit; its worker was stopped`;
   if (e?.code === "ERR_WORKER_OUT_OF_MEMORY" || /out of memory|memory limit/i.test(String(e?.message))) {
-    return `${subject(m)} ran out of memory (the heap limit of a worker, --worker-heap-mb ${workerHeapMb}); its worker was replaced`;
+    return `${subject(m)} ran out of memory: it exceeded the worker heap limit (--worker-heap-mb ${workerHeapMb}); its worker was replaced`;
   }
   return `${subject(m)} failed: ${String(e?.message ?? err)}`;
 }
 
-process.on("message", (m: ComputeCommand) => {
+function runTask(m: ComputeCommand): Promise<void> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), m.deadlineMs);
   const input = m.request.op === "run" ? ownBuffer(m.request.input!) : undefined;
   const request = input ? { ...m.request, input } : m.request;
-  pool
+  return pool
     .run(request, { name: m.name, signal: abort.signal, transferList: input ? [input.buffer as ArrayBuffer] : [] })
     .then(
       (r: UdfTaskReply | TableReply) => send(r instanceof Uint8Array ? { type: "reply", id: m.id, output: r } : r.ok ? { type: "reply", id: m.id, ok: true } : { type: "reply", id: m.id, error: r.error ?? `${subject(m)} failed` }),
       (err: unknown) => send({ type: "reply", id: m.id, error: failure(err, m, abort.signal.aborted) }),
     )
     .finally(() => clearTimeout(timer));
+}
+
+const waiting: ComputeCommand[] = [];
+let running = 0;
+function next(): void {
+  while (running < workers && waiting.length > 0) {
+    running++;
+    void runTask(waiting.shift()!).finally(() => {
+      running--;
+      next();
+    });
+  }
+}
+
+process.on("message", (m: ComputeCommand) => {
+  waiting.push(m);
+  next();
 });
 
-send({ type: "ready" });
+// Ready once every thread has loaded its tasks: a deadline must not count a thread's start.
+let started = 0;
+const onCreate = () => {
+  if (++started < workers) return;
+  pool.off("workerCreate", onCreate);
+  send({ type: "ready" });
+};
+pool.on("workerCreate", onCreate);
