@@ -4,6 +4,7 @@
 //   answers with progress messages of the job's own shape and ends with `done` or `error`;
 // - the compute sandbox (workers/processes/compute.ts): its owner sends `task`s, each answered by
 //   one `reply` with the same id; the sandbox says `ready` once, when its pool is up.
+import type { ErrorPolicy } from "../src/compute/error-handling.js";
 import type { Entry } from "../src/catalog/catalog.js";
 import type { UdfDefinition } from "../src/compute/udf.js";
 import type { ViewDefinition } from "../src/compute/views.js";
@@ -36,9 +37,20 @@ export interface BackfillRun {
   numFrags: number | null;
   flushSeconds: number | null;
   key: string[] | null;
+  /** Per-row error policy; absent in jobs queued before policies existed (fail). */
+  errors?: ErrorPolicy;
+}
+
+/** A row a skip policy left null: its key (as JSON) and why. */
+export interface FailedRow {
+  key: string;
+  error: string;
 }
 
 export interface BackfillProgress {
+  rows_failed?: number;
+  /** The first FAILED_ROWS_LISTED failing rows. */
+  failed_rows?: FailedRow[];
   rows_total?: number;
   rows_done?: number;
   rows_computed?: number;
@@ -58,10 +70,15 @@ export interface BackfillRequest extends ComputeSize {
   progress: BackfillProgress;
   /** Commits that wrote values of this definition (rows last updated by one are not stale). */
   fresh: number[];
+  /** The table's other UDF columns that do not read this one, with their own lists of such commits. */
+  others: { column: string; fresh: number[] }[];
 }
 
-/** What a backfill reports after each commit: its progress and the commits it made. */
-export type BackfillMessage = { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean };
+/**
+ * What a backfill reports after each commit: its progress, the commits it made, and the other
+ * columns for which those commits are fresh too (every row they wrote had a fresh or no value there).
+ */
+export type BackfillMessage = { type: "progress"; progress: BackfillProgress; committed: number[]; tracked: boolean; freshFor: string[] };
 
 export interface RefreshRequest extends ComputeSize {
   root: string;
@@ -82,9 +99,18 @@ export interface RefreshResult {
   rows_written: number;
   source_version: number;
   view_version: number;
+  /** output_limit left rows out. */
+  truncated?: boolean;
 }
 
-export type RefreshMessage = { type: "progress"; result: RefreshResult };
+/** How far a refresh is while it runs: source rows read through its function, of those it reads. */
+export interface RefreshStep {
+  read_version: number;
+  rows_total: number;
+  rows_done: number;
+}
+
+export type RefreshMessage = { type: "progress"; result: RefreshResult } | { type: "step"; step: RefreshStep };
 
 export interface BuildRequest {
   root: string;

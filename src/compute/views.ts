@@ -55,6 +55,8 @@ export interface ViewRefresh {
   at: number;
   rowsWritten: number;
   mode: string;
+  /** output_limit left rows out: the next refresh computes the view whole again. */
+  truncated?: boolean;
 }
 
 /**

@@ -58,12 +58,16 @@ export interface PlanOptions {
   done: ReadonlySet<number>;
   /** Only rows in these fragments (num_frags), if set. */
   fragments: ReadonlySet<number> | null;
+  /** Other columns whose freshness each planned row carries (see Plan.otherFresh). */
+  others: readonly { column: string; fresh: ReadonlySet<number> }[];
 }
 
 export interface Plan {
   /** Row ids to compute, in row-address order, and their addresses at the read version. */
   ids: bigint[];
   addresses: bigint[];
+  /** Per planned row, per `others` column: its value there is null or fresh (a commit that only writes this column's values keeps it so). */
+  otherFresh: boolean[][];
 }
 
 const fragmentOf = (addr: bigint) => Number(addr >> 32n);
@@ -72,7 +76,14 @@ const fragmentOf = (addr: bigint) => Number(addr >> 32n);
 export async function planRows(t: lancedb.Table, o: PlanOptions): Promise<Plan> {
   const q = t
     .query()
-    .select(new Map([["missing", `${quoteIdent(o.column)} IS NULL`], ["v", "_row_last_updated_at_version"], ["a", "_rowaddr"]]))
+    .select(
+      new Map([
+        ["missing", `${quoteIdent(o.column)} IS NULL`],
+        ["v", "_row_last_updated_at_version"],
+        ["a", "_rowaddr"],
+        ...o.others.map((c, j) => [`n${j}`, `${quoteIdent(c.column)} IS NULL`] as [string, string]),
+      ]),
+    )
     .withRowId();
   if (o.where !== null) q.where(o.where);
   const rows = await q.toArrow();
@@ -89,7 +100,9 @@ export async function planRows(t: lancedb.Table, o: PlanOptions): Promise<Plan> 
     picked.push(i);
   }
   picked.sort((a, b) => (addrs[a] < addrs[b] ? -1 : addrs[a] > addrs[b] ? 1 : 0));
-  return { ids: picked.map((i) => rowIds[i]), addresses: picked.map((i) => addrs[i]) };
+  const nulls = o.others.map((_, j) => rows.getChild(`n${j}`)!);
+  const otherFresh = picked.map((i) => o.others.map((c, j) => Boolean(nulls[j].get(i)) || c.fresh.has(Number(versions[i]))));
+  return { ids: picked.map((i) => rowIds[i]), addresses: picked.map((i) => addrs[i]), otherFresh };
 }
 
 /** The first `n` fragments (by id) holding rows of a plan. */

@@ -19,6 +19,9 @@ export interface ViewQuery {
 /** The select of a view query, as LanceDB takes it (output name → SQL expression). */
 export const selectOf = (form: ViewQuery) => (form.columns ? new Map(form.columns) : null);
 
+// LanceDB's refusal of an aggregate carries a whole query plan: the sentence is enough.
+const noAggregates = () => invalid("source_query.columns: query views cannot aggregate (no GROUP BY, count, sum, min, max or avg); use a udtf view for aggregates");
+
 /** The schema a query view over `source` would have (its rows' columns), checking the form's SQL. */
 export async function queryViewSchema(source: lancedb.Table, form: ViewQuery, sourceName: string): Promise<A.Schema> {
   const q = source.query();
@@ -28,6 +31,7 @@ export async function queryViewSchema(source: lancedb.Table, form: ViewQuery, so
   try {
     return (await q.outputSchema()) as unknown as A.Schema;
   } catch (err) {
+    if (/Aggregate/.test(errorText(err))) throw noAggregates();
     throw dataError(err, form.filter !== null ? "source_query.filter or source_query.columns" : "source_query.columns", sourceName) ?? invalid(`source_query: ${engineReason(err)}`);
   }
 }
@@ -54,7 +58,7 @@ export async function createQueryView(tables: Tables, viewLocation: string, sour
     if (/require stable row ids/.test(msg)) {
       throw invalid("source_query.table: query views need a source table with stable row ids: tables created through Quiver have them; a table created elsewhere needs LanceDB's new_table_enable_stable_row_ids storage option when it is created");
     }
-    if (/Aggregate|aggregat/i.test(msg)) throw invalid(`source_query.columns: query views cannot aggregate (${engineReason(err)}); use a udtf view`);
+    if (/Aggregate|aggregat/i.test(msg)) throw noAggregates();
     throw dataError(err, "source_query", "") ?? err;
   }
 }

@@ -3,6 +3,8 @@
 import type { Static } from "@sinclair/typebox";
 import { BranchQuery, InsertQuery, MergeInsertQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
+import { fromFieldMetadata, runnable } from "../compute/virtual-column.js";
+import { arrow } from "../engine/arrow.js";
 import { dataError } from "../engine/datasets.js";
 import { namedBranch, type WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
@@ -42,18 +44,40 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
   return { entry, table, commit };
 }
 
-/** The rows to write: the Arrow body, or the JSON rows read as the table's schema. */
-async function arrowBody(ctx: OpContext, schema: A.Schema, name: string) {
-  const data = ctx.rows ? storable(rowsToTable(ctx.rows.rows, schema, name)) : await ctx.svc.pool.ingest(ctx.raw);
+/**
+ * The rows to write: the Arrow body, or the JSON rows read as the table's schema. SQL virtual
+ * columns the rows leave out are left out of it too: the engine computes them, as for Arrow.
+ */
+function isSqlColumn(f: A.Field): boolean {
+  const vc = fromFieldMetadata(f.name, f.metadata);
+  return vc !== null && runnable(vc) === "sql";
+}
+
+async function arrowBody(ctx: OpContext, schema: A.Schema, name: string, append: boolean) {
+  const rows = ctx.rows?.rows;
+  const written = (f: A.Field) => !isSqlColumn(f) || rows!.some((r) => f.name in r);
+  const data = rows ? storable(rowsToTable(rows, new arrow.Schema(schema.fields.filter(written)), name)) : await ctx.svc.pool.ingest(ctx.raw);
   if (data.numRows === 0) throw invalid(ctx.rows ? "body: holds no rows" : "body: the Arrow IPC stream holds no rows");
   checkFits(data, schema, name);
-  return data;
+  return withoutNullBools(data, append);
+}
+
+/**
+ * apache-arrow writes a bool column that is null in every row without its values bitmap, which
+ * the engine refuses. An append leaves such a column out (the engine fills it with nulls); any
+ * other write would mean something else without it, so it is refused naming the column.
+ */
+function withoutNullBools(data: A.Table, append: boolean): A.Table {
+  const allNull = data.schema.fields.filter((f) => arrow.DataType.isBool(f.type) && data.getChild(f.name)!.nullCount === data.numRows);
+  if (allNull.length === 0) return data;
+  if (!append) throw invalid(`body: bool column ${JSON.stringify(allNull[0].name)} is null in every row; this write cannot carry it so (an insert can: leave the column out)`);
+  return data.select(data.schema.fields.filter((f) => !allNull.includes(f)).map((f) => f.name));
 }
 
 export const insertIntoTable = arrowOp(async (ctx) => {
   const mode: "append" | "overwrite" = ctx.args.mode ?? "append";
   const { entry, table, commit } = await target(ctx, {}, "insert");
-  const data = await arrowBody(ctx, await table.schema(), entry.objectId);
+  const data = await arrowBody(ctx, await table.schema(), entry.objectId, mode === "append");
   const r = await engine("body", undefined, () => commit({ change: "insert", rows: data.numRows }, () => table.add(data, { mode })));
   return json({ version: r.version, num_inserted_rows: data.numRows });
 }, { query: InsertQuery });
@@ -74,7 +98,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
     return segs[0];
   });
   if (new Set(on).size < on.length) throw invalid(`on: a key column is named twice (${paths.join(", ")})`);
-  const data = await arrowBody(ctx, schema, entry.objectId);
+  const data = await arrowBody(ctx, schema, entry.objectId, false);
   const missing = on.find((c) => !data.schema.fields.some((f) => f.name === c));
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
 

@@ -18,7 +18,7 @@ export const ListJobs = Type.Object({
   ...common,
   page_token: Opt(Type.String()),
   limit: Opt(Type.Integer({ minimum: 1 })),
-  table: Opt(Type.Array(Type.String())),
+  table: Opt(Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String())])),
 });
 
 /** LanceDB's job calls name one job by id. */

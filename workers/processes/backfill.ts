@@ -7,6 +7,8 @@
 // both ways, each answer checked), and commit every `checkpoint_size` rows, writing only rows
 // unchanged since they were read. Each commit is reported to the server, which records it before
 // the job's next report; a stop ends the run after the commit in progress.
+import { FAIL, pastCap } from "../../src/compute/error-handling.js";
+import { fromJsonType } from "../../src/engine/json-arrow.js";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { resolveLocation } from "../../src/catalog/locations.js";
@@ -23,10 +25,27 @@ import { serveJob, withCompute, type Send as JobSend } from "./job-process.js";
 
 type Send = JobSend<BackfillMessage>;
 
+/** How many failing rows a skip policy lists in the job (all are counted). */
+const FAILED_ROWS_LISTED = 10;
+
+/** A key value as JSON holds it: 64-bit integers as numbers while exact, as strings beyond. */
+const jsonKey = (v: unknown) => (typeof v === "bigint" ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : String(v)) : v);
+
+/** Tables of the same columns as one, under the first's schema (a skipped row's table may differ in field flags). */
+function joined(tables: A.Table[]): A.Table {
+  const withRows = tables.filter((t) => t.numRows > 0);
+  if (withRows.length === 0) return new arrow.Table();
+  const schema = withRows[0].schema;
+  return new arrow.Table(withRows.flatMap((t) => t.batches.map((b) => new arrow.RecordBatch(schema, b.data))));
+}
+
 async function runSql(req: BackfillRequest, writer: lancedb.Table, send: Send): Promise<void> {
+  // LanceDB's refresh reports only at its end: until then the total is every row it may fill.
+  const read_version = await writer.version();
+  await send({ type: "progress", progress: { read_version, rows_total: await writer.countRows(), rows_done: 0 }, committed: [], tracked: false, freshFor: [] });
   const r = await refreshSqlColumn(writer, req.run.column);
   const n = r.rowsFilled;
-  await send({ type: "progress", progress: { rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false });
+  await send({ type: "progress", progress: { read_version, rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false, freshFor: [] });
 }
 
 async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, writer: lancedb.Table, compute: Compute, send: Send, stopping: () => boolean): Promise<void> {
@@ -41,26 +60,61 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
     fresh: tracked ? new Set(req.fresh) : null,
     done,
     fragments: progress.fragments ? new Set(progress.fragments) : null,
+    others: tracked ? req.others.map((o) => ({ column: o.column, fresh: new Set(o.fresh) })) : [],
   });
   const report: BackfillProgress = { ...progress, read_version: readVersion };
   if (run.numFrags !== null && !progress.fragments) {
     const frags = firstFragments(plan.addresses, run.numFrags);
     const keep = plan.addresses.map((a) => frags.has(Number(a >> 32n)));
-    plan = { ids: plan.ids.filter((_, i) => keep[i]), addresses: plan.addresses.filter((_, i) => keep[i]) };
+    plan = { ids: plan.ids.filter((_, i) => keep[i]), addresses: plan.addresses.filter((_, i) => keep[i]), otherFresh: plan.otherFresh.filter((_, i) => keep[i]) };
     report.fragments = [...frags];
   }
   const counts = { rows_done: progress.rows_done ?? 0, rows_computed: progress.rows_computed ?? 0, rows_skipped: progress.rows_skipped ?? 0 };
   report.rows_total = counts.rows_done + counts.rows_skipped + plan.ids.length;
-  await send({ type: "progress", progress: { ...report, ...counts }, committed: [], tracked });
+  await send({ type: "progress", progress: { ...report, ...counts }, committed: [], tracked, freshFor: [] });
 
   const key = run.key!;
   const select = new Map<string, string>([...key.map((k) => [k, k] as [string, string]), ...udf.sources.map((p, i) => [udf.inputs[i], p] as [string, string])]);
 
-  /** Read, compute in the sandbox, check: one task's output rows. */
+  const policy = run.errors ?? FAIL;
+  const failed = { rows_failed: progress.rows_failed ?? 0, failed_rows: progress.failed_rows ?? [] };
+
+  /** Read, compute in the sandbox, check: one task's output rows, under the error policy. */
   async function task(ids: bigint[]): Promise<A.Table> {
     const bytes = await ipcFileBytes(await readRows(reader, ids, select));
     if (!bytes) return new arrow.Table();
-    return udfInSandbox(compute, udf, bytes, arrow.tableFromIPC(bytes), key);
+    return guarded(bytes, arrow.tableFromIPC(bytes));
+  }
+
+  /**
+   * Retry a failing batch up to max_attempts; under skip, split one that still fails in halves
+   * until the failing rows stand alone, and give each of those a null value, counted and listed.
+   */
+  async function guarded(bytes: Uint8Array, input: A.Table): Promise<A.Table> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await udfInSandbox(compute, udf, bytes, input, key);
+      } catch (err) {
+        if (attempt < policy.maxAttempts) continue;
+        if (policy.mode !== "skip") throw err;
+        if (input.numRows === 1) return skipped(input, err);
+        const half = Math.ceil(input.numRows / 2);
+        const parts = [input.slice(0, half), input.slice(half)];
+        return joined(await Promise.all(parts.map((p) => guarded(arrow.tableToIPC(p, "stream"), p))));
+      }
+    }
+  }
+
+  function skipped(row: A.Table, err: unknown): A.Table {
+    failed.rows_failed++;
+    if (failed.failed_rows.length < FAILED_ROWS_LISTED) {
+      const k = Object.fromEntries(key.map((c) => [c, jsonKey(row.getChild(c)!.get(0))]));
+      failed.failed_rows.push({ key: JSON.stringify(k), error: err instanceof Error ? err.message : String(err) });
+    }
+    const cap = pastCap(policy, failed.rows_failed, report.rows_total!);
+    if (cap) throw new Error(cap);
+    const type = fromJsonType(udf.output.type, udf.output.name);
+    return new arrow.Table({ ...Object.fromEntries(key.map((c) => [c, row.getChild(c)!])), [udf.output.name]: arrow.vectorFromArray([null], type) });
   }
 
   let lastCommit = Date.now();
@@ -81,14 +135,16 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
     }
     if (stopping()) break;
     const computed = outputs.reduce((n, t) => n + t.numRows, 0);
-    const data = new arrow.Table(outputs.flatMap((t) => t.batches));
+    const data = joined(outputs);
     const addresses = plan.addresses.slice(start, end).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const w = computed > 0 ? await writeValues(writer, key, data, addresses) : { versions: [], written: 0 };
     w.versions.forEach((v) => done.add(v));
     counts.rows_done += w.written;
     counts.rows_computed += computed;
     counts.rows_skipped += end - start - w.written;
-    await send({ type: "progress", progress: { ...counts, versions: [...done] }, committed: w.versions, tracked });
+    const rowsFresh = plan.otherFresh.slice(start, end);
+    const freshFor = req.others.filter((_, j) => rowsFresh.every((r) => r[j])).map((o) => o.column);
+    await send({ type: "progress", progress: { ...counts, ...failed, versions: [...done] }, committed: w.versions, tracked, freshFor });
     lastCommit = Date.now();
     start = end;
   }

@@ -8,12 +8,17 @@ import type { ComputeSize, EndMessage, JobCommand } from "../protocol.js";
 
 export type Send<M> = (m: M | EndMessage) => Promise<void>;
 
-export function serveJob<R, M>(run: (req: R, send: Send<M>, stopping: () => boolean) => Promise<void>): void {
+/**
+ * `exitOnStop`, when given and true at the stop, ends the process at once instead: for work that
+ * has nothing to finish (it commits only at its end, and a commit under way answers false).
+ */
+export function serveJob<R, M>(run: (req: R, send: Send<M>, stopping: () => boolean) => Promise<void>, exitOnStop?: () => boolean): void {
   process.on("disconnect", () => process.exit(1));
   let stopping = false;
   process.on("message", (m: JobCommand<R>) => {
     if (m.type === "stop") {
       stopping = true;
+      if (exitOnStop?.()) process.exit(0);
       return;
     }
     const send: Send<M> = (msg) => new Promise((resolve) => process.send!(msg, () => resolve()));

@@ -22,8 +22,10 @@ import { namedBranch, openTables } from "../../src/engine/tables.js";
 import { usesStableRowIds } from "../../src/engine/versions.js";
 import { tableInSandbox } from "../compute-answers.js";
 import type { Compute } from "../compute-client.js";
-import type { RefreshMessage, RefreshRequest, RefreshResult } from "../protocol.js";
+import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../protocol.js";
 import { serveJob, withCompute } from "./job-process.js";
+
+type Step = (rows: number) => Promise<void>;
 
 /** Run the table function over source rows (IPC bytes) in the sandbox; the output rows, checked. */
 function apply(compute: Compute, req: RefreshRequest, kind: "udtf" | "chunker", output: JsonArrowField[], input: Uint8Array): Promise<A.Table> {
@@ -50,7 +52,7 @@ function inputSelect(def: ViewDefinition, form: SourceForm): Map<string, string>
   return form.columns ? new Map(form.columns) : null;
 }
 
-async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number): Promise<RefreshResult> {
+async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
   const schema = (await view.schema()) as unknown as A.Schema;
@@ -80,16 +82,20 @@ async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.
     return (await ipcFileBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
   };
   const parts: (string | null | bigint[])[] = def.partitionByIndexed ? await indexPartitions(source, def.partitionByIndexed, form.filter) : filters;
+  const step = await started(Math.min(await source.countRows(form.filter ?? undefined), form.limit ?? Infinity));
   const outputs: A.Table[] = [];
   for (let i = 0; i < parts.length; i += req.concurrency) {
-    outputs.push(...(await Promise.all(parts.slice(i, i + req.concurrency).map(async (part) => apply(compute, req, "udtf", output, await read(part))))));
+    const inputs = await Promise.all(parts.slice(i, i + req.concurrency).map(read));
+    outputs.push(...(await Promise.all(inputs.map((input) => apply(compute, req, "udtf", output, input)))));
+    await step(inputs.reduce((n, b) => n + arrow.tableFromIPC(b).numRows, 0));
   }
   const rows = asView(outputs, schema);
+  committing = true;
   const r = await view.add(rows, { mode: "overwrite" });
   return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
 }
 
-async function refreshChunker(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number): Promise<RefreshResult> {
+async function refreshChunker(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
   const schema = (await view.schema()) as unknown as A.Schema;
@@ -120,6 +126,7 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: lance
   const parentCols = (form.columns ?? []).map(([out]) => out).filter((c) => schema.fields.some((f) => f.name === c));
   const produced = schema.fields.filter((f) => f.name !== SOURCE_ROW_ID && f.name !== CHUNK && !parentCols.includes(f.name)).map((f) => toJsonField(f));
   const select = new Map<string, string>([...(inputSelect(def, form) ?? new Map()), ...(form.columns ?? []).filter(([out]) => parentCols.includes(out))]);
+  const step = await started(parents.length);
   const outputs: A.Table[] = [];
   for (let i = 0; i < parents.length; i += req.sourceTaskSize * req.concurrency) {
     const batch = [];
@@ -136,20 +143,27 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: lance
       );
     }
     outputs.push(...(await Promise.all(batch)));
+    await step(Math.min(req.sourceTaskSize * req.concurrency, parents.length - i));
   }
   let rows = asView(outputs, schema);
+  const all = rows.numRows;
   if (req.outputLimit !== null) {
     const kept = incremental ? (await view.countRows()) - (affected!.length ? await view.countRows(`${SOURCE_ROW_ID} IN (${affected!.join(", ")})`) : 0) : 0;
     rows = rows.slice(0, Math.max(0, req.outputLimit - kept));
   }
+  committing = true;
   const merge = view.mergeInsert([SOURCE_ROW_ID, CHUNK]).whenMatchedUpdateAll().whenNotMatchedInsertAll();
   const r = incremental
     ? affected!.length > 0
       ? await merge.whenNotMatchedBySourceDelete({ where: `${SOURCE_ROW_ID} IN (${affected!.join(", ")})` }).execute(rows)
       : await merge.execute(rows)
     : await merge.whenNotMatchedBySourceDelete().execute(rows);
-  return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
+  return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, truncated: rows.numRows < all };
 }
+
+// A refresh commits only at its end (a query view's: inside LanceDB's call, atomically), so a stop
+// before that ends the process at once and leaves the view as it was.
+let committing = false;
 
 serveJob<RefreshRequest, RefreshMessage>(async (req, send) => {
   const tables = await openTables(req.root, 0);
@@ -163,8 +177,16 @@ serveJob<RefreshRequest, RefreshMessage>(async (req, send) => {
     const form = def.source!;
     const source = await tables.open(req.source!, { branch: form.branch, version: req.srcVersion ?? form.version ?? undefined });
     const sourceVersion = await source.version();
+    const started = async (rows_total: number): Promise<Step> => {
+      const at: RefreshStep = { read_version: sourceVersion, rows_total, rows_done: 0 };
+      await send({ type: "step", step: { ...at } });
+      return async (rows) => {
+        at.rows_done += rows;
+        await send({ type: "step", step: { ...at } });
+      };
+    };
     const refresh = def.kind === "udtf" ? refreshUdtf : refreshChunker;
-    result = await withCompute(req, (compute) => refresh(req, compute, view, source, sourceVersion));
+    result = await withCompute(req, (compute) => refresh(req, compute, view, source, sourceVersion, started));
   }
   await send({ type: "progress", result });
-});
+}, () => !committing);

@@ -42,6 +42,7 @@ const DRIVER = `(() => {
   };
   const check = (v, s, row) => {
     if (v === null || v === undefined) return null;
+    if (typeof v === "object" && typeof v.then === "function") throw new TypeError("it returned a Promise: async functions are not supported; return the value itself");
     switch (s.k) {
       case "number":
         if (typeof v === "number") return v;
@@ -107,11 +108,14 @@ const DRIVER = `(() => {
   const runRows = () => {
     const { fn, rows, chunker, fields } = job;
     job = null;
+    const known = new Set(fields.map((f) => f[0]));
     const cols = fields.map(() => []);
     const parents = [];
     let row = -1;
     const take = (o, at) => {
       if (typeof o !== "object" || o === null || isArray(o)) throw new TypeError("an output row must be an object, got " + (isArray(o) ? "an array" : typeof o));
+      // A udtf's row is the view's row: a field the view lacks would be lost silently.
+      if (!chunker) for (const k of Object.keys(o)) if (!known.has(k)) throw new TypeError("an output row has field " + JSON.stringify(k) + ", which is not a column of the view");
       for (let f = 0; f < fields.length; f++) cols[f].push(check(o[fields[f][0]], fields[f][1], at));
     };
     try {

@@ -84,6 +84,15 @@ function sqlValue(v: Plain): number | string | Uint8Array | null {
   return JSON.stringify(v, (_, x) => (typeof x === "bigint" ? String(x) : x));
 }
 
+/** A value SQLite returned that a column of `type` holds (numbers and text only: what SQL gives). */
+function sqlFits(v: Plain, type: A.DataType): boolean {
+  if (v === null) return true;
+  if (arrow.DataType.isInt(type)) return Number.isInteger(v) || typeof v === "bigint";
+  if (arrow.DataType.isFloat(type)) return typeof v === "number";
+  if (arrow.DataType.isUtf8(type) || arrow.DataType.isLargeUtf8(type)) return typeof v === "string";
+  return true;
+}
+
 async function runSql(req: TableRequest, input: A.Table): Promise<A.Table | string> {
   const SQL = await (sqlite ??= initSqlJs());
   const db = new SQL.Database();
@@ -113,7 +122,10 @@ async function runSql(req: TableRequest, input: A.Table): Promise<A.Table | stri
       if (at < 0) return `the udtf's SQL returned no column ${JSON.stringify(f.name)} (it returned ${JSON.stringify(last.columns)})`;
       const type = fromJsonField(f).type;
       const isBool = arrow.DataType.isBool(type);
-      vectors[f.name] = toVector(last.values.map((row) => (isBool && row[at] !== null ? row[at] !== 0 : row[at]) as Plain), type);
+      const values = last.values.map((row) => (isBool && row[at] !== null ? row[at] !== 0 : row[at]) as Plain);
+      const bad = values.findIndex((v) => !sqlFits(v, type));
+      if (bad >= 0) return `the udtf's SQL returned ${JSON.stringify(values[bad])} in column ${JSON.stringify(f.name)} of its row ${bad}, which a ${String(type)} column cannot hold`;
+      vectors[f.name] = toVector(values, type);
     }
     return new arrow.Table(vectors);
   } finally {

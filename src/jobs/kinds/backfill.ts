@@ -4,16 +4,15 @@
 // report is handled, so a stop, a failure or a crash loses at most the checkpoint in progress,
 // and a run that resumes after a restart skips every row already written.
 import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/protocol.js";
-import type { Catalog, Entry } from "../../catalog/catalog.js";
+import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
+import { errorPolicy, type ErrorHandlingBody } from "../../compute/error-handling.js";
 import { udfDefinition, type UdfLimits } from "../../compute/udf.js";
 import type { ValueVersions, ValuesKey } from "../../compute/value-versions.js";
 import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type VirtualColumn } from "../../compute/virtual-column.js";
-import { backfillKey } from "../../engine/computed-columns.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
-import { log } from "../../log.js";
-import { autoOwner, type JobKind, type Jobs } from "../jobs.js";
+import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
@@ -54,6 +53,13 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
       if (!vc) throw new Error(`column ${JSON.stringify(spec.column)} is no longer a virtual column`);
       if (definitionHash(vc) !== spec.definition) throw new Error(`the definition of column ${JSON.stringify(spec.column)} changed since this backfill was submitted; submit a new backfill`);
       const valuesKey: ValuesKey = { location: entry.location!, branch: spec.branch, column: spec.column, definition: spec.definition };
+      // The other UDF columns this one's commits may keep fresh: those that do not read it.
+      const others = new Map<string, ValuesKey>();
+      for (const f of (await t.schema()).fields) {
+        const o = fromFieldMetadata(f.name, f.metadata);
+        if (!o || o.column === spec.column || !runnable(o) || runnable(o) === "sql" || o.inputs.some((p) => p.split(".")[0] === spec.column)) continue;
+        others.set(o.column, { ...valuesKey, column: o.column, definition: definitionHash(o) });
+      }
       const request: BackfillRequest = {
         root: tables.root,
         entry,
@@ -62,11 +68,15 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         compute: runnable(vc) === "sql" ? { kind: "sql" } : { kind: "udf", udf: udfDefinition(vc, deps.limits) },
         progress: (job.rec.progress ?? {}) as BackfillProgress,
         fresh: [...versions.get(valuesKey)],
+        others: [...others.values()].map((k) => ({ column: k.column, fresh: [...versions.get(k)] })),
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
       };
       return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
-        if (m.tracked) for (const v of m.committed) await versions.add(valuesKey, v);
+        if (m.tracked) {
+          for (const v of m.committed) await versions.add(valuesKey, v);
+          for (const c of m.freshFor) for (const v of m.committed) await versions.add(others.get(c)!, v);
+        }
         await job.report(m.progress as Record<string, unknown>);
         const version = m.committed.at(-1);
         if (version !== undefined) tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version, change: "backfill", rows: null, byCachedHandle: false });
@@ -87,6 +97,8 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         rows_computed: str(p.rows_computed ?? 0),
         rows_skipped: str(p.rows_skipped ?? 0),
         versions: (p.versions ?? []).join(","),
+        rows_failed: p.rows_failed ? String(p.rows_failed) : undefined,
+        failed_rows: p.failed_rows?.length ? JSON.stringify(p.failed_rows) : undefined,
         rows_per_second: seconds > 0 ? String(Math.round((p.rows_computed ?? 0) / seconds)) : undefined,
         auto: spec.auto ? "true" : undefined,
       };
@@ -109,6 +121,7 @@ export interface BackfillParams {
   max_checkpoint_size?: number | null;
   num_frags?: number | null;
   batch_checkpoint_flush_interval_seconds?: number | null;
+  error_handling?: ErrorHandlingBody | null;
 }
 
 /** The job spec of a backfill of `vc` (checked by the caller), with the defaults filled in. */
@@ -127,6 +140,7 @@ export function backfillSpec(vc: VirtualColumn, branch: string | null, key: stri
     numFrags: p.num_frags ?? null,
     flushSeconds: p.batch_checkpoint_flush_interval_seconds ?? null,
     key,
+    errors: errorPolicy(p.error_handling),
     auto,
   };
 }

@@ -3,7 +3,7 @@
 // rows written, source and view versions) is recorded as the view's last refresh. A refresh
 // interrupted by a restart runs again: each kind's refresh is idempotent (a rebuild replaces the
 // contents in one commit; a chunker's merge is keyed by source row and child).
-import type { RefreshMessage, RefreshRequest, RefreshResult } from "../../../workers/protocol.js";
+import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../../../workers/protocol.js";
 import { allows, type Principal } from "../../auth/principal.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
@@ -82,7 +82,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         view: entry,
         source,
         definition: def,
-        lastSourceVersion: view.lastRefresh?.sourceVersion ?? null,
+        lastSourceVersion: view.lastRefresh && !view.lastRefresh.truncated ? view.lastRefresh.sourceVersion : null,
         srcVersion: spec.srcVersion,
         sourceTaskSize: spec.sourceTaskSize,
         outputLimit: spec.outputLimit,
@@ -91,22 +91,26 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
       };
-      return runInBackground<RefreshRequest, RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async ({ result }) => {
-        const r: RefreshResult = result;
-        const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode };
+      return runInBackground<RefreshRequest, RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async (m) => {
+        if (m.type === "step") return job.report({ ...m.step });
+        const r: RefreshResult = m.result;
+        const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode, truncated: r.truncated };
         await views.put({ ...view, lastRefresh });
         await job.report({ ...r, rows_done: r.rows_written });
         tables.commits.announce({ table: entry, branch: null, version: r.view_version, change: "refresh", rows: r.rows_written, byCachedHandle: false });
       });
     },
     describe({ spec, progress }) {
-      const p = (progress ?? {}) as Partial<RefreshResult>;
+      const p = (progress ?? {}) as Partial<RefreshResult & RefreshStep>;
       const str = (v: number | undefined | null) => (v === undefined || v === null ? undefined : String(v));
       return {
         mode: p.mode,
         rows_written: str(p.rows_written),
         source_version: str(p.source_version),
         view_version: str(p.view_version),
+        read_version: str(p.read_version),
+        rows_total: str(p.rows_total),
+        rows_done: str(p.rows_done),
         src_version: str(spec.srcVersion),
         auto: spec.auto ? "true" : undefined,
       };

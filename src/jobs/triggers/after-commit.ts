@@ -2,13 +2,14 @@
 // refreshes of auto_refresh views. src/services.ts subscribes each to src/engine/commits.ts.
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
+import { sameId } from "../../catalog/names.js";
 import { fromFieldMetadata, runnable } from "../../compute/virtual-column.js";
 import type { Views } from "../../compute/views.js";
 import type { Change, CommitSubscriber } from "../../engine/commits.js";
 import { backfillKey } from "../../engine/computed-columns.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
-import { activeBackfill, BACKFILL, backfillSpec } from "../kinds/backfill.js";
+import { BACKFILL, backfillSpec, type BackfillSpec } from "../kinds/backfill.js";
 import { activeRefresh, definerRefusal, lastRefreshJob, refreshSpec, VIEW_REFRESH, type ViewRefreshDeps } from "../kinds/view-refresh.js";
 import { autoOwner, type Jobs } from "../jobs.js";
 
@@ -23,13 +24,18 @@ const BACKFILL_AFTER: ReadonlySet<Change> = new Set(["insert", "merge_insert", "
 
 /**
  * Follow-up backfills of `auto_backfill` columns: after a write, wait `delayMs` for more writes,
- * then queue one backfill per such column (default rows: missing or stale). While a backfill of the
- * column is still active, check again after another delay rather than pile up jobs.
+ * then queue a backfill of each such column (default rows: missing or stale), one at a time per
+ * table and branch: two running at once would each find the rows the other just wrote changed
+ * since it read them, and leave them for later. While any backfill of the table is active, check
+ * again after another delay rather than pile up jobs.
  */
 export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number; delayMs: number }): Trigger {
   const timers = new Map<string, NodeJS.Timeout>();
+  /** Per table and branch: the auto columns a write since left to backfill. */
+  const pending = new Map<string, Set<string>>();
+  const keyOf = (entry: Entry, branch: string | null) => `${entry.objectId}\u0000${branch ?? ""}`;
   const arm = (entry: Entry, branch: string | null) => {
-    const k = `${entry.objectId}\u0000${branch ?? ""}`;
+    const k = keyOf(entry, branch);
     if (timers.has(k)) return;
     const timer = setTimeout(() => {
       timers.delete(k);
@@ -38,26 +44,35 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
     timer.unref();
     timers.set(k, timer);
   };
+  const busy = (entry: Entry, branch: string | null) =>
+    deps.jobs.active().some((r) => r.operation === BACKFILL && sameId(r.table, entry.id) && (r.spec as BackfillSpec).branch === branch);
   async function follow(entry: Entry, branch: string | null): Promise<void> {
+    const k = keyOf(entry, branch);
+    if (busy(entry, branch)) return arm(entry, branch);
     const t = await deps.tables.open(entry, { branch, fresh: true });
     const fields = (await t.schema()).fields;
+    const todo = pending.get(k) ?? new Set<string>();
     for (const f of fields) {
+      if (!todo.delete(f.name)) continue;
       const vc = fromFieldMetadata(f.name, f.metadata);
       if (!vc?.autoBackfill || !runnable(vc)) continue;
-      if (activeBackfill(deps.jobs, entry.id, vc.column, branch)) {
-        arm(entry, branch);
-        continue;
-      }
       const key = runnable(vc) === "sql" ? null : backfillKey(fields);
       if (runnable(vc) !== "sql" && !key) continue;
       await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true), autoOwner(entry.id));
+      break;
     }
+    if (todo.size > 0) arm(entry, branch);
+    else pending.delete(k);
   }
   return {
     async committed({ table, branch, change }) {
       if (!BACKFILL_AFTER.has(change)) return;
       const fields = (await (await deps.tables.open(table, { branch })).schema()).fields;
-      if (fields.some((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill)) arm(table, branch);
+      const auto = fields.filter((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill).map((f) => f.name);
+      if (auto.length === 0) return;
+      const k = keyOf(table, branch);
+      pending.set(k, new Set([...(pending.get(k) ?? []), ...auto]));
+      arm(table, branch);
     },
     close() {
       for (const t of timers.values()) clearTimeout(t);
