@@ -133,11 +133,11 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
         counts.inFlight++;
         slot = true;
       }
-      if (r.spec.op.streamsResults) {
+      inc.largeResult = async () => {
         const refused = await flow.budget.take(signalOf(x));
         if (refused) throw refusalError(refused);
         turn = true;
-      }
+      };
       out = await pipeline.run(a, inc, body);
       if (out.status === 408) log.warn("request body too slow", { requestId: out.headers["x-request-id"], op: r.spec.name, path: r.path });
       await write(x, out, flow);

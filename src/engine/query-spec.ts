@@ -38,3 +38,12 @@ export interface QuerySpec {
   /** Sort keys of a scan, applied before offset and k; empty = the engine's order. */
   orderBy: { column: string; ascending: boolean; nullsFirst: boolean }[];
 }
+
+/** Rows a search may answer and still count as small (each row at most a vector and its fields). */
+const TOP_K_ROWS = 1_000;
+
+/** A vector or full-text search of at most TOP_K_ROWS rows in all: its answer is small whatever the table's size. */
+export function topK(spec: QuerySpec): boolean {
+  if (spec.vectors === null && spec.fts === null) return false;
+  return ((spec.k ?? 10) + spec.offset) * Math.max(1, spec.vectors?.length ?? 1) <= TOP_K_ROWS;
+}

@@ -25,6 +25,7 @@ import type { RouteSpec } from "./route-spec.js";
 import { rowFormat } from "./negotiate.js";
 import { compileRoutes, type Pattern } from "./router.js";
 
+const noTurn = async () => undefined;
 const JSON_TYPE = "application/json";
 
 /** One request as the pipeline sees it: no socket, no body bytes yet. */
@@ -38,6 +39,8 @@ export interface Incoming {
   headers: Record<string, string>;
   /** Aborted when the client goes away; made on first call (most requests never ask). */
   signal: () => AbortSignal;
+  /** Wait for a turn of the front end's budget of large results (none in process: no socket holds them). */
+  largeResult?: () => Promise<void>;
 }
 
 interface Head {
@@ -353,6 +356,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
       rowFormat: rowFormat(inc.headers.accept),
       signal: inc.signal,
+      largeResult: inc.largeResult ?? noTurn,
       svc,
     };
     return await call(a, inc, ctx, bytes);

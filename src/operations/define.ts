@@ -17,8 +17,6 @@ export interface Described {
 
 export interface Operation extends Described {
   body: BodyKind;
-  /** Its answer may be a large stream the engine computes as it is sent: it waits for a turn first. */
-  streamsResults?: boolean;
   /** The JSON body's schema (validated by `validate`). */
   schema?: TSchema;
   validate?: Validator<unknown>;
@@ -33,9 +31,6 @@ const described = (more: Described) => (more.query ? { ...more, args: compilePar
 export function jsonOp<S extends TSchema>(schema: S, handler: Handler<Static<S>>, more: Described = {}): Operation {
   return { body: "json", schema, validate: compile(schema), handler: handler as Handler, ...described(more) };
 }
-
-/** Mark an operation whose answer may be a large engine stream (see Operation.streamsResults). */
-export const streaming = (op: Operation): Operation => ({ ...op, streamsResults: true });
 
 /** Operations whose inputs are the path and query only; any body is ignored. */
 export const queryOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "none", handler, ...described(more) });

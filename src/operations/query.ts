@@ -1,9 +1,9 @@
 // QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (docs/contract.md; lance-namespace `QueryTableRequest`).
 import { analyzeQuery, explainQuery, runQueryJson } from "../engine/query.js";
-import type { QuerySpec } from "../engine/query-spec.js";
+import { topK, type QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
 import type { Services } from "../services.js";
-import { jsonOp, streaming } from "./define.js";
+import { jsonOp } from "./define.js";
 import { querySpec } from "./query-spec.js";
 import { openTable } from "./table-ref.js";
 import { json } from "./types.js";
@@ -17,12 +17,15 @@ async function target(svc: Services, id: string[], body: { version?: number | nu
 
 const JSON_ROWS = { json: "application/json", ndjson: "application/x-ndjson" } as const;
 
-export const queryTable = streaming(jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, signal }) => {
+export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, signal, largeResult }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
+  // A top-k search answers a few rows and the engine holds little for it: only scans wait for a
+  // turn, so concurrent searches still run together (and batch).
+  if (!topK(spec)) await largeResult();
   if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, () => signal().aborted) };
   return { kind: "bytes", contentType: JSON_ROWS[rowFormat], chunks: await runQueryJson(table, spec, name, rowFormat === "ndjson") };
-}, { produces: ARROW_FILE }));
+}, { produces: ARROW_FILE });
 
 /** Upstream answers both plan operations with a plain JSON string. */
 export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {

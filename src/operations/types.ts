@@ -31,6 +31,12 @@ export interface OpContext<B = any> {
   rowFormat: RowFormat;
   /** Aborted when the client goes away, so long work can stop early; made on first call. */
   signal: () => AbortSignal;
+  /**
+   * Wait for a turn of the large-result budget before computing a result that may be large (the
+   * engine reads ahead of it, outside any byte count: docs/security.md, "Slow readers"); throws
+   * the 503 when none frees in time. The turn is held until the response ends.
+   */
+  largeResult: () => Promise<void>;
   svc: Services;
 }
 
