@@ -227,9 +227,11 @@ describe("maintenance", () => {
     let writing = true;
     let written = 200;
     const writer = (async () => {
+      // Paced: an unpaced stream on a loaded machine made each compaction retry against it for minutes.
       while (writing) {
         await insert(t, written, 1);
         written++;
+        await new Promise((r) => setTimeout(r, 100));
       }
     })();
     await maintain(t);
