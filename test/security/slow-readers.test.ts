@@ -29,7 +29,7 @@ async function describes(ms: number): Promise<number[]> {
 
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${q.proc.pid}/status`, "utf8"))![1]) / 1024;
 
-it("100 clients that never read a full scan grow RSS by less than 300 MB at the default configuration, and a describe answers within 500 ms meanwhile", async () => {
+it("100 clients that never read a full scan grow RSS by less than 300 MB at the default configuration, and describes meanwhile answer within max(500 ms, twice idle) at the 90th percentile", async () => {
   // Warm: one full answer read to its end, so the engine's caches are in the base.
   expect((await q.call("POST", "/v1/table/big/query", {})).status).toBe(200);
   const idle = await describes(2000);
