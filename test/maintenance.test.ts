@@ -398,11 +398,17 @@ describe("a stream of single-row inserts into a 10,000-row IVF_PQ table", () => 
       }),
     );
     const end = Date.now() + 120_000;
-    let stats = (await c.post("stream", "stats", {})).json;
+    // Stats keep answering while maintenance compacts and cleans up under them.
+    const statsNow = async () => {
+      const r = await c.post("stream", "stats", {});
+      expect(r.status, r.text).toBe(200);
+      return r.json;
+    };
+    let stats = await statsNow();
     const settled = (st: typeof stats) => st.fragment_stats.num_fragments <= 20 && st.maintenance.unindexed_rows.vec_idx === 0;
     while (!settled(stats) && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 500));
-      stats = (await c.post("stream", "stats", {})).json;
+      stats = await statsNow();
     }
     expect(stats.fragment_stats.num_fragments).toBeLessThanOrEqual(20);
     expect(stats.maintenance.unindexed_rows).toEqual({ vec_idx: 0 });

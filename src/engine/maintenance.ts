@@ -6,6 +6,7 @@ import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type * as lancedb from "@lancedb/lancedb";
 import { errorText, isCommitConflict } from "./messages.js";
+import { listVersions } from "./version-list.js";
 
 /** What maintenance looks at and changes, per table and branch. */
 export interface TableFigures {
@@ -20,7 +21,7 @@ export interface TableFigures {
 }
 
 export async function tableFigures(table: lancedb.Table): Promise<TableFigures> {
-  const [s, versions, indexes] = await Promise.all([table.stats(), table.listVersions(), table.listIndices()]);
+  const [s, versions, indexes] = await Promise.all([table.stats(), listVersions(table), table.listIndices()]);
   const unindexed: Record<string, number> = {};
   for (const ix of indexes) unindexed[ix.name] = (await table.indexStats(ix.name))?.numUnindexedRows ?? 0;
   return {

@@ -6,6 +6,7 @@ import type * as A from "apache-arrow";
 import { fromFieldMetadata, runnable } from "../compute/virtual-column.js";
 import { arrow } from "../engine/arrow.js";
 import { dataError } from "../engine/datasets.js";
+import { manifestVanished } from "../engine/version-list.js";
 import { namedBranch, type WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
 import { rowsToTable } from "../engine/rows-in.js";
@@ -159,13 +160,23 @@ export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
   const { entry, table } = await target(ctx, ctx.body);
-  const s = await table.stats();
-  const f = s.fragmentStats;
-  return json({
-    total_bytes: s.totalBytes,
-    num_rows: s.numRows,
-    num_indices: s.numIndices,
-    fragment_stats: { num_fragments: f.numFragments, num_small_fragments: f.numSmallFragments, lengths: { ...f.lengths } },
-    maintenance: await maintenanceFigures(ctx.svc, entry, table, namedBranch(ctx.body.branch ?? ctx.args.branch) ?? null),
-  });
+  const branch = namedBranch(ctx.body.branch ?? ctx.args.branch) ?? null;
+  const figures = async (t: typeof table) => {
+    const s = await t.stats();
+    const f = s.fragmentStats;
+    return {
+      total_bytes: s.totalBytes,
+      num_rows: s.numRows,
+      num_indices: s.numIndices,
+      fragment_stats: { num_fragments: f.numFragments, num_small_fragments: f.numSmallFragments, lengths: { ...f.lengths } },
+      maintenance: await maintenanceFigures(ctx.svc, entry, t, branch),
+    };
+  };
+  try {
+    return json(await figures(table));
+  } catch (err) {
+    // The cached handle's version was cleaned up under it: the latest version answers.
+    if (!manifestVanished(err)) throw err;
+    return json(await figures(await ctx.svc.tables.open(entry, { branch, fresh: true })));
+  }
 }, { query: BranchQuery });

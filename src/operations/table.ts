@@ -27,6 +27,7 @@ import { openAt } from "./table-ref.js";
 import { requireNamespace, requireNamespaceNow, requireTable } from "../catalog/lookup.js";
 import { empty, json } from "./types.js";
 import { describeView, viewOf } from "../compute/views.js";
+import { listVersions } from "../engine/version-list.js";
 
 const q = JSON.stringify;
 const leaf = (e: Entry) => e.id[e.id.length - 1];
@@ -293,7 +294,7 @@ async function openRef(svc: Services, entry: Entry, ref: Ref): Promise<lancedb.T
 }
 
 async function basicStats(t: lancedb.Table, version: number) {
-  const v = (await t.listVersions()).find((x) => x.version === version);
+  const v = (await listVersions(t)).find((x) => x.version === version);
   const md = v?.metadata ?? {};
   return { num_deleted_rows: Number(md.total_deletion_file_rows ?? 0), num_fragments: Number(md.total_fragments ?? 0) };
 }

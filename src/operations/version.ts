@@ -14,6 +14,7 @@ import { openAt, openTable } from "./table-ref.js";
 import { requireTable } from "../catalog/lookup.js";
 import type { Services } from "../services.js";
 import { json } from "./types.js";
+import { listVersions } from "../engine/version-list.js";
 
 type LanceVersion = Awaited<ReturnType<lancedb.Table["listVersions"]>>[number];
 
@@ -53,7 +54,7 @@ export const listTableVersions = queryOp(async ({ id, args, svc }) => {
   // A declared table has no versions yet (a managed-versioning writer asks before its first commit).
   if (!(await hasVersions(dir))) return json({ versions: [], page_token: null });
   const t = await openAt(svc, entry, { branch });
-  const all = (await t.listVersions())
+  const all = (await listVersions(t))
     .filter((v) => from === null || (descending ? v.version < from : v.version > from))
     .sort((a, b) => (descending ? b.version - a.version : a.version - b.version));
   const slice = all.slice(0, limit);
@@ -68,7 +69,7 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
   const branch = body.branch ?? undefined;
   const t = await openAt(svc, entry, { branch });
   const wanted = body.version ?? (await t.version());
-  const v = (await t.listVersions()).find((x) => x.version === wanted);
+  const v = (await listVersions(t)).find((x) => x.version === wanted);
   if (!v) {
     const on = namedBranch(branch) ? ` on branch ${JSON.stringify(branch)}` : "";
     throw new ApiError(Code.TableVersionNotFound, `version ${wanted} not found${on} in table ${JSON.stringify(entry.objectId)}`);

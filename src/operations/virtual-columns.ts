@@ -23,6 +23,7 @@ import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
+import { listVersions } from "../engine/version-list.js";
 
 const q = JSON.stringify;
 
@@ -134,7 +135,7 @@ async function checkSqlRefresh(t: lancedb.Table, fields: readonly A.Field[], vc:
   const inputs = JSON.parse(f.metadata.get("computed_column.inputs") ?? "[]") as string[];
   const strict = inputs.find((n) => fields.find((x) => x.name === n)?.nullable === false);
   if (strict === undefined) return;
-  const versions = await t.listVersions();
+  const versions = await listVersions(t);
   if (Number(versions[versions.length - 1]?.metadata.total_deletion_file_rows ?? 0) > 0) {
     throw invalid(`column: LanceDB cannot refresh ${q(vc.column)} while its non-nullable input ${q(strict)} is in fragments with deleted rows; make ${q(strict)} nullable (alter_columns) or compact the table`);
   }

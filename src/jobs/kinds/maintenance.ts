@@ -13,6 +13,7 @@ import { tableDir } from "../../engine/versions.js";
 import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
+import { listVersions } from "../../engine/version-list.js";
 
 export const MAINTENANCE = "maintenance";
 
@@ -55,7 +56,7 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         const kept = await keptVersions({ ...deps.retention, otherJobs }, entry, tableDir(tables.root, entry), table, spec.branch);
         if ("busy" in kept) cleanup = `deferred: ${kept.busy}`;
         else {
-          const bound = keptBound(await table.listVersions(), kept.versions);
+          const bound = keptBound(await listVersions(table), kept.versions);
           request = { retainMs: deps.retainMs, keptFrom: Number.isFinite(bound) ? bound : null };
           const versions = [...new Set(kept.versions)].sort((a, b) => a - b).join(",") || "none";
           cleanup = `versions older than ${deps.retainMs} ms${Number.isFinite(bound) ? ` and before ${new Date(bound).toISOString()}` : ""} (kept: ${versions})`;
