@@ -29,7 +29,7 @@ async function describes(ms: number): Promise<number[]> {
 
 const rssMb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${q.proc.pid}/status`, "utf8"))![1]) / 1024;
 
-it("100 clients that never read a full scan grow RSS by less than 300 MB at the default configuration, and describes meanwhile answer within max(500 ms, twice idle) at the 90th percentile", async () => {
+it("100 clients that never read a full scan grow RSS by less than 300 MB at the default configuration, and describes meanwhile answer within max(1.5 s, twice idle) at the 90th percentile (a blocked one would wait for the 5 s response wait)", async () => {
   // Warm: one full answer read to its end, so the engine's caches are in the base.
   expect((await q.call("POST", "/v1/table/big/query", {})).status).toBe(200);
   const idle = await describes(2000);
@@ -42,5 +42,5 @@ it("100 clients that never read a full scan grow RSS by less than 300 MB at the 
   clearInterval(sampler);
   console.log(`slow readers: RSS ${base.toFixed(0)} → peak ${peak.toFixed(0)} MB (+${(peak - base).toFixed(0)}); describe p90 idle ${p90(idle).toFixed(0)} ms, loaded ${p90(loaded).toFixed(0)} ms, loaded max ${Math.max(...loaded).toFixed(0)} ms`);
   expect(peak - base).toBeLessThan(300);
-  expect(p90(loaded)).toBeLessThanOrEqual(Math.max(2 * p90(idle), 500));
+  expect(p90(loaded)).toBeLessThanOrEqual(Math.max(2 * p90(idle), 1500));
 }, 120_000);
