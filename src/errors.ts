@@ -1,6 +1,8 @@
 // One error model: every failure is an ApiError carrying upstream's numeric code;
 // errorBody() turns it into the contract's body (docs/contract.md) plus upstream's `code` and `error`.
 
+import type { UnavailableReason } from "./metrics.js";
+
 export const Code = {
   Unsupported: 0,
   NamespaceNotFound: 1,
@@ -78,9 +80,9 @@ export class ApiError extends Error {
   readonly status: number;
   /** Seconds a client should wait before retrying (503s), sent as Retry-After. */
   readonly retryAfterS?: number;
-  /** For a 503, why (a reason of src/metrics.ts's 503 counter). */
-  readonly reason?: string;
-  constructor(code: ErrorCode, message: string, status?: number, unavailable?: { retryAfterS?: number; reason?: string }) {
+  /** For a 503, why. */
+  readonly reason?: UnavailableReason;
+  constructor(code: ErrorCode, message: string, status?: number, unavailable?: { retryAfterS?: number; reason?: UnavailableReason }) {
     super(message);
     this.code = code;
     this.status = status ?? statusOfCode.get(code) ?? 500;
@@ -92,6 +94,19 @@ export class ApiError extends Error {
 export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 
 export const invalid = (message: string) => new ApiError(Code.InvalidInput, message);
+
+/**
+ * Failures of the request itself rather than of an operation, each with its own status. Upstream's
+ * codes name none of them, so each carries the nearest: an endpoint or method the server does not
+ * have is Unsupported, a body it will not take is InvalidInput.
+ */
+export const transport = {
+  noRoute: (message: string) => new ApiError(Code.Unsupported, message, 404),
+  methodNotAllowed: (message: string) => new ApiError(Code.Unsupported, message, 405),
+  bodyTooSlow: (message: string) => new ApiError(Code.InvalidInput, message, 408),
+  bodyTooLarge: (message: string) => new ApiError(Code.InvalidInput, message, 413),
+  unsupportedMediaType: (message: string) => new ApiError(Code.InvalidInput, message, 415),
+};
 export const unsupported = (message: string) => new ApiError(Code.Unsupported, message);
 
 export interface ErrorBody {

@@ -85,10 +85,11 @@ const catalogRefreshes = new Counter({
 });
 
 /**
- * Why a 503 was answered. A module that answers 503 for a new reason adds it here (listed reasons
- * are exported at 0 from the start, so alerts can be written before the first one happens).
+ * Why a 503 was answered: the one list the refusals, the 503 errors, the access log and the metric
+ * share. A module that answers 503 for a new reason adds it here (listed reasons are exported at 0
+ * from the start, so alerts can be written before the first one happens).
  */
-export const UNAVAILABLE_REASONS = [
+const UNAVAILABLE_REASONS = [
   "in_flight",
   "draining",
   "pool_queue",
@@ -102,10 +103,11 @@ export const UNAVAILABLE_REASONS = [
   "concurrency_limit",
   "job_queue",
 ] as const;
+export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);
 
 /** One finished request: `status` 0 when the client went away before an answer. */
-export function recordRequest(operation: string, status: number, seconds: number, reason?: string): void {
+export function recordRequest(operation: string, status: number, seconds: number, reason?: UnavailableReason): void {
   let s = byOperation.get(operation);
   if (!s) {
     s = { byClass: CLASSES.map(() => 0), buckets: [...LATENCY.map(() => 0), 0], sum: 0, count: 0 };

@@ -2,8 +2,9 @@
 // operation with the role it needs. Routing, validation and authorisation are all read off it,
 // and so is the README's API overview.
 import type { Pattern } from "./http/router.js";
+import type { Principal, Role } from "./auth/principal.js";
 import type { RouteSpec, Scope } from "./http/route-spec.js";
-import { notImplemented, queryOp, type Operation } from "./operations/define.js";
+import { notImplemented, publicOp, queryOp, type Operation } from "./operations/define.js";
 import { json } from "./operations/types.js";
 import { openApiDocument } from "./http/openapi.js";
 import * as admin from "./operations/admin.js";
@@ -26,18 +27,17 @@ import * as version from "./operations/version.js";
 import * as views from "./operations/views.js";
 import * as virtualColumns from "./operations/virtual-columns.js";
 
-const r = (
-  method: "GET" | "POST",
-  path: string,
-  name: string,
-  op: Operation,
-  role: RouteSpec["role"],
-  scope: Scope = "object",
-  publicWith?: RouteSpec["publicWith"],
-): Pattern<RouteSpec> => ({
+const r = (method: "GET" | "POST", path: string, name: string, op: Operation, role: Role, scope: Scope = "object"): Pattern<RouteSpec> => ({
   method,
   path,
-  value: publicWith ? { op, role, scope, name, publicWith } : { op, role, scope, name },
+  value: { op, role, scope, name },
+});
+
+/** A route any client may call; with `publicWith`, only when that flag is set (otherwise `role`). */
+const pub = (method: "GET", path: string, name: string, op: Operation<Principal | null>, role: Role | "public" = "public", publicWith?: "metricsPublic"): Pattern<RouteSpec> => ({
+  method,
+  path,
+  value: publicWith ? { op, role, scope: "none", name, publicWith } : { op, role, scope: "none", name },
 });
 
 /** The OpenAPI document, made from this table on first request. */
@@ -45,13 +45,13 @@ let document: ReturnType<typeof openApiDocument> | undefined;
 
 export const routes: Pattern<RouteSpec>[] = [
   // Operations of the server itself
-  r("GET", "/healthz", "Health", health.healthz, "public", "none"),
-  r("GET", "/readyz", "Readiness", health.readyz, "public", "none"),
+  pub("GET", "/healthz", "Health", health.healthz),
+  pub("GET", "/readyz", "Readiness", health.readyz),
   r("POST", "/v1/admin/reclaim", "ReclaimOrphanDirectories", admin.reclaimOrphanDirectories, "admin", "none"),
-  r("GET", "/metrics", "GetMetrics", getMetrics, "read", "none", "metricsPublic"),
-  r("GET", "/v1/openapi.json", "GetOpenApiDocument", queryOp(async () => json((document ??= openApiDocument(routes)))), "public", "none"),
-  r("GET", "/console", "Console", consoleUi.consolePage, "public", "none"),
-  r("GET", "/console/{file}", "ConsoleFile", consoleUi.consoleFile, "public", "none"),
+  pub("GET", "/metrics", "GetMetrics", getMetrics, "read", "metricsPublic"),
+  pub("GET", "/v1/openapi.json", "GetOpenApiDocument", publicOp(async () => json((document ??= openApiDocument(routes))))),
+  pub("GET", "/console", "Console", consoleUi.consolePage),
+  pub("GET", "/console/{file}", "ConsoleFile", consoleUi.consoleFile),
 
   // Namespaces
   r("POST", "/v1/namespace/{id}/create", "CreateNamespace", ns.createNamespace, "write"),

@@ -53,7 +53,7 @@ function createAdmission(cfg: Config, lifecycle: { draining: boolean }, readers:
     /** Why a request whose body has arrived cannot run now (one accepted before a drain still runs). */
     slotless(): Refusal | null {
       if (counts.inFlight < cfg.maxInFlight) return null;
-      return { reason: "in-flight", message: `more than ${cfg.maxInFlight} requests in flight; retry later`, retryAfterS: 1 };
+      return { reason: "in_flight", message: `more than ${cfg.maxInFlight} requests in flight; retry later`, retryAfterS: 1 };
     },
     /** Requests accepted and not yet finished: running, or still receiving their body. */
     busy: () => counts.inFlight + readers.count(),

@@ -14,12 +14,12 @@ import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { backfillKind } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { maintenanceKind } from "./jobs/kinds/maintenance.js";
-import { autoMaintenance, type AutoMaintenance } from "./jobs/kinds/auto-maintenance.js";
 import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
 import { autoBackfill, autoRefresh } from "./jobs/triggers/after-commit.js";
+import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
@@ -42,7 +42,6 @@ export interface Services {
   /** Materialized views' definitions and last refreshes. */
   views: Views;
   /** Queues maintenance of tables whose small fragments or unindexed rows pile up. */
-  autoMaintenance: AutoMaintenance;
   /** Versions reads opened explicitly, kept by cleanups for a while. */
   readLeases: ReadLeases;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */
@@ -96,8 +95,7 @@ export async function createServices(config: Config, credential: (key: string) =
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);
   onCommit(refreshes.committed);
-  // Data writes, as before the event: maintenance jobs and index builds do not set it off again.
-  onCommit((c) => (["insert", "merge_insert", "update", "delete"].includes(c.change) ? maintenance.written(c.table, c.branch) : undefined));
+  onCommit(maintenance.committed);
   return {
     config,
     catalog,
@@ -109,7 +107,6 @@ export async function createServices(config: Config, credential: (key: string) =
     compute,
     valueVersions,
     views,
-    autoMaintenance: maintenance,
     readLeases,
     lifecycle: { draining: false },
     async close() {

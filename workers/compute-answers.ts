@@ -13,7 +13,7 @@ import type { Compute, ComputeAnswer } from "./compute-client.js";
 import type { TableRequest } from "./threads/table-functions.js";
 
 /** The largest answer accepted for one task. */
-export const MAX_ANSWER_BYTES = 512 << 20;
+const MAX_ANSWER_BYTES = 512 << 20;
 
 // A task is compiled (once per worker) and run (one batch) under the UDF's time limit each; the
 // sandbox stops a task's worker past both plus a margin for the host's own work, which must hold on

@@ -19,7 +19,7 @@ const UNSHARE = find(["/usr/bin/unshare", "/bin/unshare"]);
 const SETPRIV = find(["/usr/bin/setpriv", "/bin/setpriv"]);
 
 /** The folders the sandbox may read: the built code (dist/) and the install's node_modules/. */
-export function readablePaths(): string[] {
+function readablePaths(): string[] {
   // dist/workers/sandbox-launch.js → dist/
   const dist = fileURLToPath(new URL("../", import.meta.url));
   const piscina = createRequire(import.meta.url).resolve("piscina");
@@ -28,7 +28,7 @@ export function readablePaths(): string[] {
 }
 
 /** Node's flags for the sandbox: the permission model (its flag's name depends on the version). */
-export function sandboxFlags(): string[] {
+function sandboxFlags(): string[] {
   const major = Number(process.versions.node.split(".")[0]);
   return [
     major >= 22 ? "--permission" : "--experimental-permission",

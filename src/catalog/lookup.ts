@@ -4,7 +4,7 @@ import { ApiError, Code } from "../errors.js";
 import type { Catalog, Entry } from "./catalog.js";
 import { objectIdOf } from "./names.js";
 
-export const namespaceNotFound = (id: readonly string[]) =>
+const namespaceNotFound = (id: readonly string[]) =>
   new ApiError(Code.NamespaceNotFound, `namespace ${JSON.stringify(objectIdOf(id))} not found`);
 
 export const tableNotFound = (id: readonly string[]) =>

@@ -60,7 +60,7 @@ export interface UdfLimits {
 }
 
 /** The input columns of a task's batch are named by position: their paths may clash with the key's. */
-export const inputAlias = (i: number) => `__in${i}`;
+const inputAlias = (i: number) => `__in${i}`;
 
 /** What a worker runs for a JavaScript or WebAssembly column. */
 export function udfDefinition(vc: VirtualColumn, limits: UdfLimits): UdfDefinition {

@@ -86,7 +86,7 @@ const q = JSON.stringify;
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** Quiver's form of a source_query, or null for any other (opaque) one. Bad fields of the form are 400. */
-export function parseSourceQuery(text: string): SourceForm | null {
+function parseSourceQuery(text: string): SourceForm | null {
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -119,7 +119,7 @@ export function parseSourceQuery(text: string): SourceForm | null {
 }
 
 /** The base64 Arrow IPC schema of output_schema. */
-export function decodeOutputSchema(b64: string): A.Schema {
+function decodeOutputSchema(b64: string): A.Schema {
   let schema: A.Schema;
   try {
     schema = arrow.tableFromIPC(Buffer.from(b64, "base64")).schema;
@@ -133,7 +133,7 @@ export function decodeOutputSchema(b64: string): A.Schema {
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
 /** The body of udtf_spec.udtf, or null when it is not in the form Quiver runs (e.g. a Python pickle). */
-export function decodeTableFunction(udtf: string): TableFunction | null {
+function decodeTableFunction(udtf: string): TableFunction | null {
   let v: unknown;
   try {
     v = JSON.parse(Buffer.from(udtf, "base64").toString("utf8"));

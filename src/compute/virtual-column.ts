@@ -7,7 +7,7 @@ import { invalid } from "../errors.js";
 import { matchMode } from "../schemas/mode.js";
 
 /** The UDF backends Quiver runs; any other is stored and described, and a backfill of it is 400. */
-export const RUNNABLE = ["sql", "js", "wasm"] as const;
+const RUNNABLE = ["sql", "js", "wasm"] as const;
 export type Runnable = (typeof RUNNABLE)[number];
 
 export interface VirtualColumn {

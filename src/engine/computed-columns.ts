@@ -120,7 +120,7 @@ export async function readRows(t: lancedb.Table, ids: bigint[], select: Map<stri
  * ranges, the rest listed. An updated row moves to a new fragment, so a row still at an address
  * read earlier is unchanged since.
  */
-export function addressGuard(addresses: bigint[]): string {
+function addressGuard(addresses: bigint[]): string {
   const parts: string[] = [];
   const single: bigint[] = [];
   for (let i = 0; i < addresses.length; ) {

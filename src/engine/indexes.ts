@@ -43,7 +43,7 @@ const vector = (extra: ParamName[]): Kind => ({
 });
 
 /** The index types Quiver offers: the contract's seven plus the other ones LanceDB's Node API builds. */
-export const INDEX_KINDS: Record<string, Kind> = {
+const INDEX_KINDS: Record<string, Kind> = {
   BTREE: { vector: false, params: [], accepts: (t) => scalarIds.includes(t.typeId ?? -99), needs: "a scalar column (number, string, boolean, date/time or binary)" },
   BITMAP: { vector: false, params: [], accepts: (t) => scalarIds.includes(t.typeId ?? -99) && t.typeId !== T.Float && t.typeId !== T.Decimal, needs: "a non-float scalar column" },
   LABEL_LIST: { vector: false, params: [], accepts: (t) => t.typeId === T.List && scalarIds.includes(child(t)?.typeId ?? -99), needs: "a list of scalars" },
@@ -118,7 +118,7 @@ export function checkIndexParams(kind: string, column: string, type: ColumnType,
 }
 
 /** The engine config for a checked spec. Only ever called with checkIndexParams' output. */
-export function engineIndex(kind: string, p: IndexParams): lancedb.Index {
+function engineIndex(kind: string, p: IndexParams): lancedb.Index {
   const n = (v: unknown) => (v === undefined ? undefined : Number(v));
   const b = (v: unknown) => (v === undefined ? undefined : Boolean(v));
   const ivf = {

@@ -2,7 +2,7 @@
 // meanwhile does not remove files a read in progress still needs. A read holds its version for
 // READ_LEASE_MS from when it opened the table; reads of the latest version need no lease (the
 // current version is never removed).
-export const READ_LEASE_MS = 10 * 60_000;
+const READ_LEASE_MS = 10 * 60_000;
 
 export interface ReadLeases {
   /** A read of `version` on `branch` (null: main) of the table at `location` starts now. */

@@ -185,7 +185,7 @@ function fixedSizeLists(values: (unknown[] | null)[], type: A.FixedSizeList): A.
 }
 
 /** The schema JSON rows imply (README, "JSON rows"): the first non-null value of each column decides. */
-export function inferSchema(rows: Record<string, unknown>[]): A.Schema {
+function inferSchema(rows: Record<string, unknown>[]): A.Schema {
   const names: string[] = [];
   for (const r of rows) for (const k of Object.keys(r)) if (!names.includes(k)) names.push(k);
   return new arrow.Schema(names.map((n) => new arrow.Field(n, infer(rows.map((r) => r[n]), `column ${q(n)}`), true)));

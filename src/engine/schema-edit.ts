@@ -12,7 +12,7 @@ import { engineReason, errorText, isCommitConflict } from "./messages.js";
 const CLIENT_FAULT = /^(Invalid input, |Invalid expression for column |lance error: LanceError\(Schema\)|lance error: Invalid user input|lance error: Not supported: )/;
 
 /** A rejected schema change as a 400; `field` names the request input holding the SQL it evaluated, if any. */
-export function schemaEditError(err: unknown, field?: string): ApiError | null {
+function schemaEditError(err: unknown, field?: string): ApiError | null {
   if (isCommitConflict(err)) return new ApiError(Code.ConcurrentModification, `concurrent schema change: ${engineReason(err)}; retry`);
   const msg = errorText(err);
   const sql = field !== undefined && EXPRESSION_FAULT.test(msg);

@@ -39,7 +39,7 @@ export async function manifestFile(tableDir: string, version: number, branch?: s
 export type NamingScheme = "V1" | "V2";
 
 /** Where `scheme` puts the manifest of `version`, relative to the table directory. */
-export const manifestPath = (version: number, scheme: NamingScheme, branch?: string) =>
+const manifestPath = (version: number, scheme: NamingScheme, branch?: string) =>
   scheme === "V1" ? `${branchPrefix(branch)}_versions/${version}.manifest` : manifestPathV2(version, branch);
 
 /** The directory holding a branch's manifests, and staged ones waiting to be published. */

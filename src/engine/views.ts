@@ -17,7 +17,7 @@ export interface ViewQuery {
 }
 
 /** The select of a view query, as LanceDB takes it (output name → SQL expression). */
-export const selectOf = (form: ViewQuery) => (form.columns ? new Map(form.columns) : null);
+const selectOf = (form: ViewQuery) => (form.columns ? new Map(form.columns) : null);
 
 // LanceDB's refusal of an aggregate carries a whole query plan: the sentence is enough.
 const noAggregates = () => invalid("source_query.columns: query views cannot aggregate (no GROUP BY, count, sum, min, max or avg); use a udtf view for aggregates");

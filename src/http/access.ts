@@ -2,7 +2,7 @@
 // line carrying the request id and the context headers.
 import type { Config } from "../config.js";
 import { log, logEnabled } from "../log.js";
-import { recordRequest } from "../metrics.js";
+import { recordRequest, type UnavailableReason } from "../metrics.js";
 
 export interface Finished {
   /** The route table's operation name ("unmatched" for a 404 or 405). */
@@ -15,7 +15,7 @@ export interface Finished {
   requestId?: string;
   context?: Record<string, string>;
   /** Why a 503 was answered. */
-  reason?: string;
+  reason?: UnavailableReason;
 }
 
 export function requestFinished(cfg: Pick<Config, "accessLogSample" | "accessLogErrorSample">, f: Finished): void {

@@ -1,7 +1,7 @@
 // Request bodies decoded for an operation: a JSON object, or rows as Arrow IPC bytes (decoded by
 // the operation, often in the worker pool) or as JSON rows (parsed here, on the event loop, so held
 // to the JSON body limit).
-import { ApiError, Code } from "../errors.js";
+import { ApiError, Code, transport } from "../errors.js";
 import { parseJsonRows, type JsonRows } from "../engine/rows-in.js";
 
 const OPEN = [0x5b, 0x7b]; // [ {
@@ -14,7 +14,7 @@ const BACKSLASH = 0x5c;
  * what reads a parsed body (schema inference, Arrow building, validation) recurses over it, and a
  * struct row thousands deep overflowed the stack (a 500).
  */
-export function checkJsonDepth(bytes: Uint8Array, maxDepth: number, what: string): void {
+function checkJsonDepth(bytes: Uint8Array, maxDepth: number, what: string): void {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < bytes.length; i++) {
@@ -53,17 +53,15 @@ export function rowsBodyKind(contentType: string | undefined): RowsKind {
   if (type === "" || type === "application/octet-stream" || type.startsWith("application/vnd.apache.arrow.")) return "arrow";
   if (type === "application/json") return "json";
   if (type === "application/x-ndjson" || type === "application/jsonl") return "ndjson";
-  throw new ApiError(
-    Code.InvalidInput,
+  throw transport.unsupportedMediaType(
     `content-type: ${JSON.stringify(type)} is not accepted here; send Arrow IPC (application/vnd.apache.arrow.stream) or JSON rows (application/json, application/x-ndjson)`,
-    415,
   );
 }
 
 /** JSON rows are parsed on the event loop, so they are held to the JSON body limit; bulk loads send Arrow. */
 export function jsonRowsBody(bytes: Uint8Array, ndjson: boolean, limits: { maxJsonBody: number; maxJsonDepth: number }): JsonRows {
   if (bytes.length > limits.maxJsonBody) {
-    throw new ApiError(Code.InvalidInput, `JSON rows body larger than the limit of ${limits.maxJsonBody} bytes (--max-json-body); send larger loads as Arrow IPC`, 413);
+    throw transport.bodyTooLarge(`JSON rows body larger than the limit of ${limits.maxJsonBody} bytes (--max-json-body); send larger loads as Arrow IPC`);
   }
   checkJsonDepth(bytes, limits.maxJsonDepth, "rows");
   return parseJsonRows(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), ndjson);

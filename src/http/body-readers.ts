@@ -32,15 +32,15 @@ export function createBodyReaders(limits: ReaderLimits): BodyReaders {
   };
   return {
     take(address, subject) {
-      if (all >= limits.maxBodyReaders) return refusal("body-readers", `more than ${limits.maxBodyReaders} request bodies arriving; retry later`);
+      if (all >= limits.maxBodyReaders) return refusal("body_readers", `more than ${limits.maxBodyReaders} request bodies arriving; retry later`);
       if ((byAddress.get(address) ?? 0) >= limits.maxBodyReadersPerAddress) {
-        return refusal("address-body-readers", `more than ${limits.maxBodyReadersPerAddress} request bodies arriving from this address; retry later`);
+        return refusal("address_body_readers", `more than ${limits.maxBodyReadersPerAddress} request bodies arriving from this address; retry later`);
       }
       if (subject === null && identity >= limits.maxIdentityBodyReaders) {
-        return refusal("identity-body-readers", `more than ${limits.maxIdentityBodyReaders} request bodies without a credential header arriving; send x-api-key or Authorization, or retry later`);
+        return refusal("identity_body_readers", `more than ${limits.maxIdentityBodyReaders} request bodies without a credential header arriving; send x-api-key or Authorization, or retry later`);
       }
       if (subject !== null && (bySubject.get(subject) ?? 0) >= limits.maxBodyReadersPerCredential) {
-        return refusal("credential-body-readers", `more than ${limits.maxBodyReadersPerCredential} request bodies arriving for this credential; retry later`);
+        return refusal("credential_body_readers", `more than ${limits.maxBodyReadersPerCredential} request bodies arriving for this credential; retry later`);
       }
       all++;
       add(byAddress, address, 1);

@@ -2,7 +2,7 @@
 // responses. uWS terminates the process if a response is touched after an abort, or if a handler
 // returns without responding and without onAborted, so every write goes through here.
 import type { HttpResponse } from "uws-pack";
-import { ApiError, Code } from "../errors.js";
+import { ApiError, Code, transport } from "../errors.js";
 import type { ResponseBudget } from "./response-budget.js";
 import { statusLine } from "./status.js";
 
@@ -45,8 +45,7 @@ export function signalOf(x: Exchange): AbortSignal {
   return x.controller.signal;
 }
 
-export const tooLarge = (limit: number, what: string) =>
-  new ApiError(Code.InvalidInput, `${what} body larger than the limit of ${limit} bytes`, 413);
+const tooLarge = (limit: number, what: string) => transport.bodyTooLarge(`${what} body larger than the limit of ${limit} bytes`);
 
 /** How long a body may take: `timeoutMs` plus one second per `minRate` bytes of it. */
 export interface BodyPace {
@@ -57,11 +56,9 @@ export interface BodyPace {
 const allowedMs = (pace: BodyPace, bytes: number) => pace.timeoutMs + (bytes / pace.minRate) * 1000;
 
 const tooSlow = (pace: BodyPace, what: string, size: number, declared: number | null, ms: number) =>
-  new ApiError(
-    Code.InvalidInput,
+  transport.bodyTooSlow(
     `${what} body: ${size} of ${declared ?? "an unknown number of"} bytes arrived in ${(ms / 1000).toFixed(1)} s; ` +
       `a body may take ${pace.timeoutMs} ms plus 1 s per ${pace.minRate} bytes`,
-    408,
   );
 
 /** A request body held at the door: nothing is admitted until `admit`, and it can be turned away. */

@@ -9,7 +9,8 @@ import { randomBytes } from "node:crypto";
 import type { Authenticate, Credentials } from "../auth/authenticate.js";
 import { authoriseObject, canBrowse, roleRank, type Principal } from "../auth/principal.js";
 import { objectIdOf, sameId } from "../catalog/names.js";
-import { ApiError, Code, errorBody, internal, isApiError } from "../errors.js";
+import { ApiError, Code, errorBody, internal, isApiError, transport } from "../errors.js";
+import type { UnavailableReason } from "../metrics.js";
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
@@ -50,7 +51,7 @@ interface Head {
   op?: string;
   context?: Record<string, string>;
   /** Why a 503 was answered (the metrics' reason label). */
-  reason?: string;
+  reason?: UnavailableReason;
 }
 
 /** What to send back: a whole body, a stream of chunks (written with backpressure), or nothing. */
@@ -216,6 +217,17 @@ const KNOWN_ROUTES = 4096;
 /** Shared by every request without a query string; operations only read their query. */
 const NO_QUERY = new URLSearchParams();
 
+/**
+ * The operation, given the caller it is typed for: a public route's (or one a flag may make
+ * public) takes a null principal; any other is only reached with a principal.
+ */
+function handle(spec: RouteSpec, ctx: OpContext<any, Principal | null>): Promise<OpResult> {
+  if (spec.role === "public" || spec.publicWith !== undefined) return spec.op.handler(ctx);
+  if (ctx.principal === null) throw new Error(`${spec.name}: reached without a principal`);
+  // Checked just above; the same object is passed on (no copy on the hot path).
+  return spec.op.handler(ctx as OpContext);
+}
+
 /** A successful JSON or empty answer, as kept under an Idempotency-Key; anything else is not kept. */
 function keepable(out: Outgoing): KeptAnswer | null {
   if (out.status >= 300) return null;
@@ -259,10 +271,10 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     }
     const requestId = nextRequestId();
     if (m.kind === "wrong-method") {
-      const err = new ApiError(Code.InvalidInput, `${method} is not allowed on ${path}; use ${m.allowed.join(", ")}`, 405);
+      const err = transport.methodNotAllowed(`${method} is not allowed on ${path}; use ${m.allowed.join(", ")}`);
       return { kind: "answer", out: errorOut(err, path, requestId, { allow: m.allowed.join(", ") }) };
     }
-    return { kind: "answer", out: errorOut(new ApiError(Code.InvalidInput, `no such endpoint: ${method} ${path}`, 404), path, requestId) };
+    return { kind: "answer", out: errorOut(transport.noRoute(`no such endpoint: ${method} ${path}`), path, requestId) };
   }
 
   const limiter: RateLimiter | null = cfg.rateLimitRps > 0 || cfg.rateLimitConcurrent > 0 ? createRateLimiter(cfg) : null;
@@ -313,16 +325,16 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   /** Step `call`, under an Idempotency-Key when the request names one (writes only). */
-  async function call(a: Admitted, inc: Incoming, ctx: OpContext, bytes: Uint8Array): Promise<Outgoing> {
+  async function call(a: Admitted, inc: Incoming, ctx: OpContext<any, Principal | null>, bytes: Uint8Array): Promise<Outgoing> {
     const { spec } = a.route;
     const head: Head = { status: 200, headers: { "x-request-id": a.requestId }, op: spec.name, context: ctx.context };
     const key = inc.headers["idempotency-key"];
-    if (key === undefined || spec.role === "read" || spec.role === "public") return encode(await spec.op.handler(ctx), head);
+    if (key === undefined || spec.role === "read" || ctx.principal === null) return encode(await handle(spec, ctx), head);
     const claim = await idempotency.claim(ctx.principal.subject, key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
     if (claim.kind === "replay") return replayed(claim.answer, head);
     let answer: KeptAnswer | null = null;
     try {
-      const out = encode(await spec.op.handler(ctx), head);
+      const out = encode(await handle(spec, ctx), head);
       answer = keepable(out);
       return out;
     } finally {
@@ -330,17 +342,19 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     }
   }
 
-  /** The steps after the body arrived: body, authorise (body identity), limits, validate, call. */
-  async function execute(a: Admitted, inc: Incoming, bytes: Uint8Array, context: Record<string, string>, held: { release?: () => void }): Promise<Outgoing> {
+  /** Step `identify`: the caller the headers named (admit), else the body's identity; null on a public route. */
+  async function callerOf(a: Admitted, body: Record<string, unknown>): Promise<Principal | null> {
+    if (a.caller.kind === "principal") return a.caller.principal;
+    if (a.caller.kind === "public") return null;
+    return await bodyPrincipal(a, body);
+  }
+
+  /** Step `context`: what the operation is given (header context wins over the body's). */
+  function contextOf(a: Admitted, inc: Incoming, body: Record<string, unknown>, bytes: Uint8Array, principal: Principal | null, context: Record<string, string>): OpContext<any, Principal | null> {
     const { op } = a.route.spec;
-    const body = op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {};
-    const principal = a.caller.kind === "principal" ? a.caller.principal : a.caller.kind === "public" ? null : await bodyPrincipal(a, body);
-    if (principal !== null) limit(principal, held);
-    checkBodyId(a.target.id, body);
     const validated = op.validate ? op.validate(body, cfg) : undefined;
-    // Header context wins over the body's.
     if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
-    const ctx: OpContext = {
+    return {
       id: a.target.id ?? [],
       params: a.target.params,
       query: a.query,
@@ -349,8 +363,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       raw: a.rowsAs === "arrow" ? bytes : undefined,
       rows: a.rowsAs === "json" || a.rowsAs === "ndjson" ? jsonRowsBody(bytes, a.rowsAs === "ndjson", cfg) : undefined,
       delimiter: a.target.delimiter,
-      // Public routes' operations read no principal.
-      principal: principal!,
+      principal,
       context,
       requestId: a.requestId,
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
@@ -359,7 +372,6 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       largeResult: inc.largeResult ?? noTurn,
       svc,
     };
-    return await call(a, inc, ctx, bytes);
   }
 
   /** An error answer for the request; an unexpected error is logged and answered 500. */
@@ -370,11 +382,17 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
   }
 
+  /** The steps after the body arrived, in order: parse, identify, limit, check the id, context (validates), call. */
   async function run(a: Admitted, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
     const context = headerContext(inc.headers);
     const held: { release?: () => void } = {};
     try {
-      const out = await execute(a, inc, await body$, context, held);
+      const bytes = await body$;
+      const body = a.route.spec.op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {};
+      const principal = await callerOf(a, body);
+      if (principal !== null) limit(principal, held);
+      checkBodyId(a.target.id, body);
+      const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context), bytes);
       if (held.release) out.release = held.release;
       return out;
     } catch (err) {

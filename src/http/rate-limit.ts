@@ -50,12 +50,12 @@ export function createRateLimiter(limits: RateLimits, now: () => number = Date.n
       }
       refill(b, t);
       if (concurrent > 0 && b.active >= concurrent) {
-        return { refusal: { reason: "concurrency-limit", message: `this credential has ${concurrent} requests in flight, its limit; retry later`, retryAfterS: 1 } };
+        return { refusal: { reason: "concurrency_limit", message: `this credential has ${concurrent} requests in flight, its limit; retry later`, retryAfterS: 1 } };
       }
       if (rps > 0) {
         if (b.tokens < 1) {
           const waitS = Math.max(1, Math.ceil((1 - b.tokens) / rps));
-          return { refusal: { reason: "rate-limit", message: `this credential is limited to ${rps} requests per second; retry in ${waitS} s`, retryAfterS: waitS } };
+          return { refusal: { reason: "rate_limit", message: `this credential is limited to ${rps} requests per second; retry in ${waitS} s`, retryAfterS: waitS } };
         }
         b.tokens -= 1;
       }

@@ -37,8 +37,8 @@ export function createResponseBudget(limits: BudgetLimits): ResponseBudget {
   };
   const refusal = (): Refusal =>
     turns >= limits.maxLargeResponses
-      ? { reason: "large-responses", message: `more than ${limits.maxLargeResponses} query results streaming; retry later`, retryAfterS: 1 }
-      : { reason: "response-buffer", message: `responses hold more than ${limits.maxResponseBufferBytes} bytes their clients have not read; retry later`, retryAfterS: 1 };
+      ? { reason: "large_responses", message: `more than ${limits.maxLargeResponses} query results streaming; retry later`, retryAfterS: 1 }
+      : { reason: "response_buffer", message: `responses hold more than ${limits.maxResponseBufferBytes} bytes their clients have not read; retry later`, retryAfterS: 1 };
 
   return {
     async take(signal) {

@@ -1,6 +1,6 @@
 // What the route table (src/routes.ts) says of one route, as the pipeline reads it. The table is
 // passed in (createPipeline), so this layer does not import it.
-import type { Role } from "../auth/principal.js";
+import type { Principal, Role } from "../auth/principal.js";
 import type { Operation } from "../operations/define.js";
 
 /**
@@ -10,13 +10,19 @@ import type { Operation } from "../operations/define.js";
  */
 export type Scope = "object" | "browse" | "none";
 
-export interface RouteSpec {
-  op: Operation;
-  /** The least role a credential needs; "public" routes need no credential and take no admission slot. */
-  role: Role | "public";
+interface RouteBase {
   scope: Scope;
   /** Operation id in upstream's spec, for the API overview and logs. */
   name: string;
-  /** A configuration flag that, when set, makes the route need no credential. */
-  publicWith?: "metricsPublic";
 }
+
+/**
+ * The least role a credential needs, and the operation. A "public" route needs no credential and
+ * takes no admission slot, so its operation is one that is given no principal (publicOp); so is a
+ * route that a configuration flag (`publicWith`) may make public.
+ */
+export type RouteSpec = RouteBase &
+  (
+    | { role: Role; op: Operation; publicWith?: undefined }
+    | { role: Role | "public"; op: Operation<Principal | null>; publicWith?: "metricsPublic" }
+  );

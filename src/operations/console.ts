@@ -4,8 +4,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ApiError, Code } from "../errors.js";
-import { queryOp } from "./define.js";
+import { transport } from "../errors.js";
+import { publicOp } from "./define.js";
 import type { OpResult } from "./types.js";
 
 // dist/src/operations/console.js → dist/console/
@@ -43,9 +43,9 @@ function load(): Map<string, Buffer> {
 
 function serve(name: string): OpResult {
   const body = load().get(name);
-  if (!body) throw new ApiError(Code.InvalidInput, `no such console file: ${name}`, 404);
+  if (!body) throw transport.noRoute(`no such console file: ${name}`);
   return { kind: "bytes", contentType: TYPES[path.extname(name)], headers: HEADERS, chunks: [body] };
 }
 
-export const consolePage = queryOp(async () => serve("index.html"), { produces: "text/html" });
-export const consoleFile = queryOp(async ({ params }) => serve(params.file), { produces: "*/*" });
+export const consolePage = publicOp(async () => serve("index.html"), { produces: "text/html" });
+export const consoleFile = publicOp(async ({ params }) => serve(params.file), { produces: "*/*" });

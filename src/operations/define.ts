@@ -3,6 +3,7 @@
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { compile, compileParams, type ParamsValidator, type Validator } from "../schemas/validate.js";
 import { unsupported } from "../errors.js";
+import type { Principal } from "../auth/principal.js";
 import type { Handler } from "./types.js";
 
 export type BodyKind = "json" | "arrow" | "none";
@@ -15,14 +16,15 @@ export interface Described {
   produces?: string;
 }
 
-export interface Operation extends Described {
+/** `P`: what the handler is given as its caller (see OpContext). */
+export interface Operation<P extends Principal | null = Principal> extends Described {
   body: BodyKind;
   /** The JSON body's schema (validated by `validate`). */
   schema?: TSchema;
   validate?: Validator<unknown>;
   /** The query parameters, from `query`. */
   args?: ParamsValidator<unknown>;
-  handler: Handler;
+  handler: Handler<any, P>;
 }
 
 /** What an operation says of itself beyond its body, with its query parameters' parser. */
@@ -34,6 +36,13 @@ export function jsonOp<S extends TSchema>(schema: S, handler: Handler<Static<S>>
 
 /** Operations whose inputs are the path and query only; any body is ignored. */
 export const queryOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "none", handler, ...described(more) });
+
+/** Operations any client may call, with a credential or without one (then the principal is null). */
+export const publicOp = (handler: Handler<undefined, Principal | null>, more: Described = {}): Operation<Principal | null> => ({
+  body: "none",
+  handler,
+  ...described(more),
+});
 
 /** Operations that take an Arrow IPC stream body; options arrive as query parameters. */
 export const arrowOp = (handler: Handler<undefined>, more: Described = {}): Operation => ({ body: "arrow", handler, ...described(more) });

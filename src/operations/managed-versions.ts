@@ -11,7 +11,6 @@ import { fileURLToPath } from "node:url";
 import type { Static } from "@sinclair/typebox";
 import { authoriseObject, type Principal } from "../auth/principal.js";
 import { requireTable } from "../catalog/lookup.js";
-import { objectIdOf } from "../catalog/names.js";
 import { namedBranch } from "../engine/tables.js";
 import { publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
 import { ApiError, Code, invalid, isApiError } from "../errors.js";

@@ -16,7 +16,7 @@ import { empty, json } from "./types.js";
 const name = (id: readonly string[]) => JSON.stringify(objectIdOf(id));
 
 /** Drop everything below a namespace, table data included, deepest first. */
-export async function dropContents(svc: Services, id: readonly string[]): Promise<void> {
+async function dropContents(svc: Services, id: readonly string[]): Promise<void> {
   const below = svc.catalog.descendants(id);
   await svc.catalog.remove(below);
   await Promise.all(below.filter((e) => e.type === "table").map((e) => removeTableData(svc, e)));

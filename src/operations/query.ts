@@ -8,7 +8,7 @@ import { querySpec } from "./query-spec.js";
 import { openTable } from "./table-ref.js";
 import { json } from "./types.js";
 
-export const ARROW_FILE = "application/vnd.apache.arrow.file";
+const ARROW_FILE = "application/vnd.apache.arrow.file";
 
 async function target(svc: Services, id: string[], body: { version?: number | null; branch?: string | null }) {
   const { entry, table } = await openTable(svc, id, { version: body.version, branch: body.branch });

@@ -9,7 +9,7 @@ import type * as lancedb from "@lancedb/lancedb";
 import { authoriseObject, covers, roleRank, type Principal, type Role } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
-import { lanceNameOf, newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
+import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
 import { DEREGISTERED, markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";

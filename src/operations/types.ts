@@ -6,7 +6,11 @@ import type { Services } from "../services.js";
 /** How a query answer's rows are encoded, from the request's Accept header. */
 export type RowFormat = "arrow" | "json" | "ndjson";
 
-export interface OpContext<B = any> {
+/**
+ * What an operation receives. `P` is the caller: a Principal on routes that need a credential, null
+ * on public routes (src/operations/define.ts, publicOp).
+ */
+export interface OpContext<B = any, P extends Principal | null = Principal> {
   /** Path object id, already split (root namespace = []). */
   id: string[];
   /** Other path parameters, decoded (e.g. index_name). */
@@ -21,7 +25,7 @@ export interface OpContext<B = any> {
   /** …or the rows sent as JSON instead (Content-Type application/json or application/x-ndjson). */
   rows?: JsonRows;
   delimiter: string;
-  principal: Principal;
+  principal: P;
   context: Record<string, string>;
   requestId: string;
   /** Sent by LanceDB's remote (Cloud) client (it adds `x-lancedb-database`), which reads a few
@@ -53,7 +57,7 @@ export type OpResult =
       chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
     };
 
-export type Handler<B = any> = (ctx: OpContext<B>) => Promise<OpResult>;
+export type Handler<B = any, P extends Principal | null = Principal> = (ctx: OpContext<B, P>) => Promise<OpResult>;
 
 export const json = (body: unknown, status = 200): OpResult => ({ kind: "json", status, body });
 export const empty = (status: number): OpResult => ({ kind: "empty", status });

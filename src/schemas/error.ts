@@ -15,6 +15,7 @@ export const ErrorResponse = Type.Object(
   { additionalProperties: false },
 );
 
-// The schema and the type errorBody() returns must agree both ways.
+// The schema and the type errorBody() returns must agree both ways (exported so that the check is not
+// an unused local).
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export const errorSchemaMatches: Same<Static<typeof ErrorResponse>, ErrorBody> = true;

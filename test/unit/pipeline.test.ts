@@ -44,11 +44,12 @@ describe("pipeline", () => {
     expect(json(await send("GET", "/v1/namespace/%24/list"))).toMatchObject({ namespaces: ["a"] });
   });
 
-  it("unknown paths are 404 and wrong methods 405 with Allow", async () => {
-    expect(json(await send("GET", "/v1/nope"))).toMatchObject({ status: 404, instance: "/v1/nope" });
+  it("unknown paths are 404 and wrong methods 405 with Allow, each an endpoint the server does not have (code 0), not invalid input", async () => {
+    expect(json(await send("GET", "/v1/nope"))).toMatchObject({ status: 404, instance: "/v1/nope", code: 0, detail: "no such endpoint: GET /v1/nope" });
     const o = await send("GET", "/v1/namespace/a/create");
     expect(o.status).toBe(405);
     expect(o.headers.allow).toBe("POST");
+    expect(json(o)).toMatchObject({ status: 405, code: 0 });
   });
 
   it("credentials: none is 401, the body's identity counts, public routes need none", async () => {

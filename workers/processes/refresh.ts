@@ -9,7 +9,6 @@
 //   commit. Without per-row update versions on the source (stable row ids), every refresh rebuilds.
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
-import type { Entry } from "../../src/catalog/catalog.js";
 import { resolveLocation } from "../../src/catalog/locations.js";
 import { CHUNK, SOURCE_ROW_ID, type SourceForm, type ViewDefinition } from "../../src/compute/views.js";
 import { arrow } from "../../src/engine/arrow.js";

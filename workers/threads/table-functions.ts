@@ -134,7 +134,7 @@ async function runSql(req: TableRequest, input: A.Table): Promise<A.Table | stri
 }
 
 /** Pure, for tests: compile (op "check") or run one batch. */
-export async function runTable(req: TableRequest): Promise<{ ok: true; output?: Uint8Array } | { ok: false; error: string }> {
+async function runTable(req: TableRequest): Promise<{ ok: true; output?: Uint8Array } | { ok: false; error: string }> {
   try {
     if (req.op === "check") {
       if (req.fn.backend === "js") {

@@ -106,8 +106,8 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
   };
 }
 
-export const DEFAULT_TASK_SIZE = 2048;
-export const DEFAULT_CHECKPOINT = 10_000;
+const DEFAULT_TASK_SIZE = 2048;
+const DEFAULT_CHECKPOINT = 10_000;
 
 /** Backfill parameters a request may give (lance-namespace `AlterTableBackfillColumnsRequest`). */
 export interface BackfillParams {

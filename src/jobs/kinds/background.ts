@@ -18,7 +18,7 @@ const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
 export const LOWEST_PRIORITY = 19;
 
 /** The server's environment without Quiver's own variables. */
-export function jobEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+function jobEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([k]) => !k.toUpperCase().startsWith("QUIVER_")));
 }
 

@@ -5,13 +5,12 @@
 // contents in one commit; a chunker's merge is keyed by source row and child).
 import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../../../workers/protocol.js";
 import { allows, type Principal } from "../../auth/principal.js";
-import type { Catalog, Entry } from "../../catalog/catalog.js";
+import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { objectIdOf, sameId } from "../../catalog/names.js";
 import type { ViewRecord, Views } from "../../compute/views.js";
 import type { Tables } from "../../engine/tables.js";
-import { log } from "../../log.js";
-import { autoOwner, type JobKind, type Jobs } from "../jobs.js";
+import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 

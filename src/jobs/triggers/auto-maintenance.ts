@@ -1,4 +1,4 @@
-// When maintenance runs by itself: after a commit through this server (`written`), and on a
+// When maintenance runs by itself: after a data commit (subscribed to the after-commit event), and on a
 // periodic sweep of every table (for tables other processes write). A table branch is maintained
 // when its small fragments or the rows its indexes do not cover reach a threshold (deployment
 // flags; a table's properties may override them or turn automatic maintenance "off"). At most one
@@ -6,15 +6,17 @@
 // stream cannot pile up jobs.
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { tableFigures } from "../../engine/maintenance.js";
+import type { Change } from "../../engine/commits.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
 import { autoOwner, type Jobs } from "../jobs.js";
-import { activeMaintenance, MAINTENANCE, type MaintenanceSpec } from "./maintenance.js";
+import { activeMaintenance, MAINTENANCE, type MaintenanceSpec } from "../kinds/maintenance.js";
+import type { Trigger } from "./after-commit.js";
 
 /** Table properties that override the deployment's settings for one table. */
-export const PROPERTY_SWITCH = "quiver.maintenance";
-export const PROPERTY_SMALL_FRAGMENTS = "quiver.maintenance.small_fragments";
-export const PROPERTY_UNINDEXED_ROWS = "quiver.maintenance.unindexed_rows";
+const PROPERTY_SWITCH = "quiver.maintenance";
+const PROPERTY_SMALL_FRAGMENTS = "quiver.maintenance.small_fragments";
+const PROPERTY_UNINDEXED_ROWS = "quiver.maintenance.unindexed_rows";
 
 export interface AutoMaintenanceSettings {
   enabled: boolean;
@@ -24,11 +26,8 @@ export interface AutoMaintenanceSettings {
   sweepMs: number;
 }
 
-export interface AutoMaintenance {
-  /** A commit landed on `entry` (on `branch`, null: main). */
-  written(entry: Entry, branch: string | null): void;
-  close(): void;
-}
+/** Data writes: maintenance's own commits and index builds do not set it off again. */
+const MAINTAIN_AFTER: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update", "delete"]);
 
 /** The settings for one table: its properties over the deployment's. */
 function settingsFor(entry: Entry, s: AutoMaintenanceSettings): AutoMaintenanceSettings {
@@ -46,7 +45,7 @@ function settingsFor(entry: Entry, s: AutoMaintenanceSettings): AutoMaintenanceS
 // A commit arms a check this long after it, so a stream of writes costs one look per interval.
 const CHECK_DELAY_MS = 1000;
 
-export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Catalog; settings: AutoMaintenanceSettings }): AutoMaintenance {
+export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Catalog; settings: AutoMaintenanceSettings }): Trigger {
   const timers = new Map<string, NodeJS.Timeout>();
   const lastStart = new Map<string, number>();
   const keyOf = (entry: Entry, branch: string | null) => `${entry.objectId}\u0000${branch ?? ""}`;
@@ -86,9 +85,9 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
   sweep?.unref();
 
   return {
-    written(entry, branch) {
-      if (!settingsFor(entry, deps.settings).enabled) return;
-      arm(entry, branch, wait(entry, branch));
+    committed({ table, branch, change }) {
+      if (!MAINTAIN_AFTER.has(change) || !settingsFor(table, deps.settings).enabled) return;
+      arm(table, branch, wait(table, branch));
     },
     close() {
       if (sweep) clearInterval(sweep);
