@@ -4,7 +4,7 @@
 import type { Pattern } from "./http/router.js";
 import type { Principal, Role } from "./auth/principal.js";
 import type { RouteSpec, Scope } from "./http/route-spec.js";
-import { notImplemented, publicOp, queryOp, type Operation } from "./operations/define.js";
+import { notImplemented, publicOp, type Operation } from "./operations/define.js";
 import { json } from "./operations/types.js";
 import { openApiDocument } from "./http/openapi.js";
 import * as admin from "./operations/admin.js";

@@ -41,7 +41,6 @@ export interface Services {
   valueVersions: ValueVersions;
   /** Materialized views' definitions and last refreshes. */
   views: Views;
-  /** Queues maintenance of tables whose small fragments or unindexed rows pile up. */
   /** Versions reads opened explicitly, kept by cleanups for a while. */
   readLeases: ReadLeases;
   /** Set by the front end while it drains for a shutdown (readiness answers 503). */

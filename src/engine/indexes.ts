@@ -3,7 +3,8 @@
 // messages. Everything is checked here BEFORE LanceDB sees it: some bad values abort the process
 // (an unknown FTS language) or panic (num_partitions 0, hamming on float vectors).
 import * as lancedb from "@lancedb/lancedb";
-import { invalid } from "../errors.js";
+import type { Entry } from "../catalog/catalog.js";
+import { ApiError, Code, invalid } from "../errors.js";
 import { errorText } from "./messages.js";
 
 /** Arrow type ids (apache-arrow `Type` enum); numbers, so either arrow copy's fields work. */
@@ -184,3 +185,6 @@ export async function dropIfPresent(table: lancedb.Table, name: string): Promise
   await table.checkoutLatest();
   if ((await table.listIndices()).some((i) => i.name === name)) await table.dropIndex(name);
 }
+
+export const indexNotFound = (name: string, entry: Entry) =>
+  new ApiError(Code.TableIndexNotFound, `index ${JSON.stringify(name)} not found in table ${JSON.stringify(entry.objectId)}`);

@@ -19,6 +19,9 @@ export interface OpenOptions {
 export const namedBranch = (branch: string | null | undefined): string | undefined =>
   branch && branch !== "main" ? branch : undefined;
 
+/** The branch as job specs store it: JSON, where the main branch is null. */
+export const mainOr = (branch: string | null | undefined) => namedBranch(branch) ?? null;
+
 /** What a write tells the after-commit event besides its table, branch and version. */
 export interface WriteOf {
   change: Change;

@@ -151,3 +151,11 @@ export async function usesStableRowIds(tableDir: string, version: number, branch
   }
   return false;
 }
+
+/**
+ * A manifest's path as answered: relative to the table directory; with managed versioning, the
+ * object-store path LanceDB's client uses for local files (absolute, without the leading slash),
+ * which it reads the manifest from.
+ */
+export const manifestPathOut = (managedVersioning: boolean, dir: string, rel: string) =>
+  managedVersioning ? path.join(dir, rel).replace(/^\//, "") : rel;

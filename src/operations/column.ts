@@ -1,6 +1,7 @@
 // Schema changes: add, alter and drop columns, field and schema metadata. Every path and name is
 // checked against the table's current schema first, so a rejected request changes nothing; an
-// accepted one commits one version (virtual columns: see virtual-columns.ts).
+// accepted one commits one version. Virtual columns are added and altered here too, with a
+// `virtual_column` descriptor, checked against the table and their backend before any commit.
 import { BranchQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
@@ -11,12 +12,16 @@ import { invalid, unsupported } from "../errors.js";
 import { AddColumns, AlterColumns, DropColumns, SchemaMetadataUpdate, UpdateFieldMetadata } from "../schemas/column.js";
 import { canonicalPath, resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import type { Services } from "../services.js";
+import { checkExpression } from "../schemas/expression.js";
+import { jsShape, udfDefinition } from "../compute/udf.js";
+import { describeVirtual, runnable, sqlValue, toFieldMetadata, virtualColumnOf, type DescriptorInput, type VirtualColumn } from "../compute/virtual-column.js";
+import { arrow } from "../engine/arrow.js";
+import { declareSqlColumns } from "../engine/computed-columns.js";
+import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { requireTable } from "../catalog/lookup.js";
-import { openAt } from "./table-ref.js";
+import { openAt, refuseView } from "./table-ref.js";
 import { json } from "./types.js";
-import { refuseView } from "./views.js";
-import { addVirtualColumns, alterVirtualColumns } from "./virtual-columns.js";
 
 const q = JSON.stringify;
 
@@ -149,3 +154,68 @@ export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, bo
   if (added.length > 0) await addSchemaMetadata(t, Object.fromEntries(added));
   return json(Object.fromEntries((await t.schema()).metadata));
 }), { query: BranchQuery });
+
+/** Checks of a descriptor against the table and its backend; `at` names the request field. */
+async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Field[], vc: VirtualColumn, at: string): Promise<void> {
+  vc.inputs.forEach((p, i) => resolveFieldPath(fields as unknown as FieldLike[], p, entry.objectId, `${at}.input_columns[${i}]: column`));
+  const kind = runnable(vc);
+  if (kind === "sql") {
+    checkExpression(`${at}.udf`, vc.udf, svc.config);
+    const dict = fields.find((f) => arrow.DataType.isDictionary(f.type) && new RegExp(`(^|[^\\w])${f.name.replace(/\W/g, "\\$&")}([^\\w]|$)`).test(vc.udf));
+    if (dict) throw invalid(`${at}.udf: column ${q(dict.name)} is dictionary-encoded, which LanceDB's SQL computed columns cannot read; store it as plain strings`);
+    sqlValue(vc, at);
+    return;
+  }
+  if (kind === "js" && !jsShape(vc.dataType!)) throw invalid(`${at}.outputs[0].data_type: a JavaScript UDF cannot produce ${q(vc.dataType)}`);
+  fromJsonType(vc.dataType!, vc.column);
+  if (kind === null) return;
+  const error = await checkInSandbox(svc.compute, { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);
+  if (error !== null) throw invalid(`${at}.udf: ${error}`);
+}
+
+/** An entry of add_columns with `virtual_column` or `computed` (an sql column without a descriptor). */
+interface VirtualEntry {
+  name: string;
+  computed?: string | null;
+  virtual_column?: DescriptorInput | null;
+}
+
+/** Adds virtual columns: sql ones as LanceDB computed columns, the others all-null with their descriptor. */
+async function addVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table, fields: readonly A.Field[], entries: { e: VirtualEntry; at: string }[]): Promise<number> {
+  const vcs = entries.map(({ e, at }) => {
+    const field = `${at}.${e.virtual_column ? "virtual_column" : "computed"}`;
+    return { vc: describeVirtual(e.name, e.virtual_column ?? { udf_backend: "sql", udf: e.computed }, field, null), at: field };
+  });
+  for (const { vc, at } of vcs) await checkVirtual(svc, entry, fields, vc, at);
+  const sql = vcs.filter(({ vc }) => runnable(vc) === "sql");
+  if (sql.length > 0 && sql.length < vcs.length) throw invalid("new_columns: sql virtual columns and other virtual columns cannot be mixed in one request");
+  if (sql.length > 0) {
+    const field = sql.length === 1 ? `${sql[0].at}.udf` : "new_columns.udf";
+    return declareSqlColumns(t, sql.map(({ vc, at }) => ({ name: vc.column, valueSql: sqlValue(vc, at), metadata: toFieldMetadata(vc) })), field);
+  }
+  return addNullColumns(t, vcs.map(({ vc }) => ({ name: vc.column, type: fromJsonType(vc.dataType as JsonArrowDataType, vc.column), metadata: toFieldMetadata(vc) })));
+}
+
+/**
+ * Replaces virtual columns' definitions. Values computed by an old definition stay until the next
+ * backfill recomputes them; an sql column is declared afresh (LanceDB cannot change a computed
+ * column's expression in place), so its values are null until then.
+ */
+async function alterVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table, fields: readonly A.Field[], alts: { path: string; d: DescriptorInput; at: string }[]): Promise<number> {
+  const changes: { vc: VirtualColumn; at: string }[] = [];
+  for (const { path, d, at } of alts) {
+    const base = virtualColumnOf(fields, path);
+    if (!base) throw invalid(`${at}.path: column ${q(path)} is not a virtual column; add one with add_columns and virtual_column`);
+    const vc = describeVirtual(path, d, `${at}.virtual_column`, base);
+    if ((runnable(base) === "sql") !== (runnable(vc) === "sql")) throw invalid(`${at}.virtual_column.udf_backend: cannot change between sql and other backends; drop the column and add it again`);
+    await checkVirtual(svc, entry, fields, vc, `${at}.virtual_column`);
+    changes.push({ vc, at });
+  }
+  const sql = changes.filter(({ vc }) => runnable(vc) === "sql");
+  if (sql.length > 0) {
+    if (sql.length < changes.length) throw invalid("alterations: sql virtual columns and other virtual columns cannot be altered in one request");
+    await commitSchemaEdit(() => t.dropColumns(sql.map(({ vc }) => vc.column)));
+    return declareSqlColumns(t, sql.map(({ vc, at }) => ({ name: vc.column, valueSql: sqlValue(vc, `${at}.virtual_column`), metadata: toFieldMetadata(vc) })), "alterations.virtual_column.udf");
+  }
+  return commitSchemaEdit(() => t.updateFieldMetadata(changes.map(({ vc }) => ({ path: vc.column, metadata: toFieldMetadata(vc), replace: true }))));
+}

@@ -15,9 +15,8 @@ import { invalid } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
 import { arrowOp, jsonOp } from "./define.js";
-import { openTable } from "./table-ref.js";
-import { refuseView } from "./views.js";
-import { maintenanceFigures } from "./maintenance.js";
+import { maintenanceFigures } from "../jobs/kinds/maintenance.js";
+import { openTable, refuseView } from "./table-ref.js";
 import type { OpContext } from "./types.js";
 import { json } from "./types.js";
 

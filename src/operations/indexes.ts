@@ -2,11 +2,10 @@
 // Listed statuses: "Active" for committed indexes; "Queued" / "Building" for builds still
 // tracked as transactions on the latest version (they carry `transaction_id` and an empty uuid).
 import type * as lancedb from "@lancedb/lancedb";
-import type { Entry } from "../catalog/catalog.js";
 import { requireTable } from "../catalog/lookup.js";
 import { sameId } from "../catalog/names.js";
-import { ALL_PARAMS, checkIndexParams, friendlyType, indexKind, isIndexNotFound, isVectorKind, type ColumnType, type IndexBuildSpec, type IndexParams } from "../engine/indexes.js";
-import { namedBranch } from "../engine/tables.js";
+import { ALL_PARAMS, checkIndexParams, friendlyType, indexKind, indexNotFound, isIndexNotFound, isVectorKind, type ColumnType, type IndexBuildSpec, type IndexParams } from "../engine/indexes.js";
+import { mainOr } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { INDEX_BUILD } from "../jobs/kinds/index-build.js";
 import type { JobRecord } from "../jobs/store.js";
@@ -20,8 +19,6 @@ import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { json, type OpContext } from "./types.js";
 
-// Build specs are stored as JSON, where the main branch is null.
-export const mainOr = (branch: string | null | undefined) => namedBranch(branch) ?? null;
 
 /** Builds of table `id` (on `branch`) still Queued or Running. */
 function pendingBuilds(svc: Services, id: readonly string[], branch: string | null): JobRecord[] {
@@ -30,8 +27,6 @@ function pendingBuilds(svc: Services, id: readonly string[], branch: string | nu
     .filter((r) => r.operation === INDEX_BUILD && sameId(r.table, id) && (r.spec as IndexBuildSpec).branch === branch);
 }
 
-export const indexNotFound = (name: string, entry: Entry) =>
-  new ApiError(Code.TableIndexNotFound, `index ${JSON.stringify(name)} not found in table ${JSON.stringify(entry.objectId)}`);
 
 async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: boolean) {
   const { id, body, svc } = ctx;

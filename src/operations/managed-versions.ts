@@ -12,15 +12,14 @@ import type { Static } from "@sinclair/typebox";
 import { authoriseObject, type Principal } from "../auth/principal.js";
 import { requireTable } from "../catalog/lookup.js";
 import { namedBranch } from "../engine/tables.js";
-import { publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
+import { manifestPathOut, publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
 import { log } from "../log.js";
 import { BatchCommitTables, BatchCreateTableVersions, BatchDeleteTableVersions, CreateTableVersion } from "../schemas/version.js";
 import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
-import { declareIn, deregisterIn } from "./table.js";
+import { declareIn, deregisterIn } from "../lifecycle/table-lifecycle.js";
 import { json } from "./types.js";
-import { manifestPathOut } from "./version.js";
 
 interface Step {
   result: unknown;
@@ -78,7 +77,7 @@ async function createVersion(svc: Services, id: string[], req: VersionRequest): 
   announce(req.version);
   const m = published$.manifest;
   return {
-    result: { version: req.version, manifest_path: manifestPathOut(svc, dir, m.path), manifest_size: m.size, e_tag: m.eTag, timestamp_millis: Date.now() },
+    result: { version: req.version, manifest_path: manifestPathOut(svc.config.managedVersioning, dir, m.path), manifest_size: m.size, e_tag: m.eTag, timestamp_millis: Date.now() },
     undo: async () => {
       await published$.undo();
       announce(req.version - 1);

@@ -10,7 +10,7 @@ import { CreateNamespace, DropNamespace } from "../schemas/namespace.js";
 import type { Services } from "../services.js";
 import { jsonOp, queryOp } from "./define.js";
 import { page, pageOf } from "./pagination.js";
-import { removeTableData } from "./table.js";
+import { removeTableData } from "../lifecycle/table-lifecycle.js";
 import { empty, json } from "./types.js";
 
 const name = (id: readonly string[]) => JSON.stringify(objectIdOf(id));

@@ -1,9 +1,9 @@
 // LanceDB's `prewarmIndex`: load an index into the engine's cache before the first query needs it.
 import { requireTable } from "../catalog/lookup.js";
-import { isIndexNotFound } from "../engine/indexes.js";
+import { indexNotFound, isIndexNotFound } from "../engine/indexes.js";
+import { mainOr } from "../engine/tables.js";
 import { PrewarmIndex } from "../schemas/prewarm.js";
 import { jsonOp } from "./define.js";
-import { indexNotFound, mainOr } from "./indexes.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
 

@@ -1,4 +1,5 @@
-// Opening the table a request names, at the requested version or branch.
+// Opening the table a request names, at the requested version or branch, and what a reference to
+// it may not do (a view is written only by its refresh).
 import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { requireTable, tableNotFound } from "../catalog/lookup.js";
@@ -7,7 +8,8 @@ import { hasVersions } from "../engine/datasets.js";
 import { errorText } from "../engine/messages.js";
 import { refError } from "../engine/refs.js";
 import { namedBranch } from "../engine/tables.js";
-import { ApiError, Code } from "../errors.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import { viewOf } from "../compute/views.js";
 import type { Services } from "../services.js";
 
 /** A declared table has a catalog entry but no dataset until it is created with data. */
@@ -34,6 +36,11 @@ export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<
     if (/was not found|Not found/.test(errorText(err))) throw (await declaredOnly(svc, entry)) ?? tableNotFound(entry.id);
     throw err;
   }
+}
+
+/** Writes to a view are 400: its contents come from its source. */
+export function refuseView(svc: Services, entry: Entry, what: string): void {
+  if (viewOf(svc.views, entry)) throw invalid(`table ${JSON.stringify(entry.objectId)} is a materialized view; ${what} changes it only by a refresh`);
 }
 
 /** The table named by `id`, opened at `at`: the pair most operations start from. */

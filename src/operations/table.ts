@@ -1,17 +1,16 @@
 // Table lifecycle and listings: create, declare, register, describe, exists, drop, deregister,
 // rename, list. The catalog entry is the table's identity; its data lives at entry.location.
 import { CreateTableQuery, DescribeTableQuery, ListTablesQuery } from "../schemas/params.js";
-import { mkdir, rm, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import path from "node:path";
-import type { Static } from "@sinclair/typebox";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
-import { authoriseObject, covers, roleRank, type Principal, type Role } from "../auth/principal.js";
+import { authoriseObject, covers, type Principal } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
-import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
-import { DEREGISTERED, markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
-import { createDataset, creatable, hasMarker, hasVersions, reserve } from "../engine/datasets.js";
+import { normaliseLocation, resolveLocation } from "../catalog/locations.js";
+import { DEREGISTERED } from "../catalog/root-listing.js";
+import { createDataset, creatable, hasMarker, hasVersions } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
 import { storable } from "../engine/ipc-in.js";
@@ -21,6 +20,7 @@ import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
 import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
 import type { Services } from "../services.js";
+import { alreadyExists, createEntry, declareIn, deregisterIn, dirOf, existingTable, located, locationFor, removeTableData, tableName } from "../lifecycle/table-lifecycle.js";
 import { arrowOp, jsonOp, queryOp } from "./define.js";
 import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
@@ -31,45 +31,6 @@ import { listVersions } from "../engine/version-list.js";
 
 const q = JSON.stringify;
 const leaf = (e: Entry) => e.id[e.id.length - 1];
-const dirOf = (svc: Services, e: Entry) => resolveLocation(svc.tables.root, e.location!);
-const alreadyExists = (id: readonly string[], what = "table") =>
-  new ApiError(Code.TableAlreadyExists, `${what} ${q(objectIdOf(id))} already exists`);
-
-function tableName(id: readonly string[]): void {
-  if (id.length === 0) throw invalid("id: a table id needs at least a table name");
-}
-
-/** The entry at `id` must be free, or hold a table (a namespace there is a conflict). */
-function existingTable(svc: Services, id: readonly string[]): Entry | undefined {
-  const e = svc.catalog.get(id);
-  if (e?.type === "namespace") throw alreadyExists(id, "a namespace named");
-  return e;
-}
-
-/** Create the directory unless it exists; false when it does (someone else owns it). */
-async function claim(dir: string): Promise<boolean> {
-  try {
-    await mkdir(dir);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw err;
-  }
-}
-
-/**
- * A derived location whose directory this request created, so concurrent creators (and kept data
- * of a deregistered table) never share one: the first gets `<name>.lance`, others a random name.
- */
-async function claimLocation(svc: Services, id: readonly string[]): Promise<{ location: string; release: () => void }> {
-  for (let loc = newLocation(id); ; loc = newLocation(["", ...id])) {
-    // Held before the directory exists, so reclaiming orphans never sees it unheld.
-    const release = svc.claims.hold(loc);
-    if (await claim(resolveLocation(svc.tables.root, loc))) return { location: loc, release };
-    // Taken: prefixing an empty segment forces newLocation's randomised form.
-    release();
-  }
-}
 
 /** Tables that have data (not declared only), in the given order. */
 async function withData(svc: Services, entries: Entry[]): Promise<Entry[]> {
@@ -100,9 +61,6 @@ export const listAllTables = queryOp(async ({ args, svc, principal, delimiter })
 
 // ---- create / declare / register ----
 
-/** A location lets the client open the files itself (README, Security): only roles configured for it get one. */
-const located = (svc: Services, p: Principal) => roleRank[p.role] >= roleRank[svc.config.locationRole as Role];
-const locationFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { location: dir } : {});
 const uriFor = (svc: Services, p: Principal, dir: string) => (located(svc, p) ? { table_uri: dir } : {});
 
 /** create's `properties` parameter: a JSON object of strings. */
@@ -152,82 +110,9 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
   });
 }, { query: CreateTableQuery });
 
-/**
- * A new table at a location this request claims: `make` writes its dataset there, then the catalog
- * gets its row; on any failure the directory is removed again. Answers the entry and the table.
- */
-export async function createEntry(svc: Services, id: string[], properties: Record<string, string>, make: (location: string) => Promise<lancedb.Table>) {
-  const { location, release } = await claimLocation(svc, id);
-  const dir = resolveLocation(svc.tables.root, location);
-  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
-  let table: lancedb.Table;
-  try {
-    table = await make(location);
-    await svc.catalog.exclusive(async () => {
-      await svc.catalog.refresh(true);
-      requireNamespace(svc.catalog, id.slice(0, -1));
-      // The directory listing may already show the dataset just written; the claim made it ours.
-      const taken = existingTable(svc, id);
-      if (taken && !(taken.listed && taken.location === location)) throw alreadyExists(id);
-      await svc.catalog.insert(entry, Code.TableAlreadyExists);
-    });
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  } finally {
-    release();
-  }
-  return { entry, table, dir };
-}
-
 async function createNew(svc: Services, principal: Principal, id: string[], data: A.Table, properties: Record<string, string>) {
   const { table, dir } = await createEntry(svc, id, properties, (location) => createDataset(svc.tables, location, data, "create"));
   return json({ ...locationFor(svc, principal, dir), version: await table.version(), properties });
-}
-
-/** Remove a table's data and what Quiver keeps about it (a view's definition, computed-value versions). */
-export async function removeTableData(svc: Services, entry: Entry): Promise<void> {
-  await svc.tables.removeData(entry);
-  if (entry.location) await Promise.all([svc.views.forget(entry.location), svc.valueVersions.forget(entry.location)]);
-}
-
-/**
- * Declare table `id` (the caller holds the catalog's exclusive section). Answers the response body
- * and a way to take the declaration back, for batch commits that fail later.
- */
-export async function declareIn(svc: Services, id: string[], body: Static<typeof DeclareTable>, principal: Principal) {
-  tableName(id);
-  const properties = body.properties ?? {};
-  await svc.catalog.refresh(true);
-  requireNamespace(svc.catalog, id.slice(0, -1));
-  if (existingTable(svc, id)) throw alreadyExists(id);
-  const given = body.location ? normaliseLocation(svc.tables.root, body.location) : null;
-  const { location, release } = given ? { location: given, release: svc.claims.hold(given) } : await claimLocation(svc, id);
-  const dir = resolveLocation(svc.tables.root, location);
-  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
-  try {
-    if (body.location) {
-      if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
-      if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
-    }
-    try {
-      await reserve(dir);
-      await svc.catalog.insert(entry, Code.TableAlreadyExists);
-    } catch (err) {
-      await rm(dir, { recursive: true, force: true });
-      throw err;
-    }
-  } finally {
-    release();
-  }
-  return {
-    // LanceDB's client writes the data itself, at this (absolute) location.
-    response: { ...locationFor(svc, principal, dir), properties, managed_versioning: svc.config.managedVersioning },
-    undo: async () => {
-      await svc.catalog.remove([entry]);
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc, principal }) =>
@@ -349,25 +234,6 @@ export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
 });
 
 // ---- drop / deregister / rename ----
-
-/**
- * Remove table `id`'s catalog entry (the caller holds the catalog's exclusive section); the data
- * stays. Answers the entry and a way to put it back, for batch commits that fail later.
- */
-export async function deregisterIn(svc: Services, id: string[]) {
-  await svc.catalog.refresh(true);
-  const entry = await requireTable(svc.catalog, id);
-  // Kept data is marked: a directory-listed table would reappear with it, and reclaiming orphans
-  // must not take what a deregister deliberately kept.
-  await markDeregistered(dirOf(svc, entry));
-  await svc.catalog.remove([entry]);
-  const undo = async () => {
-    await unmarkDeregistered(dirOf(svc, entry));
-    if (!entry.listed) await svc.catalog.insert(entry, Code.TableAlreadyExists);
-    await svc.catalog.refresh(true);
-  };
-  return { entry, undo };
-}
 
 const dropped = (svc: Services, entry: Entry) => json({ id: entry.id, location: dirOf(svc, entry), properties: entry.properties });
 

@@ -1,11 +1,10 @@
 // Table versions: list, describe, restore. LanceDB lists versions with their time and metadata;
 // the manifest's path, size and e_tag come from the file itself (engine/versions.ts).
-import path from "node:path";
 import { VersionListQuery } from "../schemas/params.js";
 import type * as lancedb from "@lancedb/lancedb";
 import { hasVersions } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
-import { manifestFile, manifestPathV2, tableDir } from "../engine/versions.js";
+import { manifestFile, manifestPathOut, manifestPathV2, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { DescribeTableVersion, RestoreTable } from "../schemas/version.js";
 import { jsonOp, queryOp } from "./define.js";
@@ -18,19 +17,12 @@ import { listVersions } from "../engine/version-list.js";
 
 type LanceVersion = Awaited<ReturnType<lancedb.Table["listVersions"]>>[number];
 
-/**
- * A manifest's path as answered: relative to the table directory; with managed versioning, the
- * object-store path LanceDB's client uses for local files (absolute, without the leading slash),
- * which it reads the manifest from.
- */
-export const manifestPathOut = (svc: Services, dir: string, rel: string) =>
-  svc.config.managedVersioning ? path.join(dir, rel).replace(/^\//, "") : rel;
 
 async function versionRecord(svc: Services, dir: string, branch: string | undefined, v: LanceVersion) {
   const m = await manifestFile(dir, v.version, branch);
   return {
     version: v.version,
-    manifest_path: manifestPathOut(svc, dir, m?.path ?? manifestPathV2(v.version, branch)),
+    manifest_path: manifestPathOut(svc.config.managedVersioning, dir, m?.path ?? manifestPathV2(v.version, branch)),
     ...(m ? { manifest_size: m.size, e_tag: m.eTag } : {}),
     timestamp_millis: Math.round(v.timestamp.getTime()),
     metadata: { ...v.metadata },

@@ -17,7 +17,7 @@ import { CreateMaterializedView, RefreshMaterializedView } from "../schemas/view
 import type { Services } from "../services.js";
 import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
-import { createEntry } from "./table.js";
+import { createEntry } from "../lifecycle/table-lifecycle.js";
 import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
 
@@ -25,11 +25,6 @@ const q = JSON.stringify;
 
 /** The form of source_query Quiver runs, for the 400 that refuses another. */
 const FORM = '{"table": "<ns$table>" or [..], "filter": "<SQL>", "columns": [..] or {"<out>": "<SQL>"}, "limit": n, "branch": "<name>", "version": n}';
-
-/** Writes to a view are 400: its contents come from its source. */
-export function refuseView(svc: Services, entry: Entry, what: string): void {
-  if (viewOf(svc.views, entry)) throw invalid(`table ${q(entry.objectId)} is a materialized view; ${what} changes it only by a refresh`);
-}
 
 /** Same columns by name and type (nullability and child names aside). */
 function sameColumns(want: A.Schema, got: A.Schema): string | null {

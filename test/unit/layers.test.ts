@@ -19,6 +19,7 @@ const LAYERS: [string, number][] = [
   ["src/jobs/triggers/", 11],
   ["workers/processes/", 10],
   ["workers/threads/", 8],
+  ["src/lifecycle/", 8],
   ["workers/", 9],
   ["src/compute/", 7],
   ["src/engine/", 6],
@@ -97,6 +98,20 @@ describe("layers", () => {
       folders.set(u, [...(folders.get(u) ?? []), ...tos.map(unitOf).filter((t) => t !== u)]);
     }
     expect(cyclesOf(folders)).toEqual([]);
+  });
+
+  it("an operation module imports, of src/operations/, only the shared helpers, never another resource's module", () => {
+    const shared = ["define", "types", "pagination", "table-ref", "query-spec"].map((n) => `src/operations/${n}.ts`);
+    const hits = [...graph]
+      .filter(([from]) => from.startsWith("src/operations/"))
+      .flatMap(([from, tos]) => tos.filter((to) => to.startsWith("src/operations/") && !shared.includes(to)).map((to) => `${from} → ${to}`));
+    expect(hits).toEqual([]);
+  });
+
+  it("only src/engine/ imports LanceDB's functions (elsewhere its types at most)", () => {
+    const valueImport = /^\s*import\s+(?!type\b)[^;]*from\s+"@lancedb\/lancedb"|import\("@lancedb\/lancedb"\)/m;
+    const hits = all.filter((f) => !f.startsWith("src/engine/") && valueImport.test(readFileSync(path.join(ROOT, f), "utf8")));
+    expect(hits).toEqual([]);
   });
 
   it("src/http/ does not import the route table (it is passed in)", () => {

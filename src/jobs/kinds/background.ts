@@ -1,4 +1,4 @@
-// Child processes for background work (index builds, backfills, view refreshes), all speaking the
+// Child processes for background work (index builds, backfills, view refreshes, maintenance), all speaking the
 // job protocol of workers/protocol.ts. LanceDB runs its work on native threads of the process that
 // calls it, so work started in the server competes with queries on equal terms; in a child process
 // started through `nice`, every thread it ever makes runs at the lower priority (a priority set on

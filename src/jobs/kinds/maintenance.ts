@@ -3,11 +3,12 @@
 // cleanup keeps (src/compute/retention.ts) before the process starts. A run interrupted by a
 // restart runs again from the start: every step is idempotent.
 import type { MaintenanceMessage, MaintenanceProgress, MaintenanceRequest } from "../../../workers/processes/maintenance.js";
-import type { Catalog } from "../../catalog/catalog.js";
+import type * as lancedb from "@lancedb/lancedb";
+import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
 import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
-import { keptBound } from "../../engine/maintenance.js";
+import { bytesOnDisk, keptBound, tableFigures } from "../../engine/maintenance.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
 import type { JobKind, Jobs } from "../jobs.js";
@@ -92,4 +93,20 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
 /** A maintenance job Queued or Running on this table and branch. */
 export function activeMaintenance(jobs: Jobs, id: readonly string[], branch: string | null): JobRecord | undefined {
   return jobs.active().find((r) => r.operation === MAINTENANCE && sameId(r.table, id) && (r.spec as MaintenanceSpec).branch === branch);
+}
+
+/** Quiver's maintenance figures of a table branch, shown beside the spec's fields of `stats`. */
+export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, entry: Entry, table: lancedb.Table, branch: string | null) {
+  const f = await tableFigures(table);
+  const last = deps.jobs
+    .all()
+    .filter((r) => r.operation === MAINTENANCE && r.status === "Succeeded" && sameId(r.table, entry.id) && (r.spec as MaintenanceSpec).branch === branch)
+    .reduce<number | undefined>((at, r) => Math.max(at ?? 0, r.finishedAt ?? 0), undefined);
+  return {
+    small_fragments: f.small_fragments,
+    unindexed_rows: f.unindexed_rows,
+    versions_kept: f.versions,
+    bytes_on_disk: await bytesOnDisk(tableDir(deps.tables.root, entry)),
+    last_maintenance: last === undefined ? null : new Date(last).toISOString(),
+  };
 }

@@ -1,0 +1,174 @@
+// A table's lifecycle in the catalog and the data directory: a location claimed (never shared by
+// concurrent creators), the dataset written there, then the entry; and the way back (deregister
+// keeps the data, marked; removal deletes it with what Quiver keeps about it). Operations (table,
+// views, namespaces, batch commits) call these; each takes only the services it uses.
+import { mkdir, rm } from "node:fs/promises";
+import type { Static } from "@sinclair/typebox";
+import type * as lancedb from "@lancedb/lancedb";
+import { roleRank, type Principal, type Role } from "../auth/principal.js";
+import type { Catalog, Entry } from "../catalog/catalog.js";
+import type { Claims } from "../catalog/claims.js";
+import { requireNamespace, requireTable } from "../catalog/lookup.js";
+import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
+import { objectIdOf } from "../catalog/names.js";
+import { markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
+import type { ValueVersions } from "../compute/value-versions.js";
+import type { Views } from "../compute/views.js";
+import type { Config } from "../config.js";
+import { creatable, reserve } from "../engine/datasets.js";
+import type { Tables } from "../engine/tables.js";
+import { ApiError, Code, invalid } from "../errors.js";
+import type { DeclareTable } from "../schemas/table.js";
+
+export interface LifecycleDeps {
+  catalog: Catalog;
+  tables: Tables;
+  claims: Claims;
+  views: Views;
+  valueVersions: ValueVersions;
+  config: Pick<Config, "locationRole" | "managedVersioning">;
+}
+
+const q = JSON.stringify;
+
+export const dirOf = (deps: LifecycleDeps, e: Entry) => resolveLocation(deps.tables.root, e.location!);
+export const alreadyExists = (id: readonly string[], what = "table") =>
+  new ApiError(Code.TableAlreadyExists, `${what} ${q(objectIdOf(id))} already exists`);
+
+export function tableName(id: readonly string[]): void {
+  if (id.length === 0) throw invalid("id: a table id needs at least a table name");
+}
+
+/** The entry at `id` must be free, or hold a table (a namespace there is a conflict). */
+export function existingTable(deps: LifecycleDeps, id: readonly string[]): Entry | undefined {
+  const e = deps.catalog.get(id);
+  if (e?.type === "namespace") throw alreadyExists(id, "a namespace named");
+  return e;
+}
+
+/** Create the directory unless it exists; false when it does (someone else owns it). */
+async function claim(dir: string): Promise<boolean> {
+  try {
+    await mkdir(dir);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  }
+}
+
+/**
+ * A derived location whose directory this request created, so concurrent creators (and kept data
+ * of a deregistered table) never share one: the first gets `<name>.lance`, others a random name.
+ */
+async function claimLocation(deps: LifecycleDeps, id: readonly string[]): Promise<{ location: string; release: () => void }> {
+  for (let loc = newLocation(id); ; loc = newLocation(["", ...id])) {
+    // Held before the directory exists, so reclaiming orphans never sees it unheld.
+    const release = deps.claims.hold(loc);
+    if (await claim(resolveLocation(deps.tables.root, loc))) return { location: loc, release };
+    // Taken: prefixing an empty segment forces newLocation's randomised form.
+    release();
+  }
+}
+
+/** A location lets the client open the files itself (README, Security): only roles configured for it get one. */
+export const located = (deps: LifecycleDeps, p: Principal) => roleRank[p.role] >= roleRank[deps.config.locationRole as Role];
+export const locationFor = (deps: LifecycleDeps, p: Principal, dir: string) => (located(deps, p) ? { location: dir } : {});
+
+/**
+ * A new table at a location this request claims: `make` writes its dataset there, then the catalog
+ * gets its row; on any failure the directory is removed again. Answers the entry and the table.
+ */
+export async function createEntry(deps: LifecycleDeps, id: string[], properties: Record<string, string>, make: (location: string) => Promise<lancedb.Table>) {
+  const { location, release } = await claimLocation(deps, id);
+  const dir = resolveLocation(deps.tables.root, location);
+  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
+  try {
+    const table = await removedOnFailure(dir, async () => {
+      const t = await make(location);
+      await deps.catalog.exclusive(async () => {
+        await deps.catalog.refresh(true);
+        requireNamespace(deps.catalog, id.slice(0, -1));
+        // The directory listing may already show the dataset just written; the claim made it ours.
+        const taken = existingTable(deps, id);
+        if (taken && !(taken.listed && taken.location === location)) throw alreadyExists(id);
+        await deps.catalog.insert(entry, Code.TableAlreadyExists);
+      });
+      return t;
+    });
+    return { entry, table, dir };
+  } finally {
+    release();
+  }
+}
+
+/** `work` on a directory this request made: if it fails, the directory goes too. */
+async function removedOnFailure<T>(dir: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** Remove a table's data and what Quiver keeps about it (a view's definition, computed-value versions). */
+export async function removeTableData(deps: LifecycleDeps, entry: Entry): Promise<void> {
+  await deps.tables.removeData(entry);
+  if (entry.location) await Promise.all([deps.views.forget(entry.location), deps.valueVersions.forget(entry.location)]);
+}
+
+/**
+ * Declare table `id` (the caller holds the catalog's exclusive section). Answers the response body
+ * and a way to take the declaration back, for batch commits that fail later.
+ */
+export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<typeof DeclareTable>, principal: Principal) {
+  tableName(id);
+  const properties = body.properties ?? {};
+  await deps.catalog.refresh(true);
+  requireNamespace(deps.catalog, id.slice(0, -1));
+  if (existingTable(deps, id)) throw alreadyExists(id);
+  const given = body.location ? normaliseLocation(deps.tables.root, body.location) : null;
+  const { location, release } = given ? { location: given, release: deps.claims.hold(given) } : await claimLocation(deps, id);
+  const dir = resolveLocation(deps.tables.root, location);
+  const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
+  try {
+    if (body.location) {
+      if (!creatable(location)) throw invalid(`location: ${q(body.location)} must be a "<name>.lance" directory directly in the data directory`);
+      if (!(await claim(dir))) throw invalid(`location: ${q(body.location)} is already in use`);
+    }
+    await removedOnFailure(dir, async () => {
+      await reserve(dir);
+      await deps.catalog.insert(entry, Code.TableAlreadyExists);
+    });
+  } finally {
+    release();
+  }
+  return {
+    // LanceDB's client writes the data itself, at this (absolute) location.
+    response: { ...locationFor(deps, principal, dir), properties, managed_versioning: deps.config.managedVersioning },
+    undo: async () => {
+      await deps.catalog.remove([entry]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Remove table `id`'s catalog entry (the caller holds the catalog's exclusive section); the data
+ * stays. Answers the entry and a way to put it back, for batch commits that fail later.
+ */
+export async function deregisterIn(deps: LifecycleDeps, id: string[]) {
+  await deps.catalog.refresh(true);
+  const entry = await requireTable(deps.catalog, id);
+  // Kept data is marked: a directory-listed table would reappear with it, and reclaiming orphans
+  // must not take what a deregister deliberately kept.
+  await markDeregistered(dirOf(deps, entry));
+  await deps.catalog.remove([entry]);
+  const undo = async () => {
+    await unmarkDeregistered(dirOf(deps, entry));
+    if (!entry.listed) await deps.catalog.insert(entry, Code.TableAlreadyExists);
+    await deps.catalog.refresh(true);
+  };
+  return { entry, undo };
+}
