@@ -1,7 +1,8 @@
-// Concurrent single-row inserts into one table: Quiver (writes one at a time per table, each
-// answering its own commit's version) against LanceDB in-process (concurrent `add` on one handle),
-// same row shape, same run, alternating rounds; QPS and p99, and how many answers shared a version.
-//   node dist/bench/writes.js [--clients 8] [--duration 5] [--rounds 3]
+// Concurrent single-row inserts into one table: Quiver (group commit: appends that wait for a
+// commit share the next one) against LanceDB in-process, one commit per write (concurrent `add` on
+// one handle), same row shape, same run, alternating rounds, at each client count; inserts/s and
+// p99 as ratios, and how many answers shared a version.
+//   node dist/bench/writes.js [--clients 1,8,64] [--duration 5] [--rounds 3]
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,8 +13,8 @@ import { Conn } from "./http-client.js";
 import { startQuiver } from "./quiver-process.js";
 import { closedLoop, header, line, summary, type Result } from "./stats.js";
 
-const { values } = parseArgs({ options: { clients: { type: "string", default: "8" }, duration: { type: "string", default: "5" }, rounds: { type: "string", default: "3" } } });
-const C = Number(values.clients);
+const { values } = parseArgs({ options: { clients: { type: "string", default: "1,8,64" }, duration: { type: "string", default: "5" }, rounds: { type: "string", default: "3" } } });
+const LEVELS = values.clients!.split(",").map(Number);
 const D = Number(values.duration);
 const KEY = "bench-writes-key";
 const row = (i: number) => new arrow.Table({ id: arrow.vectorFromArray([i], new arrow.Int32()) });
@@ -25,7 +26,7 @@ function sharedVersions(versions: number[]): number {
   return [...seen.values()].filter((n) => n > 1).reduce((a, n) => a + n, 0);
 }
 
-async function quiverRound(): Promise<[Result, number]> {
+async function quiverRound(C: number): Promise<[Result, number]> {
   const dir = mkdtempSync(path.join(tmpdir(), "quiver-writes-"));
   const q = await startQuiver(dir, KEY);
   const url = new URL(q.url);
@@ -46,7 +47,7 @@ async function quiverRound(): Promise<[Result, number]> {
   return [r, sharedVersions(versions)];
 }
 
-async function engineRound(): Promise<[Result, number]> {
+async function engineRound(C: number): Promise<[Result, number]> {
   const dir = mkdtempSync(path.join(tmpdir(), "engine-writes-"));
   const t = await (await lancedb.connect(dir)).createTable("t", row(0));
   const versions: number[] = [];
@@ -59,14 +60,19 @@ async function engineRound(): Promise<[Result, number]> {
   return [r, sharedVersions(versions)];
 }
 
-console.log(`${C} clients, ${D} s per phase, ${values.rounds} alternating rounds`);
-console.log(`${header()}  answers sharing a version`);
-const ratios: number[] = [];
-for (let i = 0; i < Number(values.rounds); i++) {
-  const [qr, qs] = await quiverRound();
-  console.log(`${line(qr)}  ${qs}`);
-  const [er, es] = await engineRound();
-  console.log(`${line(er)}  ${es}`);
-  ratios.push(summary(qr).qps / summary(er).qps);
+console.log(`clients ${LEVELS.join(", ")}; ${D} s per phase, ${values.rounds} alternating rounds`);
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+for (const C of LEVELS) {
+  console.log(`\n${C} clients\n${header()}  answers sharing a version`);
+  const qps: number[] = [];
+  const p99: number[] = [];
+  for (let i = 0; i < Number(values.rounds); i++) {
+    const [qr, qs] = await quiverRound(C);
+    console.log(`${line(qr)}  ${qs}`);
+    const [er, es] = await engineRound(C);
+    console.log(`${line(er)}  ${es}`);
+    qps.push(summary(qr).qps / summary(er).qps);
+    p99.push(summary(qr).p99 / summary(er).p99);
+  }
+  console.log(`${C} clients: Quiver / engine inserts/s ${qps.map((x) => x.toFixed(2)).join(", ")} (median ${median(qps).toFixed(2)}); p99 ${p99.map((x) => x.toFixed(2)).join(", ")} (median ${median(p99).toFixed(2)})`);
 }
-console.log(`Quiver / engine QPS, per round: ${ratios.map((x) => x.toFixed(2)).join(", ")}`);

@@ -10,6 +10,7 @@ import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
+import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { backfillKind } from "./jobs/kinds/backfill.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
@@ -29,6 +30,8 @@ export interface Services {
   /** Table directories being created here, which reclaiming orphans leaves alone. */
   claims: Claims;
   tables: Tables;
+  /** Appends to one table branch that wait for a commit share the next one. */
+  appends: GroupCommit;
   /** Runs queries, batching concurrent compatible vector searches into one engine call. */
   searches: SearchBatcher;
   /** Background work (index builds, backfills, view refreshes) tracked as durable transactions. */
@@ -100,6 +103,7 @@ export async function createServices(config: Config, credential: (key: string) =
     catalog,
     claims: createClaims(),
     tables,
+    appends: createGroupCommit(tables),
     searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
     jobs,
     pool,

@@ -1,6 +1,7 @@
-// Concurrent writes answer the version their own commit produced: distinct versions, and reading
-// the table at a write's version shows exactly the writes whose versions are not later. Repeated
-// rounds of 8 concurrent writes of each kind, on main and on a branch, with nothing lost.
+// Concurrent writes answer the version their own commit produced: distinct versions (inserts may
+// share one: group commit puts appends that wait together into one commit), and reading the table
+// at a write's version shows exactly the writes whose versions are not later. Repeated rounds of 8
+// concurrent writes of each kind, on main and on a branch, with nothing lost.
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { fromIPC, toStream } from "./helpers/arrow.js";
@@ -41,7 +42,7 @@ describe("concurrent writes report their own commit's version", () => {
     const b = branch ? { branch } : {};
     const qs = branch ? `?branch=${branch}` : "";
 
-    it(`inserts${on}: ${ROUNDS} rounds of ${WRITERS}, each visible exactly from its version`, async () => {
+    it(`inserts${on}: ${ROUNDS} rounds of ${WRITERS}, each visible exactly from its (possibly shared) version`, async () => {
       const t = await fresh([0]);
       if (branch) expect((await post(t, "branches/create", { name: branch })).status).toBe(200);
       let base = 1;
@@ -49,7 +50,7 @@ describe("concurrent writes report their own commit's version", () => {
         const ids = Array.from({ length: WRITERS }, (_, i) => 1 + round * WRITERS + i);
         const replies = await Promise.all(ids.map((id) => post(t, "insert", rows([id]), qs)));
         const versions = replies.map((r) => (expect(r.status, r.text).toBe(200), r.json.version as number));
-        distinct(versions, base);
+        for (const v of versions) expect(v).toBeGreaterThan(base);
         for (const v of versions) {
           const seen = await at(t, v, branch);
           ids.forEach((id, i) => expect(seen.has(id), `round ${round}: row ${id} (v${versions[i]}) at v${v}`).toBe(versions[i] <= v));

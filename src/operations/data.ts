@@ -41,7 +41,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
   if (write) refuseView(ctx.svc, entry, write);
   const commit = <T>(of: WriteOf, fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, of, fn);
-  return { entry, table, commit };
+  return { entry, table, commit, branch };
 }
 
 /**
@@ -76,10 +76,12 @@ function withoutNullBools(data: A.Table, append: boolean): A.Table {
 
 export const insertIntoTable = arrowOp(async (ctx) => {
   const mode: "append" | "overwrite" = ctx.args.mode ?? "append";
-  const { entry, table, commit } = await target(ctx, {}, "insert");
+  const { entry, table, commit, branch } = await target(ctx, {}, "insert");
   const data = await arrowBody(ctx, await table.schema(), entry.objectId, mode === "append");
-  const r = await engine("body", undefined, () => commit({ change: "insert", rows: data.numRows }, () => table.add(data, { mode })));
-  return json({ version: r.version, num_inserted_rows: data.numRows });
+  const version = await engine("body", undefined, async () =>
+    mode === "append" ? ctx.svc.appends.append(entry, branch, table, data) : (await commit({ change: "insert", rows: data.numRows }, () => table.add(data, { mode }))).version,
+  );
+  return json({ version, num_inserted_rows: data.numRows });
 }, { query: InsertQuery });
 
 export const mergeInsertIntoTable = arrowOp(async (ctx) => {
