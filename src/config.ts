@@ -62,6 +62,7 @@ export const options = [
   { key: "auto-maintenance", kind: "string", def: "on", doc: "on: maintain tables by themselves after commits and on the sweep; off: only on request (a table's `quiver.maintenance` property overrides it); see docs/maintenance.md" },
   { key: "maintenance-small-fragments", kind: "int", def: 20, min: 0, doc: "small fragments (under Lance's compaction target) a table branch may hold before it is maintained (0: never for this reason)" },
   { key: "maintenance-unindexed-rows", kind: "int", def: 10_000, min: 0, doc: "rows its indexes do not cover yet (all indexes together) a table branch may hold before it is maintained (0: never for this reason)" },
+  { key: "maintenance-deleted-percent", kind: "int", def: 10, min: 0, max: 100, doc: "deleted rows, as a percentage of the rows their fragments hold, a table branch may carry before it is maintained (compaction rewrites such fragments without them; 0: never for this reason)" },
   { key: "maintenance-cooldown-ms", kind: "int", def: 60_000, min: 0, doc: "least time between two automatic maintenance jobs of one table branch" },
   { key: "maintenance-sweep-ms", kind: "int", def: 600_000, min: 0, doc: "how often every table's main branch is checked (tables other processes write); 0: no sweep" },
   { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
@@ -124,6 +125,7 @@ export interface Config {
   autoMaintenance: string;
   maintenanceSmallFragments: number;
   maintenanceUnindexedRows: number;
+  maintenanceDeletedPercent: number;
   maintenanceCooldownMs: number;
   maintenanceSweepMs: number;
   refreshJobs: number;

@@ -84,6 +84,50 @@ const catalogRefreshes = new Counter({
   registers: [registry],
 });
 
+/** What maintenance looks at, per table branch (src/engine/maintenance.ts, tableFigures). */
+export interface TableFigureSample {
+  fragments: number;
+  small_fragments: number;
+  unindexed_rows: number;
+  deleted_rows: number;
+  versions: number;
+  bytes: number;
+}
+
+// Per table branch, its figures as last read (by `stats`, an automatic maintenance check or a
+// maintenance job's look before it starts). Bounded: past MAX_TABLES the least recently read
+// table's series go, so a deployment with many tables exports those in use, not every one.
+const MAX_TABLES = 1000;
+const figures = new Map<string, { table: string; branch: string; sample: TableFigureSample }>();
+
+export function recordTableFigures(table: string, branch: string | null, sample: TableFigureSample): void {
+  const key = `${table}\u0000${branch ?? ""}`;
+  figures.delete(key);
+  figures.set(key, { table, branch: branch ?? "main", sample });
+  if (figures.size > MAX_TABLES) figures.delete(figures.keys().next().value!);
+}
+
+const TABLE_GAUGES: [keyof TableFigureSample, string][] = [
+  ["fragments", "fragments"],
+  ["small_fragments", "fragments under Lance's compaction target"],
+  ["unindexed_rows", "rows its indexes do not cover yet (all indexes together)"],
+  ["deleted_rows", "rows deleted but still in their fragments"],
+  ["versions", "versions kept"],
+  ["bytes", "data and index bytes the current version references"],
+];
+for (const [field, what] of TABLE_GAUGES) {
+  new Gauge({
+    name: `quiver_table_${field}`,
+    help: `Per table branch, as last read: ${what}`,
+    labelNames: ["table", "branch"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { table, branch, sample } of figures.values()) this.set({ table, branch }, sample[field]);
+    },
+  });
+}
+
 /**
  * Why a 503 was answered: the one list the refusals, the 503 errors, the access log and the metric
  * share. A module that answers 503 for a new reason adds it here (listed reasons are exported at 0

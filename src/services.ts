@@ -88,6 +88,7 @@ export async function createServices(config: Config, credential: (key: string) =
       enabled: config.autoMaintenance === "on",
       smallFragments: config.maintenanceSmallFragments,
       unindexedRows: config.maintenanceUnindexedRows,
+      deletedPercent: config.maintenanceDeletedPercent,
       cooldownMs: config.maintenanceCooldownMs,
       sweepMs: config.maintenanceSweepMs,
     },

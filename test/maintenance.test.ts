@@ -116,6 +116,29 @@ describe("maintenance", () => {
     expect(metrics).toMatch(/quiver_jobs\{kind="maintenance",state="Succeeded"\} [1-9]/);
   });
 
+  it("deleted rows: stats and /metrics count them; past a table's deleted_percent they set off maintenance, which compacts them away", async () => {
+    // Automatic maintenance is off on this server: the rows stay deleted in place.
+    expect((await post("holes", "create", rows(0, 100))).status).toBe(200);
+    expect((await post("holes", "delete", { predicate: "id < 50" })).status).toBe(200);
+    expect((await post("holes", "stats", {})).json.maintenance.deleted_rows).toBe(50);
+    expect((await q.call("GET", "/metrics")).text).toContain('quiver_table_deleted_rows{table="holes",branch="main"} 50');
+
+    const props = { "quiver.maintenance": "on", "quiver.maintenance.deleted_percent": "20" };
+    expect((await post("sparse", "create", rows(0, 100), `?properties=${encodeURIComponent(JSON.stringify(props))}`)).status).toBe(200);
+    expect((await post("sparse", "delete", { predicate: "id < 10" })).status).toBe(200);
+    expect((await post("sparse", "delete", { predicate: "id < 50" })).status).toBe(200);
+    const end = Date.now() + 60_000;
+    let jobs: { job_type: string; status: string }[] = [];
+    while (Date.now() < end && !jobs.some((j) => j.status === "Succeeded")) {
+      await new Promise((res) => setTimeout(res, 100));
+      jobs = ((await q.call("POST", "/v1/jobs/list", { table: ["sparse"] })).json.jobs as typeof jobs).filter((j) => j.job_type === "maintenance");
+    }
+    expect(jobs.some((j) => j.status === "Succeeded")).toBe(true);
+    expect((await post("sparse", "stats", {})).json.maintenance.deleted_rows).toBe(0);
+    expect(await count("sparse")).toBe(50);
+    expect((await q.call("GET", "/metrics")).text).toContain('quiver_table_deleted_rows{table="sparse",branch="main"} 0');
+  });
+
   it("keeps tagged versions and the versions branches start from, and both stay readable", async () => {
     const t = await smallCommits(6);
     expect((await post(t, "tags/create", { tag: "two", version: 2 })).status).toBe(200);

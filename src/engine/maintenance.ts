@@ -5,6 +5,7 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type * as lancedb from "@lancedb/lancedb";
+import { recordTableFigures } from "../metrics.js";
 import { errorText, isCommitConflict } from "./messages.js";
 import { listVersions } from "./version-list.js";
 
@@ -18,20 +19,37 @@ export interface TableFigures {
   versions: number;
   /** Rows each index does not cover yet (searched by brute force), by index name. */
   unindexed_rows: Record<string, number>;
+  /** Rows deleted but still in their fragments (read past on every scan until a compaction). */
+  deleted_rows: number;
 }
 
 export async function tableFigures(table: lancedb.Table): Promise<TableFigures> {
   const [s, versions, indexes] = await Promise.all([table.stats(), listVersions(table), table.listIndices()]);
   const unindexed: Record<string, number> = {};
   for (const ix of indexes) unindexed[ix.name] = (await table.indexStats(ix.name))?.numUnindexedRows ?? 0;
-  return {
+  const f: TableFigures = {
     fragments: s.fragmentStats.numFragments,
     small_fragments: s.fragmentStats.numSmallFragments,
     rows: s.numRows,
     bytes: s.totalBytes,
     versions: versions.length,
     unindexed_rows: unindexed,
+    // The manifest's count of rows in deletion files (Lance's own version metadata).
+    deleted_rows: Number(versions[versions.length - 1]?.metadata.total_deletion_file_rows ?? 0),
   };
+  return f;
+}
+
+/** Keep `f` for /metrics as the latest figures of `table`'s `branch`. */
+export function exportFigures(table: string, branch: string | null, f: TableFigures): void {
+  recordTableFigures(table, branch, {
+    fragments: f.fragments,
+    small_fragments: f.small_fragments,
+    unindexed_rows: Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0),
+    deleted_rows: f.deleted_rows,
+    versions: f.versions,
+    bytes: f.bytes,
+  });
 }
 
 export interface OptimizeResult {

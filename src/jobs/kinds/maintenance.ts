@@ -8,7 +8,7 @@ import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
 import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
-import { bytesOnDisk, keptBound, tableFigures } from "../../engine/maintenance.js";
+import { bytesOnDisk, exportFigures, keptBound, tableFigures } from "../../engine/maintenance.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
 import type { JobKind, Jobs } from "../jobs.js";
@@ -67,6 +67,7 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
       const run: MaintenanceRequest = { root: tables.root, entry, branch: spec.branch, cleanup: request };
       return runInBackground<MaintenanceRequest, MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
         await job.report(m.progress as Record<string, unknown>);
+        if (m.progress.after) exportFigures(entry.objectId, namedBranch(spec.branch) ?? null, m.progress.after);
         if (m.progress.phase === "done") tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "maintenance", rows: null, byCachedHandle: false });
       });
     },
@@ -98,6 +99,7 @@ export function activeMaintenance(jobs: Jobs, id: readonly string[], branch: str
 /** Quiver's maintenance figures of a table branch, shown beside the spec's fields of `stats`. */
 export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, entry: Entry, table: lancedb.Table, branch: string | null) {
   const f = await tableFigures(table);
+  exportFigures(entry.objectId, branch, f);
   const last = deps.jobs
     .all()
     .filter((r) => r.operation === MAINTENANCE && r.status === "Succeeded" && sameId(r.table, entry.id) && (r.spec as MaintenanceSpec).branch === branch)
@@ -105,6 +107,7 @@ export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, e
   return {
     small_fragments: f.small_fragments,
     unindexed_rows: f.unindexed_rows,
+    deleted_rows: f.deleted_rows,
     versions_kept: f.versions,
     bytes_on_disk: await bytesOnDisk(tableDir(deps.tables.root, entry)),
     last_maintenance: last === undefined ? null : new Date(last).toISOString(),

@@ -1,11 +1,11 @@
 // When maintenance runs by itself: after a data commit (subscribed to the after-commit event), and on a
 // periodic sweep of every table (for tables other processes write). A table branch is maintained
-// when its small fragments or the rows its indexes do not cover reach a threshold (deployment
+// when its small fragments, the rows its indexes do not cover or its share of deleted rows reach a threshold (deployment
 // flags; a table's properties may override them or turn automatic maintenance "off"). At most one
 // maintenance job per table branch is active, and one starts at most once per cooldown, so a write
 // stream cannot pile up jobs.
 import type { Catalog, Entry } from "../../catalog/catalog.js";
-import { tableFigures } from "../../engine/maintenance.js";
+import { exportFigures, tableFigures } from "../../engine/maintenance.js";
 import type { Change } from "../../engine/commits.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
@@ -17,11 +17,14 @@ import type { Trigger } from "./after-commit.js";
 const PROPERTY_SWITCH = "quiver.maintenance";
 const PROPERTY_SMALL_FRAGMENTS = "quiver.maintenance.small_fragments";
 const PROPERTY_UNINDEXED_ROWS = "quiver.maintenance.unindexed_rows";
+const PROPERTY_DELETED_PERCENT = "quiver.maintenance.deleted_percent";
 
 export interface AutoMaintenanceSettings {
   enabled: boolean;
   smallFragments: number;
   unindexedRows: number;
+  /** Deleted rows, as a percentage of the rows their fragments hold, that set off maintenance. */
+  deletedPercent: number;
   cooldownMs: number;
   sweepMs: number;
 }
@@ -39,6 +42,7 @@ function settingsFor(entry: Entry, s: AutoMaintenanceSettings): AutoMaintenanceS
     enabled: sw === "off" ? false : sw === "on" ? true : s.enabled,
     smallFragments: int(p[PROPERTY_SMALL_FRAGMENTS], s.smallFragments),
     unindexedRows: int(p[PROPERTY_UNINDEXED_ROWS], s.unindexedRows),
+    deletedPercent: int(p[PROPERTY_DELETED_PERCENT], s.deletedPercent),
   };
 }
 
@@ -67,8 +71,13 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     if (!s.enabled || !current.location) return;
     if (activeMaintenance(deps.jobs, current.id, branch)) return arm(current, branch, s.cooldownMs);
     const f = await tableFigures(await deps.tables.open(current, { branch, fresh: true }));
+    exportFigures(current.objectId, branch, f);
     const unindexed = Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0);
-    const due = (s.smallFragments > 0 && f.small_fragments >= s.smallFragments) || (s.unindexedRows > 0 && unindexed >= s.unindexedRows);
+    const deletedPercent = f.deleted_rows === 0 ? 0 : (100 * f.deleted_rows) / (f.rows + f.deleted_rows);
+    const due =
+      (s.smallFragments > 0 && f.small_fragments >= s.smallFragments) ||
+      (s.unindexedRows > 0 && unindexed >= s.unindexedRows) ||
+      (s.deletedPercent > 0 && deletedPercent >= s.deletedPercent);
     if (!due) return;
     lastStart.set(keyOf(current, branch), Date.now());
     const spec: MaintenanceSpec = { branch, cleanup: true, auto: true };
