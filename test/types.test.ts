@@ -11,7 +11,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { describe, expect, it } from "vitest";
 import { fromJsonType, toJsonType } from "../src/engine/json-arrow.js";
 import { toStream } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { ADMIN_KEY, request, serverForFile } from "./helpers/quiver.js";
 
 const q = serverForFile();
 
@@ -130,6 +130,24 @@ describe("JSON Arrow data types", () => {
     expect(r.status).toBe(400);
     expect(r.json.detail).toContain('column "t"');
     expect((await q.call("POST", "/v1/table/offsettz/exists", {})).status).toBe(404);
+  });
+
+  it("a time zone given as the `timezone` field is honoured, not dropped; a conflicting or empty one is a 400", async () => {
+    expect(String(fromJsonType({ type: "timestamp", timezone: "UTC" } as any))).toBe(String(new TimestampMicrosecond("UTC")));
+    expect(String(fromJsonType({ type: "timestamp:ms", timezone: "Europe/Paris" } as any))).toBe(String(new TimestampMillisecond("Europe/Paris")));
+    expect(() => fromJsonType({ type: "timestamp:ms:UTC", timezone: "Europe/Paris" } as any)).toThrow(/"timezone" "Europe\/Paris" differs from the zone in "type"/);
+    expect(() => fromJsonType({ type: "timestamp", timezone: 3 } as any)).toThrow(/"timezone" must be a non-empty string/);
+    const t = new Table({ id: vectorFromArray([1], new Int32()) });
+    expect((await q.call("POST", "/v1/table/zoned/create", toStream(t))).status).toBe(200);
+    const add = await q.call("POST", "/v1/table/zoned/add_columns", { new_columns: [{ name: "at", data_type: { type: "timestamp", timezone: "UTC" } }] });
+    expect(add.status, add.text).toBe(200);
+    const fields = (await q.call("POST", "/v1/table/zoned/describe", {})).json.schema.fields as { name: string; type: { type: string } }[];
+    expect(fields.find((f) => f.name === "at")!.type.type).toBe("timestamp:us:UTC");
+    // JSON rows with a schema: the zone holds, so the answer's ISO strings end in Z.
+    const schema = { fields: [{ name: "at", type: { type: "timestamp", timezone: "UTC" }, nullable: true }] };
+    expect((await q.call("POST", "/v1/table/zonedrows/create", { schema, rows: [{ at: "2026-11-23T10:00:00Z" }] })).status).toBe(200);
+    const rowsOut = await request(`${q.url}/v1/table/zonedrows/query`, "POST", {}, { "x-api-key": ADMIN_KEY, accept: "application/json" });
+    expect(rowsOut.json).toEqual([{ at: "2026-11-23T10:00:00.000000Z" }]);
   });
 
   it("an unknown type is a 400 naming it", () => {

@@ -10,6 +10,8 @@ export interface JsonArrowDataType {
   type: string;
   fields?: JsonArrowField[];
   length?: number;
+  /** A timestamp's time zone, as an alternative to naming it in `type` ("timestamp:us:UTC"). */
+  timezone?: unknown;
 }
 export interface JsonArrowField {
   name: string;
@@ -134,6 +136,14 @@ const decimal = (bits: number, precision: number, scale: number, what: string) =
   return new arrow.Decimal(scale, precision, bits);
 };
 
+/** A timestamp's zone, from its `type` string or its `timezone` field (which must then agree). */
+function timeZone(json: JsonArrowDataType, named: string | null, what: string): string | null {
+  if (json.timezone === undefined || json.timezone === null) return named;
+  if (typeof json.timezone !== "string" || json.timezone === "") throw invalid(`data type "${what}": "timezone" must be a non-empty string, e.g. "UTC" or "+01:00"`);
+  if (named !== null && named !== json.timezone) throw invalid(`data type "${what}": "timezone" ${JSON.stringify(json.timezone)} differs from the zone in "type"`);
+  return json.timezone;
+}
+
 /** An Arrow type from either JSON vocabulary, matched case-insensitively; `column` names the field in errors. */
 export function fromJsonType(json: JsonArrowDataType, column?: string): A.DataType {
   if (!json || typeof json.type !== "string") {
@@ -168,8 +178,8 @@ export function fromJsonType(json: JsonArrowDataType, column?: string): A.DataTy
     case "time64": return new arrow.Time(unitOf(rest[0], TimeUnit.MICROSECOND, what), 64 as any);
     case "timestamp": {
       // The time zone may itself contain ':' (e.g. "+01:00").
-      const tz = rest.length > 1 ? what.split(":").slice(2).join(":") : null;
-      return new arrow.Timestamp(unitOf(rest[0], TimeUnit.MICROSECOND, what), tz || null);
+      const named = rest.length > 1 ? what.split(":").slice(2).join(":") || null : null;
+      return new arrow.Timestamp(unitOf(rest[0], TimeUnit.MICROSECOND, what), timeZone(json, named, what));
     }
     case "duration": return new arrow.Duration(unitOf(rest[0], TimeUnit.MICROSECOND, what));
     case "interval": {
