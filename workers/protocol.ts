@@ -4,7 +4,7 @@
 //   answers with progress messages of the job's own shape and ends with `done` or `error`;
 // - the compute sandbox (workers/processes/compute.ts): its owner sends `task`s, each answered by
 //   one `reply` with the same id; the sandbox says `ready` once, when its pool is up.
-import type { ErrorPolicy } from "../src/compute/error-handling.js";
+import type { ErrorPolicy, FailedRow } from "../src/compute/error-handling.js";
 import type { Entry } from "../src/catalog/catalog.js";
 import type { UdfDefinition } from "../src/compute/udf.js";
 import type { ViewDefinition } from "../src/compute/views.js";
@@ -41,15 +41,9 @@ export interface BackfillRun {
   errors?: ErrorPolicy;
 }
 
-/** A row a skip policy left null: its key (as JSON) and why. */
-export interface FailedRow {
-  key: string;
-  error: string;
-}
-
 export interface BackfillProgress {
   rows_failed?: number;
-  /** The first FAILED_ROWS_LISTED failing rows. */
+  /** The first failing rows (src/compute/error-handling.ts). */
   failed_rows?: FailedRow[];
   rows_total?: number;
   rows_done?: number;
@@ -101,6 +95,9 @@ export interface RefreshResult {
   view_version: number;
   /** output_limit left rows out. */
   truncated?: boolean;
+  /** Source rows the view's skip policy left out (udtf: a failing partition's rows), and the first of them. */
+  rows_failed?: number;
+  failed_rows?: FailedRow[];
 }
 
 /** How far a refresh is while it runs: source rows read through its function, of those it reads. */

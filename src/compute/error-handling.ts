@@ -44,8 +44,68 @@ export function errorPolicy(b: ErrorHandlingBody | null | undefined): ErrorPolic
 }
 
 /** The rows failed so far exceed the policy's cap: the job's error, else null. */
-export function pastCap(p: ErrorPolicy, failed: number, total: number): string | null {
+function pastCap(p: ErrorPolicy, failed: number, total: number): string | null {
   if (p.maxSkipCount !== null && failed > p.maxSkipCount) return `${failed} rows failed, more than error_handling.max_skip_count (${p.maxSkipCount})`;
   if (p.maxSkipFraction !== null && failed > p.maxSkipFraction * total) return `${failed} of ${total} rows failed, more than error_handling.max_skip_fraction (${p.maxSkipFraction})`;
   return null;
+}
+
+/** What `underPolicy` needs of an input: its rows, and a part of them. */
+export interface Rows<T> {
+  numRows: number;
+  slice(begin: number, end: number): T;
+}
+
+/**
+ * Run `work` on `input` under policy `p`: a failure is retried up to max_attempts; under skip, an
+ * input that still fails is split in halves until the failing rows stand alone (`split` false: it
+ * is skipped whole, for work over a whole partition), and each of those goes to `skip`, whose
+ * answers `join` puts back together with the parts that worked.
+ */
+export async function underPolicy<T extends Rows<T>, R>(
+  p: ErrorPolicy,
+  input: T,
+  work: (part: T) => Promise<R>,
+  skip: (part: T, err: unknown) => R,
+  join: (parts: R[]) => R,
+  split = true,
+): Promise<R> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work(input);
+    } catch (err) {
+      if (attempt < p.maxAttempts) continue;
+      if (p.mode !== "skip") throw err;
+      if (!split || input.numRows <= 1) return skip(input, err);
+      const half = Math.ceil(input.numRows / 2);
+      const parts = [input.slice(0, half), input.slice(half, input.numRows)];
+      return join(await Promise.all(parts.map((part) => underPolicy(p, part, work, skip, join, split))));
+    }
+  }
+}
+
+/** A row (or a partition) a skip policy left out: its key (as JSON) and why. */
+export interface FailedRow {
+  key: string;
+  error: string;
+}
+
+/** How many failing rows a job lists (all are counted). */
+const FAILED_ROWS_LISTED = 10;
+
+/** The failures a job's skip policy recorded so far, resumed from its last progress. */
+export interface Failures {
+  rows_failed: number;
+  failed_rows: FailedRow[];
+}
+
+/**
+ * Record `rows` failed rows named by `key` (listed while fewer than FAILED_ROWS_LISTED are); throws
+ * the job's error once the failures pass the policy's cap of `total` rows.
+ */
+export function recordFailure(p: ErrorPolicy, f: Failures, rows: number, key: string, err: unknown, total: number): void {
+  f.rows_failed += rows;
+  if (f.failed_rows.length < FAILED_ROWS_LISTED) f.failed_rows.push({ key, error: err instanceof Error ? err.message : String(err) });
+  const cap = pastCap(p, f.rows_failed, total);
+  if (cap) throw new Error(cap);
 }

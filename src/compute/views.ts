@@ -7,6 +7,7 @@ import type { Principal } from "../auth/principal.js";
 import { sameId, SEP } from "../catalog/names.js";
 import { arrow } from "../engine/arrow.js";
 import { invalid } from "../errors.js";
+import { errorPolicy, type ErrorHandlingBody, type ErrorPolicy } from "./error-handling.js";
 import { checkExpression, type ExpressionLimits } from "../schemas/expression.js";
 import { openJsonLog } from "../util/json-log.js";
 
@@ -47,6 +48,8 @@ export interface ViewDefinition {
   partitionBy: string | null;
   /** A vector column whose IVF index's partitions are the udtf's partitions. */
   partitionByIndexed: string | null;
+  /** udtf_spec.error_handling (absent in definitions stored before it was run: fail). */
+  errors?: ErrorPolicy;
 }
 
 export interface ViewRefresh {
@@ -150,7 +153,7 @@ export interface CreateInput {
   kind: string;
   source_query: string;
   output_schema: string;
-  udtf_spec?: (Record<string, unknown> & { udtf: string; kind?: string | null; udtf_sha?: string | null; input_columns?: string[] | null; partition_by?: string | null; partition_by_indexed_column?: string | null }) | null;
+  udtf_spec?: (Record<string, unknown> & { udtf: string; error_handling?: unknown; kind?: string | null; udtf_sha?: string | null; input_columns?: string[] | null; partition_by?: string | null; partition_by_indexed_column?: string | null }) | null;
   auto_refresh?: boolean | null;
 }
 
@@ -190,6 +193,7 @@ export function defineView(b: CreateInput, limits: ExpressionLimits): { definiti
       inputColumns: spec?.input_columns ?? null,
       partitionBy: spec?.partition_by ?? null,
       partitionByIndexed: spec?.partition_by_indexed_column ?? null,
+      errors: errorPolicy(spec?.error_handling as ErrorHandlingBody | null | undefined),
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { branch, common, Expression, FieldPath, Opt, StringMap } from "./common.js";
+import { branch, common, ErrorHandling, Expression, FieldPath, Opt, StringMap } from "./common.js";
 
 /** JsonArrowDataType (lance-namespace `JsonArrowDataType`); its vocabulary is checked when converted. */
 export const JsonDataType = Type.Object({ type: Type.String({ minLength: 1 }) }, { additionalProperties: true });
@@ -94,19 +94,6 @@ export const BackfillColumn = Type.Object({
   commit_granularity: Count,
   cluster: Opt(Type.String()),
   manifest: Opt(Type.String()),
-  /** Per-row error policy (src/compute/error-handling.ts); Geneva's ErrorHandlingConfig keys where they map. */
-  error_handling: Opt(
-    Type.Object(
-      {
-        mode: Type.Optional(Type.Union([Type.Literal("fail"), Type.Literal("retry"), Type.Literal("skip")])),
-        max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
-        max_skip_count: Type.Optional(Type.Integer({ minimum: 0 })),
-        max_skip_fraction: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-        fault_isolation: Type.Optional(Type.Union([Type.Literal("fail_batch"), Type.Literal("skip_rows")])),
-        log_errors: Type.Optional(Type.Boolean()),
-      },
-      { additionalProperties: false },
-    ),
-  ),
+  error_handling: Opt(ErrorHandling),
 });
 export type BackfillColumn = Static<typeof BackfillColumn>;

@@ -27,3 +27,16 @@ export const branch = { branch: Opt(RefName) };
 
 /** A body with only the common fields. */
 export const CommonBody = Type.Object({ ...common });
+
+/** Per-row error policy of backfills and view refreshes (src/compute/error-handling.ts); Geneva's ErrorHandlingConfig keys where they map. */
+export const ErrorHandling = Type.Object(
+  {
+    mode: Type.Optional(Type.Union([Type.Literal("fail"), Type.Literal("retry"), Type.Literal("skip")])),
+    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
+    max_skip_count: Type.Optional(Type.Integer({ minimum: 0 })),
+    max_skip_fraction: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    fault_isolation: Type.Optional(Type.Union([Type.Literal("fail_batch"), Type.Literal("skip_rows")])),
+    log_errors: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);

@@ -1,7 +1,7 @@
 // Request bodies of the materialized-view operations (lance-namespace `CreateMaterializedViewRequest`,
 // `MaterializedViewUdtfEntry`, `RefreshMaterializedViewRequest`).
 import { Type, type Static } from "@sinclair/typebox";
-import { common, Mode, Opt } from "./common.js";
+import { common, ErrorHandling, Mode, Opt } from "./common.js";
 
 const Count = Opt(Type.Integer({ minimum: 1 }));
 
@@ -17,7 +17,7 @@ export const UdtfSpec = Type.Object({
   num_cpus: Opt(Type.Number()),
   num_gpus: Opt(Type.Number()),
   memory: Opt(Type.Number()),
-  error_handling: Opt(Type.Object({}, { additionalProperties: true })),
+  error_handling: Opt(ErrorHandling),
   batch: Opt(Type.Boolean()),
   manifest: Opt(Type.String()),
   manifest_checksum: Opt(Type.String()),

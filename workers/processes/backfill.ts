@@ -7,7 +7,7 @@
 // both ways, each answer checked), and commit every `checkpoint_size` rows, writing only rows
 // unchanged since they were read. Each commit is reported to the server, which records it before
 // the job's next report; a stop ends the run after the commit in progress.
-import { FAIL, pastCap } from "../../src/compute/error-handling.js";
+import { FAIL, recordFailure, underPolicy } from "../../src/compute/error-handling.js";
 import { fromJsonType } from "../../src/engine/json-arrow.js";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
@@ -24,9 +24,6 @@ import type { BackfillMessage, BackfillProgress, BackfillRequest } from "../prot
 import { serveJob, withCompute, type Send as JobSend } from "./job-process.js";
 
 type Send = JobSend<BackfillMessage>;
-
-/** How many failing rows a skip policy lists in the job (all are counted). */
-const FAILED_ROWS_LISTED = 10;
 
 /** A key value as JSON holds it: 64-bit integers as numbers while exact, as strings beyond. */
 const jsonKey = (v: unknown) => (typeof v === "bigint" ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : String(v)) : v);
@@ -79,40 +76,18 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
   const policy = run.errors ?? FAIL;
   const failed = { rows_failed: progress.rows_failed ?? 0, failed_rows: progress.failed_rows ?? [] };
 
-  /** Read, compute in the sandbox, check: one task's output rows, under the error policy. */
+  /** Read, compute in the sandbox, check: one task's output rows, under the error policy (a skipped row's value is null). */
   async function task(ids: bigint[]): Promise<A.Table> {
     const bytes = await ipcFileBytes(await readRows(reader, ids, select));
     if (!bytes) return new arrow.Table();
-    return guarded(bytes, arrow.tableFromIPC(bytes));
-  }
-
-  /**
-   * Retry a failing batch up to max_attempts; under skip, split one that still fails in halves
-   * until the failing rows stand alone, and give each of those a null value, counted and listed.
-   */
-  async function guarded(bytes: Uint8Array, input: A.Table): Promise<A.Table> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await udfInSandbox(compute, udf, bytes, input, key);
-      } catch (err) {
-        if (attempt < policy.maxAttempts) continue;
-        if (policy.mode !== "skip") throw err;
-        if (input.numRows === 1) return skipped(input, err);
-        const half = Math.ceil(input.numRows / 2);
-        const parts = [input.slice(0, half), input.slice(half)];
-        return joined(await Promise.all(parts.map((p) => guarded(arrow.tableToIPC(p, "stream"), p))));
-      }
-    }
+    const input = arrow.tableFromIPC(bytes);
+    const run = (part: A.Table) => udfInSandbox(compute, udf, part === input ? bytes : arrow.tableToIPC(part, "stream"), part, key);
+    return underPolicy(policy, input, run, skipped, joined);
   }
 
   function skipped(row: A.Table, err: unknown): A.Table {
-    failed.rows_failed++;
-    if (failed.failed_rows.length < FAILED_ROWS_LISTED) {
-      const k = Object.fromEntries(key.map((c) => [c, jsonKey(row.getChild(c)!.get(0))]));
-      failed.failed_rows.push({ key: JSON.stringify(k), error: err instanceof Error ? err.message : String(err) });
-    }
-    const cap = pastCap(policy, failed.rows_failed, report.rows_total!);
-    if (cap) throw new Error(cap);
+    const k = Object.fromEntries(key.map((c) => [c, jsonKey(row.getChild(c)!.get(0))]));
+    recordFailure(policy, failed, 1, JSON.stringify(k), err, report.rows_total!);
     const type = fromJsonType(udf.output.type, udf.output.name);
     return new arrow.Table({ ...Object.fromEntries(key.map((c) => [c, row.getChild(c)!])), [udf.output.name]: arrow.vectorFromArray([null], type) });
   }

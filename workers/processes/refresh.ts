@@ -19,6 +19,7 @@ import { nativeExecute } from "../../src/engine/query.js";
 import { indexPartitions } from "../../src/engine/views.js";
 import { namedBranch, openTables } from "../../src/engine/tables.js";
 import { usesStableRowIds } from "../../src/engine/versions.js";
+import { FAIL, recordFailure, underPolicy, type Failures } from "../../src/compute/error-handling.js";
 import { tableInSandbox } from "../compute-answers.js";
 import type { Compute } from "../compute-client.js";
 import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../protocol.js";
@@ -26,9 +27,23 @@ import { serveJob, withCompute } from "./job-process.js";
 
 type Step = (rows: number) => Promise<void>;
 
-/** Run the table function over source rows (IPC bytes) in the sandbox; the output rows, checked. */
-function apply(compute: Compute, req: RefreshRequest, kind: "udtf" | "chunker", output: JsonArrowField[], input: Uint8Array): Promise<A.Table> {
-  return tableInSandbox(compute, { kind, fn: req.definition.fn!, output, timeoutMs: req.timeoutMs }, input, arrow.tableFromIPC(input));
+/**
+ * Run the table function over source rows (IPC bytes) in the sandbox, under the view's error
+ * policy; the output rows, checked. A chunker's failing rows are found by halving the input and
+ * produce no children; a udtf's failing partition (`partition`, for the job's list) produces none
+ * as a whole, since its function sees the partition at once. Failures are recorded in `failures`
+ * against `total` source rows (the cap).
+ */
+function apply(compute: Compute, req: RefreshRequest, kind: "udtf" | "chunker", output: JsonArrowField[], input: Uint8Array, failures: Failures & { total: number }, partition?: string): Promise<A.Table> {
+  const table = arrow.tableFromIPC(input);
+  const policy = req.definition.errors ?? FAIL;
+  const run = (part: A.Table) => tableInSandbox(compute, { kind, fn: req.definition.fn!, output, timeoutMs: req.timeoutMs }, part === table ? input : arrow.tableToIPC(part, "stream"), part);
+  const skip = (part: A.Table, err: unknown) => {
+    const key = kind === "chunker" ? JSON.stringify({ [SOURCE_ROW_ID]: String(part.getChild(SOURCE_ROW_ID)!.get(0)) }) : JSON.stringify({ partition: partition ?? "all rows" });
+    recordFailure(policy, failures, part.numRows, key, err, failures.total);
+    return new arrow.Table();
+  };
+  return underPolicy(policy, table, run, skip, (parts) => new arrow.Table(parts.flatMap((t) => t.batches)), kind === "chunker");
 }
 
 /** `rows` as one table of exactly the view's schema (columns, order, types, metadata). */
@@ -81,17 +96,21 @@ async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.
     return (await ipcFileBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
   };
   const parts: (string | null | bigint[])[] = def.partitionByIndexed ? await indexPartitions(source, def.partitionByIndexed, form.filter) : filters;
-  const step = await started(Math.min(await source.countRows(form.filter ?? undefined), form.limit ?? Infinity));
+  const total = Math.min(await source.countRows(form.filter ?? undefined), form.limit ?? Infinity);
+  const step = await started(total);
+  const failures = { rows_failed: 0, failed_rows: [], total };
+  const named = (part: string | null | bigint[]) => (Array.isArray(part) ? `${part.length} rows of an index partition` : (part ?? undefined));
   const outputs: A.Table[] = [];
   for (let i = 0; i < parts.length; i += req.concurrency) {
-    const inputs = await Promise.all(parts.slice(i, i + req.concurrency).map(read));
-    outputs.push(...(await Promise.all(inputs.map((input) => apply(compute, req, "udtf", output, input)))));
+    const slice = parts.slice(i, i + req.concurrency);
+    const inputs = await Promise.all(slice.map(read));
+    outputs.push(...(await Promise.all(inputs.map((input, j) => apply(compute, req, "udtf", output, input, failures, named(slice[j]))))));
     await step(inputs.reduce((n, b) => n + arrow.tableFromIPC(b).numRows, 0));
   }
   const rows = asView(outputs, schema);
   committing = true;
   const r = await view.add(rows, { mode: "overwrite" });
-  return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version };
+  return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, ...failed(failures) };
 }
 
 async function refreshChunker(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
@@ -126,6 +145,7 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: lance
   const produced = schema.fields.filter((f) => f.name !== SOURCE_ROW_ID && f.name !== CHUNK && !parentCols.includes(f.name)).map((f) => toJsonField(f));
   const select = new Map<string, string>([...(inputSelect(def, form) ?? new Map()), ...(form.columns ?? []).filter(([out]) => parentCols.includes(out))]);
   const step = await started(parents.length);
+  const failures = { rows_failed: 0, failed_rows: [], total: parents.length };
   const outputs: A.Table[] = [];
   for (let i = 0; i < parents.length; i += req.sourceTaskSize * req.concurrency) {
     const batch = [];
@@ -137,7 +157,7 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: lance
           if (select.size > 0) q.select(select);
           const t = arrow.tableFromIPC((await ipcFileBytes(await nativeExecute(q)))!);
           const input = new arrow.Table({ ...Object.fromEntries(t.schema.fields.filter((f) => f.name !== "_rowid").map((f) => [f.name, t.getChild(f.name)!])), [SOURCE_ROW_ID]: t.getChild("_rowid")! });
-          return apply(compute, req, "chunker", produced, new Uint8Array(arrow.tableToIPC(input, "stream")));
+          return apply(compute, req, "chunker", produced, new Uint8Array(arrow.tableToIPC(input, "stream")), failures);
         })(),
       );
     }
@@ -157,8 +177,11 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: lance
       ? await merge.whenNotMatchedBySourceDelete({ where: `${SOURCE_ROW_ID} IN (${affected!.join(", ")})` }).execute(rows)
       : await merge.execute(rows)
     : await merge.whenNotMatchedBySourceDelete().execute(rows);
-  return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, truncated: rows.numRows < all };
+  return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, truncated: rows.numRows < all, ...failed(failures) };
 }
+
+/** The result's failure fields, when a skip policy left rows out. */
+const failed = (f: Failures) => (f.rows_failed > 0 ? { rows_failed: f.rows_failed, failed_rows: f.failed_rows } : {});
 
 // A refresh commits only at its end (a query view's: inside LanceDB's call, atomically), so a stop
 // before that ends the process at once and leaves the view as it was.

@@ -110,6 +110,8 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         read_version: str(p.read_version),
         rows_total: str(p.rows_total),
         rows_done: str(p.rows_done),
+        rows_failed: str(p.rows_failed),
+        failed_rows: p.failed_rows?.length ? JSON.stringify(p.failed_rows) : undefined,
         src_version: str(spec.srcVersion),
         auto: spec.auto ? "true" : undefined,
       };
