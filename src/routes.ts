@@ -23,6 +23,7 @@ import * as query from "./operations/query.js";
 import * as table from "./operations/table.js";
 import * as tag from "./operations/tag.js";
 import * as transaction from "./operations/transaction.js";
+import * as lsm from "./operations/lsm.js";
 import * as version from "./operations/version.js";
 import * as views from "./operations/views.js";
 import * as virtualColumns from "./operations/virtual-columns.js";
@@ -122,10 +123,14 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/table/{id}/index/{index_name}/prewarm", "PrewarmTableIndex", prewarm.prewarmTableIndex, "read"),
   r("POST", "/v1/table/{id}/page_cache/prewarm", "PrewarmTableData", notImplemented("prewarming data pages (LanceDB's prewarmData; its in-process engine offers it for remote tables only)"), "read"),
   r("POST", "/v1/table/{id}/clone", "CloneTable", notImplemented("cloning a table (LanceDB's cloneTable; a shallow clone shares the source's data files)"), "write"),
-  // LanceDB's LSM write path: its remote client's calls are answered 406, not a 404 it would read as "table not found".
-  ...(["set_lsm_write_spec", "unset_lsm_write_spec", "get_lsm_write_spec", "get_lsm_stats", "flush_lsm", "compact_lsm", "checkpoint_lsm"] as const).map((call) =>
-    r("POST", `/v1/table/{id}/${call}`, `LanceDb${call.replace(/(^|_)(\w)/g, (_m, _s, c: string) => c.toUpperCase())}`, notImplemented(`LanceDB's LSM write path (${call})`), call.startsWith("get_") ? "read" : "write"),
-  ),
+  // LanceDB's LSM write path (Lance's MemWAL), in its remote client's shapes.
+  r("POST", "/v1/table/{id}/set_lsm_write_spec", "LanceDbSetLsmWriteSpec", lsm.setLsmWriteSpec, "write"),
+  r("POST", "/v1/table/{id}/unset_lsm_write_spec", "LanceDbUnsetLsmWriteSpec", lsm.unsetLsmWriteSpec, "write"),
+  r("POST", "/v1/table/{id}/get_lsm_write_spec", "LanceDbGetLsmWriteSpec", lsm.getLsmWriteSpec, "read"),
+  r("POST", "/v1/table/{id}/get_lsm_stats", "LanceDbGetLsmStats", lsm.getLsmStats, "read"),
+  r("POST", "/v1/table/{id}/flush_lsm", "LanceDbFlushLsm", lsm.flushLsm, "write"),
+  r("POST", "/v1/table/{id}/compact_lsm", "LanceDbCompactLsm", lsm.compactLsm, "write"),
+  r("POST", "/v1/table/{id}/checkpoint_lsm", "LanceDbCheckpointLsm", lsm.checkpointLsm, "write"),
 
   // Transactions
   r("POST", "/v1/transaction/{id}/describe", "DescribeTransaction", transaction.describeTransaction, "read", "none"),

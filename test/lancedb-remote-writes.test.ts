@@ -212,21 +212,6 @@ describe("LanceDB remote client: writes", () => {
     expect((await q.call("POST", "/v1/jobs/describe", { job_id: "no-such-job" })).status).toBe(404);
   });
 
-  it("the LSM write path is 406 (not implemented), not a 404 the client reads as a missing table", async () => {
-    const t = await remote.createTable("lsm", rowsOf(range(0, 3)));
-    const calls: [string, () => Promise<unknown>][] = [
-      ["setLsmWriteSpec", () => t.setLsmWriteSpec({ specType: "unsharded" } as never)],
-      ["unsetLsmWriteSpec", () => t.unsetLsmWriteSpec()],
-      ["getLsmWriteSpec", () => t.getLsmWriteSpec()],
-      ["getLsmStats", () => t.getLsmStats()],
-      ["flushLsm", () => t.flushLsm()],
-      ["compactLsm", () => t.compactLsm()],
-      ["checkpointLsm", () => t.checkpointLsm()],
-    ];
-    for (const [name, call] of calls) await expect(call(), name).rejects.toThrow(/not implemented/);
-    expect(await t.countRows()).toBe(3);
-  });
-
   it("cloneTable is refused with 406 (not implemented), nothing is created", async () => {
     await remote.createTable("source", rowsOf(range(0, 3)));
     await expect(remote.cloneTable("copy", path.join(q.dataDir, "source.lance"))).rejects.toThrow(/not implemented/);

@@ -24,3 +24,7 @@ export function engineReason(err: unknown): string {
 /** A commit that lost a race with another writer (the caller may retry). */
 export const isCommitConflict = (err: unknown) =>
   /[Cc]ommit conflict|Retryable commit|conflicting transaction|CommitConflict/.test(errorText(err));
+
+/** Why Quiver installs no LSM write spec, and refuses merge_insert on a table that has one (src/operations/lsm.ts). */
+export const LSM_UNSUPPORTED =
+  "LanceDB's LSM write path: this server's engine (LanceDB 0.39, local tables) accepts a write spec but cannot flush, compact or checkpoint its MemWAL, so merge_insert rows would never become visible";

@@ -11,7 +11,8 @@ import { namedBranch, type WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
 import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
-import { invalid } from "../errors.js";
+import { LSM_UNSUPPORTED } from "../engine/messages.js";
+import { invalid, unsupported } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
 import { arrowOp, jsonOp } from "./define.js";
@@ -104,6 +105,8 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const missing = on.find((c) => !data.schema.fields.some((f) => f.name === c));
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
 
+  // A spec installed by another client would take the rows into a MemWAL this engine cannot flush.
+  if (await table.getLsmWriteSpec()) throw unsupported(`${LSM_UNSUPPORTED}; remove the table's spec (unset_lsm_write_spec) to merge into it`);
   let b = table.mergeInsert(on);
 
   if (q.when_matched_update_all || matchedFilt) b = b.whenMatchedUpdateAll(matchedFilt ? { where: matchedFilt } : undefined);
