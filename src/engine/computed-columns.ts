@@ -62,10 +62,14 @@ export interface PlanOptions {
   others: readonly { column: string; fresh: ReadonlySet<number> }[];
 }
 
-export interface Plan {
-  /** Row ids to compute, in row-address order, and their addresses at the read version. */
+/** Rows as a backfill read them: ids in row-address order, their addresses and last-update versions then. */
+export interface ReadRows {
   ids: bigint[];
   addresses: bigint[];
+  versions: bigint[];
+}
+
+export interface Plan extends ReadRows {
   /** Per planned row, per `others` column: its value there is null or fresh (a commit that only writes this column's values keeps it so). */
   otherFresh: boolean[][];
 }
@@ -102,7 +106,7 @@ export async function planRows(t: lancedb.Table, o: PlanOptions): Promise<Plan> 
   picked.sort((a, b) => (addrs[a] < addrs[b] ? -1 : addrs[a] > addrs[b] ? 1 : 0));
   const nulls = o.others.map((_, j) => rows.getChild(`n${j}`)!);
   const otherFresh = picked.map((i) => o.others.map((c, j) => Boolean(nulls[j].get(i)) || c.fresh.has(Number(versions[i]))));
-  return { ids: picked.map((i) => rowIds[i]), addresses: picked.map((i) => addrs[i]), otherFresh };
+  return { ids: picked.map((i) => rowIds[i]), addresses: picked.map((i) => addrs[i]), versions: picked.map((i) => versions[i]), otherFresh };
 }
 
 /** The first `n` fragments (by id) holding rows of a plan. */
@@ -152,28 +156,57 @@ const take = (data: A.Table, rows: number[]) =>
   new arrow.Table(Object.fromEntries(data.schema.fields.map((f) => [f.name, arrow.vectorFromArray(rows.map((i) => data.getChild(f.name)!.get(i)), f.type)])));
 
 /**
- * Write computed values (`data`: the key columns and the value column) into the rows read at
- * `addresses`, leaving any row that changed since untouched; answers each commit's version and the
- * rows written. Key-less rows (a null key) cannot be matched and are not written.
+ * Write computed values (`data`: the key columns and the value column) into `rows` as they were
+ * read, leaving any row that changed since untouched; answers each commit's version and the rows
+ * written. Key-less rows (a null key) cannot be matched and are not written. With `tracked` (stable
+ * row ids), a row a compaction moved since the read (same last-update version, new address) is
+ * found at its new address and written: otherwise a backfill racing a compaction would skip rows
+ * that never changed.
  */
-export async function writeValues(t: lancedb.Table, key: string[], data: A.Table, addresses: bigint[]): Promise<{ versions: number[]; written: number }> {
-  const guard = addressGuard(addresses);
-  const parts = uniqueKeyParts(data, key);
+export async function writeValues(t: lancedb.Table, key: string[], data: A.Table, rows: ReadRows, tracked: boolean): Promise<{ versions: number[]; written: number }> {
+  const parts = uniqueKeyParts(data, key).map((r) => (r.length === data.numRows ? data : take(data, r)));
   const versions: number[] = [];
   let written = 0;
-  for (const rows of parts) {
-    const source = parts.length === 1 ? data : take(data, rows);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const r = await t.mergeInsert(key).whenMatchedUpdateAll({ where: guard }).execute(source);
-        versions.push(r.version);
-        written += r.numUpdatedRows;
-        break;
-      } catch (err) {
-        if (!isCommitConflict(err) || attempt >= 5) throw err;
-        await t.checkoutLatest();
-      }
+  let addresses = rows.addresses;
+  for (let round = 1; addresses.length > 0; round++) {
+    for (const source of parts) {
+      const r = await mergeGuarded(t, key, source, addressGuard(addresses));
+      versions.push(r.version);
+      written += r.numUpdatedRows;
     }
+    if (!tracked || written >= data.numRows || round >= 5) break;
+    addresses = await movedAddresses(t, rows);
   }
   return { versions, written };
+}
+
+async function mergeGuarded(t: lancedb.Table, key: string[], source: A.Table, guard: string) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await t.mergeInsert(key).whenMatchedUpdateAll({ where: guard }).execute(source);
+    } catch (err) {
+      if (!isCommitConflict(err) || attempt >= 5) throw err;
+      await t.checkoutLatest();
+    }
+  }
+}
+
+/** The current addresses (sorted) of `rows` that moved without changing since they were read. */
+async function movedAddresses(t: lancedb.Table, rows: ReadRows): Promise<bigint[]> {
+  await t.checkoutLatest();
+  const read = new Map(rows.ids.map((id, i) => [id, i]));
+  const now = await t
+    .takeRowIds(rows.ids)
+    .select(new Map([["a", "_rowaddr"], ["v", "_row_last_updated_at_version"]]))
+    .withRowId()
+    .toArrow();
+  const ids = now.getChild("_rowid")!.toArray() as BigUint64Array;
+  const addrs = now.getChild("a")!.toArray() as BigUint64Array;
+  const vs = now.getChild("v")!.toArray() as BigUint64Array;
+  const moved: bigint[] = [];
+  for (let j = 0; j < now.numRows; j++) {
+    const i = read.get(ids[j]);
+    if (i !== undefined && vs[j] === rows.versions[i] && addrs[j] !== rows.addresses[i]) moved.push(addrs[j]);
+  }
+  return moved.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -63,7 +63,8 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
   if (run.numFrags !== null && !progress.fragments) {
     const frags = firstFragments(plan.addresses, run.numFrags);
     const keep = plan.addresses.map((a) => frags.has(Number(a >> 32n)));
-    plan = { ids: plan.ids.filter((_, i) => keep[i]), addresses: plan.addresses.filter((_, i) => keep[i]), otherFresh: plan.otherFresh.filter((_, i) => keep[i]) };
+    const kept = <T>(xs: T[]) => xs.filter((_, i) => keep[i]);
+    plan = { ids: kept(plan.ids), addresses: kept(plan.addresses), versions: kept(plan.versions), otherFresh: kept(plan.otherFresh) };
     report.fragments = [...frags];
   }
   const counts = { rows_done: progress.rows_done ?? 0, rows_computed: progress.rows_computed ?? 0, rows_skipped: progress.rows_skipped ?? 0 };
@@ -111,8 +112,8 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
     if (stopping()) break;
     const computed = outputs.reduce((n, t) => n + t.numRows, 0);
     const data = joined(outputs);
-    const addresses = plan.addresses.slice(start, end).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    const w = computed > 0 ? await writeValues(writer, key, data, addresses) : { versions: [], written: 0 };
+    const read = { ids: plan.ids.slice(start, end), addresses: plan.addresses.slice(start, end), versions: plan.versions.slice(start, end) };
+    const w = computed > 0 ? await writeValues(writer, key, data, read, tracked) : { versions: [], written: 0 };
     w.versions.forEach((v) => done.add(v));
     counts.rows_done += w.written;
     counts.rows_computed += computed;
