@@ -213,7 +213,7 @@ describe("bad descriptors and requests change nothing", () => {
     expect(await add(t, "emb", vc)).toBeGreaterThan(0);
     const field = (await post(t, "describe", {})).json.schema.fields.find((f: { name: string }) => f.name === "emb");
     expect(field.metadata).toMatchObject({ "virtual_column.udf_backend": "DockerUDFSpecV1", "virtual_column.image": "img:1", "virtual_column.udf_version": "3" });
-    await rejected("backfill_column", { column: "emb" }, 400, /udf_backend "DockerUDFSpecV1" .* is stored but not run by this server; it runs sql, js, wasm/);
+    await rejected("backfill_column", { column: "emb" }, 400, /udf_backend "DockerUDFSpecV1" .* is stored but not run by this server; it runs sql, js, python, wasm; for a Python function, send its source with udf_backend "python"/);
   });
 
   it("a js backfill needs a key; an sql one takes no where", async () => {

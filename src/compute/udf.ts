@@ -1,4 +1,4 @@
-// What a worker needs to run a JavaScript or WebAssembly UDF: plain data, built on the main thread
+// What a worker needs to run a JavaScript, Python or WebAssembly UDF: plain data, built on the main thread
 // from a column's descriptor and sent with each task; workers compile it once and cache it by key.
 import type { JsonArrowDataType } from "../engine/json-arrow.js";
 import { definitionHash, runnable, type VirtualColumn } from "./virtual-column.js";
@@ -6,10 +6,12 @@ import { definitionHash, runnable, type VirtualColumn } from "./virtual-column.j
 export interface UdfDefinition {
   /** The definition hash: a worker's cache key. */
   key: string;
-  backend: "js" | "wasm";
-  /** js: a function expression's source; wasm: the module, base64. */
+  backend: "js" | "python" | "wasm";
+  /** js: a function expression's source; python: source defining the function; wasm: the module, base64. */
   source: string;
-  /** js: one call per batch with one array per input, instead of one call per row. */
+  /** python: the function to run when the source defines several (udf_name); "" when it defines one. */
+  name: string;
+  /** js, python: one call per batch with one list per input, instead of one call per row. */
   batch: boolean;
   /** Columns of the input batch, in argument order. */
   inputs: string[];
@@ -62,12 +64,13 @@ export interface UdfLimits {
 /** The input columns of a task's batch are named by position: their paths may clash with the key's. */
 const inputAlias = (i: number) => `__in${i}`;
 
-/** What a worker runs for a JavaScript or WebAssembly column. */
+/** What a worker runs for a JavaScript, Python or WebAssembly column. */
 export function udfDefinition(vc: VirtualColumn, limits: UdfLimits): UdfDefinition {
   return {
     key: definitionHash(vc),
-    backend: runnable(vc) as "js" | "wasm",
+    backend: runnable(vc) as UdfDefinition["backend"],
     source: vc.udf,
+    name: runnable(vc) === "python" ? vc.udfName : "",
     batch: vc.batch,
     inputs: vc.inputs.map((_, i) => inputAlias(i)),
     sources: vc.inputs,

@@ -28,11 +28,20 @@ export interface SourceForm {
   version: number | null;
 }
 
-/** A udtf or chunker body: `udtf_spec.udtf` is base64 of `{"backend":"js","source":…}` or `{"backend":"sql","sql":…}`. */
+/**
+ * A udtf or chunker body: `udtf_spec.udtf` is base64 of `{"backend":"js","source":…}`,
+ * `{"backend":"python","source":…,"name"?:…}` (the function named, else the source's only one) or
+ * `{"backend":"sql","sql":…}`.
+ */
 export interface TableFunction {
-  backend: "js" | "sql";
+  backend: "js" | "python" | "sql";
   code: string;
+  /** python: the function to run; "" for the source's only one. */
+  name: string;
 }
+
+/** The forms of `udtf_spec.udtf` this server runs, as errors name them. */
+export const TABLE_FUNCTION_FORMS = '{"backend":"js","source":…}, {"backend":"python","source":…} or {"backend":"sql","sql":…} (base64)';
 
 export interface ViewDefinition {
   kind: ViewKind;
@@ -144,8 +153,8 @@ function decodeTableFunction(udtf: string): TableFunction | null {
     return null;
   }
   if (!isObject(v)) return null;
-  if (v.backend === "js" && typeof v.source === "string") return { backend: "js", code: v.source };
-  if (v.backend === "sql" && typeof v.sql === "string") return { backend: "sql", code: v.sql };
+  if ((v.backend === "js" || v.backend === "python") && typeof v.source === "string") return { backend: v.backend, code: v.source, name: typeof v.name === "string" ? v.name : "" };
+  if (v.backend === "sql" && typeof v.sql === "string") return { backend: "sql", code: v.sql, name: "" };
   return null;
 }
 
@@ -172,7 +181,7 @@ export function defineView(b: CreateInput, limits: ExpressionLimits): { definiti
     if (spec.partition_by != null && spec.partition_by_indexed_column != null) throw invalid("udtf_spec: partition_by and partition_by_indexed_column are mutually exclusive");
     if (kind === "chunker" && (spec.partition_by != null || spec.partition_by_indexed_column != null)) throw invalid("udtf_spec.partition_by: only batch udtf views are partitioned");
     fn = decodeTableFunction(spec.udtf);
-    if (fn?.backend === "sql" && kind === "chunker") throw invalid('udtf_spec.udtf: a chunker runs JavaScript ({"backend":"js","source":…}), not SQL');
+    if (fn?.backend === "sql" && kind === "chunker") throw invalid('udtf_spec.udtf: a chunker runs JavaScript ({"backend":"js","source":…}) or Python ({"backend":"python","source":…}), not SQL');
     if (fn?.backend === "sql") checkExpression("udtf_spec.udtf.sql", fn.code, limits);
   }
   const source = parseSourceQuery(b.source_query);

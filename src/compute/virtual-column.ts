@@ -7,7 +7,7 @@ import { invalid } from "../errors.js";
 import { matchMode } from "../schemas/mode.js";
 
 /** The UDF backends Quiver runs; any other is stored and described, and a backfill of it is 400. */
-const RUNNABLE = ["sql", "js", "wasm"] as const;
+export const RUNNABLE = ["sql", "js", "python", "wasm"] as const;
 export type Runnable = (typeof RUNNABLE)[number];
 
 export interface VirtualColumn {
@@ -15,7 +15,7 @@ export interface VirtualColumn {
   column: string;
   /** As given (e.g. "DockerUDFSpecV1"); a runnable one in its canonical spelling. */
   backend: string;
-  /** sql: the expression; js: the function's source; wasm: the module, base64. */
+  /** sql: the expression; js: the function's source; python: source defining the function; wasm: the module, base64. */
   udf: string;
   udfName: string;
   udfVersion: string;

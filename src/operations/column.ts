@@ -166,7 +166,7 @@ async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Fiel
     sqlValue(vc, at);
     return;
   }
-  if (kind === "js" && !jsShape(vc.dataType!)) throw invalid(`${at}.outputs[0].data_type: a JavaScript UDF cannot produce ${q(vc.dataType)}`);
+  if ((kind === "js" || kind === "python") && !jsShape(vc.dataType!)) throw invalid(`${at}.outputs[0].data_type: a ${kind === "js" ? "JavaScript" : "Python"} UDF cannot produce ${q(vc.dataType)}`);
   fromJsonType(vc.dataType!, vc.column);
   if (kind === null) return;
   const error = await checkInSandbox(svc.compute, { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);

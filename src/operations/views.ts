@@ -6,7 +6,7 @@ import type * as lancedb from "@lancedb/lancedb";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import type { Entry } from "../catalog/catalog.js";
 import { authoriseObject, type Principal } from "../auth/principal.js";
-import { CHUNK, defineView, definerOf, shownSpec, SOURCE_ROW_ID, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
+import { CHUNK, defineView, definerOf, shownSpec, SOURCE_ROW_ID, TABLE_FUNCTION_FORMS, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
 import { arrow } from "../engine/arrow.js";
 import { toJsonField } from "../engine/json-arrow.js";
 import { createQueryView, createViewTable, partitionIndex, queryViewSchema } from "../engine/views.js";
@@ -76,7 +76,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
   requireNamespace(svc.catalog, id.slice(0, -1));
   const runnable = def.source !== null && (def.kind === "query" || def.fn !== null);
   if (body.with_no_data === false && !runnable) {
-    throw invalid(def.source === null ? `source_query: an initial refresh runs only this server's form, ${FORM}` : 'udtf_spec.udtf: an initial refresh runs only {"backend":"js","source":…} or {"backend":"sql","sql":…} (base64)');
+    throw invalid(def.source === null ? `source_query: an initial refresh runs only this server's form, ${FORM}` : `udtf_spec.udtf: an initial refresh runs only ${TABLE_FUNCTION_FORMS}`);
   }
   if (svc.catalog.get(id)) throw new ApiError(Code.TableAlreadyExists, `${q(id.join("$"))} already exists`);
   let make: (location: string) => Promise<lancedb.Table>;
@@ -108,7 +108,7 @@ export const refreshMaterializedView = jsonOp(RefreshMaterializedView, async ({ 
   if (!view) throw invalid(`id: table ${q(entry.objectId)} is not a materialized view`);
   const def = view.definition;
   if (def.source === null) throw invalid(`source_query: stored as sent; this server refreshes only its own form, ${FORM}`);
-  if (def.kind !== "query" && def.fn === null) throw invalid('udtf_spec.udtf: stored as sent; this server runs {"backend":"js","source":…} or {"backend":"sql","sql":…} (base64)');
+  if (def.kind !== "query" && def.fn === null) throw invalid(`udtf_spec.udtf: stored as sent; this server runs ${TABLE_FUNCTION_FORMS}`);
   if (body.output_limit != null && def.kind !== "chunker") throw invalid("output_limit: applies to chunker views only");
   authoriseSource(principal, def);
   if (!view.definer) await svc.views.put({ ...view, definer: definerOf(principal) });

@@ -3,7 +3,7 @@
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { requireTable } from "../catalog/lookup.js";
-import { runnable, virtualColumnOf, type VirtualColumn } from "../compute/virtual-column.js";
+import { RUNNABLE, runnable, virtualColumnOf, type VirtualColumn } from "../compute/virtual-column.js";
 import { backfillKey } from "../engine/computed-columns.js";
 import { dataError } from "../engine/datasets.js";
 import { namedBranch } from "../engine/tables.js";
@@ -27,7 +27,11 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, pri
   const vc = virtualColumnOf(fields, field.name);
   if (!vc || field.name !== body.column) throw invalid(`column: ${q(body.column)} is not a virtual column (it has no virtual_column definition); add one with add_columns`);
   const kind = runnable(vc);
-  if (!kind) throw invalid(`column: udf_backend ${q(vc.backend)} of column ${q(vc.column)} is stored but not run by this server; it runs ${["sql", "js", "wasm"].join(", ")}`);
+  if (!kind) {
+    // Geneva's pickled Python (DockerUDFSpecV1) cannot run outside its image: the same function runs here as source.
+    const python = /python|docker|pickle/i.test(vc.backend) ? '; for a Python function, send its source with udf_backend "python"' : "";
+    throw invalid(`column: udf_backend ${q(vc.backend)} of column ${q(vc.column)} is stored but not run by this server; it runs ${RUNNABLE.join(", ")}${python}`);
+  }
   vc.inputs.forEach((p, i) => resolveFieldPath(fields as unknown as FieldLike[], p, entry.objectId, `input_columns[${i}] of column ${q(vc.column)}: column`));
   if (body.read_version != null) await openAt(svc, entry, { branch, version: body.read_version });
   if (body.where) {

@@ -196,49 +196,64 @@ describe("wasm modules that loop outside apply", () => {
   }
 });
 
+/** Python reaches the worker's JavaScript through Pyodide's own modules: then it runs `probe` there. */
+const pythonReaching = (probe: string) => `_g = None
+def f(x):
+    global _g
+    if _g is None:
+        imp = [c for c in ().__class__.__base__.__subclasses__() if c.__name__ == "BuiltinImporter"][0].load_module("builtins").__import__
+        core = imp("sys").modules["_pyodide_core"]
+        _g = core.create_proxy(f).constructor.constructor("return " + ${JSON.stringify(probe)})()
+    return str(_g(x))
+`;
+
 describe("the compute sandbox process itself", () => {
-  it("denies env, file writes, reads of the data dir and key files, child processes, loopback connections and addons", { timeout: 120_000 }, async () => {
-    const { createCompute } = await import("../../dist/workers/compute-client.js");
-    const { udfInSandbox } = await import("../../dist/workers/compute-answers.js");
-    const { arrow } = await import("../../dist/src/engine/arrow.js");
-    let connections = 0;
-    const listener = createServer((s) => {
-      connections++;
-      s.end("hello");
-    });
-    await new Promise<void>((r) => listener.listen(0, "127.0.0.1", () => r()));
-    const port = (listener.address() as { port: number }).port;
-    const addon = path.resolve(__dirname, "../../node_modules/@lancedb/lancedb-linux-x64-gnu/lancedb.linux-x64-gnu.node");
-    const keyFile = path.join(q.dataDir, ".quiver");
-    const file = path.join(marks, "direct");
-    const probe = `(() => { let leak = "pending"; import("x").catch((e) => { const p = e.constructor.constructor("return process")(); const r = {}; const t = (k, f) => { try { r[k] = "ALLOWED " + String(f()).slice(0, 40); } catch (err) { r[k] = "denied"; } };
-      t("env", () => { const s = JSON.stringify(p.env); if (s === "{}") throw new Error("empty"); return s; });
-      t("write", () => p.getBuiltinModule("fs").writeFileSync(${JSON.stringify(file)}, "x"));
-      t("readData", () => p.getBuiltinModule("fs").readdirSync(${JSON.stringify(q.dataDir)}));
-      t("readKeys", () => p.getBuiltinModule("fs").readdirSync(${JSON.stringify(keyFile)}));
-      t("exec", () => p.getBuiltinModule("child_process").execSync("id"));
-      t("dlopen", () => p.dlopen({ exports: {} }, ${JSON.stringify(addon)}));
-      r.net = "no answer"; leak = JSON.stringify(r);
-      const s = p.getBuiltinModule("net").connect(${port}, "127.0.0.1");
-      s.on("connect", () => { r.net = "ALLOWED"; leak = JSON.stringify(r); });
-      s.on("error", () => { r.net = "denied"; leak = JSON.stringify(r); }); }); return (x) => leak; })()`;
-    const compute = createCompute({ workers: 1, workerHeapMb: 128 });
-    try {
-      const udf = { key: "probe", backend: "js", source: probe, batch: false, inputs: ["__in0"], sources: ["x"], output: { name: "y", type: { type: "utf8" }, nullable: true, structField: "" }, timeoutMs: 5000, wasmMaxPages: 16 };
-      const input = new arrow.Table({ id: arrow.vectorFromArray([1n], new arrow.Int64()), __in0: arrow.vectorFromArray([1], new arrow.Float64()) });
-      let answer = "pending";
-      for (let i = 0; i < 30 && (answer === "pending" || answer.includes("no answer")); i++) {
-        const out = await udfInSandbox(compute, udf as never, arrow.tableToIPC(input, "stream"), input, ["id"]);
-        answer = String(out.getChild("y")!.get(0));
-        await new Promise((r) => setTimeout(r, 100));
+  for (const backend of ["js", "python"] as const) {
+    it(`denies ${backend} code that reaches its JavaScript env, file writes, reads of the data dir and key files, child processes, loopback connections and addons`, { timeout: 120_000 }, async () => {
+      const { createCompute } = await import("../../dist/workers/compute-client.js");
+      const { udfInSandbox } = await import("../../dist/workers/compute-answers.js");
+      const { arrow } = await import("../../dist/src/engine/arrow.js");
+      let connections = 0;
+      const listener = createServer((s) => {
+        connections++;
+        s.end("hello");
+      });
+      await new Promise<void>((r) => listener.listen(0, "127.0.0.1", () => r()));
+      const port = (listener.address() as { port: number }).port;
+      const addon = path.resolve(__dirname, "../../node_modules/@lancedb/lancedb-linux-x64-gnu/lancedb.linux-x64-gnu.node");
+      const keyFile = path.join(q.dataDir, ".quiver");
+      const file = path.join(marks, "direct");
+      const probe = `(() => { let leak = "pending"; import("x").catch((e) => { const p = e.constructor.constructor("return process")(); const r = {}; const t = (k, f) => { try { r[k] = "ALLOWED " + String(f()).slice(0, 40); } catch (err) { r[k] = "denied"; } };
+        t("env", () => { const s = JSON.stringify(p.env); if (s === "{}") throw new Error("empty"); return s; });
+        t("write", () => p.getBuiltinModule("fs").writeFileSync(${JSON.stringify(file)}, "x"));
+        t("readData", () => p.getBuiltinModule("fs").readdirSync(${JSON.stringify(q.dataDir)}));
+        t("readKeys", () => p.getBuiltinModule("fs").readdirSync(${JSON.stringify(keyFile)}));
+        t("exec", () => p.getBuiltinModule("child_process").execSync("id"));
+        t("dlopen", () => p.dlopen({ exports: {} }, ${JSON.stringify(addon)}));
+        r.net = "no answer"; leak = JSON.stringify(r);
+        const s = p.getBuiltinModule("net").connect(${port}, "127.0.0.1");
+        s.on("connect", () => { r.net = "ALLOWED"; leak = JSON.stringify(r); });
+        s.on("error", () => { r.net = "denied"; leak = JSON.stringify(r); }); }); return (x) => leak; })()`;
+      const compute = createCompute({ workers: 1, workerHeapMb: 128 });
+      try {
+        const source = backend === "js" ? probe : pythonReaching(probe);
+        const udf = { key: "probe", backend, source, name: "", batch: false, inputs: ["__in0"], sources: ["x"], output: { name: "y", type: { type: "utf8" }, nullable: true, structField: "" }, timeoutMs: 5000, wasmMaxPages: 16 };
+        const input = new arrow.Table({ id: arrow.vectorFromArray([1n], new arrow.Int64()), __in0: arrow.vectorFromArray([1], new arrow.Float64()) });
+        let answer = "pending";
+        for (let i = 0; i < 30 && (answer === "pending" || answer.includes("no answer")); i++) {
+          const out = await udfInSandbox(compute, udf as never, arrow.tableToIPC(input, "stream"), input, ["id"]);
+          answer = String(out.getChild("y")!.get(0));
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(answer).not.toMatch(/^the UDF|Error/);
+        const r = JSON.parse(answer) as Record<string, string>;
+        expect({ ...r, net: r.net === "ALLOWED" ? "ALLOWED" : "denied" }).toEqual({ env: "denied", write: "denied", readData: "denied", readKeys: "denied", exec: "denied", dlopen: "denied", net: "denied" });
+        expect(connections).toBe(0);
+        expect(existsSync(file)).toBe(false);
+      } finally {
+        await compute.close();
+        listener.close();
       }
-      const r = JSON.parse(answer) as Record<string, string>;
-      expect({ ...r, net: r.net === "ALLOWED" ? "ALLOWED" : "denied" }).toEqual({ env: "denied", write: "denied", readData: "denied", readKeys: "denied", exec: "denied", dlopen: "denied", net: "denied" });
-      expect(connections).toBe(0);
-      expect(existsSync(file)).toBe(false);
-    } finally {
-      await compute.close();
-      listener.close();
-    }
-  });
+    });
+  }
 });

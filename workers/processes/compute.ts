@@ -1,5 +1,5 @@
-// The compute sandbox: the one process where user code (JavaScript and WebAssembly UDFs, udtf and
-// chunker bodies, SQL table functions) runs. It is started by workers/compute-client.ts through
+// The compute sandbox: the one process where user code (JavaScript, Python and WebAssembly UDFs,
+// udtf and chunker bodies, SQL table functions) runs. It is started by workers/compute-client.ts through
 // workers/sandbox-launch.ts (no secrets, Node's permission model, an unprivileged user, no
 // network) and holds nothing worth reaching: no LanceDB handle, no key, no file it could write. It
 // runs its owner's tasks in a Piscina pool of `workers` threads, at most one task per thread at a
@@ -41,18 +41,49 @@ function failure(err: unknown, m: ComputeCommand, aborted: boolean): string {
   return `${subject(m)} failed: ${String(e?.message ?? err)}`;
 }
 
+/** A Python task's time limit, in ms; null for other tasks. */
+function pythonLimit(m: ComputeCommand): number | null {
+  if (m.name === "udf") return m.request.udf.backend === "python" ? m.request.udf.timeoutMs : null;
+  return m.request.fn.backend === "python" ? m.request.timeoutMs : null;
+}
+
+// How often the time limit of a running Python call is looked at.
+const PYTHON_TICK_MS = 20;
+
+/**
+ * Python's time limit, kept from here: the worker thread is busy in the interpreter, which looks at
+ * a shared interrupt buffer; past the limit of a call in progress (`buffer[1]` set by the worker)
+ * this thread sets SIGINT there. A worker's first Python task loads the interpreter first, which
+ * does not count.
+ */
+function pythonTimer(limitMs: number): { buffer: Int32Array; stop(): void } {
+  const buffer = new Int32Array(new SharedArrayBuffer(8));
+  let since: number | null = null;
+  const tick = setInterval(() => {
+    if (Atomics.load(buffer, 1) === 0) since = null;
+    else if (since === null) since = Date.now();
+    else if (Date.now() - since >= limitMs) Atomics.store(buffer, 0, 2);
+  }, PYTHON_TICK_MS);
+  return { buffer, stop: () => clearInterval(tick) };
+}
+
 function runTask(m: ComputeCommand): Promise<void> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), m.deadlineMs);
   const input = m.request.op === "run" ? ownBuffer(m.request.input!) : undefined;
-  const request = input ? { ...m.request, input } : m.request;
+  const limit = pythonLimit(m);
+  const python = limit === null ? null : pythonTimer(limit);
+  const request = { ...m.request, ...(input ? { input } : {}), ...(python ? { interrupt: python.buffer } : {}) };
   return pool
     .run(request, { name: m.name, signal: abort.signal, transferList: input ? [input.buffer as ArrayBuffer] : [] })
     .then(
       (r: UdfTaskReply | TableReply) => send(r instanceof Uint8Array ? { type: "reply", id: m.id, output: r } : r.ok ? { type: "reply", id: m.id, ok: true } : { type: "reply", id: m.id, error: r.error ?? `${subject(m)} failed` }),
       (err: unknown) => send({ type: "reply", id: m.id, error: failure(err, m, abort.signal.aborted) }),
     )
-    .finally(() => clearTimeout(timer));
+    .finally(() => {
+      clearTimeout(timer);
+      python?.stop();
+    });
 }
 
 const waiting: ComputeCommand[] = [];

@@ -174,9 +174,11 @@ interface Driver {
 }
 
 /** A value this side reads after a run: plain data copied by the driver inside the context. */
-export type Plain = null | number | bigint | string | boolean | Plain[] | { [k: string]: Plain };
+export type Plain = null | number | bigint | string | boolean | Uint8Array | Plain[] | { [k: string]: Plain };
 
 export interface Sandbox {
+  /** Binary values go in as bytes (Python's `bytes`), not as arrays of numbers. */
+  bytes: boolean;
   /** A context-made copy of plain input data (arrays and objects are rebuilt inside the context). */
   inside(v: Plain): unknown;
   array(n: number): unknown[];
@@ -216,10 +218,12 @@ export function compileJs(source: string, timeoutMs: number): Sandbox {
       return out;
     }
     const out = driver.object();
-    for (const k of Object.keys(v)) out[k] = inside(v[k]);
+    const o = v as { [k: string]: Plain };
+    for (const k of Object.keys(o)) out[k] = inside(o[k]);
     return out;
   };
   return {
+    bytes: false,
     inside,
     array: (n) => driver.array(n),
     run(cols, n, batch, shape, structField) {

@@ -1,6 +1,6 @@
 // Pool task "table": a materialized view's table function over a batch of source rows, moved in
-// as Arrow IPC bytes. A udtf (JavaScript, or SQL run by sql.js over the rows loaded as a table
-// named `source`) maps all its rows to the view's rows; a chunker (JavaScript) maps each row to
+// as Arrow IPC bytes. A udtf (JavaScript, Python, or SQL run by sql.js over the rows loaded as a
+// table named `source`) maps all its rows to the view's rows; a chunker (JavaScript or Python) maps each row to
 // zero or more, and each output row carries the position of its source row in the batch (column
 // `PARENT`); the caller adds the source row's id, ordinal and columns from the rows it sent.
 import vm from "node:vm";
@@ -13,6 +13,7 @@ import { PARENT, type TableFunction } from "../../src/compute/views.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { fromJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js";
 import { column, plain, toVector } from "./arrow-values.js";
+import { compilePython, loadPython, usePythonInterrupt } from "./python.js";
 import { compileJs, type Plain, type Sandbox } from "./sandbox.js";
 
 export interface TableRequest {
@@ -24,6 +25,8 @@ export interface TableRequest {
   /** Source rows; for a chunker with their `__source_row_id`. */
   input?: Uint8Array;
   timeoutMs: number;
+  /** A Python function's time limit, set from the sandbox process's main thread (python.ts). */
+  interrupt?: Int32Array;
 }
 
 /** Output rows as IPC bytes (moved), or the failure. */
@@ -37,20 +40,23 @@ let sqlite: Promise<SqlJsStatic> | null = null;
 const sqlContext = vm.createContext(Object.create(null));
 const SQL_CALL = new vm.Script("__quiverSql()", { filename: "quiver-sql-call" });
 
-function sandbox(code: string, timeoutMs: number): Sandbox {
-  let sb = sandboxes.get(code);
+/** The function's sandbox, compiled once per worker (a Python one once per interpreter). */
+async function sandbox(fn: TableFunction, timeoutMs: number): Promise<Sandbox> {
+  const python = fn.backend === "python" ? await loadPython() : null;
+  const key = JSON.stringify([fn.backend, fn.name, fn.code, python?.generation ?? 0]);
+  let sb = sandboxes.get(key);
   if (!sb) {
-    sb = compileJs(code, timeoutMs);
+    sb = python ? compilePython(python, fn.code, fn.name, timeoutMs) : compileJs(fn.code, timeoutMs);
     if (sandboxes.size >= CACHE_SIZE) sandboxes.delete(sandboxes.keys().next().value!);
-    sandboxes.set(code, sb);
+    sandboxes.set(key, sb);
   }
   return sb;
 }
 
-function shapes(output: JsonArrowField[]): [string, Shape][] {
+function shapes(output: JsonArrowField[], fn: TableFunction): [string, Shape][] {
   return output.map((f) => {
     const s = jsShape(f.type);
-    if (!s) throw new Error(`a JavaScript table function cannot produce column ${JSON.stringify(f.name)} of type ${JSON.stringify(f.type)}`);
+    if (!s) throw new Error(`a ${fn.backend === "python" ? "Python" : "JavaScript"} table function cannot produce column ${JSON.stringify(f.name)} of type ${JSON.stringify(f.type)}`);
     return [f.name, s];
   });
 }
@@ -63,11 +69,11 @@ function rowsInside(t: A.Table, sb: Sandbox): unknown[] {
   return out;
 }
 
-function runJs(req: TableRequest, input: A.Table): A.Table | string {
-  const sb = sandbox(req.fn.code, req.timeoutMs);
+async function runInSandbox(req: TableRequest, input: A.Table): Promise<A.Table | string> {
+  const sb = await sandbox(req.fn, req.timeoutMs);
   const chunker = req.kind === "chunker";
   const rows = rowsInside(input, sb);
-  const r = sb.runRows(rows, chunker, shapes(req.output));
+  const r = sb.runRows(rows, chunker, shapes(req.output, req.fn));
   if ("error" in r) return r.row < 0 ? `the ${req.kind} failed: ${r.error}` : `the ${req.kind} failed on source row ${r.row}: ${r.error}`;
   const vectors: Record<string, A.Vector> = {};
   req.output.forEach((f, i) => (vectors[f.name] = toVector(r.columns[i], fromJsonField(f).type)));
@@ -136,10 +142,11 @@ async function runSql(req: TableRequest, input: A.Table): Promise<A.Table | stri
 /** Pure, for tests: compile (op "check") or run one batch. */
 async function runTable(req: TableRequest): Promise<{ ok: true; output?: Uint8Array } | { ok: false; error: string }> {
   try {
+    usePythonInterrupt(req.interrupt);
     if (req.op === "check") {
-      if (req.fn.backend === "js") {
-        sandbox(req.fn.code, req.timeoutMs);
-        shapes(req.output);
+      if (req.fn.backend !== "sql") {
+        await sandbox(req.fn, req.timeoutMs);
+        shapes(req.output, req.fn);
       } else {
         const SQL = await (sqlite ??= initSqlJs());
         const db = new SQL.Database();
@@ -156,7 +163,7 @@ async function runTable(req: TableRequest): Promise<{ ok: true; output?: Uint8Ar
       return { ok: true };
     }
     const input = arrow.tableFromIPC(req.input!);
-    const out = req.fn.backend === "js" ? runJs(req, input) : await runSql(req, input);
+    const out = req.fn.backend === "sql" ? await runSql(req, input) : await runInSandbox(req, input);
     if (typeof out === "string") return { ok: false, error: out };
     return { ok: true, output: arrow.tableToIPC(out, "stream") };
   } catch (err) {

@@ -1,4 +1,4 @@
-// Pool task "udf": compile a JavaScript or WebAssembly UDF (once per worker, cached by its
+// Pool task "udf": compile a JavaScript, Python or WebAssembly UDF (once per worker, cached by its
 // definition hash) and run it over one batch of input rows, moved in as Arrow IPC bytes; the
 // computed column alone is moved back as IPC bytes (the caller keeps the keys it sent: an answer
 // cannot name other rows).
@@ -9,12 +9,14 @@ import { jsShape, type Shape, type UdfDefinition } from "../../src/compute/udf.j
 import { arrow } from "../../src/engine/arrow.js";
 import { fromJsonType } from "../../src/engine/json-arrow.js";
 import { column, plain, toVector } from "./arrow-values.js";
+import { compilePython, loadPython, usePythonInterrupt, type Interpreter } from "./python.js";
 import { compileJs, type Sandbox } from "./sandbox.js";
 import { compileWasm, runWasm, type WasmUdf } from "./wasm-udf.js";
 
+/** `interrupt`: a Python UDF's time limit, set from the sandbox process's main thread (python.ts). */
 export type UdfRequest =
-  | { op: "check"; udf: UdfDefinition }
-  | { op: "run"; udf: UdfDefinition; input: Uint8Array; keep: string[] };
+  | { op: "check"; udf: UdfDefinition; interrupt?: Int32Array }
+  | { op: "run"; udf: UdfDefinition; input: Uint8Array; keep: string[]; interrupt?: Int32Array };
 
 /** `output`: IPC stream bytes of the computed column; `rows`: rows the UDF computed. An error names the failing row by its key. */
 export type UdfReply = { ok: true; output?: Uint8Array; rows?: number } | { ok: false; error: string };
@@ -22,7 +24,7 @@ export type UdfReply = { ok: true; output?: Uint8Array; rows?: number } | { ok: 
 /** What crosses back to the main thread: the output bytes (moved), or the failure. */
 export type UdfTaskReply = Uint8Array | { ok: boolean; error?: string };
 
-type Compiled = { kind: "js"; sandbox: Sandbox; shape: Shape } | { kind: "wasm"; wasm: WasmUdf };
+type Compiled = { kind: "sandbox"; sandbox: Sandbox; shape: Shape } | { kind: "wasm"; wasm: WasmUdf };
 
 // A UDF may drop a rejected promise; in a worker that must not end the thread.
 if (!isMainThread) process.on("unhandledRejection", () => undefined);
@@ -30,19 +32,22 @@ if (!isMainThread) process.on("unhandledRejection", () => undefined);
 const CACHE_SIZE = 16;
 const cache = new Map<string, Compiled>();
 
-function compile(udf: UdfDefinition): Compiled {
-  const hit = cache.get(udf.key);
+/** `python`: the loaded interpreter (its generation keys the cache: a reloaded one compiles again). */
+function compile(udf: UdfDefinition, python: Interpreter | null): Compiled {
+  const key = python ? `${udf.key}:${python.generation}` : udf.key;
+  const hit = cache.get(key);
   if (hit) return hit;
   let c: Compiled;
-  if (udf.backend === "js") {
-    const shape = jsShape(udf.output.type);
-    if (!shape) throw new Error(`a JavaScript UDF cannot produce ${JSON.stringify(udf.output.type)}`);
-    c = { kind: "js", sandbox: compileJs(udf.source, udf.timeoutMs), shape };
-  } else {
+  if (udf.backend === "wasm") {
     c = { kind: "wasm", wasm: compileWasm(udf.source, udf.wasmMaxPages) };
+  } else {
+    const shape = jsShape(udf.output.type);
+    if (!shape) throw new Error(`a ${udf.backend === "js" ? "JavaScript" : "Python"} UDF cannot produce ${JSON.stringify(udf.output.type)}`);
+    const sandbox = python ? compilePython(python, udf.source, udf.name, udf.timeoutMs) : compileJs(udf.source, udf.timeoutMs);
+    c = { kind: "sandbox", sandbox, shape };
   }
   if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
-  cache.set(udf.key, c);
+  cache.set(key, c);
   return c;
 }
 
@@ -53,7 +58,7 @@ function keyOf(t: A.Table, keep: string[], row: number): string {
 
 function run(udf: UdfDefinition, c: Compiled, input: A.Table, keep: string[]): { vector: A.Vector } | { error: string } {
   const type = fromJsonType(udf.output.type, udf.output.name);
-  if (c.kind === "js") {
+  if (c.kind === "sandbox") {
     const cols = udf.inputs.map((n) => column(input.getChild(n)!, c.sandbox));
     const r = c.sandbox.run(cols, input.numRows, udf.batch, c.shape, udf.output.structField);
     if ("error" in r) return { error: `the UDF failed on ${keyOf(input, keep, r.row)}: ${r.error}` };
@@ -77,10 +82,11 @@ const describe = (err: unknown, udf: UdfDefinition, rows?: number): string => {
   return String(e?.message ?? err);
 };
 
-export function runUdf(req: UdfRequest): UdfReply {
+export async function runUdf(req: UdfRequest): Promise<UdfReply> {
   let compiled: Compiled;
   try {
-    compiled = compile(req.udf);
+    usePythonInterrupt(req.interrupt);
+    compiled = compile(req.udf, req.udf.backend === "python" ? await loadPython() : null);
   } catch (err) {
     return { ok: false, error: describe(err, req.udf) };
   }
@@ -97,7 +103,7 @@ export function runUdf(req: UdfRequest): UdfReply {
 }
 
 /** The pool task: runUdf, with the output moved (not copied) to the main thread. */
-export function udf(req: UdfRequest): UdfTaskReply {
-  const r = runUdf(req);
+export async function udf(req: UdfRequest): Promise<UdfTaskReply> {
+  const r = await runUdf(req);
   return r.ok && r.output ? (Piscina.move(r.output) as Uint8Array) : { ok: r.ok, error: r.ok ? undefined : r.error };
 }
