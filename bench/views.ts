@@ -35,6 +35,10 @@ const VIEWS: Record<string, object> = {
     kind: "udtf", source_query: JSON.stringify({ table: "src" }), output_schema: schema([["cat", new arrow.Utf8()], ["n", new arrow.Int64()], ["mean", new arrow.Float64()]]),
     udtf_spec: { kind: "udtf", udtf: envelope({ backend: "js", source: "(rows) => [{ cat: rows[0].cat, n: rows.length, mean: rows.reduce((a, r) => a + r.x, 0) / rows.length }]" }), udtf_name: "mean", udtf_version: "1", partition_by: "cat", input_columns: ["cat", "x"] },
   },
+  "udtf python": {
+    kind: "udtf", source_query: JSON.stringify({ table: "src" }), output_schema: schema([["cat", new arrow.Utf8()], ["n", new arrow.Int64()], ["mean", new arrow.Float64()]]),
+    udtf_spec: { kind: "udtf", udtf: envelope({ backend: "python", source: "def mean(rows):\n    return [{'cat': rows[0]['cat'], 'n': len(rows), 'mean': sum(r['x'] for r in rows) / len(rows)}]" }), udtf_name: "mean", udtf_version: "1", partition_by: "cat", input_columns: ["cat", "x"] },
+  },
   "udtf sql": {
     kind: "udtf", source_query: JSON.stringify({ table: "src" }), output_schema: schema([["cat", new arrow.Utf8()], ["n", new arrow.Int64()], ["mean", new arrow.Float64()]]),
     udtf_spec: { kind: "udtf", udtf: envelope({ backend: "sql", sql: "SELECT cat, count(*) AS n, avg(x) AS mean FROM source GROUP BY cat" }), udtf_name: "mean", udtf_version: "1", partition_by: "cat", input_columns: ["cat", "x"] },
@@ -42,6 +46,10 @@ const VIEWS: Record<string, object> = {
   chunker: {
     kind: "chunker", source_query: JSON.stringify({ table: "src", columns: ["id"] }), output_schema: schema([["id", new arrow.Int64()], ["word", new arrow.Utf8()]]),
     udtf_spec: { kind: "chunker", udtf: envelope({ backend: "js", source: "(row) => row.text.split(' ').map((w) => ({ word: w }))" }), udtf_name: "split", udtf_version: "1", input_columns: ["text"] },
+  },
+  "chunker python": {
+    kind: "chunker", source_query: JSON.stringify({ table: "src", columns: ["id"] }), output_schema: schema([["id", new arrow.Int64()], ["word", new arrow.Utf8()]]),
+    udtf_spec: { kind: "chunker", udtf: envelope({ backend: "python", source: "def split(row):\n    return [{'word': w} for w in row['text'].split(' ')]" }), udtf_name: "split", udtf_version: "1", input_columns: ["text"] },
   },
 };
 
@@ -54,7 +62,7 @@ async function refresh(conn: Conn, view: string): Promise<number> {
 }
 
 console.log(`source: ${ROWS} rows (id, x, cat of 8 values, text of 2-6 words); source rows/s of a full refresh, from submit to done`);
-console.log(`${"workers".padEnd(8)}${Object.keys(VIEWS).map((k) => k.padStart(12)).join("")}${"chunker incr. (1%)".padStart(20)}`);
+console.log(`${"workers".padEnd(8)}${Object.keys(VIEWS).map((k) => k.padStart(16)).join("")}${"chunker incr. (1%)".padStart(20)}`);
 for (const workers of values.workers!.split(",").map(Number)) {
   const dir = mkdtempSync(path.join(tmpdir(), "quiver-bench-views-"));
   const q = await startQuiver(dir, KEY, ["--workers", String(workers)]);
@@ -65,7 +73,7 @@ for (const workers of values.workers!.split(",").map(Number)) {
   for (const [name, body] of Object.entries(VIEWS)) {
     const id = name.replace(" ", "_");
     await call(conn, `/v1/materialized_view/${id}/create`, body);
-    rates.push(Math.round(ROWS / (await refresh(conn, id))).toString().padStart(12));
+    rates.push(Math.round(ROWS / (await refresh(conn, id))).toString().padStart(16));
   }
   const changed = Math.round(ROWS / 100);
   await call(conn, "/v1/table/src/update", { predicate: `id < ${changed}`, updates: [["text", "'fresh words here'"]] });

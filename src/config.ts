@@ -52,7 +52,7 @@ export const options = [
   { key: "backfill-jobs", kind: "int", def: 2, min: 1, doc: "column backfills running at once; more wait as Queued" },
   { key: "max-queued-jobs-per-credential", kind: "int", def: 32, min: 1, doc: "background jobs (index builds, backfills, view refreshes) one credential may have Queued at once; more are answered 503 Slow down with Retry-After" },
   { key: "max-queued-jobs-per-table", kind: "int", def: 16, min: 1, doc: "background jobs one table (or view) may have Queued at once, whoever submitted them; more are answered 503 Slow down with Retry-After" },
-  { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript or WebAssembly UDF may run on one batch before its job fails" },
+  { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript, Python or WebAssembly UDF may run on one batch before its job fails" },
   { key: "udf-wasm-memory-mb", kind: "int", def: 256, min: 1, doc: "largest memory a WebAssembly UDF instance may grow to" },
   { key: "refresh-jobs", kind: "int", def: 2, min: 1, doc: "materialized-view refreshes running at once; more wait as Queued" },
   { key: "auto-refresh-min-rows", kind: "int", def: 1, min: 1, doc: "source rows that must have changed since an auto_refresh view's last refresh before it refreshes again" },

@@ -1,7 +1,9 @@
-// Untrusted code (js and wasm UDFs, udtf and chunker bodies) against a real server holding API keys:
-// every way out of the node:vm context that reaches the host realm's `Function` lands in the
-// compute sandbox process, which holds no key, cannot write files, spawn processes, load addons
-// or reach the network; thrown values and wasm `start`/`alloc` stay under the time limit.
+// Untrusted code (js, python and wasm UDFs, udtf and chunker bodies) against a real server holding
+// API keys: every way out of the node:vm context that reaches the host realm's `Function`, and
+// Python's way back to JavaScript through Pyodide's internals, lands in the compute sandbox
+// process, which holds no key, cannot write files, spawn processes, load addons or reach the
+// network; Pyodide's `js` and `pyodide_js` are gone; thrown values and wasm `start`/`alloc` stay
+// under the time limit.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -136,6 +138,30 @@ describe("a js virtual column that escapes the vm context", () => {
     expect(r.json.error).toMatch(/ran out of memory|ran longer than 1000 ms/);
     expect((await post(`/v1/table/${t}/count_rows`, {})).json).toBe(5);
   });
+});
+
+describe("python UDFs that reach for JavaScript or processes", () => {
+  // At the source's top level: add_columns runs it in the server's own sandbox (a call's attempts
+  // are the same code path, tested in process by test/unit/udf.test.ts).
+  const python = (udf: string) => ({ udf_backend: "python", udf: `${udf}\n\ndef f(x):\n    return str(x)`, input_columns: ["x"], outputs: [{ column: "y", data_type: { type: "utf8" }, nullable: true }] });
+  const escapes: [string, string][] = [
+    ["import js", "import js\nleak = str(js.process.env)"],
+    ["import pyodide_js", "import pyodide_js\nleak = str(pyodide_js._api)"],
+    ["run_js", "from pyodide.code import run_js\nleak = str(run_js('process.env'))"],
+    ["sys.modules", "import sys\nleak = str(sys.modules['js'].process.env)"],
+    ["os.system through another module", "import random\nleak = str(random._os.system('id'))"],
+  ];
+  for (const [what, udf] of escapes) {
+    it(`${what}: add_columns is a 400 saying what is missing, and the column is not added`, { timeout: 120_000 }, async () => {
+      const t = await table(2);
+      const r = await addColumn(t, python(udf));
+      expect(r.status, r.text).toBe(400);
+      expect(r.json.detail).toMatch(/not available to UDFs|No module named 'js'|has no attribute 'system'/);
+      assertClean(r.text);
+      const fields = (await post(`/v1/table/${t}/describe`, {})).json.schema.fields as { name: string }[];
+      expect(fields.map((f) => f.name)).not.toContain("y");
+    });
+  }
 });
 
 describe("views whose body escapes", () => {
