@@ -111,15 +111,14 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: Table
 
   // Parents to (re)compute: matching the filter, and new or updated since the last refresh.
   const since = incremental ? `_row_last_updated_at_version > ${req.lastSourceVersion}` : null;
-  const idsWhere = (where: string | null) => rowIdsWhere(source, where);
   const and = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : `(${a}) AND (${b})`);
-  let parents = await idsWhere(and(form.filter, since));
+  let parents = await rowIdsWhere(source, and(form.filter, since));
   if (form.limit !== null) parents = parents.slice(0, form.limit);
   // Children to remove: of every parent that changed (it is recomputed or left the filter) and of deleted ones.
   let affected: bigint[] | null = null;
   if (incremental) {
-    const changed = await idsWhere(since);
-    const live = new Set(await idsWhere(null));
+    const changed = await rowIdsWhere(source, since);
+    const live = new Set(await rowIdsWhere(source, null));
     const had = (await columnValues(view, SOURCE_ROW_ID, null)).map((v) => BigInt(v as bigint));
     affected = [...new Set([...changed, ...had.filter((id) => !live.has(id))])];
     if (affected.length === 0 && parents.length === 0) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await tableVersion(view) };
