@@ -5,11 +5,10 @@
 // and a version read at explicitly within the read lease is kept for the read in progress. While
 // other work runs on the table (a backfill, an index build, a refresh of a view it feeds), nothing
 // is removed: such a job may read any version it started from.
-import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { sameId } from "../catalog/names.js";
-import { tagBranch } from "../engine/refs.js";
-import { namedBranch } from "../engine/tables.js";
+import { listTags, tagBranch } from "../engine/refs.js";
+import { namedBranch, type TableHandle } from "../engine/tables.js";
 import type { JobRecord } from "../jobs/store.js";
 import type { ReadLeases } from "../engine/read-leases.js";
 import type { Views } from "./views.js";
@@ -24,7 +23,7 @@ export interface RetentionInputs {
 export type Kept = { versions: number[] } | { busy: string };
 
 /** The versions of `entry` on `branch` a cleanup keeps, or why no cleanup may run now. */
-export async function keptVersions(inputs: RetentionInputs, entry: Entry, tableDir: string, table: lancedb.Table, branch: string | null): Promise<Kept> {
+export async function keptVersions(inputs: RetentionInputs, entry: Entry, tableDir: string, table: TableHandle, branch: string | null): Promise<Kept> {
   const feeds = inputs.views.ofSource(entry.id);
   const busy = inputs
     .otherJobs()
@@ -32,7 +31,7 @@ export async function keptVersions(inputs: RetentionInputs, entry: Entry, tableD
   if (busy) return { busy: `job ${busy.id} (${busy.operation}) is active on the table` };
   const on = namedBranch(branch);
   const kept: number[] = [];
-  const tags = await (await table.tags()).list();
+  const tags = await listTags(table);
   for (const [name, t] of Object.entries(tags)) if ((await tagBranch(tableDir, name)) === on) kept.push(t.version);
   for (const v of feeds) {
     const source = v.definition.source!;

@@ -7,7 +7,7 @@ import type * as lancedb from "@lancedb/lancedb";
 import { arrow } from "./arrow.js";
 import { isCommitConflict } from "./messages.js";
 import { nativeExecute, type NativeIterator } from "./query.js";
-import { commitSchemaEdit } from "./schema-edit.js";
+import { commitSchemaEdit, updateFieldMetadata } from "./schema-edit.js";
 
 /** A Lance SQL identifier: backtick-quoted, backticks doubled. */
 export const quoteIdent = (name: string) => "`" + name.replace(/`/g, "``") + "`";
@@ -16,7 +16,7 @@ export const quoteIdent = (name: string) => "`" + name.replace(/`/g, "``") + "`"
 export async function declareSqlColumns(t: lancedb.Table, cols: { name: string; valueSql: string; metadata: Record<string, string> }[], field: string): Promise<number> {
   await commitSchemaEdit(() => t.addColumns({ computed: cols.map(({ name, valueSql }) => ({ name, valueSql })) }), field);
   try {
-    return await commitSchemaEdit(() => t.updateFieldMetadata(cols.map((c) => ({ path: c.name, metadata: c.metadata }))));
+    return await updateFieldMetadata(t, cols.map((c) => ({ path: c.name, metadata: c.metadata })));
   } catch (err) {
     // One request, all or nothing: without their descriptors the columns are not what was asked for.
     await t.dropColumns(cols.map((c) => c.name)).catch(() => undefined);

@@ -180,6 +180,19 @@ export const friendlyType = (engineType: string) => FRIENDLY[engineType] ?? engi
 
 export const isIndexNotFound = (err: unknown) => /Lance index not found/.test(errorText(err));
 
+export type IndexConfig = lancedb.IndexConfig;
+
+/** The committed indexes of the version `table` holds. */
+export const listIndexes = (table: lancedb.Table) => table.listIndices();
+
+/** An index's statistics, or undefined when the table has no index of that name. */
+export const indexStats = (table: lancedb.Table, name: string) => table.indexStats(name);
+
+export const dropIndex = (table: lancedb.Table, name: string) => table.dropIndex(name);
+
+/** Loads an index into the engine's cache before the first query needs it. */
+export const prewarmIndex = (table: lancedb.Table, name: string) => table.prewarmIndex(name);
+
 /** Remove index `name` if it is committed on the latest version (a canceled build that committed anyway). */
 export async function dropIfPresent(table: lancedb.Table, name: string): Promise<void> {
   await table.checkoutLatest();

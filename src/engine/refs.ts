@@ -1,11 +1,28 @@
-// Tags and branches: what LanceDB's API leaves out (a tag's branch, a branch's creation time and
-// metadata) read from Lance's `_refs/` files, name rules, and the one place Lance's ref error
-// texts are turned into API errors.
+// Tags and branches: LanceDB's calls on them, what its API leaves out (a tag's branch, a branch's
+// creation time and metadata) read from Lance's `_refs/` files, name rules, and the one place
+// Lance's ref error texts are turned into API errors.
 import { readFile, rm, stat } from "node:fs/promises";
-import { namedBranch } from "./tables.js";
+import { namedBranch, type TableHandle } from "./tables.js";
 import path from "node:path";
 import { ApiError, Code, invalid } from "../errors.js";
 import { engineReason, errorText } from "./messages.js";
+
+/** The table's tags: name → version and manifest size. */
+export const listTags = async (t: TableHandle) => (await t.tags()).list();
+export const tagVersion = async (t: TableHandle, tag: string) => (await t.tags()).getVersion(tag);
+/** Tags `version` of the branch `t` is on (LanceDB resolves it against the handle's branch). */
+export const createTag = async (t: TableHandle, tag: string, version: number) => (await t.tags()).create(tag, version);
+export const updateTag = async (t: TableHandle, tag: string, version: number) => (await t.tags()).update(tag, version);
+export const deleteTag = async (t: TableHandle, tag: string) => (await t.tags()).delete(tag);
+/** Moves `t` to the tagged version (a handle of its own: the cached one must not move). */
+export const checkoutTag = (t: TableHandle, tag: string) => t.checkout(tag);
+
+/** The table's branches: name → parent branch and version, manifest size. */
+export const listBranches = async (t: TableHandle) => (await t.branches()).list();
+export async function createBranch(t: TableHandle, name: string, from: string | undefined, version: number | undefined): Promise<void> {
+  await (await t.branches()).create(name, from, version);
+}
+export const deleteBranch = async (t: TableHandle, name: string) => (await t.branches()).delete(name);
 
 async function readJson(file: string): Promise<Record<string, unknown> | null> {
   try {

@@ -1,5 +1,6 @@
-// Schema changes through LanceDB: the one place its schema-evolution error texts become API
-// errors, and schema-level metadata, for which LanceDB has no call of its own.
+// Schema changes through LanceDB: its column and field-metadata calls, the one place its
+// schema-evolution error texts become API errors, and schema-level metadata, for which LanceDB
+// has no call of its own.
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code, invalid } from "../errors.js";
 import type * as A from "apache-arrow";
@@ -29,6 +30,18 @@ export async function commitSchemaEdit(edit: () => Promise<{ version: number }>,
     throw schemaEditError(err, field) ?? err;
   }
 }
+
+export type ColumnAlteration = lancedb.ColumnAlteration;
+export type FieldMetadataUpdate = lancedb.FieldMetadataUpdate;
+
+/** Adds columns whose values are SQL over each row; `field` names the request input holding it. */
+export const addSqlColumns = (t: lancedb.Table, cols: { name: string; valueSql: string }[], field: string) => commitSchemaEdit(() => t.addColumns(cols), field);
+
+export const alterColumns = (t: lancedb.Table, alterations: ColumnAlteration[]) => commitSchemaEdit(() => t.alterColumns(alterations));
+
+export const dropColumns = (t: lancedb.Table, paths: string[]) => commitSchemaEdit(() => t.dropColumns(paths));
+
+export const updateFieldMetadata = (t: lancedb.Table, updates: FieldMetadataUpdate[]) => commitSchemaEdit(() => t.updateFieldMetadata(updates));
 
 /** Adds all-null columns (nullable, of the given types, with the given field metadata). */
 export const addNullColumns = (t: lancedb.Table, fields: { name: string; type: A.DataType; metadata?: Record<string, string> }[]) =>

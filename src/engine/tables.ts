@@ -8,6 +8,15 @@ import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
 
+/**
+ * An open LanceDB table. Outside src/engine/ it is only held and handed back to engine functions:
+ * this layer is the only code that calls LanceDB.
+ */
+export type TableHandle = lancedb.Table;
+
+/** A version as LanceDB lists it: number, time and metadata. */
+export type Version = lancedb.Version;
+
 export interface OpenOptions {
   version?: number;
   branch?: string | null;
@@ -41,7 +50,7 @@ function rowsOf(r: unknown): number | null {
 export interface Tables {
   root: string;
   /** The latest version of the main branch, cached; other versions, branches and fresh handles opened per call. */
-  open(entry: Entry, opts?: OpenOptions): Promise<lancedb.Table>;
+  open(entry: Entry, opts?: OpenOptions): Promise<TableHandle>;
   evict(objectId: string): void;
   /** Handles held in the cache (the latest main of each table opened). */
   openHandles(): number;

@@ -1,9 +1,13 @@
 // LanceDB's side of materialized views: query views are LanceDB's own (`createMaterializedView`,
-// refreshed incrementally by it); udtf and chunker views are tables Quiver writes.
+// refreshed incrementally by it); udtf and chunker views are tables Quiver writes, from source rows
+// read here.
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { lanceNameOf } from "../catalog/locations.js";
 import { invalid } from "../errors.js";
+import { arrow } from "./arrow.js";
+import { ipcFileBytes } from "./ipc-out.js";
+import { nativeExecute } from "./query.js";
 import { dataError } from "./datasets.js";
 import { engineReason, errorText } from "./messages.js";
 import type { Tables } from "./tables.js";
@@ -63,6 +67,46 @@ export async function createQueryView(tables: Tables, viewLocation: string, sour
   }
 }
 
+/** LanceDB's refresh of a query view, from the source's `srcVersion` (its latest when undefined). */
+export const refreshQueryView = (view: lancedb.Table, srcVersion: number | undefined) => view.refreshMaterializedView(false, srcVersion);
+
+/** The values of `column` in the rows `filter` selects (all when null). */
+export async function columnValues(t: lancedb.Table, column: string, filter: string | null): Promise<unknown[]> {
+  const q = t.query().select([column]);
+  if (filter !== null) q.where(filter);
+  return (await q.toArray()).map((r) => r[column] as unknown);
+}
+
+/** The row ids of the rows `filter` selects (all when null). */
+export async function rowIdsWhere(t: lancedb.Table, filter: string | null): Promise<bigint[]> {
+  const q = t.query().select(new Map([["v", "_row_last_updated_at_version"]])).withRowId();
+  if (filter !== null) q.where(filter);
+  return Array.from((await q.toArrow()).getChild("_rowid")!.toArray() as BigUint64Array);
+}
+
+/**
+ * Source rows as one IPC file: by row ids, or those a filter selects (all when null, at most
+ * `limit`); `select` maps output names to SQL (every column when null). No rows: an empty file of
+ * the query's columns.
+ */
+export async function sourceRows(source: lancedb.Table, part: string | null | bigint[], select: Map<string, string> | null, limit: number | null): Promise<Uint8Array> {
+  const q = Array.isArray(part) ? source.takeRowIds(part) : source.query();
+  if (select) q.select(select);
+  if (!Array.isArray(part)) {
+    const sq = q as lancedb.Query;
+    if (part !== null) sq.where(part);
+    if (limit !== null) sq.limit(limit);
+  }
+  return (await ipcFileBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
+}
+
+/** Source rows by id with their row ids (`_rowid`), as one IPC file; `select` as for sourceRows (every column when empty). */
+export async function sourceRowsWithIds(source: lancedb.Table, ids: bigint[], select: Map<string, string>): Promise<Uint8Array | null> {
+  const q = source.takeRowIds(ids).withRowId();
+  if (select.size > 0) q.select(select);
+  return ipcFileBytes(await nativeExecute(q));
+}
+
 /** Create an empty udtf or chunker view table at `location` with `schema`. */
 export const createViewTable = (tables: Tables, location: string, schema: A.Schema) =>
   tables.plain.createEmptyTable(nameAt(location, "id"), schema as never, { mode: "create" });
@@ -87,9 +131,7 @@ export async function partitionIndex(source: lancedb.Table, column: string): Pro
 export async function indexPartitions(source: lancedb.Table, column: string, filter: string | null): Promise<bigint[][]> {
   const ix = await partitionIndex(source, column);
   const distance = ((await source.indexStats(ix.name))?.distanceType ?? "l2") as "l2";
-  const q = source.query().select(new Map([["v", "_row_last_updated_at_version"]])).withRowId();
-  if (filter !== null) q.where(filter);
-  const ids = Array.from((await q.toArrow()).getChild("_rowid")!.toArray() as BigUint64Array);
+  const ids = await rowIdsWhere(source, filter);
   const grouped = new Set<bigint>();
   const groups: bigint[][] = [];
   const unindexed: bigint[] = [];

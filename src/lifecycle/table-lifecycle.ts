@@ -4,7 +4,6 @@
 // views, namespaces, batch commits) call these; each takes only the services it uses.
 import { mkdir, rm } from "node:fs/promises";
 import type { Static } from "@sinclair/typebox";
-import type * as lancedb from "@lancedb/lancedb";
 import { roleRank, type Principal, type Role } from "../auth/principal.js";
 import type { Catalog, Entry } from "../catalog/catalog.js";
 import type { Claims } from "../catalog/claims.js";
@@ -16,7 +15,7 @@ import type { ValueVersions } from "../compute/value-versions.js";
 import type { Views } from "../compute/views.js";
 import type { Config } from "../config.js";
 import { creatable, reserve } from "../engine/datasets.js";
-import type { Tables } from "../engine/tables.js";
+import type { TableHandle, Tables } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import type { DeclareTable } from "../schemas/table.js";
 
@@ -79,7 +78,7 @@ export const locationFor = (deps: LifecycleDeps, p: Principal, dir: string) => (
  * A new table at a location this request claims: `make` writes its dataset there, then the catalog
  * gets its row; on any failure the directory is removed again. Answers the entry and the table.
  */
-export async function createEntry(deps: LifecycleDeps, id: string[], properties: Record<string, string>, make: (location: string) => Promise<lancedb.Table>) {
+export async function createEntry(deps: LifecycleDeps, id: string[], properties: Record<string, string>, make: (location: string) => Promise<TableHandle>) {
   const { location, release } = await claimLocation(deps, id);
   const dir = resolveLocation(deps.tables.root, location);
   const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };

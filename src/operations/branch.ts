@@ -1,10 +1,9 @@
 // Table branches. LanceDB answers an internal error for an existing name and leaves a directory
 // behind for an invalid one, so names and existence are checked here first, one change at a time.
 import { PageQuery } from "../schemas/params.js";
-import type { Branches } from "@lancedb/lancedb";
-import { namedBranch } from "../engine/tables.js";
+import { namedBranch, type TableHandle } from "../engine/tables.js";
 import type { Entry } from "../catalog/catalog.js";
-import { branchFile, checkBranchName, refError, withoutOrphan, type RefNames } from "../engine/refs.js";
+import { branchFile, checkBranchName, createBranch, deleteBranch, listBranches, refError, withoutOrphan, type RefNames } from "../engine/refs.js";
 import { tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CreateTableBranch, DeleteTableBranch } from "../schemas/branch.js";
@@ -19,10 +18,10 @@ import { json } from "./types.js";
 // Branch changes are rare; one queue makes check-then-create atomic within this process.
 const serial = serialQueue();
 
-async function onBranches<T>(svc: Services, entry: Entry, names: Omit<RefNames, "table">, fn: (b: Branches) => Promise<T>): Promise<T> {
+async function onBranches<T>(svc: Services, entry: Entry, names: Omit<RefNames, "table">, fn: (t: TableHandle) => Promise<T>): Promise<T> {
   const t = await openAt(svc, entry);
   try {
-    return await fn(await t.branches());
+    return await fn(t);
   } catch (err) {
     throw refError(err, { ...names, table: entry.objectId }) ?? err;
   }
@@ -33,7 +32,7 @@ const q = JSON.stringify;
 export const listTableBranches = queryOp(async ({ id, args, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   const { after, limit } = pageOf(args);
-  const all = await onBranches(svc, entry, {}, (b) => b.list());
+  const all = await onBranches(svc, entry, {}, listBranches);
   const p = page(Object.keys(all).sort(), (n) => n, after, limit);
   const dir = tableDir(svc.tables.root, entry);
   const branches: Record<string, unknown> = {};
@@ -59,13 +58,13 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
   const from = namedBranch(body.from_branch);
   const version = body.from_version ?? undefined;
   await serial(async () => {
-    const existing = await onBranches(svc, entry, {}, (b) => b.list());
+    const existing = await onBranches(svc, entry, {}, listBranches);
     if (name in existing) throw new ApiError(Code.TableBranchAlreadyExists, `branch ${q(name)} already exists in table ${q(entry.objectId)}`);
     if (from !== undefined && !(from in existing)) {
       throw new ApiError(Code.TableBranchNotFound, `from_branch: branch ${q(from)} not found in table ${q(entry.objectId)}`);
     }
     const dir = tableDir(svc.tables.root, entry);
-    await onBranches(svc, entry, { branch: from, version }, (b) => withoutOrphan(dir, name, () => b.create(name, from, version)));
+    await onBranches(svc, entry, { branch: from, version }, (t) => withoutOrphan(dir, name, () => createBranch(t, name, from, version)));
   });
   return json({});
 });
@@ -73,6 +72,6 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
 export const deleteTableBranch = jsonOp(DeleteTableBranch, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   if (body.name === "main") throw invalid(`name: "main" is the main branch and cannot be deleted`);
-  await serial(() => onBranches(svc, entry, { branch: body.name }, (b) => b.delete(body.name)));
+  await serial(() => onBranches(svc, entry, { branch: body.name }, (t) => deleteBranch(t, body.name)));
   return json({});
 });

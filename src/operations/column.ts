@@ -4,9 +4,10 @@
 // `virtual_column` descriptor, checked against the table and their backend before any commit.
 import { BranchQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
-import type * as lancedb from "@lancedb/lancedb";
 import { fromJsonType, type JsonArrowDataType } from "../engine/json-arrow.js";
-import { addNullColumns, addSchemaMetadata, commitSchemaEdit } from "../engine/schema-edit.js";
+import * as schemaEdit from "../engine/schema-edit.js";
+import { tableSchema } from "../engine/table-info.js";
+import type { TableHandle } from "../engine/tables.js";
 import type { Entry } from "../catalog/catalog.js";
 import { invalid, unsupported } from "../errors.js";
 import { AddColumns, AlterColumns, DropColumns, SchemaMetadataUpdate, UpdateFieldMetadata } from "../schemas/column.js";
@@ -27,7 +28,7 @@ const q = JSON.stringify;
 
 interface Target {
   entry: Entry;
-  t: lancedb.Table;
+  t: TableHandle;
   fields: FieldLike[];
 }
 
@@ -41,7 +42,7 @@ async function change<T>(svc: Services, id: string[], branch: string | null | un
   refuseView(svc, entry, "a schema change");
   return svc.tables.write(entry, branch, { change: "schema" }, async () => {
     const t = await openAt(svc, entry, { branch });
-    return fn({ entry, t, fields: (await t.schema()).fields as FieldLike[] });
+    return fn({ entry, t, fields: (await tableSchema(t)).fields as FieldLike[] });
   });
 }
 
@@ -77,11 +78,12 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => change
   if (sql.length > 0 && sql.length < cols.length) throw invalid("new_columns: expression and data_type entries cannot be mixed in one request");
   const version =
     sql.length > 0
-      ? await commitSchemaEdit(
-          () => t.addColumns(sql.map((c) => ({ name: c.name, valueSql: c.expression! }))),
+      ? await schemaEdit.addSqlColumns(
+          t,
+          sql.map((c) => ({ name: c.name, valueSql: c.expression! })),
           sql.length === 1 ? `new_columns[${cols.indexOf(sql[0])}].expression` : "new_columns.expression",
         )
-      : await addNullColumns(t, cols.map((c) => ({ name: c.name, type: fromJsonType(c.data_type as JsonArrowDataType, c.name) })));
+      : await schemaEdit.addNullColumns(t, cols.map((c) => ({ name: c.name, type: fromJsonType(c.data_type as JsonArrowDataType, c.name) })));
   return json({ version });
 }));
 
@@ -90,7 +92,7 @@ export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => ch
   if (virtual.length > 0 && virtual.length < body.alterations.length) {
     throw invalid("alterations: virtual_column alterations and other alterations cannot be mixed in one request");
   }
-  const alterations: lancedb.ColumnAlteration[] = body.alterations.map((a, i) => {
+  const alterations: schemaEdit.ColumnAlteration[] = body.alterations.map((a, i) => {
     const at = `alterations[${i}]`;
     const path = resolve(fields, entry, a.path, `${at}.path: column`);
     if (a.virtual_column != null) {
@@ -110,13 +112,13 @@ export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => ch
     const alts = body.alterations.map((a, i) => ({ path: alterations[i].path, d: a.virtual_column!, at: `alterations[${i}]` }));
     return json({ version: await alterVirtualColumns(svc, entry, t, fields as unknown as A.Field[], alts) });
   }
-  return json({ version: await commitSchemaEdit(() => t.alterColumns(alterations)) });
+  return json({ version: await schemaEdit.alterColumns(t, alterations) });
 }));
 
 export const dropColumns = jsonOp(DropColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const paths = body.columns.map((c, i) => resolve(fields, entry, c, `columns[${i}]: column`));
   checkUnique(paths, "columns");
-  return json({ version: await commitSchemaEdit(() => t.dropColumns(paths)) });
+  return json({ version: await schemaEdit.dropColumns(t, paths) });
 }));
 
 export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
@@ -126,8 +128,8 @@ export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body
     replace: u.replace ?? false,
   }));
   checkUnique(updates.map((u) => u.path), "updates.path");
-  const version = await commitSchemaEdit(() => t.updateFieldMetadata(updates));
-  const after = (await t.schema()).fields as FieldLike[];
+  const version = await schemaEdit.updateFieldMetadata(t, updates);
+  const after = (await tableSchema(t)).fields as FieldLike[];
   const out: Record<string, Record<string, string>> = {};
   for (const u of updates) {
     const f = resolveFieldPath(after, u.path, entry.objectId).field as FieldLike & { metadata?: Map<string, string> };
@@ -144,15 +146,15 @@ const REQUEST_KEYS = new Set(["identity", "context", "id"]);
  * add keys (see engine/schema-edit.ts), so changing an existing key's value is 406.
  */
 export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, args, svc }) => change(svc, id, args.branch, async ({ t }) => {
-  const current = (await t.schema()).metadata;
+  const current = (await tableSchema(t)).metadata;
   const wanted = Object.entries(body as Record<string, unknown>).filter(([k]) => !REQUEST_KEYS.has(k)) as [string, string][];
   const changed = wanted.filter(([k, v]) => current.has(k) && current.get(k) !== v).map(([k]) => k);
   if (changed.length > 0) {
     throw unsupported(`schema metadata ${changed.map((k) => q(k)).join(", ")}: changing an existing key's value is not supported (LanceDB can only add keys)`);
   }
   const added = wanted.filter(([k]) => !current.has(k));
-  if (added.length > 0) await addSchemaMetadata(t, Object.fromEntries(added));
-  return json(Object.fromEntries((await t.schema()).metadata));
+  if (added.length > 0) await schemaEdit.addSchemaMetadata(t, Object.fromEntries(added));
+  return json(Object.fromEntries((await tableSchema(t)).metadata));
 }), { query: BranchQuery });
 
 /** Checks of a descriptor against the table and its backend; `at` names the request field. */
@@ -181,7 +183,7 @@ interface VirtualEntry {
 }
 
 /** Adds virtual columns: sql ones as LanceDB computed columns, the others all-null with their descriptor. */
-async function addVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table, fields: readonly A.Field[], entries: { e: VirtualEntry; at: string }[]): Promise<number> {
+async function addVirtualColumns(svc: Services, entry: Entry, t: TableHandle, fields: readonly A.Field[], entries: { e: VirtualEntry; at: string }[]): Promise<number> {
   const vcs = entries.map(({ e, at }) => {
     const field = `${at}.${e.virtual_column ? "virtual_column" : "computed"}`;
     return { vc: describeVirtual(e.name, e.virtual_column ?? { udf_backend: "sql", udf: e.computed }, field, null), at: field };
@@ -193,7 +195,7 @@ async function addVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table, 
     const field = sql.length === 1 ? `${sql[0].at}.udf` : "new_columns.udf";
     return declareSqlColumns(t, sql.map(({ vc, at }) => ({ name: vc.column, valueSql: sqlValue(vc, at), metadata: toFieldMetadata(vc) })), field);
   }
-  return addNullColumns(t, vcs.map(({ vc }) => ({ name: vc.column, type: fromJsonType(vc.dataType as JsonArrowDataType, vc.column), metadata: toFieldMetadata(vc) })));
+  return schemaEdit.addNullColumns(t, vcs.map(({ vc }) => ({ name: vc.column, type: fromJsonType(vc.dataType as JsonArrowDataType, vc.column), metadata: toFieldMetadata(vc) })));
 }
 
 /**
@@ -201,7 +203,7 @@ async function addVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table, 
  * backfill recomputes them; an sql column is declared afresh (LanceDB cannot change a computed
  * column's expression in place), so its values are null until then.
  */
-async function alterVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table, fields: readonly A.Field[], alts: { path: string; d: DescriptorInput; at: string }[]): Promise<number> {
+async function alterVirtualColumns(svc: Services, entry: Entry, t: TableHandle, fields: readonly A.Field[], alts: { path: string; d: DescriptorInput; at: string }[]): Promise<number> {
   const changes: { vc: VirtualColumn; at: string }[] = [];
   for (const { path, d, at } of alts) {
     const base = virtualColumnOf(fields, path);
@@ -214,8 +216,8 @@ async function alterVirtualColumns(svc: Services, entry: Entry, t: lancedb.Table
   const sql = changes.filter(({ vc }) => runnable(vc) === "sql");
   if (sql.length > 0) {
     if (sql.length < changes.length) throw invalid("alterations: sql virtual columns and other virtual columns cannot be altered in one request");
-    await commitSchemaEdit(() => t.dropColumns(sql.map(({ vc }) => vc.column)));
+    await schemaEdit.dropColumns(t, sql.map(({ vc }) => vc.column));
     return declareSqlColumns(t, sql.map(({ vc, at }) => ({ name: vc.column, valueSql: sqlValue(vc, `${at}.virtual_column`), metadata: toFieldMetadata(vc) })), "alterations.virtual_column.udf");
   }
-  return commitSchemaEdit(() => t.updateFieldMetadata(changes.map(({ vc }) => ({ path: vc.column, metadata: toFieldMetadata(vc), replace: true }))));
+  return schemaEdit.updateFieldMetadata(t, changes.map(({ vc }) => ({ path: vc.column, metadata: toFieldMetadata(vc), replace: true })));
 }

@@ -7,11 +7,14 @@ import { fromFieldMetadata, runnable } from "../compute/virtual-column.js";
 import { arrow } from "../engine/arrow.js";
 import { dataError } from "../engine/datasets.js";
 import { manifestVanished } from "../engine/version-list.js";
-import { namedBranch, type WriteOf } from "../engine/tables.js";
+import { namedBranch, type TableHandle, type WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
 import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
+import { writeSpec } from "../engine/lsm.js";
+import { countRows, planFilter, tableSchema, tableStats } from "../engine/table-info.js";
+import { addRows, deleteRows, mergeRows, updateRows } from "../engine/writes.js";
 import { invalid, unsupported } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
@@ -78,9 +81,9 @@ function withoutNullBools(data: A.Table, append: boolean): A.Table {
 export const insertIntoTable = arrowOp(async (ctx) => {
   const mode: "append" | "overwrite" = ctx.args.mode ?? "append";
   const { entry, table, commit, branch } = await target(ctx, {}, "insert");
-  const data = await arrowBody(ctx, await table.schema(), entry.objectId, mode === "append");
+  const data = await arrowBody(ctx, await tableSchema(table), entry.objectId, mode === "append");
   const version = await engine("body", undefined, async () =>
-    mode === "append" ? ctx.svc.appends.append(entry, branch, table, data) : (await commit({ change: "insert", rows: data.numRows }, () => table.add(data, { mode }))).version,
+    mode === "append" ? ctx.svc.appends.append(entry, branch, table, data) : (await commit({ change: "insert", rows: data.numRows }, () => addRows(table, data, mode))).version,
   );
   return json({ version, num_inserted_rows: data.numRows });
 }, { query: InsertQuery });
@@ -93,7 +96,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const matchedFilt = q.when_matched_update_all_filt;
   const bySourceFilt = q.when_not_matched_by_source_delete_filt;
   const { entry, table, commit } = await target(ctx, {}, "merge_insert");
-  const schema = await table.schema();
+  const schema = await tableSchema(table);
   const on = paths.map((p) => {
     const segs = parseFieldPath(p, "on:");
     if (!schema.fields.some((f) => f.name === segs[0])) throw invalid(`on: column ${JSON.stringify(canonicalPath(segs))} not found in table ${JSON.stringify(entry.objectId)}`);
@@ -106,22 +109,20 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
 
   // A spec installed by another client would take the rows into a MemWAL this engine cannot flush.
-  if (await table.getLsmWriteSpec()) throw unsupported(`${LSM_UNSUPPORTED}; remove the table's spec (unset_lsm_write_spec) to merge into it`);
-  let b = table.mergeInsert(on);
-
-  if (q.when_matched_update_all || matchedFilt) b = b.whenMatchedUpdateAll(matchedFilt ? { where: matchedFilt } : undefined);
-  if (q.when_not_matched_insert_all) b = b.whenNotMatchedInsertAll();
-  if (q.when_not_matched_by_source_delete || bySourceFilt) {
-    b = b.whenNotMatchedBySourceDelete(bySourceFilt ? { where: bySourceFilt } : undefined);
-  }
-  if (q.use_index !== undefined) b = b.useIndex(q.use_index);
+  if (await writeSpec(table)) throw unsupported(`${LSM_UNSUPPORTED}; remove the table's spec (unset_lsm_write_spec) to merge into it`);
+  const merge = mergeRows(table, on, {
+    updateMatched: q.when_matched_update_all || matchedFilt ? { where: matchedFilt } : undefined,
+    insertUnmatched: q.when_not_matched_insert_all,
+    deleteNotInSource: q.when_not_matched_by_source_delete || bySourceFilt ? { where: bySourceFilt } : undefined,
+    useIndex: q.use_index,
+  });
   // The filters are SQL over the source and target rows, checked only as the merge runs.
   const filters = [matchedFilt && "when_matched_update_all_filt", bySourceFilt && "when_not_matched_by_source_delete_filt"];
   const sqlField = filters.filter(Boolean).join(" or ");
   const r = await engine(
     (err) => (sqlField && isSqlFault(err) ? sqlField : "merge_insert"),
     sqlField ? entry.objectId : undefined,
-    () => commit({ change: "merge_insert" }, () => b.execute(data)),
+    () => commit({ change: "merge_insert" }, () => merge(data)),
   );
   return json({
     version: r.version,
@@ -136,7 +137,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
 export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const { body } = ctx;
   const { entry, table, commit } = await target(ctx, body, "update");
-  const schema = await table.schema();
+  const schema = await tableSchema(table);
   body.updates.forEach(([col], i) => {
     if (!schema.fields.some((f) => f.name === col)) {
       throw invalid(`updates[${i}][0]: column ${JSON.stringify(col)} not found in table ${JSON.stringify(entry.objectId)}`);
@@ -145,28 +146,28 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const valuesSql = Object.fromEntries(body.updates);
   const where = body.predicate || undefined;
   // Planning the predicate on its own first lets its errors name it rather than the values.
-  if (where) await engine("predicate", entry.objectId, () => table.query().where(where).explainPlan());
-  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit({ change: "update" }, () => table.update({ valuesSql, where })));
+  if (where) await engine("predicate", entry.objectId, () => planFilter(table, where));
+  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit({ change: "update" }, () => updateRows(table, valuesSql, where)));
   // LanceDB's remote client reads `rows_updated`; lance-namespace says `updated_rows`.
   return json(ctx.lancedbClient ? { version: r.version, rows_updated: r.rowsUpdated } : { version: r.version, updated_rows: r.rowsUpdated });
 }, { query: BranchQuery });
 
 export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
   const { entry, table, commit } = await target(ctx, ctx.body, "delete");
-  const r = await engine("predicate", entry.objectId, () => commit({ change: "delete" }, () => table.delete(ctx.body.predicate)));
+  const r = await engine("predicate", entry.objectId, () => commit({ change: "delete" }, () => deleteRows(table, ctx.body.predicate)));
   return json({ version: r.version, num_deleted_rows: r.numDeletedRows });
 }, { query: BranchQuery });
 
 export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
   const { entry, table } = await target(ctx, ctx.body);
-  return json(await engine("predicate", entry.objectId, () => table.countRows(ctx.body.predicate || undefined)));
+  return json(await engine("predicate", entry.objectId, () => countRows(table, ctx.body.predicate || undefined)));
 }, { query: BranchQuery });
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {
   const { entry, table } = await target(ctx, ctx.body);
   const branch = namedBranch(ctx.body.branch ?? ctx.args.branch) ?? null;
-  const figures = async (t: typeof table) => {
-    const s = await t.stats();
+  const figures = async (t: TableHandle) => {
+    const s = await tableStats(t);
     const f = s.fragmentStats;
     return {
       total_bytes: s.totalBytes,

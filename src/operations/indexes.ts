@@ -1,10 +1,10 @@
 // Indexes: create (built in the background as a transaction), list, stats, drop.
 // Listed statuses: "Active" for committed indexes; "Queued" / "Building" for builds still
 // tracked as transactions on the latest version (they carry `transaction_id` and an empty uuid).
-import type * as lancedb from "@lancedb/lancedb";
 import { requireTable } from "../catalog/lookup.js";
 import { sameId } from "../catalog/names.js";
-import { ALL_PARAMS, checkIndexParams, friendlyType, indexKind, indexNotFound, isIndexNotFound, isVectorKind, type ColumnType, type IndexBuildSpec, type IndexParams } from "../engine/indexes.js";
+import { ALL_PARAMS, checkIndexParams, dropIndex, friendlyType, indexKind, indexNotFound, indexStats, isIndexNotFound, isVectorKind, listIndexes, type ColumnType, type IndexBuildSpec, type IndexConfig, type IndexParams } from "../engine/indexes.js";
+import { countRows, tableSchema } from "../engine/table-info.js";
 import { mainOr } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { INDEX_BUILD } from "../jobs/kinds/index-build.js";
@@ -35,7 +35,7 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
   if (scalarOnly && isVectorKind(kind)) throw invalid(`index_type: ${kind} is a vector index; create it with create_index`);
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { branch });
-  const { segs, field } = resolveFieldPath((await table.schema()).fields, body.column, entry.objectId);
+  const { segs, field } = resolveFieldPath((await tableSchema(table)).fields, body.column, entry.objectId);
   const column = canonicalPath(segs);
   const given = Object.fromEntries(ALL_PARAMS.map((p) => [p, body[p] ?? undefined])) as IndexParams;
   const params = checkIndexParams(kind, column, field.type as unknown as ColumnType, given);
@@ -52,14 +52,14 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
   };
   refuseBusy();
   // A second index of the same type on the same column only costs a build and space: 409 unless asked.
-  const same = (await table.listIndices()).filter((i) => i.name === name || (friendlyType(i.indexType) === kind && i.columns.length === 1 && sameColumn(i.columns[0], column)));
+  const same = (await listIndexes(table)).filter((i) => i.name === name || (friendlyType(i.indexType) === kind && i.columns.length === 1 && sameColumn(i.columns[0], column)));
   if (same.length > 0 && !body.replace) {
     const i = same[0];
     throw new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(i.name)} (${friendlyType(i.indexType)} on ${JSON.stringify(i.columns[0])}) already exists in ${where}; send "replace": true to replace it`);
   }
   // Refused by the queue bounds before anything is dropped.
   svc.jobs.admit(id, ctx.principal.key);
-  for (const i of same) await svc.tables.write(entry, branch, { change: "index" }, () => table.dropIndex(i.name));
+  for (const i of same) await svc.tables.write(entry, branch, { change: "index" }, () => dropIndex(table, i.name));
   // No await from this check to submit(): a concurrent create of the same index sees this record.
   refuseBusy();
   const spec: IndexBuildSpec = { column, kind, name, params, branch };
@@ -79,7 +79,7 @@ function sameColumn(engineColumn: string, column: string): boolean {
 export const createTableIndex = jsonOp(CreateIndex, (ctx) => create(ctx, false));
 export const createTableScalarIndex = jsonOp(CreateIndex, (ctx) => create(ctx, true));
 
-function indexRecord(c: lancedb.IndexConfig) {
+function indexRecord(c: IndexConfig) {
   return {
     index_name: c.name,
     index_uuid: c.indexUuid ?? "",
@@ -108,7 +108,7 @@ export const listTableIndices = jsonOp(ListIndices, async ({ id, body, args, svc
   const entry = await requireTable(svc.catalog, id);
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { version: body.version, branch });
-  const built = (await table.listIndices()).map(indexRecord);
+  const built = (await listIndexes(table)).map(indexRecord);
   const names = new Set(built.map((b) => b.index_name));
   const pending = body.version == null ? pendingBuilds(svc, id, branch).map(pendingRecord).filter((p) => !names.has(p.index_name)) : [];
   const all = [...built, ...pending].sort((a, b) => (a.index_name < b.index_name ? -1 : a.index_name > b.index_name ? 1 : 0));
@@ -123,7 +123,7 @@ export const describeTableIndexStats = jsonOp(IndexStats, async ({ id, params, b
   if (body.index_name && body.index_name !== name) throw invalid(`index_name: body ${JSON.stringify(body.index_name)} differs from the path's ${JSON.stringify(name)}`);
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { version: body.version, branch });
-  const s = await table.indexStats(name);
+  const s = await indexStats(table, name);
   if (s) {
     return json({
       index_type: friendlyType(s.indexType),
@@ -141,7 +141,7 @@ export const describeTableIndexStats = jsonOp(IndexStats, async ({ id, params, b
     index_type: spec.kind,
     distance_type: isVectorKind(spec.kind) ? (spec.params.distance_type ?? "l2") : null,
     num_indexed_rows: 0,
-    num_unindexed_rows: await table.countRows(),
+    num_unindexed_rows: await countRows(table),
     num_indices: 0,
     status: buildStatus(building),
     transaction_id: building.id,
@@ -154,7 +154,7 @@ export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc }
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { branch });
   try {
-    await svc.tables.write(entry, branch, { change: "index" }, () => table.dropIndex(name));
+    await svc.tables.write(entry, branch, { change: "index" }, () => dropIndex(table, name));
   } catch (err) {
     if (!isIndexNotFound(err)) throw err;
     const building = pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name);

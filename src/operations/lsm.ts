@@ -7,11 +7,12 @@
 // merge answered 2 rows, and no count ever showed them). Quiver therefore refuses to install a spec
 // (406, saying why) and refuses merge_insert on a table that has one; reading and removing a spec
 // work, and the other calls answer the engine's 406.
-import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { requireTable } from "../catalog/lookup.js";
 import { dataError } from "../engine/datasets.js";
+import * as lsm from "../engine/lsm.js";
 import type { Change } from "../engine/commits.js";
+import type { TableHandle } from "../engine/tables.js";
 import { engineReason, errorText, LSM_UNSUPPORTED } from "../engine/messages.js";
 import { invalid, unsupported } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
@@ -22,7 +23,7 @@ import { openAt } from "./table-ref.js";
 import { json } from "./types.js";
 
 /** Run `call` on the table's latest main: a failure the engine blames on the request is a 400 naming `field`. */
-async function onTable<T>(svc: Services, id: string[], field: string, call: (t: lancedb.Table, entry: Entry) => Promise<T>): Promise<T> {
+async function onTable<T>(svc: Services, id: string[], field: string, call: (t: TableHandle, entry: Entry) => Promise<T>): Promise<T> {
   const entry = await requireTable(svc.catalog, id);
   const t = await openAt(svc, entry);
   try {
@@ -53,29 +54,29 @@ export const setLsmWriteSpec = jsonOp(SetLsmWriteSpec, async ({ id, body, svc })
 });
 
 export const unsetLsmWriteSpec = jsonOp(CommonBody, async ({ id, svc }) => {
-  await onTable(svc, id, "id", (t, entry) => committing(svc, entry, "index", () => t.unsetLsmWriteSpec()));
+  await onTable(svc, id, "id", (t, entry) => committing(svc, entry, "index", () => lsm.unsetWriteSpec(t)));
   return json({});
 });
 
 export const getLsmWriteSpec = jsonOp(CommonBody, async ({ id, svc }) => {
-  const spec = await onTable(svc, id, "id", (t) => t.getLsmWriteSpec());
+  const spec = await onTable(svc, id, "id", lsm.writeSpec);
   if (!spec) return json({ lsm_write_spec: null });
   const sharding = { mode: spec.specType, ...(spec.column ? { column: spec.column } : {}), ...(spec.numBuckets ? { num_buckets: spec.numBuckets } : {}) };
   return json({ lsm_write_spec: { sharding, maintained_indexes: spec.maintainedIndexes ?? null, writer_config_defaults: spec.writerConfigDefaults ?? {} } });
 });
 
 export const getLsmStats = jsonOp(GetLsmStats, async ({ id, body, svc }) => {
-  const stats = await onTable(svc, id, "id", (t) => t.getLsmStats(body.include_generation_rows ?? false));
+  const stats = await onTable(svc, id, "id", (t) => lsm.stats(t, body.include_generation_rows ?? false));
   return json({ lsm_stats: stats ? snake(stats) : null });
 });
 
 /** flush, compact and checkpoint: the same call shape, each committing what it moves into the table. */
-const moving = (call: (t: lancedb.Table) => Promise<void>) =>
+const moving = (call: (t: TableHandle) => Promise<void>) =>
   jsonOp(CommonBody, async ({ id, svc }) => {
     await onTable(svc, id, "id", (t, entry) => committing(svc, entry, "maintenance", () => call(t)));
     return json({});
   });
 
-export const flushLsm = moving((t) => t.flushLsm());
-export const compactLsm = moving((t) => t.compactLsm());
-export const checkpointLsm = moving((t) => t.checkpointLsm());
+export const flushLsm = moving(lsm.flush);
+export const compactLsm = moving(lsm.compact);
+export const checkpointLsm = moving(lsm.checkpoint);

@@ -12,6 +12,7 @@ import type { Static } from "@sinclair/typebox";
 import { authoriseObject, type Principal } from "../auth/principal.js";
 import { requireTable } from "../catalog/lookup.js";
 import { namedBranch } from "../engine/tables.js";
+import { listTags } from "../engine/refs.js";
 import { manifestPathOut, publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
 import { log } from "../log.js";
@@ -98,7 +99,7 @@ async function deleteVersions(svc: Services, id: string[], req: Static<typeof Ba
   const inRange = (v: number) => req.ranges.some((r) => v >= r.start_version && (r.end_version === -1 || v < r.end_version));
   const doomed = (await publishedVersions(dir, branch)).filter(inRange);
   if (doomed.length > 0) {
-    const tags = await (await svc.tables.open(entry)).tags().then((t) => t.list());
+    const tags = await listTags(await svc.tables.open(entry));
     const tagged = Object.entries(tags).find(([, t]) => doomed.includes(t.version));
     if (tagged) throw invalid(`ranges: version ${tagged[1].version} of table ${q(entry.objectId)} is tagged ${q(tagged[0])}; delete the tag first`);
   }

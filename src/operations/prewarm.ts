@@ -1,6 +1,6 @@
 // LanceDB's `prewarmIndex`: load an index into the engine's cache before the first query needs it.
 import { requireTable } from "../catalog/lookup.js";
-import { indexNotFound, isIndexNotFound } from "../engine/indexes.js";
+import { indexNotFound, isIndexNotFound, prewarmIndex } from "../engine/indexes.js";
 import { mainOr } from "../engine/tables.js";
 import { PrewarmIndex } from "../schemas/prewarm.js";
 import { jsonOp } from "./define.js";
@@ -11,7 +11,7 @@ export const prewarmTableIndex = jsonOp(PrewarmIndex, async ({ id, params, body,
   const entry = await requireTable(svc.catalog, id);
   const table = await openAt(svc, entry, { branch: mainOr(body.branch) });
   try {
-    await table.prewarmIndex(params.index_name);
+    await prewarmIndex(table, params.index_name);
   } catch (err) {
     if (isIndexNotFound(err)) throw indexNotFound(params.index_name, entry);
     throw err;

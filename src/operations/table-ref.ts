@@ -1,13 +1,12 @@
 // Opening the table a request names, at the requested version or branch, and what a reference to
 // it may not do (a view is written only by its refresh).
-import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { requireTable, tableNotFound } from "../catalog/lookup.js";
 import { resolveLocation } from "../catalog/locations.js";
 import { hasVersions } from "../engine/datasets.js";
 import { errorText } from "../engine/messages.js";
 import { refError } from "../engine/refs.js";
-import { namedBranch } from "../engine/tables.js";
+import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { viewOf } from "../compute/views.js";
 import type { Services } from "../services.js";
@@ -24,7 +23,7 @@ export interface At {
 }
 
 /** Open a table at a version and/or branch; unknown ones are 404 with upstream's codes. */
-export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<lancedb.Table> {
+export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<TableHandle> {
   const version = at.version ?? undefined;
   const branch = namedBranch(at.branch);
   if (version !== undefined) svc.readLeases.touch(entry.location ?? entry.objectId, branch ?? null, version);

@@ -4,18 +4,18 @@ import { CreateTableQuery, DescribeTableQuery, ListTablesQuery } from "../schema
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import type * as A from "apache-arrow";
-import type * as lancedb from "@lancedb/lancedb";
 import { authoriseObject, covers, type Principal } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
 import { normaliseLocation, resolveLocation } from "../catalog/locations.js";
 import { DEREGISTERED } from "../catalog/root-listing.js";
 import { createDataset, creatable, hasMarker, hasVersions } from "../engine/datasets.js";
-import { namedBranch } from "../engine/tables.js";
+import { namedBranch, type TableHandle } from "../engine/tables.js";
+import { tableSchema, tableVersion } from "../engine/table-info.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
 import { storable } from "../engine/ipc-in.js";
 import { createTableFromRows } from "../engine/rows-in.js";
-import { refError } from "../engine/refs.js";
+import { checkoutTag, refError } from "../engine/refs.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
 import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
@@ -96,23 +96,23 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
     if (!declaredOnly && mode === "create") throw alreadyExists(id);
     if (!declaredOnly && mode === "exist_ok") {
       const t = await svc.tables.open(existing);
-      return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: existing.properties });
+      return json({ ...locationFor(svc, principal, dir), version: await tableVersion(t), properties: existing.properties });
     }
     if (!creatable(existing.location!)) {
       throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
     }
     // Overwrite commits a new version holding only the new data (history is kept).
     const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
-    svc.tables.commits.announce({ table: existing, branch: null, version: await t.version(), change: "overwrite", rows: data.numRows, byCachedHandle: false });
+    svc.tables.commits.announce({ table: existing, branch: null, version: await tableVersion(t), change: "overwrite", rows: data.numRows, byCachedHandle: false });
     const entry = { ...existing, properties: properties ?? existing.properties };
     if (properties) await svc.catalog.upsert(entry);
-    return json({ ...locationFor(svc, principal, dir), version: await t.version(), properties: entry.properties });
+    return json({ ...locationFor(svc, principal, dir), version: await tableVersion(t), properties: entry.properties });
   });
 }, { query: CreateTableQuery });
 
 async function createNew(svc: Services, principal: Principal, id: string[], data: A.Table, properties: Record<string, string>) {
   const { table, dir } = await createEntry(svc, id, properties, (location) => createDataset(svc.tables, location, data, "create"));
-  return json({ ...locationFor(svc, principal, dir), version: await table.version(), properties });
+  return json({ ...locationFor(svc, principal, dir), version: await tableVersion(table), properties });
 }
 
 export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc, principal }) =>
@@ -166,19 +166,19 @@ interface Ref {
 }
 
 /** Open a table at a version, branch or tag (a fresh handle: checkout must not move the cached one). */
-async function openRef(svc: Services, entry: Entry, ref: Ref): Promise<lancedb.Table> {
+async function openRef(svc: Services, entry: Entry, ref: Ref): Promise<TableHandle> {
   if (!ref.tag) return openAt(svc, entry, ref);
   if (ref.version != null || ref.branch) throw invalid("tag: cannot be combined with version or branch");
   const t = await svc.tables.open(entry, { fresh: true });
   try {
-    await t.checkout(ref.tag);
+    await checkoutTag(t, ref.tag);
   } catch (err) {
     throw refError(err, { table: entry.objectId, tag: ref.tag }) ?? err;
   }
   return t;
 }
 
-async function basicStats(t: lancedb.Table, version: number) {
+async function basicStats(t: TableHandle, version: number) {
   const v = (await listVersions(t)).find((x) => x.version === version);
   const md = v?.metadata ?? {};
   return { num_deleted_rows: Number(md.total_deletion_file_rows ?? 0), num_fragments: Number(md.total_fragments ?? 0) };
@@ -207,8 +207,8 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, args, svc,
     return json({ ...base, is_only_declared: true });
   }
   const t = await openRef(svc, entry, body);
-  const version = await t.version();
-  const schema = await t.schema();
+  const version = await tableVersion(t);
+  const schema = await tableSchema(t);
   const view = viewOf(svc.views, entry);
   return json({
     ...base,

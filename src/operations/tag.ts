@@ -1,10 +1,9 @@
 // Table tags: table-wide names for a version of main or of a branch. LanceDB resolves a tag's
 // version against the branch of the handle that sets it, so set/update go through that branch.
 import { PageQuery } from "../schemas/params.js";
-import type { Tags } from "@lancedb/lancedb";
-import { namedBranch } from "../engine/tables.js";
+import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { tableDir } from "../engine/versions.js";
-import { refError, tagBranch, type RefNames } from "../engine/refs.js";
+import { createTag, deleteTag, listTags, refError, tagBranch, tagVersion, updateTag, type RefNames } from "../engine/refs.js";
 import type { Entry } from "../catalog/catalog.js";
 import { SetTag, TagRef } from "../schemas/tag.js";
 import type { Services } from "../services.js";
@@ -15,10 +14,10 @@ import { requireTable } from "../catalog/lookup.js";
 import { json } from "./types.js";
 
 /** Runs a tag call on the table (at `branch`), turning Lance's ref errors into API errors. */
-async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "table">, fn: (tags: Tags) => Promise<T>): Promise<T> {
+async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "table">, fn: (t: TableHandle) => Promise<T>): Promise<T> {
   const t = await openAt(svc, entry, { branch: names.branch });
   try {
-    return await fn(await t.tags());
+    return await fn(t);
   } catch (err) {
     throw refError(err, { ...names, table: entry.objectId }) ?? err;
   }
@@ -30,7 +29,7 @@ export const listTableTags = queryOp(async ({ id, args, svc, lancedbClient }) =>
   const entry = await requireTable(svc.catalog, id);
   // LanceDB's remote client reads one unpaged map of name → tag.
   const { after, limit } = lancedbClient ? { after: null, limit: Number.MAX_SAFE_INTEGER } : pageOf(args);
-  const all = await onTags(svc, entry, {}, (tags) => tags.list());
+  const all = await onTags(svc, entry, {}, listTags);
   const names = Object.keys(all).sort();
   const p = page(names, (n) => n, after, limit);
   const dir = tableDir(svc.tables.root, entry);
@@ -45,26 +44,26 @@ export const listTableTags = queryOp(async ({ id, args, svc, lancedbClient }) =>
 
 export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
-  const version = await onTags(svc, entry, { tag: body.tag }, (tags) => tags.getVersion(body.tag));
+  const version = await onTags(svc, entry, { tag: body.tag }, (t) => tagVersion(t, body.tag));
   return json({ version, ...withBranch(await tagBranch(tableDir(svc.tables.root, entry), body.tag)) });
 });
 
 export const createTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
-  await onTags(svc, entry, names, (tags) => tags.create(body.tag, body.version));
+  await onTags(svc, entry, names, (t) => createTag(t, body.tag, body.version));
   return json({});
 });
 
 export const updateTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
-  await onTags(svc, entry, names, (tags) => tags.update(body.tag, body.version));
+  await onTags(svc, entry, names, (t) => updateTag(t, body.tag, body.version));
   return json({});
 });
 
 export const deleteTableTag = jsonOp(TagRef, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
-  await onTags(svc, entry, { tag: body.tag }, (tags) => tags.delete(body.tag));
+  await onTags(svc, entry, { tag: body.tag }, (t) => deleteTag(t, body.tag));
   return json({});
 });

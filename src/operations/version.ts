@@ -1,9 +1,10 @@
 // Table versions: list, describe, restore. LanceDB lists versions with their time and metadata;
 // the manifest's path, size and e_tag come from the file itself (engine/versions.ts).
 import { VersionListQuery } from "../schemas/params.js";
-import type * as lancedb from "@lancedb/lancedb";
 import { hasVersions } from "../engine/datasets.js";
-import { namedBranch } from "../engine/tables.js";
+import { namedBranch, type Version } from "../engine/tables.js";
+import { tableVersion } from "../engine/table-info.js";
+import { restoreVersion } from "../engine/writes.js";
 import { manifestFile, manifestPathOut, manifestPathV2, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { DescribeTableVersion, RestoreTable } from "../schemas/version.js";
@@ -15,10 +16,7 @@ import type { Services } from "../services.js";
 import { json } from "./types.js";
 import { listVersions } from "../engine/version-list.js";
 
-type LanceVersion = Awaited<ReturnType<lancedb.Table["listVersions"]>>[number];
-
-
-async function versionRecord(svc: Services, dir: string, branch: string | undefined, v: LanceVersion) {
+async function versionRecord(svc: Services, dir: string, branch: string | undefined, v: Version) {
   const m = await manifestFile(dir, v.version, branch);
   return {
     version: v.version,
@@ -60,7 +58,7 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
   const entry = await requireTable(svc.catalog, id);
   const branch = body.branch ?? undefined;
   const t = await openAt(svc, entry, { branch });
-  const wanted = body.version ?? (await t.version());
+  const wanted = body.version ?? (await tableVersion(t));
   const v = (await listVersions(t)).find((x) => x.version === wanted);
   if (!v) {
     const on = namedBranch(branch) ? ` on branch ${JSON.stringify(branch)}` : "";
@@ -72,6 +70,6 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
 /** Commits a new version whose content is the old one's; history is kept. */
 export const restoreTable = jsonOp(RestoreTable, async ({ id, body, svc }) => {
   const { entry, table: old } = await openTable(svc, id, { version: body.version, branch: body.branch });
-  await svc.tables.write(entry, body.branch, { change: "restore", byCachedHandle: false }, () => old.restore());
+  await svc.tables.write(entry, body.branch, { change: "restore", byCachedHandle: false }, () => restoreVersion(old));
   return json({});
 });

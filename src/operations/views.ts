@@ -2,7 +2,6 @@
 // table in the catalog; Quiver keeps its definition (and writes it into the view's schema
 // metadata), answers writes to it with 400, and describes it.
 import type * as A from "apache-arrow";
-import type * as lancedb from "@lancedb/lancedb";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import type { Entry } from "../catalog/catalog.js";
 import { authoriseObject, type Principal } from "../auth/principal.js";
@@ -10,6 +9,8 @@ import { CHUNK, defineView, definerOf, shownSpec, SOURCE_ROW_ID, TABLE_FUNCTION_
 import { arrow } from "../engine/arrow.js";
 import { toJsonField } from "../engine/json-arrow.js";
 import { createQueryView, createViewTable, partitionIndex, queryViewSchema } from "../engine/views.js";
+import { tableSchema, tableVersion } from "../engine/table-info.js";
+import type { TableHandle } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { activeRefresh, refreshSpec, VIEW_REFRESH } from "../jobs/kinds/view-refresh.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
@@ -34,11 +35,11 @@ function sameColumns(want: A.Schema, got: A.Schema): string | null {
 }
 
 /** Check the source of a runnable view: the table, branch and version exist, its columns too. */
-async function checkSource(svc: Services, def: ViewDefinition): Promise<{ entry: Entry; table: lancedb.Table }> {
+async function checkSource(svc: Services, def: ViewDefinition): Promise<{ entry: Entry; table: TableHandle }> {
   const form = def.source as SourceForm;
   const entry = await requireTable(svc.catalog, form.table);
   const table = await openAt(svc, entry, { branch: form.branch, version: form.version });
-  const fields = (await table.schema()).fields as unknown as FieldLike[];
+  const fields = (await tableSchema(table)).fields as unknown as FieldLike[];
   (def.inputColumns ?? []).forEach((c, i) => resolveFieldPath(fields, c, entry.objectId, `udtf_spec.input_columns[${i}]: column`));
   if (def.partitionBy) resolveFieldPath(fields, def.partitionBy, entry.objectId, "udtf_spec.partition_by: column");
   if (def.partitionByIndexed) {
@@ -79,7 +80,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
     throw invalid(def.source === null ? `source_query: an initial refresh runs only this server's form, ${FORM}` : `udtf_spec.udtf: an initial refresh runs only ${TABLE_FUNCTION_FORMS}`);
   }
   if (svc.catalog.get(id)) throw new ApiError(Code.TableAlreadyExists, `${q(id.join("$"))} already exists`);
-  let make: (location: string) => Promise<lancedb.Table>;
+  let make: (location: string) => Promise<TableHandle>;
   if (def.kind === "query" && def.source) {
     if (def.source.branch) throw invalid("source_query.branch: query views read the main branch (LanceDB's views have no branches); a udtf or chunker view reads a branch");
     const { entry: src, table } = await checkSource(svc, def);
@@ -96,7 +97,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
   if (body.with_no_data === false) svc.jobs.admit(id, principal.key);
   const { entry, table } = await createEntry(svc, id, {}, make);
   await svc.views.put({ id, location: entry.location!, definition: def, lastRefresh: null, definer: definerOf(principal) });
-  const version = await table.version();
+  const version = await tableVersion(table);
   if (body.with_no_data !== false) return json({ version }, 201);
   const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec({}, svc.config.workers), principal.key);
   return json({ version, job_id: rec.id }, 201);

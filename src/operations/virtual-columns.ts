@@ -1,12 +1,12 @@
 // backfill_column: checks what it can at once and then starts a backfill job (202 {job_id}).
 // Adding and altering virtual columns is a schema change (column.ts).
 import type * as A from "apache-arrow";
-import type * as lancedb from "@lancedb/lancedb";
 import { requireTable } from "../catalog/lookup.js";
 import { RUNNABLE, runnable, virtualColumnOf, type VirtualColumn } from "../compute/virtual-column.js";
 import { backfillKey } from "../engine/computed-columns.js";
 import { dataError } from "../engine/datasets.js";
-import { namedBranch } from "../engine/tables.js";
+import { namedBranch, type TableHandle } from "../engine/tables.js";
+import { planFilter, tableSchema } from "../engine/table-info.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { activeBackfill, BACKFILL, backfillSpec } from "../jobs/kinds/backfill.js";
 import { BackfillColumn } from "../schemas/column.js";
@@ -22,7 +22,7 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, pri
   const entry = await requireTable(svc.catalog, id);
   const branch = namedBranch(body.branch) ?? null;
   const t = await openAt(svc, entry, { branch });
-  const fields = (await t.schema()).fields;
+  const fields = (await tableSchema(t)).fields;
   const { field } = resolveFieldPath(fields as unknown as FieldLike[], body.column, entry.objectId, "column");
   const vc = virtualColumnOf(fields, field.name);
   if (!vc || field.name !== body.column) throw invalid(`column: ${q(body.column)} is not a virtual column (it has no virtual_column definition); add one with add_columns`);
@@ -37,7 +37,7 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, pri
   if (body.where) {
     const where = body.where;
     try {
-      await t.query().where(where).explainPlan();
+      await planFilter(t, where);
     } catch (err) {
       throw dataError(err, "where", entry.objectId) ?? err;
     }
@@ -60,7 +60,7 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, pri
 });
 
 /** LanceDB's refresh fails on a non-nullable input when a fragment has deleted rows: say so now. */
-async function checkSqlRefresh(t: lancedb.Table, fields: readonly A.Field[], vc: VirtualColumn): Promise<void> {
+async function checkSqlRefresh(t: TableHandle, fields: readonly A.Field[], vc: VirtualColumn): Promise<void> {
   const f = fields.find((x) => x.name === vc.column)!;
   const inputs = JSON.parse(f.metadata.get("computed_column.inputs") ?? "[]") as string[];
   const strict = inputs.find((n) => fields.find((x) => x.name === n)?.nullable === false);

@@ -10,13 +10,13 @@
 import { FAIL, recordFailure, underPolicy } from "../../src/compute/error-handling.js";
 import { fromJsonType } from "../../src/engine/json-arrow.js";
 import type * as A from "apache-arrow";
-import type * as lancedb from "@lancedb/lancedb";
 import { resolveLocation } from "../../src/catalog/locations.js";
 import type { UdfDefinition } from "../../src/compute/udf.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { firstFragments, planRows, readRows, refreshSqlColumn, writeValues, type Plan } from "../../src/engine/computed-columns.js";
 import { ipcFileBytes } from "../../src/engine/ipc-out.js";
-import { namedBranch, openTables, type Tables } from "../../src/engine/tables.js";
+import { countRows, tableVersion } from "../../src/engine/table-info.js";
+import { namedBranch, openTables, type TableHandle, type Tables } from "../../src/engine/tables.js";
 import { usesStableRowIds } from "../../src/engine/versions.js";
 import { udfInSandbox } from "../compute-answers.js";
 import type { Compute } from "../compute-client.js";
@@ -36,18 +36,18 @@ function joined(tables: A.Table[]): A.Table {
   return new arrow.Table(withRows.flatMap((t) => t.batches.map((b) => new arrow.RecordBatch(schema, b.data))));
 }
 
-async function runSql(req: BackfillRequest, writer: lancedb.Table, send: Send): Promise<void> {
+async function runSql(req: BackfillRequest, writer: TableHandle, send: Send): Promise<void> {
   // LanceDB's refresh reports only at its end: until then the total is every row it may fill.
-  const read_version = await writer.version();
-  await send({ type: "progress", progress: { read_version, rows_total: await writer.countRows(), rows_done: 0 }, committed: [], tracked: false, freshFor: [] });
+  const read_version = await tableVersion(writer);
+  await send({ type: "progress", progress: { read_version, rows_total: await countRows(writer), rows_done: 0 }, committed: [], tracked: false, freshFor: [] });
   const r = await refreshSqlColumn(writer, req.run.column);
   const n = r.rowsFilled;
   await send({ type: "progress", progress: { read_version, rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false, freshFor: [] });
 }
 
-async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, writer: lancedb.Table, compute: Compute, send: Send, stopping: () => boolean): Promise<void> {
+async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, writer: TableHandle, compute: Compute, send: Send, stopping: () => boolean): Promise<void> {
   const { run, progress } = req;
-  const readVersion = run.readVersion ?? (await writer.version());
+  const readVersion = run.readVersion ?? (await tableVersion(writer));
   const reader = await tables.open(req.entry, { branch: run.branch, version: readVersion });
   const tracked = await usesStableRowIds(resolveLocation(req.root, req.entry.location!), readVersion, namedBranch(run.branch));
   const done = new Set(progress.versions ?? []);

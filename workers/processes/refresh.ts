@@ -8,16 +8,15 @@
 //   (re)computed; children of deleted rows, or of rows that left the filter, are removed; all in one
 //   commit. Without per-row update versions on the source (stable row ids), every refresh rebuilds.
 import type * as A from "apache-arrow";
-import type * as lancedb from "@lancedb/lancedb";
 import { resolveLocation } from "../../src/catalog/locations.js";
 import { CHUNK, SOURCE_ROW_ID, type SourceForm, type ViewDefinition } from "../../src/compute/views.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { quoteIdent } from "../../src/engine/computed-columns.js";
-import { ipcFileBytes } from "../../src/engine/ipc-out.js";
 import { toJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js";
-import { nativeExecute } from "../../src/engine/query.js";
-import { indexPartitions } from "../../src/engine/views.js";
-import { namedBranch, openTables } from "../../src/engine/tables.js";
+import { columnValues, indexPartitions, refreshQueryView, rowIdsWhere, sourceRows, sourceRowsWithIds } from "../../src/engine/views.js";
+import { countRows, tableSchema, tableVersion } from "../../src/engine/table-info.js";
+import { namedBranch, openTables, type TableHandle } from "../../src/engine/tables.js";
+import { addRows, mergeRows } from "../../src/engine/writes.js";
 import { usesStableRowIds } from "../../src/engine/versions.js";
 import { FAIL, recordFailure, underPolicy, type Failures } from "../../src/compute/error-handling.js";
 import { tableInSandbox } from "../compute-answers.js";
@@ -66,18 +65,16 @@ function inputSelect(def: ViewDefinition, form: SourceForm): Map<string, string>
   return form.columns ? new Map(form.columns) : null;
 }
 
-async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
+async function refreshUdtf(req: RefreshRequest, compute: Compute, view: TableHandle, source: TableHandle, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
-  const schema = (await view.schema()) as unknown as A.Schema;
-  if (req.lastSourceVersion === sourceVersion) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await view.version() };
+  const schema = (await tableSchema(view)) as unknown as A.Schema;
+  if (req.lastSourceVersion === sourceVersion) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await tableVersion(view) };
   const output = schema.fields.map((f) => toJsonField(f));
   // One task per partition value (or one for all rows), `concurrency` at a time.
   const filters: (string | null)[] = [form.filter];
   if (def.partitionBy) {
-    const q = source.query().select([def.partitionBy]);
-    if (form.filter !== null) q.where(form.filter);
-    const values = new Set((await q.toArray()).map((r) => r[def.partitionBy!] as unknown));
+    const values = new Set(await columnValues(source, def.partitionBy, form.filter));
     filters.splice(0, 1, ...[...values].map((v) => {
       const cond = v === null || v === undefined ? `${quoteIdent(def.partitionBy!)} IS NULL` : `${quoteIdent(def.partitionBy!)} = ${typeof v === "string" ? `'${v.replace(/'/g, "''")}'` : String(v)}`;
       return form.filter !== null ? `(${form.filter}) AND ${cond}` : cond;
@@ -85,18 +82,9 @@ async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.
   }
   const select = inputSelect(def, form);
   /** One partition's rows: by filter, or by row ids (an index's partition). */
-  const read = async (part: string | null | bigint[]) => {
-    const q = Array.isArray(part) ? source.takeRowIds(part) : source.query();
-    if (select) q.select(select);
-    if (!Array.isArray(part)) {
-      const sq = q as lancedb.Query;
-      if (part !== null) sq.where(part);
-      if (form.limit !== null) sq.limit(form.limit);
-    }
-    return (await ipcFileBytes(await nativeExecute(q))) ?? new Uint8Array(arrow.tableToIPC(new arrow.Table((await q.outputSchema()) as never), "stream"));
-  };
+  const read = (part: string | null | bigint[]) => sourceRows(source, part, select, form.limit);
   const parts: (string | null | bigint[])[] = def.partitionByIndexed ? await indexPartitions(source, def.partitionByIndexed, form.filter) : filters;
-  const total = Math.min(await source.countRows(form.filter ?? undefined), form.limit ?? Infinity);
+  const total = Math.min(await countRows(source, form.filter ?? undefined), form.limit ?? Infinity);
   const step = await started(total);
   const failures = { rows_failed: 0, failed_rows: [], total };
   const named = (part: string | null | bigint[]) => (Array.isArray(part) ? `${part.length} rows of an index partition` : (part ?? undefined));
@@ -109,36 +97,31 @@ async function refreshUdtf(req: RefreshRequest, compute: Compute, view: lancedb.
   }
   const rows = asView(outputs, schema);
   committing = true;
-  const r = await view.add(rows, { mode: "overwrite" });
+  const r = await addRows(view, rows, "overwrite");
   return { mode: "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, ...failed(failures) };
 }
 
-async function refreshChunker(req: RefreshRequest, compute: Compute, view: lancedb.Table, source: lancedb.Table, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
+async function refreshChunker(req: RefreshRequest, compute: Compute, view: TableHandle, source: TableHandle, sourceVersion: number, started: (total: number) => Promise<Step>): Promise<RefreshResult> {
   const def = req.definition;
   const form = def.source!;
-  const schema = (await view.schema()) as unknown as A.Schema;
+  const schema = (await tableSchema(view)) as unknown as A.Schema;
   const tracked = await usesStableRowIds(resolveLocation(req.root, req.source!.location!), sourceVersion, namedBranch(form.branch));
   const incremental = tracked && req.lastSourceVersion !== null;
-  if (incremental && req.lastSourceVersion === sourceVersion) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await view.version() };
+  if (incremental && req.lastSourceVersion === sourceVersion) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await tableVersion(view) };
 
   // Parents to (re)compute: matching the filter, and new or updated since the last refresh.
   const since = incremental ? `_row_last_updated_at_version > ${req.lastSourceVersion}` : null;
-  const idsWhere = async (where: string | null) => {
-    const q = source.query().select(new Map([["v", "_row_last_updated_at_version"]])).withRowId();
-    if (where !== null) q.where(where);
-    return Array.from((await q.toArrow()).getChild("_rowid")!.toArray() as BigUint64Array);
-  };
   const and = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : `(${a}) AND (${b})`);
-  let parents = await idsWhere(and(form.filter, since));
+  let parents = await rowIdsWhere(source, and(form.filter, since));
   if (form.limit !== null) parents = parents.slice(0, form.limit);
   // Children to remove: of every parent that changed (it is recomputed or left the filter) and of deleted ones.
   let affected: bigint[] | null = null;
   if (incremental) {
-    const changed = await idsWhere(since);
-    const live = new Set(await idsWhere(null));
-    const had = (await view.query().select([SOURCE_ROW_ID]).toArray()).map((r) => BigInt(r[SOURCE_ROW_ID]));
+    const changed = await rowIdsWhere(source, since);
+    const live = new Set(await rowIdsWhere(source, null));
+    const had = (await columnValues(view, SOURCE_ROW_ID, null)).map((v) => BigInt(v as bigint));
     affected = [...new Set([...changed, ...had.filter((id) => !live.has(id))])];
-    if (affected.length === 0 && parents.length === 0) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await view.version() };
+    if (affected.length === 0 && parents.length === 0) return { mode: "no_op", rows_written: 0, source_version: sourceVersion, view_version: await tableVersion(view) };
   }
 
   const parentCols = (form.columns ?? []).map(([out]) => out).filter((c) => schema.fields.some((f) => f.name === c));
@@ -153,9 +136,7 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: lance
       const ids = parents.slice(j, j + req.sourceTaskSize);
       batch.push(
         (async () => {
-          const q = source.takeRowIds(ids).withRowId();
-          if (select.size > 0) q.select(select);
-          const t = arrow.tableFromIPC((await ipcFileBytes(await nativeExecute(q)))!);
+          const t = arrow.tableFromIPC((await sourceRowsWithIds(source, ids, select))!);
           const input = new arrow.Table({ ...Object.fromEntries(t.schema.fields.filter((f) => f.name !== "_rowid").map((f) => [f.name, t.getChild(f.name)!])), [SOURCE_ROW_ID]: t.getChild("_rowid")! });
           return apply(compute, req, "chunker", produced, new Uint8Array(arrow.tableToIPC(input, "stream")), failures);
         })(),
@@ -167,16 +148,13 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: lance
   let rows = asView(outputs, schema);
   const all = rows.numRows;
   if (req.outputLimit !== null) {
-    const kept = incremental ? (await view.countRows()) - (affected!.length ? await view.countRows(`${SOURCE_ROW_ID} IN (${affected!.join(", ")})`) : 0) : 0;
+    const kept = incremental ? (await countRows(view)) - (affected!.length ? await countRows(view, `${SOURCE_ROW_ID} IN (${affected!.join(", ")})`) : 0) : 0;
     rows = rows.slice(0, Math.max(0, req.outputLimit - kept));
   }
   committing = true;
-  const merge = view.mergeInsert([SOURCE_ROW_ID, CHUNK]).whenMatchedUpdateAll().whenNotMatchedInsertAll();
-  const r = incremental
-    ? affected!.length > 0
-      ? await merge.whenNotMatchedBySourceDelete({ where: `${SOURCE_ROW_ID} IN (${affected!.join(", ")})` }).execute(rows)
-      : await merge.execute(rows)
-    : await merge.whenNotMatchedBySourceDelete().execute(rows);
+  // Children of affected parents (all, in a rebuild) that the new rows do not replace are removed.
+  const deleteNotInSource = !incremental ? {} : affected!.length > 0 ? { where: `${SOURCE_ROW_ID} IN (${affected!.join(", ")})` } : undefined;
+  const r = await mergeRows(view, [SOURCE_ROW_ID, CHUNK], { updateMatched: {}, insertUnmatched: true, deleteNotInSource })(rows);
   return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, truncated: rows.numRows < all, ...failed(failures) };
 }
 
@@ -193,12 +171,12 @@ serveJob<RefreshRequest, RefreshMessage>(async (req, send) => {
   const def = req.definition;
   let result: RefreshResult;
   if (def.kind === "query") {
-    const r = await view.refreshMaterializedView(false, req.srcVersion ?? def.source?.version ?? undefined);
+    const r = await refreshQueryView(view, req.srcVersion ?? def.source?.version ?? undefined);
     result = { mode: r.mode, rows_written: r.rowsWritten, source_version: r.sourceVersion, view_version: r.version };
   } else {
     const form = def.source!;
     const source = await tables.open(req.source!, { branch: form.branch, version: req.srcVersion ?? form.version ?? undefined });
-    const sourceVersion = await source.version();
+    const sourceVersion = await tableVersion(source);
     const started = async (rows_total: number): Promise<Step> => {
       const at: RefreshStep = { read_version: sourceVersion, rows_total, rows_done: 0 };
       await send({ type: "step", step: { ...at } });

@@ -12,6 +12,7 @@ import { udfDefinition, type UdfLimits } from "../../compute/udf.js";
 import type { ValueVersions, ValuesKey } from "../../compute/value-versions.js";
 import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type VirtualColumn } from "../../compute/virtual-column.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
+import { tableSchema } from "../../engine/table-info.js";
 import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
@@ -49,13 +50,13 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
       const spec = job.rec.spec;
       const entry = await requireTable(catalog, job.rec.table);
       const t = await tables.open(entry, { branch: spec.branch, fresh: true });
-      const vc = virtualColumnOf((await t.schema()).fields, spec.column);
+      const vc = virtualColumnOf((await tableSchema(t)).fields, spec.column);
       if (!vc) throw new Error(`column ${JSON.stringify(spec.column)} is no longer a virtual column`);
       if (definitionHash(vc) !== spec.definition) throw new Error(`the definition of column ${JSON.stringify(spec.column)} changed since this backfill was submitted; submit a new backfill`);
       const valuesKey: ValuesKey = { location: entry.location!, branch: spec.branch, column: spec.column, definition: spec.definition };
       // The other UDF columns this one's commits may keep fresh: those that do not read it.
       const others = new Map<string, ValuesKey>();
-      for (const f of (await t.schema()).fields) {
+      for (const f of (await tableSchema(t)).fields) {
         const o = fromFieldMetadata(f.name, f.metadata);
         if (!o || o.column === spec.column || !runnable(o) || runnable(o) === "sql" || o.inputs.some((p) => p.split(".")[0] === spec.column)) continue;
         others.set(o.column, { ...valuesKey, column: o.column, definition: definitionHash(o) });

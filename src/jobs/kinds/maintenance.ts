@@ -3,13 +3,12 @@
 // cleanup keeps (src/compute/retention.ts) before the process starts. A run interrupted by a
 // restart runs again from the start: every step is idempotent.
 import type { MaintenanceMessage, MaintenanceProgress, MaintenanceRequest } from "../../../workers/processes/maintenance.js";
-import type * as lancedb from "@lancedb/lancedb";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { sameId } from "../../catalog/names.js";
 import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
 import { bytesOnDisk, exportFigures, keptBound, tableFigures } from "../../engine/maintenance.js";
-import { namedBranch, type Tables } from "../../engine/tables.js";
+import { namedBranch, type TableHandle, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
 import type { JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
@@ -97,7 +96,7 @@ export function activeMaintenance(jobs: Jobs, id: readonly string[], branch: str
 }
 
 /** Quiver's maintenance figures of a table branch, shown beside the spec's fields of `stats`. */
-export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, entry: Entry, table: lancedb.Table, branch: string | null) {
+export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, entry: Entry, table: TableHandle, branch: string | null) {
   const f = await tableFigures(table);
   exportFigures(entry.objectId, branch, f);
   const last = deps.jobs

@@ -8,6 +8,7 @@ import type { Views } from "../../compute/views.js";
 import type { Change, CommitSubscriber } from "../../engine/commits.js";
 import { backfillKey } from "../../engine/computed-columns.js";
 import type { Tables } from "../../engine/tables.js";
+import { countRows, tableSchema, tableVersion } from "../../engine/table-info.js";
 import { log } from "../../log.js";
 import { BACKFILL, backfillSpec, type BackfillSpec } from "../kinds/backfill.js";
 import { activeRefresh, definerRefusal, lastRefreshJob, refreshSpec, VIEW_REFRESH, type ViewRefreshDeps } from "../kinds/view-refresh.js";
@@ -50,7 +51,7 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
     const k = keyOf(entry, branch);
     if (busy(entry, branch)) return arm(entry, branch);
     const t = await deps.tables.open(entry, { branch, fresh: true });
-    const fields = (await t.schema()).fields;
+    const fields = (await tableSchema(t)).fields;
     const todo = pending.get(k) ?? new Set<string>();
     for (const f of fields) {
       if (!todo.delete(f.name)) continue;
@@ -67,7 +68,7 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
   return {
     async committed({ table, branch, change }) {
       if (!BACKFILL_AFTER.has(change)) return;
-      const fields = (await (await deps.tables.open(table, { branch })).schema()).fields;
+      const fields = (await tableSchema(await deps.tables.open(table, { branch }))).fields;
       const auto = fields.filter((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill).map((f) => f.name);
       if (auto.length === 0) return;
       const k = keyOf(table, branch);
@@ -122,8 +123,8 @@ export function autoRefresh(deps: {
     if (since === undefined) return Infinity;
     const source = await requireTable(deps.catalog, v.definition.source!.table);
     const t = await deps.tables.open(source, { branch: v.definition.source!.branch, fresh: true });
-    if ((await t.version()) === since) return 0;
-    return t.countRows(`_row_last_updated_at_version > ${since}`).catch(() => Infinity);
+    if ((await tableVersion(t)) === since) return 0;
+    return countRows(t, `_row_last_updated_at_version > ${since}`).catch(() => Infinity);
   }
   async function check(location: string): Promise<void> {
     const v = deps.views.get(location);

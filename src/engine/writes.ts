@@ -1,0 +1,35 @@
+// Row-level commits through LanceDB: add, merge insert, update, delete, and restoring an old
+// version. Each answers LanceDB's result (its version and the rows it touched).
+import type * as A from "apache-arrow";
+import type * as lancedb from "@lancedb/lancedb";
+import type { TableHandle } from "./tables.js";
+
+export const addRows = (t: TableHandle, data: A.Table, mode: "append" | "overwrite") => t.add(data, { mode });
+
+/** What a merge insert does with matched, unmatched and target-only rows; `where` limits which. */
+export interface MergeHow {
+  updateMatched?: { where?: string | null };
+  insertUnmatched?: boolean;
+  deleteNotInSource?: { where?: string | null };
+  useIndex?: boolean;
+}
+
+const filtered = (o: { where?: string | null }) => (o.where ? { where: o.where } : undefined);
+
+/** A merge insert keyed on `on`, built now and committed by the function answered. */
+export function mergeRows(t: TableHandle, on: string[], how: MergeHow): (data: A.Table) => Promise<lancedb.MergeResult> {
+  let b = t.mergeInsert(on);
+  if (how.updateMatched) b = b.whenMatchedUpdateAll(filtered(how.updateMatched));
+  if (how.insertUnmatched) b = b.whenNotMatchedInsertAll();
+  if (how.deleteNotInSource) b = b.whenNotMatchedBySourceDelete(filtered(how.deleteNotInSource));
+  if (how.useIndex !== undefined) b = b.useIndex(how.useIndex);
+  return (data) => b.execute(data);
+}
+
+/** Sets columns to SQL values in the rows `where` selects (all without it). */
+export const updateRows = (t: TableHandle, valuesSql: Record<string, string>, where: string | undefined) => t.update({ valuesSql, where });
+
+export const deleteRows = (t: TableHandle, predicate: string) => t.delete(predicate);
+
+/** Commits a new latest version holding the content of the version `t` is checked out at. */
+export const restoreVersion = (t: TableHandle) => t.restore();
