@@ -78,6 +78,18 @@ const jobRows = new Counter({
   labelNames: ["kind"] as const,
   registers: [registry],
 });
+const batchSize = new Histogram({
+  name: "quiver_batch_size",
+  help: "Query vectors per engine call of batchable vector searches (1: a search that ran alone)",
+  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+  registers: [registry],
+});
+const batchWait = new Histogram({
+  name: "quiver_batch_wait_seconds",
+  help: "Time a batchable vector search waited for a free engine slot before its engine call",
+  buckets: [0, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+  registers: [registry],
+});
 const catalogRefreshes = new Counter({
   name: "quiver_catalog_refreshes_total",
   help: "Checks of the catalog for changes made by other processes",
@@ -169,6 +181,12 @@ export function recordRequest(operation: string, status: number, seconds: number
 export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
 export const recordJobRows = (kind: string, rows: number) => rows > 0 && jobRows.inc({ kind }, rows);
 export const recordCatalogRefresh = () => catalogRefreshes.inc();
+
+/** One engine call of batchable searches: its query vectors, and how long each search waited for it. */
+export function recordSearchBatch(vectors: number, waitsSeconds: number[]): void {
+  batchSize.observe(vectors);
+  for (const w of waitsSeconds) batchWait.observe(w);
+}
 
 /** Live state, read when /metrics is scraped. */
 export interface MetricSources {

@@ -107,6 +107,24 @@ describe("batched vector searches", () => {
     expect(first.fields).toEqual(["id: Int32", "text: Utf8", "category: Utf8", "vector: FixedSizeList[32]<Float32>", "_distance: Float32"]);
   });
 
+  it("show their batch sizes and waits in /metrics (quiver_batch_size, quiver_batch_wait_seconds)", async () => {
+    const metric = async (name: string) => {
+      const text = (await q.call("GET", "/metrics", undefined, { "x-api-key": ADMIN_KEY })).text;
+      return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+    };
+    const [sizes, vectorsBefore, waits] = await Promise.all(["quiver_batch_size_count", "quiver_batch_size_sum", "quiver_batch_wait_seconds_count"].map(metric));
+    const mark = q.stderr().length;
+    const rs = await concurrent(vectors.slice(0, 64).map((v) => ({ table: "items", body: { vector: { single_vector: v }, k: 10, nprobes: 4 } })));
+    expect(rs.every((r) => r.status === 200)).toBe(true);
+    const batched = batchSizes(mark);
+    // Every search counts once in the waits; each engine call once in the sizes, its vectors in their sum.
+    expect((await metric("quiver_batch_wait_seconds_count")) - waits).toBe(64);
+    const calls = (await metric("quiver_batch_size_count")) - sizes;
+    expect(calls).toBeGreaterThanOrEqual(batched.length);
+    expect(calls).toBeLessThan(64);
+    expect((await metric("quiver_batch_size_sum")) - vectorsBefore).toBe(64);
+  });
+
   it("keep every parameter of their own search: filters, projections, offsets, row ids, distance types, bounds, refinement", async () => {
     const shapes: Case[] = [
       { table: "items", body: { k: 5, filter: "category = 'beta'", columns: { column_names: ["id", "category"] }, with_row_id: true } },

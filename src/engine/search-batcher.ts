@@ -8,6 +8,7 @@
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
+import { recordSearchBatch } from "../metrics.js";
 import { arrow } from "./arrow.js";
 import { emptyIpcFile } from "./ipc-out.js";
 import { runQuery, type QueryResult } from "./query.js";
@@ -31,6 +32,8 @@ export interface BatchOptions {
 interface Member {
   /** One vector, or a client's own multi_vector list. */
   vectors: number[][];
+  /** When it arrived (performance.now()): its wait for an engine slot is recorded. */
+  since: number;
   gone?: () => boolean;
   resolve(r: QueryResult): void;
   reject(e: unknown): void;
@@ -140,6 +143,11 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
 
   function dispatch(table: lancedb.Table, spec: QuerySpec, name: string, g: Group, ms: Member[], key: string): void {
     g.running++;
+    const now = performance.now();
+    recordSearchBatch(
+      ms.reduce((n, m) => n + m.vectors.length, 0),
+      ms.map((m) => (now - m.since) / 1000),
+    );
     void runBatch(table, spec, name, ms, () => {
       g.running--;
       next(table, spec, name, g, key);
@@ -175,7 +183,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
       const key = keyOf(spec);
       const g = groupOf(table, key);
       return new Promise<QueryResult>((resolve, reject) => {
-        const m: Member = { vectors: spec.vectors!, gone, resolve, reject };
+        const m: Member = { vectors: spec.vectors!, since: performance.now(), gone, resolve, reject };
         if (g.running < opts.slots) dispatch(table, spec, name, g, [m], key);
         else g.waiting.push(m);
       });
