@@ -73,3 +73,46 @@ describe("group commit of concurrent inserts", () => {
     expect(await countAt(t, {})).toBe(13);
   });
 });
+
+describe("group commit of concurrent merge inserts", () => {
+  const merge = (t: string, rows: { id: number; s: string }[]) => q.call("POST", `/v1/table/${t}/merge_insert?on=id&when_matched_update_all=true&when_not_matched_insert_all=true`, rows);
+
+  it(`${WRITERS} single-row upserts at once (half updates, half inserts): fewer commits than writers, each answered its own counts and a version that holds its row`, async () => {
+    const t = await fresh();
+    expect((await post(t, "insert", Array.from({ length: WRITERS / 2 }, (_, i) => ({ id: 1000 + i, s: "old" })))).status).toBe(200);
+    const before = (await post(t, "describe", {})).json.version as number;
+    // Even writers update a row the table holds; odd writers insert a new one.
+    const ids = Array.from({ length: WRITERS }, (_, i) => (i % 2 === 0 ? 1000 + i / 2 : 2000 + i));
+    const replies = await Promise.all(ids.map((id) => merge(t, [{ id, s: `new${id}` }])));
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    replies.forEach((r, i) => expect([r.json.num_updated_rows, r.json.num_inserted_rows], `writer ${i}`).toEqual(i % 2 === 0 ? [1, 0] : [0, 1]));
+    const versions = replies.map((r) => r.json.version as number);
+    const distinct = [...new Set(versions)];
+    expect(distinct.length).toBeLessThan(WRITERS);
+    expect((await post(t, "describe", {})).json.version - before).toBe(distinct.length);
+    for (let i = 0; i < WRITERS; i++) expect(await countAt(t, { version: versions[i], predicate: `id = ${ids[i]} AND s = 'new${ids[i]}'` })).toBe(1);
+    expect(await countAt(t, {})).toBe(1 + WRITERS / 2 + WRITERS / 2);
+  });
+
+  it("writers of the same key are never combined: the last committed wins, each answered as if alone", async () => {
+    const t = await fresh();
+    const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => merge(t, [{ id: 7, s: `v${i}` }])));
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    expect(replies.map((r) => r.json.num_inserted_rows + r.json.num_updated_rows)).toEqual(Array(12).fill(1));
+    expect(replies.filter((r) => r.json.num_inserted_rows === 1)).toHaveLength(1);
+    expect(new Set(replies.map((r) => r.json.version)).size).toBe(12);
+    const last = await q.call("POST", `/v1/table/${t}/query`, { filter: "id = 7", columns: ["s"], k: 10 }, { accept: "application/json" });
+    const newest = replies.reduce((a, r, i) => (r.json.version > replies[a].json.version ? i : a), 0);
+    expect(last.json).toEqual([{ s: `v${newest}` }]);
+  });
+
+  it("a merge that does not fit the table is refused alone; its neighbours are stored", async () => {
+    const t = await fresh();
+    const good = Array.from({ length: 12 }, (_, i) => merge(t, [{ id: 500 + i, s: "ok" }]));
+    const bad = q.call("POST", `/v1/table/${t}/merge_insert?on=id&when_matched_update_all=true&when_not_matched_insert_all=true`, [{ id: "x", s: "bad" }]);
+    const [badReply, ...goodReplies] = await Promise.all([bad, ...good]);
+    expect(badReply.status).toBe(400);
+    for (const r of goodReplies) expect(r.status, r.text).toBe(200);
+    expect(await countAt(t, {})).toBe(13);
+  });
+});

@@ -1,70 +1,193 @@
-// Group commit of appends. Writes to one table branch run one commit at a time (Tables.write), and
-// a commit costs the same whether it carries one row or thousands, so appends that arrive while a
-// commit is in progress wait together and go into the next commit as one: N waiting writers cost
-// one commit, not N. Each writer still gets its own answer: the version of the commit that holds
-// its rows (shared by the writers of that commit) once it is committed, and its own row count.
-// Only batches with the same schema are combined (each was checked against the table before it
-// got here, so a bad batch never joins a group); if a combined commit fails anyway, each batch is
-// committed on its own, so one writer's failure is never its neighbours'.
+// Group commit of appends and merge inserts. Writes to one table branch run one commit at a time
+// (Tables.write), and a commit costs the same whether it carries one row or thousands, so writes
+// that arrive while a commit is in progress wait together and go into the next commit as one: N
+// waiting writers cost one commit, not N. Each writer still gets its own answer: the version of the
+// commit that holds its rows (shared by the writers of that commit) once it is committed, and its
+// own row counts. Only batches with the same schema (and for merges, the same key and clauses) are
+// combined (each was checked against the table before it got here, so a bad batch never joins a
+// group); if a combined commit fails anyway, each batch is committed on its own, so one writer's
+// failure is never its neighbours'.
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
+import { log } from "../log.js";
 import { arrow } from "./arrow.js";
-import { namedBranch, type Tables } from "./tables.js";
+import { quoteIdent } from "./computed-columns.js";
+import { namedBranch, type Tables, type TableHandle } from "./tables.js";
+import { mergeRows, type MergeHow } from "./writes.js";
 
-interface Waiting {
-  data: A.Table;
-  resolve: (version: number) => void;
-  reject: (err: unknown) => void;
+/** A merge insert's answer to one writer. */
+export interface MergeAnswer {
+  version: number;
+  numInsertedRows: number;
+  numUpdatedRows: number;
+  numDeletedRows: number;
+  /** The writer's own source rows. */
+  numRows: number;
+  numAttempts: number;
 }
 
 export interface GroupCommit {
   /** Append `data` to the table's `branch` through `table` (its handle); resolves to the version that holds it. */
-  append(entry: Entry, branch: string | null | undefined, table: lancedb.Table, data: A.Table): Promise<number>;
+  append(entry: Entry, branch: string | null | undefined, table: TableHandle, data: A.Table): Promise<number>;
+  /** Merge `data` keyed on `on`, combined with concurrent merges of the same kind where that keeps each writer's counts exact. */
+  merge(entry: Entry, branch: string | null | undefined, table: TableHandle, on: string[], how: MergeHow, data: A.Table): Promise<MergeAnswer>;
+}
+
+interface Waiting<W, R> {
+  item: W;
+  resolve: (r: R) => void;
+  reject: (err: unknown) => void;
+}
+
+/** How one kind of write is committed in groups. */
+interface Kind<W, R> {
+  change: "insert" | "merge_insert";
+  rows: (item: W) => number;
+  /** One commit for all `items` (inside the table's write queue): its version and one answer per item. */
+  together(items: W[]): Promise<{ version: number; answers: R[] }>;
+  /** One commit for one item: a group of one, and the fallback after a combined commit failed. */
+  alone(item: W): Promise<R>;
+  versionOf(answer: R): number;
+  /** Whether `item` may join `items`; one that may not commits after them, alone. */
+  fits(items: W[], item: W): boolean;
 }
 
 /** Batches combine when their columns agree in name, type and nullability, in order. */
 const shapeOf = (s: A.Schema) => s.fields.map((f) => `${f.name}:${String(f.type)}:${f.nullable}`).join("\u0001");
 
+const concat = (parts: A.Table[]) => (parts.length === 1 ? parts[0] : parts[0].concat(...parts.slice(1)));
+
 export function createGroupCommit(tables: Tables): GroupCommit {
-  /** Per table branch and batch shape: the group still open to joiners (its commit has not begun). */
-  const open = new Map<string, Waiting[]>();
+  /** Per table branch and kind: the group still open to joiners (its commit has not begun). */
+  const open = new Map<string, Waiting<unknown, unknown>[]>();
 
-  const commit = async (entry: Entry, branch: string | null | undefined, table: lancedb.Table, data: A.Table) =>
-    (await tables.write(entry, branch, { change: "insert", rows: data.numRows }, () => table.add(data, { mode: "append" }))).version;
+  /** One item in a commit of its own, queued behind the table's other writes. */
+  const commitAlone = <W, R>(entry: Entry, branch: string | null | undefined, kind: Kind<W, R>, item: W): Promise<R> =>
+    tables
+      .write(entry, branch, { change: kind.change, rows: kind.rows(item) }, async () => {
+        const answer = await kind.alone(item);
+        return { version: kind.versionOf(answer), answer };
+      })
+      .then((r) => r.answer);
 
-  async function run(entry: Entry, branch: string | null | undefined, table: lancedb.Table, key: string, group: Waiting[]): Promise<void> {
+  function submit<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, item: W): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const joined = open.get(key) as Waiting<W, R>[] | undefined;
+      if (joined && kind.fits(joined.map((w) => w.item), item)) return void joined.push({ item, resolve, reject });
+      if (joined) {
+        // Later writers must not overtake this one (one of them may share its keys): the group closes.
+        open.delete(key);
+        return void commitAlone(entry, branch, kind, item).then(resolve, reject);
+      }
+      const group: Waiting<W, R>[] = [{ item, resolve, reject }];
+      open.set(key, group as Waiting<unknown, unknown>[]);
+      void run(entry, branch, key, kind, group);
+    });
+  }
+
+  async function run<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, group: Waiting<W, R>[]): Promise<void> {
     // The commit queue reached this group: it closes to joiners and commits what it holds.
-    let version: number;
+    const close = () => open.get(key) === group && open.delete(key);
+    let answers: R[];
     try {
-      const r = await tables.write(entry, branch, { change: "insert", rows: group.reduce((n, w) => n + w.data.numRows, 0) }, () => {
-        if (open.get(key) === group) open.delete(key);
-        const combined = group.length === 1 ? group[0].data : group[0].data.concat(...group.slice(1).map((w) => w.data));
-        return table.add(combined, { mode: "append" });
+      const rows = () => group.reduce((n, w) => n + kind.rows(w.item), 0);
+      const r = await tables.write(entry, branch, { change: kind.change, rows: rows() }, () => {
+        close();
+        return group.length === 1 ? kind.alone(group[0].item).then((a) => ({ version: kind.versionOf(a), answers: [a] })) : kind.together(group.map((w) => w.item));
       });
-      version = r.version;
+      answers = r.answers;
     } catch (err) {
-      if (open.get(key) === group) open.delete(key);
+      close();
       if (group.length === 1) return group[0].reject(err);
       // One batch may be what the engine refused: each goes on its own, and only its writer hears of its failure.
-      for (const w of group) await commit(entry, branch, table, w.data).then(w.resolve, w.reject);
+      for (const w of group) await commitAlone(entry, branch, kind, w.item).then(w.resolve, w.reject);
       return;
     }
-    for (const w of group) w.resolve(version);
+    group.forEach((w, i) => w.resolve(answers[i]));
   }
 
   return {
     append(entry, branch, table, data) {
+      const kind: Kind<A.Table, number> = {
+        change: "insert",
+        rows: (d) => d.numRows,
+        fits: () => true,
+        alone: async (d) => (await table.add(d, { mode: "append" })).version,
+        versionOf: (v) => v,
+        async together(items) {
+          const { version } = await table.add(concat(items), { mode: "append" });
+          return { version, answers: items.map(() => version) };
+        },
+      };
       // Dictionary columns carry a dictionary per batch; such a batch is committed alone.
-      if (data.schema.fields.some((f) => arrow.DataType.isDictionary(f.type))) return commit(entry, branch, table, data);
-      const key = `${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}\u0000${shapeOf(data.schema)}`;
-      return new Promise<number>((resolve, reject) => {
-        const joined = open.get(key);
-        if (joined) return void joined.push({ data, resolve, reject });
-        const group: Waiting[] = [{ data, resolve, reject }];
-        open.set(key, group);
-        void run(entry, branch, table, key, group);
+      if (data.schema.fields.some((f) => arrow.DataType.isDictionary(f.type))) return commitAlone(entry, branch, kind, data);
+      return submit(entry, branch, `append\u0000${location(entry, branch)}\u0000${shapeOf(data.schema)}`, kind, data);
+    },
+
+    merge(entry, branch, table, on, how, data) {
+      const answer = (r: lancedb.MergeResult, rows: number): MergeAnswer => ({
+        version: r.version,
+        numInsertedRows: r.numInsertedRows,
+        numUpdatedRows: r.numUpdatedRows,
+        numDeletedRows: r.numDeletedRows,
+        numRows: rows,
+        numAttempts: r.numAttempts,
       });
+      const column = on[0];
+      const kind: Kind<{ data: A.Table; keys: Set<string> | null }, MergeAnswer> = {
+        change: "merge_insert",
+        rows: (w) => w.data.numRows,
+        versionOf: (a) => a.version,
+        // No key in two writers' rows: the merge matches each source row alone, and each writer's
+        // counts follow from which of its keys the table held.
+        fits: (items, w) => items.every((o) => ![...w.keys!].some((k) => o.keys!.has(k))),
+        alone: async (w) => answer(await mergeRows(table, on, how)(w.data), w.data.numRows),
+        async together(items) {
+          const held = await heldKeys(table, column, items.flatMap((w) => [...w.keys!]));
+          const r = await mergeRows(table, on, how)(concat(items.map((w) => w.data)));
+          const answers = items.map((w) => {
+            const matched = [...w.keys!].filter((k) => held.has(k)).length;
+            return { ...answer(r, w.data.numRows), numUpdatedRows: how.updateMatched ? matched : 0, numInsertedRows: how.insertUnmatched ? w.keys!.size - matched : 0 };
+          });
+          const sum = (f: (a: MergeAnswer) => number) => answers.reduce((n, a) => n + f(a), 0);
+          // Another process wrote the keys between the look and the merge: the per-writer split is then approximate.
+          if (sum((a) => a.numUpdatedRows) !== r.numUpdatedRows || sum((a) => a.numInsertedRows) !== r.numInsertedRows) {
+            log.warn("group commit: a combined merge's counts differ from its writers' keys (a concurrent writer elsewhere)", { table: entry.objectId, version: r.version });
+          }
+          return { version: r.version, answers };
+        },
+      };
+      const keys = combinableKeys(data, on, how);
+      if (!keys) return commitAlone(entry, branch, kind, { data, keys });
+      const clauses = JSON.stringify([on, how.updateMatched ? 1 : 0, how.insertUnmatched ? 1 : 0, how.useIndex ?? null]);
+      return submit(entry, branch, `merge\u0000${location(entry, branch)}\u0000${shapeOf(data.schema)}\u0000${clauses}`, kind, { data, keys });
     },
   };
+}
+
+const location = (entry: Entry, branch: string | null | undefined) => `${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`;
+
+/**
+ * A merge's keys, when it can share a commit: one integer or string key column, distinct non-null
+ * keys, and no clause whose effect depends on the whole source or a condition (by-source deletes,
+ * a filtered update); null otherwise.
+ */
+function combinableKeys(data: A.Table, on: string[], how: MergeHow): Set<string> | null {
+  if (on.length !== 1 || how.deleteNotInSource || how.updateMatched?.where || data.schema.fields.some((f) => arrow.DataType.isDictionary(f.type))) return null;
+  const col = data.getChild(on[0]);
+  if (!col || col.nullCount > 0) return null;
+  const t = col.type;
+  if (!arrow.DataType.isInt(t) && !arrow.DataType.isUtf8(t) && !arrow.DataType.isLargeUtf8(t)) return null;
+  const keys = new Set<string>();
+  for (const v of col) keys.add(String(v));
+  return keys.size === data.numRows ? keys : null;
+}
+
+/** Which of `keys` (as strings) the table holds in `column`. */
+async function heldKeys(table: TableHandle, column: string, keys: string[]): Promise<Set<string>> {
+  const field = (await table.schema()).fields.find((f) => f.name === column)!;
+  const literal = arrow.DataType.isInt(field.type) ? (k: string) => k : (k: string) => `'${k.replace(/'/g, "''")}'`;
+  const rows = await table.query().where(`${quoteIdent(column)} IN (${keys.map(literal).join(", ")})`).select([column]).toArrow();
+  return new Set([...rows.getChild(column)!].map((v) => String(v)));
 }

@@ -14,7 +14,7 @@ import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
 import { writeSpec } from "../engine/lsm.js";
 import { countRows, planFilter, tableSchema, tableStats } from "../engine/table-info.js";
-import { addRows, deleteRows, mergeRows, updateRows } from "../engine/writes.js";
+import { addRows, deleteRows, updateRows } from "../engine/writes.js";
 import { invalid, unsupported } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
@@ -95,7 +95,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   if (paths.length === 0) throw invalid("on: is required (one or more key columns)");
   const matchedFilt = q.when_matched_update_all_filt;
   const bySourceFilt = q.when_not_matched_by_source_delete_filt;
-  const { entry, table, commit } = await target(ctx, {}, "merge_insert");
+  const { entry, table, branch } = await target(ctx, {}, "merge_insert");
   const schema = await tableSchema(table);
   const on = paths.map((p) => {
     const segs = parseFieldPath(p, "on:");
@@ -110,19 +110,19 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
 
   // A spec installed by another client would take the rows into a MemWAL this engine cannot flush.
   if (await writeSpec(table)) throw unsupported(`${LSM_UNSUPPORTED}; remove the table's spec (unset_lsm_write_spec) to merge into it`);
-  const merge = mergeRows(table, on, {
+  const how = {
     updateMatched: q.when_matched_update_all || matchedFilt ? { where: matchedFilt } : undefined,
     insertUnmatched: q.when_not_matched_insert_all,
     deleteNotInSource: q.when_not_matched_by_source_delete || bySourceFilt ? { where: bySourceFilt } : undefined,
     useIndex: q.use_index,
-  });
+  };
   // The filters are SQL over the source and target rows, checked only as the merge runs.
   const filters = [matchedFilt && "when_matched_update_all_filt", bySourceFilt && "when_not_matched_by_source_delete_filt"];
   const sqlField = filters.filter(Boolean).join(" or ");
   const r = await engine(
     (err) => (sqlField && isSqlFault(err) ? sqlField : "merge_insert"),
     sqlField ? entry.objectId : undefined,
-    () => commit({ change: "merge_insert" }, () => merge(data)),
+    () => ctx.svc.appends.merge(entry, branch, table, on, how, data),
   );
   return json({
     version: r.version,
