@@ -28,6 +28,11 @@ export interface Quiver {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
 }
 
+/** What a test calls: a server process (this file) or the in-process tier (in-process.ts). */
+export interface Caller {
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+}
+
 export interface Reply {
   status: number;
   headers: Headers;
@@ -164,7 +169,7 @@ export function serverForFile(opts: StartOptions = {}, setupTimeoutMs?: number):
 }
 
 /** Resolves with the first stderr line (a JSON log line) that `match` accepts; polls until `timeoutMs`. */
-export async function logLine(q: Quiver, match: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
+export async function logLine(q: Pick<Quiver, "stderr">, match: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const hit = q.stderr().split("\n").find(match);
