@@ -1,13 +1,14 @@
+// Credentials in process: API keys (roles, namespace scopes, the body's identity) and JWT bearer
+// tokens (a public key or a JWKS URL). The first start that generates a key is in auth-first-start.test.ts.
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type KeyLike } from "jose";
 import http from "node:http";
-import { readFileSync, statSync } from "node:fs";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_KEY, NS1_KEY, READ_KEY, removeDir, request, startQuiver, WRITE_KEY, type Quiver } from "./helpers/quiver.js";
+import { startInProcess, type InProcess } from "./helpers/in-process.js";
+import { ADMIN_KEY, NS1_KEY, READ_KEY, removeDir, WRITE_KEY } from "./helpers/quiver.js";
 
 const ISSUER = "https://auth.test";
 const AUDIENCE = "quiver";
-let q: Quiver;
+let q: InProcess;
 let signing: KeyLike;
 let otherKey: KeyLike;
 
@@ -22,7 +23,7 @@ beforeAll(async () => {
   const pair = await generateKeyPair("RS256");
   signing = pair.privateKey;
   otherKey = (await generateKeyPair("RS256")).privateKey;
-  q = await startQuiver({
+  q = await startInProcess({
     env: { QUIVER_JWT_PUBLIC_KEY: await exportSPKI(pair.publicKey), QUIVER_JWT_ISSUER: ISSUER, QUIVER_JWT_AUDIENCE: AUDIENCE },
   });
   await q.call("POST", "/v1/namespace/ns1/create", {});
@@ -34,7 +35,7 @@ afterAll(async () => {
 });
 
 const describeNs = (id: string, headers: Record<string, string>, body: unknown = {}) =>
-  request(`${q.url}/v1/namespace/${id}/describe`, "POST", body, headers);
+  q.request("POST", `/v1/namespace/${id}/describe`, body, headers);
 
 describe("API keys", () => {
   it("no credentials → 401 with the spec's body", async () => {
@@ -54,26 +55,26 @@ describe("API keys", () => {
   });
 
   it("a read key cannot write (403), a write key can", async () => {
-    const r = await request(`${q.url}/v1/namespace/byread/create`, "POST", {}, { "x-api-key": READ_KEY });
+    const r = await q.request("POST", "/v1/namespace/byread/create", {}, { "x-api-key": READ_KEY });
     expect(r.status).toBe(403);
     expect(r.json).toMatchObject({ type: "/errors/forbidden-request", code: 15 });
     expect((await q.call("POST", "/v1/namespace/byread/exists", {})).status).toBe(404);
-    const w = await request(`${q.url}/v1/namespace/bywrite/create`, "POST", {}, { "x-api-key": WRITE_KEY });
+    const w = await q.request("POST", "/v1/namespace/bywrite/create", {}, { "x-api-key": WRITE_KEY });
     expect(w.status).toBe(200);
   });
 
   it("a key scoped to ns1 works inside ns1 and gets 403 on ns2", async () => {
     expect((await describeNs("ns1", { "x-api-key": NS1_KEY })).status).toBe(200);
-    const c = await request(`${q.url}/v1/namespace/ns1$inner/create`, "POST", {}, { "x-api-key": NS1_KEY });
+    const c = await q.request("POST", "/v1/namespace/ns1$inner/create", {}, { "x-api-key": NS1_KEY });
     expect(c.status).toBe(200);
     expect((await describeNs("ns2", { "x-api-key": NS1_KEY })).status).toBe(403);
-    const d = await request(`${q.url}/v1/namespace/ns2/drop`, "POST", {}, { "x-api-key": NS1_KEY });
+    const d = await q.request("POST", "/v1/namespace/ns2/drop", {}, { "x-api-key": NS1_KEY });
     expect(d.status).toBe(403);
     expect((await q.call("POST", "/v1/namespace/ns2/exists", {})).status).toBe(200);
   });
 
   it("a scoped key lists only what it may see from the root", async () => {
-    const r = await request(`${q.url}/v1/namespace/%24/list`, "GET", undefined, { "x-api-key": NS1_KEY });
+    const r = await q.request("GET", "/v1/namespace/%24/list", undefined, { "x-api-key": NS1_KEY });
     expect(r.status).toBe(200);
     expect(r.json.namespaces).toEqual(["ns1"]);
   });
@@ -91,10 +92,10 @@ describe("JWT bearer tokens", () => {
 
   it("roles limit what a token may do", async () => {
     const t = await token({ role: ["read"] });
-    const r = await request(`${q.url}/v1/namespace/jwtns/create`, "POST", {}, { authorization: `Bearer ${t}` });
+    const r = await q.request("POST", "/v1/namespace/jwtns/create", {}, { authorization: `Bearer ${t}` });
     expect(r.status).toBe(403);
     const w = await token({ role: ["read", "write"] });
-    expect((await request(`${q.url}/v1/namespace/jwtns/create`, "POST", {}, { authorization: `Bearer ${w}` })).status).toBe(200);
+    expect((await q.request("POST", "/v1/namespace/jwtns/create", {}, { authorization: `Bearer ${w}` })).status).toBe(200);
   });
 
   it("the namespaces claim scopes a token", async () => {
@@ -143,29 +144,6 @@ describe("JWT bearer tokens", () => {
   });
 });
 
-describe("first start without configured credentials", () => {
-  it("generates an admin key, prints it once, stores only its hash plus a 0600 key file", async () => {
-    const first = await startQuiver({ noKeys: true, env: { QUIVER_API_KEYS: "" } });
-    const printed = /generated admin API key[^\n]*\n\s+(\S+)/.exec(first.stdout())?.[1];
-    expect(printed).toBeTruthy();
-    const keyFile = path.join(first.dataDir, ".quiver", "admin.key");
-    expect(readFileSync(keyFile, "utf8").trim()).toBe(printed);
-    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
-    const stored = readFileSync(path.join(first.dataDir, ".quiver", "keys.json"), "utf8");
-    expect(stored).not.toContain(printed!);
-    expect((await request(`${first.url}/v1/namespace/%24/list`, "GET", undefined, { "x-api-key": printed! })).status).toBe(200);
-    expect(first.stderr()).not.toContain(printed!);
-    expect(await first.stop()).toBe(0);
-
-    const second = await startQuiver({ noKeys: true, env: { QUIVER_API_KEYS: "" }, dataDir: first.dataDir });
-    expect(second.stdout()).not.toContain(printed!);
-    expect(second.stdout()).not.toContain("generated");
-    expect((await request(`${second.url}/v1/namespace/%24/list`, "GET", undefined, { "x-api-key": printed! })).status).toBe(200);
-    await second.stop();
-    removeDir(first.dataDir);
-  });
-});
-
 describe("JWKS URL", () => {
   it("verifies tokens against keys served by the authorization server's JWKS endpoint", async () => {
     const pair = await generateKeyPair("ES256");
@@ -176,12 +154,12 @@ describe("JWKS URL", () => {
     });
     await new Promise<void>((r) => jwks.listen(0, "127.0.0.1", r));
     const port = (jwks.address() as { port: number }).port;
-    const s = await startQuiver({ env: { QUIVER_JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, QUIVER_JWT_ISSUER: ISSUER } });
+    const s = await startInProcess({ env: { QUIVER_JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, QUIVER_JWT_ISSUER: ISSUER } });
     const sign = (key: KeyLike) =>
       new SignJWT({ role: "read" }).setProtectedHeader({ alg: "ES256", kid: "k1" }).setIssuer(ISSUER).setExpirationTime("5m").sign(key);
     const good = await sign(pair.privateKey);
     const bad = await sign((await generateKeyPair("ES256")).privateKey);
-    const list = (t: string) => request(`${s.url}/v1/namespace/%24/list`, "GET", undefined, { authorization: `Bearer ${t}` });
+    const list = (t: string) => s.request("GET", "/v1/namespace/%24/list", undefined, { authorization: `Bearer ${t}` });
     expect((await list(good)).status).toBe(200);
     expect((await list(bad)).status).toBe(401);
     await s.stop();

@@ -1,11 +1,11 @@
 // `branch` on the operations that take it: the named branch changes, main does not, and an
 // unknown branch is 404 code 22 with nothing changed anywhere.
 import { describe, expect, it } from "vitest";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 import { settle } from "./helpers/transactions.js";
 import { idNameRows, tableCalls } from "./helpers/tables.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 
 
 const rows = idNameRows;

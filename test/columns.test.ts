@@ -1,7 +1,7 @@
 import * as lancedb from "@lancedb/lancedb";
 import { describe, expect, it } from "vitest";
 import { A } from "./helpers/index-data.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 import { seedTable } from "./helpers/seed.js";
 
 const rows = [
@@ -15,7 +15,7 @@ const fieldsOf = async (name: string, ns: string[] = []) => (await (await open(n
 const versionOf = async (name: string) => (await open(name)).version();
 const call = (id: string, op: string, body: unknown, qs = "") => q.call("POST", `/v1/table/${id}/${op}${qs}`, body);
 
-const q = serverForFile({
+const q = inProcessForFile({
   seed: async (dataDir) => {
     for (const t of ["ac", "al", "dc", "fm", "sm"]) await seedTable(dataDir, [t], rows);
     await seedTable(dataDir, ["ns1", "ns2", "nt"], rows);

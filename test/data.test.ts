@@ -3,9 +3,9 @@ import { Field, Float64, Int32, Schema, Table, Utf8, vectorFromArray } from "apa
 import * as lancedb from "@lancedb/lancedb";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 beforeAll(async () => {
   expect((await q.call("POST", "/v1/namespace/d/create", {})).status).toBe(200);
   expect((await q.call("POST", "/v1/namespace/d$in/create", {})).status).toBe(200);

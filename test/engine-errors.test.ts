@@ -3,9 +3,9 @@
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 const T = "e$t";
 const rows = (ids: number[]) =>
   toStream(new Table({ id: vectorFromArray(ids, new Int32()), name: vectorFromArray(ids.map((i) => `n${i}`), new Utf8()) }));

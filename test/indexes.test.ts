@@ -2,12 +2,13 @@
 // parameters reaching the engine, validation errors, listing, stats, drop, unindexed rows.
 import { describe, expect, it } from "vitest";
 import { openIndexTable, seedIndexTable } from "./helpers/index-data.js";
-import { READ_KEY, serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
+import { READ_KEY } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
 const N = 2000;
 
-const q = serverForFile({
+const q = inProcessForFile({
   seed: async (dataDir) => {
     await seedIndexTable(dataDir, "t", N);
     await seedIndexTable(dataDir, "vt", N);

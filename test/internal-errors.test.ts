@@ -5,23 +5,24 @@ import path from "node:path";
 import { tableFromArrays } from "apache-arrow";
 import { afterAll, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { logLine, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { startInProcess, type InProcess } from "./helpers/in-process.js";
+import { logLine, removeDir } from "./helpers/quiver.js";
 
-const servers: Quiver[] = [];
+const servers: InProcess[] = [];
 afterAll(async () => {
   for (const s of servers) await s.stop();
   removeDir(servers[0].dataDir);
 });
 
 it("an engine failure is a 500 without internals, logged with its request id and context", async () => {
-  const first = await startQuiver();
+  const first = await startInProcess();
   servers.push(first);
   await first.call("POST", "/v1/table/t/create", toStream(tableFromArrays({ id: Int32Array.from([1, 2]) })));
   await first.stop();
   const versions = path.join(first.dataDir, "t.lance", "_versions");
   for (const f of readdirSync(versions)) writeFileSync(path.join(versions, f), "garbage");
 
-  const q = await startQuiver({ dataDir: first.dataDir });
+  const q = await startInProcess({ dataDir: first.dataDir });
   servers.push(q);
   const r = await q.call("POST", "/v1/table/t/count_rows", {}, { "x-svc-ctx-job": "nightly" });
   expect(r.status).toBe(500);

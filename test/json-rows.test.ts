@@ -1,10 +1,11 @@
 // Rows as JSON: writes with Content-Type application/json or application/x-ndjson, and query answers
-// with Accept application/json or application/x-ndjson, against the same data read as Arrow.
+// with Accept application/json or application/x-ndjson, against the same data read as Arrow. In
+// process; how a large answer streams on the wire is in json-rows-wire.test.ts.
 import { describe, expect, it } from "vitest";
 import { fromIPC } from "./helpers/arrow.js";
-import { request, serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
-const q = serverForFile({ args: ["--max-json-body", "200000"] });
+const q = inProcessForFile({ args: ["--max-json-body", "200000"] });
 
 const asJson = { "content-type": "application/json" };
 const asNdjson = { "content-type": "application/x-ndjson" };
@@ -143,22 +144,8 @@ describe("JSON rows out", () => {
     expect((await ask("application/jsonl")).headers.get("content-type")).toBe("application/x-ndjson");
   });
 
-  it("a large NDJSON answer streams (chunked, no Content-Length) with every row", async () => {
-    const rows = Array.from({ length: 3000 }, (_, i) => JSON.stringify({ id: i, text: "x".repeat(40) })).join("\n");
-    expect((await post("/v1/table/many/create", rows, asNdjson)).status).toBe(200);
-    const res = await fetch(`${q.url}/v1/table/many/query`, {
-      method: "POST",
-      headers: { "x-api-key": "test-admin-key", accept: "application/x-ndjson", "content-type": "application/json" },
-      body: JSON.stringify({ k: 10_000 }),
-    });
-    expect(res.headers.get("content-length")).toBeNull();
-    const lines = (await res.text()).trim().split("\n");
-    expect(lines.length).toBe(3000);
-    expect(new Set(lines.map((l) => JSON.parse(l).id)).size).toBe(3000);
-  });
-
   it("query errors are still the JSON error body, before any row", async () => {
-    const r = await request(`${q.url}/v1/table/people/query`, "POST", { k: 1, filter: "nope > 1" }, { "x-api-key": "test-admin-key", ...wantJson });
+    const r = await q.call("POST", "/v1/table/people/query", { k: 1, filter: "nope > 1" }, wantJson);
     expect(r.status).toBe(404);
     expect(r.json.detail).toMatch(/nope/);
   });

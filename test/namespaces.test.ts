@@ -2,9 +2,9 @@ import { existsSync } from "node:fs";
 import { Int32, Table, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 
 const create = (id: string, body: unknown = {}) => q.call("POST", `/v1/namespace/${id}/create`, body);
 /** A table holding one row, and a declared-only table, under namespace `ns`; their data directories. */

@@ -4,11 +4,11 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fromIPC } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 import { settle } from "./helpers/transactions.js";
 import { idNameRows, tableCalls } from "./helpers/tables.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 const T = "a$b$t";
 let location: string;
 

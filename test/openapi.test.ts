@@ -3,15 +3,15 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { routes } from "../src/routes.js";
-import { request, serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 
 describe("GET /v1/openapi.json", () => {
   let doc: any;
 
   it("is served without a credential and is a valid OpenAPI 3.1 document", async () => {
-    const r = await request(`${q.url}/v1/openapi.json`, "GET");
+    const r = await q.request("GET", "/v1/openapi.json");
     expect(r.status).toBe(200);
     doc = r.json;
     expect(doc.openapi).toBe("3.1.0");

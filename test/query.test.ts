@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { arrow } from "../src/engine/arrow.js";
 import { batches, queryVectors } from "../bench/dataset.js";
 import { fromIPC } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
 const SPEC = { rows: 2000, dim: 16, rank: 4, seed: 7 };
 const BIG = 100_000;
@@ -16,7 +16,7 @@ let flat: lancedb.Table; // same rows, no indexes
 let ver: lancedb.Table;
 const qv = queryVectors(SPEC, 20).map((v) => Array.from(v));
 
-const q = serverForFile(
+const q = inProcessForFile(
   {
     seed: async (dataDir) => {
       db = await lancedb.connectNamespace("dir", { root: dataDir });

@@ -5,9 +5,10 @@ import * as lancedb from "@lancedb/lancedb";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { seedTable } from "./helpers/seed.js";
-import { NS1_KEY, READ_KEY, serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
+import { NS1_KEY, READ_KEY } from "./helpers/quiver.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 beforeAll(async () => {
   for (const ns of ["ns1", "ns1$deep", "ns2", "lst", "la", "la$x", "ren", "ren2"]) {
     expect((await q.call("POST", `/v1/namespace/${ns}/create`, {})).status).toBe(200);

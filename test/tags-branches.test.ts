@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 import { abRows, openDirect, seedTable } from "./helpers/seed.js";
 
 const rows = abRows;
 const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(q.dataDir, name, ns, opts);
 
-const q = serverForFile({
+const q = inProcessForFile({
   seed: async (dataDir) => {
     // tt: v1 2 rows, v2 3 rows, v3 4 rows.
     await seedTable(dataDir, ["tt"], rows(0, 2));

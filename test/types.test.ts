@@ -11,9 +11,9 @@ import * as lancedb from "@lancedb/lancedb";
 import { describe, expect, it } from "vitest";
 import { fromJsonType, toJsonType } from "../src/engine/json-arrow.js";
 import { toStream } from "./helpers/arrow.js";
-import { ADMIN_KEY, request, serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 
 const bytes = (...b: number[]) => new Uint8Array(b);
 // name, type, values (3 rows, the last null where the type allows it), expected JSON type
@@ -146,7 +146,7 @@ describe("JSON Arrow data types", () => {
     // JSON rows with a schema: the zone holds, so the answer's ISO strings end in Z.
     const schema = { fields: [{ name: "at", type: { type: "timestamp", timezone: "UTC" }, nullable: true }] };
     expect((await q.call("POST", "/v1/table/zonedrows/create", { schema, rows: [{ at: "2026-11-23T10:00:00Z" }] })).status).toBe(200);
-    const rowsOut = await request(`${q.url}/v1/table/zonedrows/query`, "POST", {}, { "x-api-key": ADMIN_KEY, accept: "application/json" });
+    const rowsOut = await q.call("POST", "/v1/table/zonedrows/query", {}, { accept: "application/json" });
     expect(rowsOut.json).toEqual([{ at: "2026-11-23T10:00:00.000000Z" }]);
   });
 

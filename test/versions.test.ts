@@ -2,13 +2,13 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { fromIPC } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 import { abRows, openDirect, seedTable } from "./helpers/seed.js";
 
 const rows = abRows;
 const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(q.dataDir, name, ns, opts);
 
-const q = serverForFile({
+const q = inProcessForFile({
   seed: async (dataDir) => {
     // vt: v1 3 rows, v2 5 rows, v3 6 rows; a branch "b1" forked at v2 with one write (b1 v3).
     await seedTable(dataDir, ["vt"], rows(0, 3));

@@ -5,9 +5,9 @@
 import { Int32, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { fromIPC, toStream } from "./helpers/arrow.js";
-import { serverForFile } from "./helpers/quiver.js";
+import { inProcessForFile } from "./helpers/in-process.js";
 
-const q = serverForFile();
+const q = inProcessForFile();
 const ROUNDS = 6;
 const WRITERS = 8;
 

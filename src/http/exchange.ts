@@ -208,7 +208,7 @@ const waitWritable = (x: Exchange, idleMs: number, drained: (offset: number) => 
 
 // Chunks are gathered up to this size before a write: a small result (a top-k query) leaves in
 // one write with a Content-Length, a large one streams in chunks of about this size.
-const FLUSH_BYTES = 64 * 1024;
+export const FLUSH_BYTES = 64 * 1024;
 
 /**
  * Stream chunks (chunked encoding past FLUSH_BYTES). The next chunk is pulled only once the

@@ -28,6 +28,11 @@ export interface Quiver {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
 }
 
+/** What a test calls: a server process (this file) or the in-process tier (in-process.ts). */
+export interface Caller {
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+}
+
 export interface Reply {
   status: number;
   headers: Headers;
@@ -47,7 +52,8 @@ export interface StartOptions {
   seed?: (dataDir: string) => Promise<void>;
 }
 
-export async function request(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+/** What `fetch` is given for a test's request: a JSON body is serialised and typed; bytes and strings go as they are. */
+export function requestInit(method: string, body?: unknown, headers: Record<string, string> = {}): RequestInit {
   const init: RequestInit = { method, headers: { ...headers } };
   if (body !== undefined) {
     if (body instanceof Uint8Array || typeof body === "string") init.body = body as BodyInit;
@@ -56,19 +62,36 @@ export async function request(url: string, method: string, body?: unknown, heade
       (init.headers as Record<string, string>)["content-type"] = "application/json";
     }
   }
-  const res = await fetch(url, init);
-  const bytes = new Uint8Array(await res.arrayBuffer());
-  const text = Buffer.from(bytes).toString("utf8");
-  let json: any = undefined;
-  if (/^application\/(problem\+)?json\b/.test(res.headers.get("content-type") ?? "") && text) json = JSON.parse(text);
-  return { status: res.status, headers: res.headers, text, bytes, json };
+  return init;
 }
 
-export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
-  const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), "quiver-test-"));
-  if (opts.seed) await opts.seed(dataDir);
+/** A reply from its status, headers and body bytes; `json` is parsed for a JSON (or problem+json) body. */
+export function replyOf(status: number, headers: Headers, bytes: Uint8Array): Reply {
+  const text = Buffer.from(bytes).toString("utf8");
+  let json: any = undefined;
+  if (/^application\/(problem\+)?json\b/.test(headers.get("content-type") ?? "") && text) json = JSON.parse(text);
+  return { status, headers, text, bytes, json };
+}
+
+export async function request(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const res = await fetch(url, requestInit(method, body, headers));
+  return replyOf(res.status, res.headers, new Uint8Array(await res.arrayBuffer()));
+}
+
+/** The environment a test server starts with: warnings and up logged, the test keys unless `noKeys`. */
+export function serverEnv(opts: Pick<StartOptions, "env" | "noKeys">): Record<string, string> {
   const env: Record<string, string> = { ...(process.env as Record<string, string>), QUIVER_LOG_LEVEL: "warn", ...opts.env };
   if (!opts.noKeys) env.QUIVER_API_KEYS ??= DEFAULT_KEYS;
+  return env;
+}
+
+/** A fresh temp data directory for a test server. */
+export const tempDataDir = () => mkdtempSync(path.join(tmpdir(), "quiver-test-"));
+
+export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
+  const dataDir = opts.dataDir ?? tempDataDir();
+  if (opts.seed) await opts.seed(dataDir);
+  const env = serverEnv(opts);
   const proc = spawn(process.execPath, [MAIN, "--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
@@ -146,7 +169,7 @@ export function serverForFile(opts: StartOptions = {}, setupTimeoutMs?: number):
 }
 
 /** Resolves with the first stderr line (a JSON log line) that `match` accepts; polls until `timeoutMs`. */
-export async function logLine(q: Quiver, match: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
+export async function logLine(q: Pick<Quiver, "stderr">, match: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const hit = q.stderr().split("\n").find(match);

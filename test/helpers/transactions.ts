@@ -1,5 +1,5 @@
 // Waiting on background work (index builds, backfills, view refreshes) through DescribeTransaction.
-import type { Quiver } from "./quiver.js";
+import type { Caller } from "./quiver.js";
 
 export const TERMINAL = ["Succeeded", "Failed", "Canceled"];
 export const terminal = (s: string) => TERMINAL.includes(s);
@@ -12,7 +12,7 @@ export interface Settled {
 }
 
 /** Poll a transaction until `want(status)`; throws after `timeoutMs`. */
-export async function until(q: Quiver, tx: string, want: (status: string) => boolean, timeoutMs = 40_000): Promise<Settled> {
+export async function until(q: Caller, tx: string, want: (status: string) => boolean, timeoutMs = 40_000): Promise<Settled> {
   const seen: string[] = [];
   const end = Date.now() + timeoutMs;
   for (;;) {
@@ -26,4 +26,4 @@ export async function until(q: Quiver, tx: string, want: (status: string) => boo
 }
 
 /** Poll a transaction until it ends. */
-export const settle = (q: Quiver, tx: string, timeoutMs?: number) => until(q, tx, terminal, timeoutMs);
+export const settle = (q: Caller, tx: string, timeoutMs?: number) => until(q, tx, terminal, timeoutMs);

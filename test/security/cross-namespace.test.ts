@@ -9,7 +9,8 @@
 import { Field, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "../helpers/arrow.js";
-import { ADMIN_KEY, removeDir, serverForFile, startQuiver, type Quiver } from "../helpers/quiver.js";
+import { inProcessForFile, startInProcess, type InProcess } from "../helpers/in-process.js";
+import { ADMIN_KEY, removeDir } from "../helpers/quiver.js";
 import { settle } from "../helpers/transactions.js";
 
 const NS1_WRITER = "ns1-writer-key";
@@ -59,7 +60,7 @@ const viewBodies = (src: string): Record<string, Record<string, unknown>> => ({
 const as = (key: string) => ({ "x-api-key": key });
 
 describe("a key limited to ns1 naming ns2's objects", () => {
-  const q = serverForFile({ env: { QUIVER_API_KEYS: KEYS } });
+  const q = inProcessForFile({ env: { QUIVER_API_KEYS: KEYS } });
   const post = (p: string, body: unknown, key = NS1_WRITER) => q.call("POST", p, body, as(key));
   /** ns2's state as the admin sees it: tables, the secret's version and rows, jobs. */
   const ns2State = async () => {
@@ -178,10 +179,10 @@ describe("a key limited to ns1 naming ns2's objects", () => {
 
 describe("refreshes read the source on behalf of the view's definer", () => {
   const DEFINER = "definer-key";
-  let q: Quiver;
+  let q: InProcess;
   let dataDir: string;
   const start = async (keys: string) => {
-    q = await startQuiver({ env: { QUIVER_API_KEYS: keys }, args: ["--auto-refresh-cooldown-ms", "100"], ...(dataDir ? { dataDir } : {}) });
+    q = await startInProcess({ env: { QUIVER_API_KEYS: keys }, args: ["--auto-refresh-cooldown-ms", "100"], ...(dataDir ? { dataDir } : {}) });
     dataDir = q.dataDir;
   };
   const jobsOf = async (view: string[]) => (await q.call("POST", "/v1/jobs/list", { table: view })).json.jobs as { job_id: string; created_at_millis: number }[];
