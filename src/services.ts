@@ -65,7 +65,7 @@ export async function createServices(config: Config, credential: (key: string) =
   // bounded time with one line, instead of LanceDB's retries for minutes.
   const reach = <T>(p: Promise<T>) =>
     config.remote
-      ? withDeadline(p, config.storageTimeoutMs, `data directory ${config.dataDir} did not answer within ${config.storageTimeoutMs} ms (is the endpoint reachable? see --storage-timeout-ms)`).catch((err: unknown) => {
+      ? withDeadline(p, config.storageTimeoutMs, `no answer within ${config.storageTimeoutMs} ms (is the endpoint reachable and are the storage options right? see --storage-timeout-ms)`).catch((err: unknown) => {
           throw new Error(`cannot open the data directory ${config.dataDir}: ${engineReason(err).replace(/\s*\n\s*/g, " ")}`);
         })
       : p;
