@@ -126,6 +126,17 @@ describe("a Quiver server on Azurite (az://)", () => {
     expect(await count("ns$t", "y = x * 2 + 1")).toBe(350);
   });
 
+  it("maintenance (compaction, index upkeep, version cleanup) runs as a job to success, a tag on the way", async () => {
+    expect((await post("ns$t", "tags/create", { tag: "keep", version: 2 })).status).toBe(200);
+    const r = await post("ns$t", "optimize", {});
+    expect(r.status, r.text).toBe(202);
+    const done = await settle(q, r.json.job_id, 120_000);
+    expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+    expect(await count("ns$t")).toBe(350);
+    const tags = await post("ns$t", "tags/list", {});
+    expect(tags.json.tags.keep.version).toBe(2);
+  });
+
   it("what needs a local file system is a 406 naming the feature", async () => {
     const decl = await post("ns$d", "declare", {});
     expect(decl.status).toBe(406);
