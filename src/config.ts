@@ -5,6 +5,9 @@ import { availableParallelism } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
+/** Is this data directory on an object store (s3://, gs://, az://)? (src/engine/storage.ts has the same test.) */
+const isRemote = (p: string) => /^(s3|gs|az):\/\//i.test(p);
+
 type Kind = "string" | "int" | "number" | "bool";
 interface Option {
   key: string;
@@ -18,7 +21,10 @@ interface Option {
 export const options = [
   { key: "host", kind: "string", def: "127.0.0.1", doc: "address to listen on" },
   { key: "port", kind: "int", def: 8080, min: 0, doc: "port to listen on (0 picks a free one)" },
-  { key: "data-dir", kind: "string", def: "./data", doc: "directory holding the catalog and the tables" },
+  { key: "data-dir", kind: "string", def: "./data", doc: "where the catalog and the tables live: a local directory (a path or file://) or an object store URI (s3://bucket/prefix, gs://bucket/prefix, az://container/prefix); see Object storage" },
+  { key: "storage-option", kind: "string", def: undefined, doc: "an object store option for LanceDB as `key=value` (repeatable; e.g. `region=eu-west-1`, `endpoint=…`, `allow_http=true`); environment: QUIVER_STORAGE_OPTIONS as a JSON object; config file: `storage-options` as an object. Values are never logged" },
+  { key: "state-dir", kind: "string", def: undefined, doc: "local directory for Quiver's own state (API keys, job records, computed-value versions, views, idempotency records); default `<data-dir>/.quiver`; required when the data directory is on an object store" },
+  { key: "storage-timeout-ms", kind: "int", def: 20_000, min: 100, doc: "on start, how long an object store may take to answer before Quiver gives up with an error" },
   { key: "workers", kind: "int", def: availableParallelism(), min: 1, doc: "threads of the worker pool that decodes large Arrow uploads, and of each compute sandbox process that runs user code (default: core count)" },
   { key: "worker-heap-mb", kind: "int", def: 1024, min: 64, doc: "JavaScript heap limit of each worker thread; a task past it fails alone and its worker is replaced" },
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
@@ -85,6 +91,13 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** The data directory is on an object store (s3://, gs://, az://). */
+  remote: boolean;
+  /** Options LanceDB gets for the data directory's object store (may hold keys: never logged). */
+  storageOptions: Record<string, string>;
+  /** Quiver's own state: a local directory. */
+  stateDir: string;
+  storageTimeoutMs: number;
   workers: number;
   maxJsonBody: number;
   maxArrowBody: number;
@@ -146,7 +159,7 @@ export interface Config {
   metricsPublic: boolean;
 }
 
-/** Quiver's own state inside the data directory (keys, job records, links); never a table. */
+/** Quiver's own state inside a local data directory (keys, job records, links) when no --state-dir is given; never a table. */
 export const privateDirOf = (dataDir: string) => path.join(dataDir, ".quiver");
 
 const camel = (k: string) => k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
@@ -181,7 +194,9 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   const { values } = parseArgs({
     args: argv,
     // A bool option is a bare flag (`--metrics-public`); the environment and the file give true/false.
-    options: Object.fromEntries((options as readonly Option[]).map((o) => [o.key, { type: o.kind === "bool" ? ("boolean" as const) : ("string" as const) }])),
+    options: Object.fromEntries(
+      (options as readonly Option[]).map((o) => [o.key, { type: o.kind === "bool" ? ("boolean" as const) : ("string" as const), multiple: o.key === "storage-option" }]),
+    ),
     strict: true,
     allowPositionals: false,
   });
@@ -190,12 +205,13 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   if (configPath) {
     file = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>;
     for (const k of Object.keys(file)) {
+      if (k === "storage-options" || k === "storage-option") continue;
       if (!options.some((o) => o.key === k)) throw new Error(`config file ${configPath}: unknown key ${k}`);
     }
   }
   const out: Record<string, unknown> = {};
   for (const opt of options as readonly Option[]) {
-    if (opt.key === "config") continue;
+    if (opt.key === "config" || opt.key === "storage-option") continue;
     const flag = values[opt.key];
     const fromEnv = env[envName(opt.key)];
     let v: unknown;
@@ -206,8 +222,56 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     if (v !== undefined) out[camel(opt.key)] = v;
   }
   const cfg = out as unknown as Config;
-  cfg.dataDir = path.resolve(cfg.dataDir);
+  cfg.storageOptions = storageOptionsOf(values["storage-option"] as string[] | undefined, env, file, configPath);
+  const given = cfg.dataDir.trim();
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(given) && !/^file:\/\//i.test(given) && !isRemote(given)) {
+    throw new Error(`data-dir ${JSON.stringify(given)}: unsupported scheme; use a local path, file://, s3://, gs:// or az://`);
+  }
+  cfg.remote = isRemote(given);
+  if (cfg.remote) {
+    const m = /^([a-z0-9]+):\/\/([^/]+)(\/.*)?$/i.exec(given);
+    if (!m) throw new Error(`data-dir ${JSON.stringify(given)}: an object store URI needs a bucket or container, e.g. s3://bucket/prefix`);
+    cfg.dataDir = `${m[1].toLowerCase()}://${m[2]}${(m[3] ?? "").replace(/\/+$/, "")}`;
+    if (cfg.stateDir === undefined) {
+      throw new Error(`state-dir is required when data-dir is on an object store (${cfg.dataDir}): Quiver keeps its job records, computed-value versions and keys in a local directory (--state-dir or QUIVER_STATE_DIR)`);
+    }
+    if (cfg.managedVersioning) throw new Error("managed-versioning is not supported when data-dir is on an object store (it publishes manifests by hard links); see README, Object storage");
+  } else {
+    cfg.dataDir = path.resolve(given.replace(/^file:\/\//i, ""));
+  }
+  cfg.stateDir = cfg.stateDir === undefined ? privateDirOf(cfg.dataDir) : path.resolve(cfg.stateDir);
   if (!["on", "off"].includes(cfg.autoMaintenance)) throw new Error(`auto-maintenance must be on or off, got ${JSON.stringify(cfg.autoMaintenance)}`);
   if (!["read", "write", "admin"].includes(cfg.locationRole)) throw new Error(`location-role must be read, write or admin, got ${JSON.stringify(cfg.locationRole)}`);
   return cfg;
+}
+
+/** Storage options: repeated `--storage-option key=value` > QUIVER_STORAGE_OPTIONS (a JSON object) > the config file's `storage-options`. */
+function storageOptionsOf(flags: string[] | undefined, env: NodeJS.ProcessEnv, file: Record<string, unknown>, configPath: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  const fromFile = file["storage-options"] ?? file["storage-option"];
+  const put = (obj: unknown, where: string) => {
+    if (!obj || typeof obj !== "object" || Array.isArray(obj)) throw new Error(`${where} must be a JSON object of storage options`);
+    for (const [k, v] of Object.entries(obj)) {
+      if (!["string", "number", "boolean"].includes(typeof v)) throw new Error(`${where}: storage option ${k} must be a string`);
+      out[k] = String(v);
+    }
+  };
+  if (fromFile !== undefined) put(fromFile, `config file ${configPath}: storage-options`);
+  const raw = env.QUIVER_STORAGE_OPTIONS;
+  if (raw !== undefined && raw !== "") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      // Not echoed: it may hold an account key.
+      throw new Error("QUIVER_STORAGE_OPTIONS must be a JSON object of storage options (it is not valid JSON)");
+    }
+    put(parsed, "QUIVER_STORAGE_OPTIONS");
+  }
+  for (const f of flags ?? []) {
+    const at = f.indexOf("=");
+    if (at <= 0) throw new Error(`--storage-option must be key=value, got a value without "=" (key ${JSON.stringify(f.split("=")[0].slice(0, 40))})`);
+    out[f.slice(0, at).trim()] = f.slice(at + 1);
+  }
+  return out;
 }

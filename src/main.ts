@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, openTables: services.tables.openHandles });
   if (auth.generatedKey) {
     process.stdout.write(
-      `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.dataDir)}):\n  ${auth.generatedKey}\n`,
+      `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.stateDir)}):\n  ${auth.generatedKey}\n`,
     );
   }
   process.stdout.write(`listening on http://${config.host}:${server.port}\n`);

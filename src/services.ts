@@ -3,11 +3,12 @@
 // what follows every commit (subscribers of the after-commit event, src/engine/commits.ts).
 import { mkdirSync } from "node:fs";
 import type { Principal } from "./auth/principal.js";
-import { privateDirOf, type Config } from "./config.js";
+import type { Config } from "./config.js";
 import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { createClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
+import { useStorageOptions, withDeadline } from "./engine/storage.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
@@ -57,11 +58,20 @@ export interface Services {
  * refreshes of a view read its source on behalf of the key that defined it.
  */
 export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
-  const privateDir = privateDirOf(config.dataDir);
+  const privateDir = config.stateDir;
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
-  const manifest = await openManifestTable(config.dataDir, privateDir);
+  useStorageOptions(config.storageOptions);
+  // An object store that does not answer (a wrong endpoint, a network cut) fails the start in
+  // bounded time with one line, instead of LanceDB's retries for minutes.
+  const reach = <T>(p: Promise<T>) =>
+    config.remote
+      ? withDeadline(p, config.storageTimeoutMs, `no answer within ${config.storageTimeoutMs} ms (is the endpoint reachable and are the storage options right? see --storage-timeout-ms)`).catch((err: unknown) => {
+          throw new Error(`cannot open the data directory ${config.dataDir}: ${engineReason(err).replace(/\s*\n\s*/g, " ")}`);
+        })
+      : p;
+  const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
   const catalog = await openCatalog(manifest, config.consistencyIntervalMs, config.dataDir);
-  const tables = await openTables(config.dataDir, config.consistencyIntervalMs);
+  const tables = await reach(openTables(config.dataDir, config.consistencyIntervalMs, config.storageOptions));
   const pool = createWorkerPool(config);
   const compute = createCompute(config);
   const valueVersions = openValueVersions(privateDir);

@@ -57,6 +57,8 @@ export interface BackfillProgress {
 /** What the server sends: the job, how its values are computed, where it stands, and the commits that wrote current values. */
 export interface BackfillRequest extends ComputeSize {
   root: string;
+  /** The object store options for `root` (they may hold keys: sent in the request, never in argv or logs). */
+  storage?: Record<string, string>;
   entry: Entry;
   run: BackfillRun;
   /** A SQL column is LanceDB's own refresh; a UDF column is computed in the sandbox. */
@@ -76,6 +78,8 @@ export type BackfillMessage = { type: "progress"; progress: BackfillProgress; co
 
 export interface RefreshRequest extends ComputeSize {
   root: string;
+  /** The object store options for `root` (they may hold keys: sent in the request, never in argv or logs). */
+  storage?: Record<string, string>;
   view: Entry;
   source: Entry | null;
   definition: ViewDefinition;
@@ -111,6 +115,8 @@ export type RefreshMessage = { type: "progress"; result: RefreshResult } | { typ
 
 export interface BuildRequest {
   root: string;
+  /** The object store options for `root` (they may hold keys: sent in the request, never in argv or logs). */
+  storage?: Record<string, string>;
   entry: Entry;
   spec: IndexBuildSpec;
 }

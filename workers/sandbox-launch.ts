@@ -24,7 +24,10 @@ function readablePaths(): string[] {
   const dist = fileURLToPath(new URL("../", import.meta.url));
   const piscina = createRequire(import.meta.url).resolve("piscina");
   const modules = piscina.slice(0, piscina.lastIndexOf(`${path.sep}node_modules${path.sep}`) + "/node_modules/".length);
-  return [dist, modules];
+  // A node_modules/ next to the install that is a symlink (a worktree's, say) is stat-ed by the
+  // module resolver before it follows the link: its own path must be readable too.
+  const beside = path.resolve(dist, "..", "node_modules");
+  return beside === modules.replace(/[\\/]$/, "") ? [dist, modules] : [dist, modules, beside];
 }
 
 /** Node's flags for the sandbox: the permission model (its flag's name depends on the version). */

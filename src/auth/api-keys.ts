@@ -5,7 +5,6 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { SEP } from "../catalog/names.js";
-import { privateDirOf } from "../config.js";
 import { isRole, type Principal } from "./principal.js";
 
 export interface StoredKey {
@@ -46,21 +45,21 @@ export function parseKeySpec(spec: string): { key: string; entry: StoredKey }[] 
     });
 }
 
-const keysFile = (dataDir: string) => path.join(privateDirOf(dataDir), "keys.json");
-export const adminKeyFile = (dataDir: string) => path.join(privateDirOf(dataDir), "admin.key");
+const keysFile = (stateDir: string) => path.join(stateDir, "keys.json");
+export const adminKeyFile = (stateDir: string) => path.join(stateDir, "admin.key");
 
 /**
- * Keys stored in the data directory. When none exist and nothing else is configured,
+ * Keys stored in the state directory (by default `<data-dir>/.quiver`). When none exist and nothing else is configured,
  * generate an admin key, store its hash plus the key itself (0600), and return it once to print.
  */
-export function loadStoredKeys(dataDir: string, generateIfMissing: boolean): { keys: StoredKey[]; generated?: string } {
-  const file = keysFile(dataDir);
+export function loadStoredKeys(stateDir: string, generateIfMissing: boolean): { keys: StoredKey[]; generated?: string } {
+  const file = keysFile(stateDir);
   if (existsSync(file)) return { keys: JSON.parse(readFileSync(file, "utf8")) as StoredKey[] };
   if (!generateIfMissing) return { keys: [] };
   const key = "qk_" + randomBytes(32).toString("base64url");
   const keys: StoredKey[] = [{ hash: hashKey(key), role: "admin", prefixes: null, label: "generated admin key" }];
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  writeFileSync(adminKeyFile(dataDir), key + "\n", { mode: 0o600 });
+  writeFileSync(adminKeyFile(stateDir), key + "\n", { mode: 0o600 });
   writeFileSync(file, JSON.stringify(keys, null, 2) + "\n", { mode: 0o600 });
   return { keys, generated: key };
 }

@@ -30,7 +30,7 @@ export interface AuthSetup {
 export function setupAuth(cfg: Config): AuthSetup {
   const configured = cfg.apiKeys ? parseKeySpec(cfg.apiKeys).map((k) => k.entry) : [];
   const jwt = makeJwtVerifier(cfg);
-  const stored = loadStoredKeys(cfg.dataDir, configured.length === 0 && jwt === null);
+  const stored = loadStoredKeys(cfg.stateDir, configured.length === 0 && jwt === null);
   const principalOf = (k: StoredKey): Principal => Object.freeze({ subject: k.label, key: keyIdOf(k.hash), role: k.role, prefixes: k.prefixes });
   const byHash = new Map<string, Principal>();
   for (const k of [...stored.keys, ...configured]) byHash.set(k.hash, principalOf(k));

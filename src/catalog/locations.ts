@@ -15,8 +15,19 @@ export function newLocation(id: readonly string[]): string {
   return `${randomBytes(4).toString("hex")}_${slug}.lance`;
 }
 
-/** Absolute path of a stored location; refuses anything that would leave the data directory. */
+const REMOTE = /^(s3|gs|az):\/\//i;
+
+/** A location under an object store root: `<root>/<relative>`, never outside it. */
+function resolveRemote(root: string, location: string): string {
+  const rel = location.startsWith(root + "/") ? location.slice(root.length + 1) : location;
+  const segs = rel.split("/");
+  if (!REMOTE.test(rel) && !rel.startsWith("/") && rel !== "" && segs.every((s) => s !== "" && s !== "." && s !== "..")) return `${root}/${rel}`;
+  throw invalid(`location ${JSON.stringify(location)} is outside the data directory`);
+}
+
+/** Absolute path (or object store URI) of a stored location; refuses anything that would leave the data directory. */
 export function resolveLocation(root: string, location: string): string {
+  if (REMOTE.test(root)) return resolveRemote(root, location);
   const abs = path.resolve(root, location.replace(/^file:\/\//, ""));
   if (abs !== root && abs.startsWith(root + path.sep)) return abs;
   throw invalid(`location ${JSON.stringify(location)} is outside the data directory`);
@@ -24,6 +35,7 @@ export function resolveLocation(root: string, location: string): string {
 
 /** A client-given location (relative, absolute or file:// inside the data directory) → stored relative form. */
 export function normaliseLocation(root: string, location: string): string {
+  if (REMOTE.test(root)) return resolveRemote(root, location).slice(root.length + 1);
   return path.relative(root, resolveLocation(root, location));
 }
 

@@ -5,6 +5,8 @@ import { readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { lanceNameOf } from "./locations.js";
 
+const REMOTE = /^(s3|gs|az):\/\//i;
+
 /** Marks a directory whose table was deregistered with its data kept. */
 export const DEREGISTERED = ".svc-deregistered";
 
@@ -19,6 +21,8 @@ async function names(dir: string): Promise<string[]> {
 /** Locations (`<name>.lance`) of the root datasets: directories with versions and no deregistered marker. */
 export async function scanRootDatasets(root: string): Promise<Set<string>> {
   const found = new Set<string>();
+  // On an object store only the catalog's rows name tables (README, "Object storage").
+  if (REMOTE.test(root)) return found;
   const dirs = (await names(root)).filter((n) => lanceNameOf(n) !== null);
   await Promise.all(
     dirs.map(async (loc) => {
@@ -31,6 +35,8 @@ export async function scanRootDatasets(root: string): Promise<Set<string>> {
 
 /** Mark a deregistered table's kept data: out of listings, never reclaimed. No directory, nothing to mark. */
 export async function markDeregistered(dir: string): Promise<void> {
+  // Nothing lists or reclaims object store directories, so kept data needs no mark there.
+  if (REMOTE.test(dir)) return;
   try {
     await writeFile(path.join(dir, DEREGISTERED), "");
   } catch (err) {
@@ -39,4 +45,4 @@ export async function markDeregistered(dir: string): Promise<void> {
 }
 
 /** Take a deregistration's mark back (a batch commit that failed after it). */
-export const unmarkDeregistered = (dir: string) => rm(path.join(dir, DEREGISTERED), { force: true });
+export const unmarkDeregistered = async (dir: string) => (REMOTE.test(dir) ? undefined : rm(path.join(dir, DEREGISTERED), { force: true }));

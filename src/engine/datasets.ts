@@ -10,6 +10,7 @@ import { ApiError, Code, invalid } from "../errors.js";
 import { EXPRESSION_FAULT, filterError } from "./query-errors.js";
 import { engineReason, errorText, isCommitConflict } from "./messages.js";
 import type { Tables } from "./tables.js";
+import { isRemote, notOnObjectStorage, remoteHasVersions } from "./storage.js";
 
 const MARKER = ".svc-reserved";
 
@@ -25,15 +26,19 @@ async function names(dir: string): Promise<string[]> {
 
 /** Does the table directory hold at least one committed Lance version? */
 export async function hasVersions(dir: string): Promise<boolean> {
+  if (isRemote(dir)) return remoteHasVersions(dir);
   return (await names(path.join(dir, "_versions"))).some((n) => n.endsWith(".manifest"));
 }
 
 export async function hasMarker(dir: string): Promise<boolean> {
+  // Declared tables (the marker's only use) are refused on object storage.
+  if (isRemote(dir)) return false;
   return (await names(dir)).includes(MARKER);
 }
 
 /** Reserve a table directory for a declared table. */
 export async function reserve(dir: string): Promise<void> {
+  if (isRemote(dir)) throw notOnObjectStorage("declaring a table without data (declare_table, create_empty_table)");
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, MARKER), "");
 }
@@ -62,7 +67,7 @@ export async function createDataset(
     }
     throw dataError(err, "data") ?? err;
   }
-  await rm(path.join(resolveLocation(tables.root, location), MARKER), { force: true });
+  if (!tables.remote) await rm(path.join(resolveLocation(tables.root, location), MARKER), { force: true });
   return t;
 }
 

@@ -116,11 +116,13 @@ export function keptBound(versions: readonly lancedb.Version[], kept: Iterable<n
 export const cleanupCutoff = (retainMs: number, bound: number) => new Date(Math.min(Date.now() - retainMs, bound));
 
 /** Bytes of every file under a table's directory: all versions, branches, indexes and deletion files. */
-export async function bytesOnDisk(dir: string): Promise<number> {
+export async function bytesOnDisk(dir: string): Promise<number | null> {
+  // Not listed on an object store.
+  if (/^(s3|gs|az):\/\//i.test(dir)) return null;
   let total = 0;
   for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
     const p = path.join(dir, e.name);
-    if (e.isDirectory()) total += await bytesOnDisk(p);
+    if (e.isDirectory()) total += (await bytesOnDisk(p)) ?? 0;
     else if (e.isFile()) total += (await stat(p).catch(() => ({ size: 0 }))).size;
   }
   return total;

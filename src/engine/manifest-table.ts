@@ -1,11 +1,14 @@
 // The `__manifest` Lance table of the directory catalog (upstream V2 layout), read and written
 // through LanceDB's ordinary Table API. LanceDB only opens tables named `<x>.lance`, so a private
-// folder holds a symlink `__manifest.lance` → `<root>/__manifest` (local disk only).
+// folder holds a symlink `__manifest.lance` → `<root>/__manifest` (local disk only). An object
+// store has no symlinks: there the catalog is the table `__manifest.lance` at the root (README,
+// "Object storage": LanceDB's directory namespace does not see it).
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
 import type { ManifestRow, ManifestStore } from "../catalog/catalog.js";
 import { arrow } from "./arrow.js";
+import { isRemote } from "./storage.js";
 
 const { Field, List, Schema, Utf8 } = arrow;
 
@@ -20,7 +23,25 @@ const schema = new Schema([
 
 const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-export async function openManifestTable(root: string, privateDir: string): Promise<ManifestStore> {
+/** Where the catalog lives on an object store (a location no table may take). */
+export const REMOTE_MANIFEST_LOCATION = "__manifest.lance";
+
+async function openRemote(root: string, storageOptions: Record<string, string>): Promise<lancedb.Table> {
+  const conn = await lancedb.connect(root, { storageOptions });
+  try {
+    return await conn.openTable("__manifest");
+  } catch (err) {
+    if (!/not found|does not exist/i.test(String((err as Error)?.message ?? err))) throw err;
+    return conn.createEmptyTable("__manifest", schema, { existOk: true });
+  }
+}
+
+export async function openManifestTable(root: string, privateDir: string, storageOptions: Record<string, string> = {}): Promise<ManifestStore> {
+  const table = isRemote(root) ? await openRemote(root, storageOptions) : await openLocal(root, privateDir);
+  return storeOn(table);
+}
+
+async function openLocal(root: string, privateDir: string): Promise<lancedb.Table> {
   const linkDir = path.join(privateDir, "manifest-link");
   const link = path.join(linkDir, "__manifest.lance");
   const target = path.join(root, "__manifest");
@@ -34,7 +55,10 @@ export async function openManifestTable(root: string, privateDir: string): Promi
     mkdirSync(target, { recursive: true });
     table = await conn.createEmptyTable("__manifest", schema, { existOk: true });
   }
+  return table;
+}
 
+function storeOn(table: lancedb.Table): ManifestStore {
   const toArrow = (rows: ManifestRow[]) =>
     lancedb.makeArrowTable(rows.map((r) => ({ ...r, base_objects: null })), { schema });
 

@@ -25,6 +25,8 @@ export async function createBranch(t: TableHandle, name: string, from: string | 
 export const deleteBranch = async (t: TableHandle, name: string) => (await t.branches()).delete(name);
 
 async function readJson(file: string): Promise<Record<string, unknown> | null> {
+  // Not read from an object store: tags there answer no branch, branches no creation time or metadata.
+  if (/^(s3|gs|az):\//i.test(file)) return null;
   try {
     return JSON.parse(await readFile(file, "utf8"));
   } catch {
@@ -64,6 +66,7 @@ const exists = (p: string) => stat(p).then(() => true, () => false);
 
 /** Runs a branch creation; if it fails, removes the directories it may have left behind. */
 export async function withoutOrphan<T>(tableDir: string, name: string, create: () => Promise<T>): Promise<T> {
+  if (/^(s3|gs|az):\/\//i.test(tableDir)) return create();
   // The outermost directory of `tree/<a>/<b>/…` that does not exist yet (a may be another branch's parent).
   const segs = name.split("/");
   let fresh: string | null = null;

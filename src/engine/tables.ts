@@ -7,6 +7,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
+import { isRemote, namespaceProperties, remoteRemove, useStorageOptions } from "./storage.js";
 
 /**
  * An open LanceDB table. Outside src/engine/ it is only held and handed back to engine functions:
@@ -49,6 +50,10 @@ function rowsOf(r: unknown): number | null {
 
 export interface Tables {
   root: string;
+  /** The data directory is on an object store. */
+  remote: boolean;
+  /** What LanceDB gets for the object store (job processes get them in their requests). */
+  storageOptions: Record<string, string>;
   /** The latest version of the main branch, cached; other versions, branches and fresh handles opened per call. */
   open(entry: Entry, opts?: OpenOptions): Promise<TableHandle>;
   evict(objectId: string): void;
@@ -68,14 +73,20 @@ export interface Tables {
   namespaced: lancedb.Connection;
 }
 
-export async function openTables(root: string, consistencyMs: number): Promise<Tables> {
+export async function openTables(root: string, consistencyMs: number, objectStore: Record<string, string> = {}): Promise<Tables> {
+  useStorageOptions(objectStore);
   // Cached handles see commits made elsewhere (other processes, LanceDB itself) within this interval.
   const readConsistencyInterval = consistencyMs / 1000;
   // Tables Quiver creates get stable row ids: materialized views need them on their source, and
   // they record when each row was last updated, which tells a backfill which values are stale.
-  const storageOptions = { new_table_enable_stable_row_ids: "true" };
+  const storageOptions = { ...objectStore, new_table_enable_stable_row_ids: "true" };
   const plain = await lancedb.connect(root, { readConsistencyInterval, storageOptions });
-  const namespaced = await lancedb.connectNamespace("dir", { root }, { readConsistencyInterval, storageOptions });
+  // The directory namespace reads object store options only as `storage.` properties.
+  const namespaced = await lancedb.connectNamespace(
+    "dir",
+    { root, extraProperties: namespaceProperties(objectStore) },
+    { readConsistencyInterval, storageOptions },
+  );
   const cache = new Map<string, Promise<lancedb.Table>>();
   const writes = keyedSerial();
   const commits = createCommits();
@@ -89,6 +100,8 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
 
   return {
     root,
+    remote: isRemote(root),
+    storageOptions: objectStore,
     plain,
     namespaced,
     open(entry, opts = {}) {
@@ -122,7 +135,11 @@ export async function openTables(root: string, consistencyMs: number): Promise<T
     },
     async removeData(entry) {
       cache.delete(entry.objectId);
-      if (entry.location) await rm(resolveLocation(root, entry.location), { recursive: true, force: true });
+      if (!entry.location) return;
+      const dir = resolveLocation(root, entry.location);
+      // An object store has no directories to remove: LanceDB deletes the table's objects.
+      if (isRemote(dir)) await remoteRemove(dir);
+      else await rm(dir, { recursive: true, force: true });
     },
   };
 }

@@ -9,6 +9,7 @@ import { resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code } from "../errors.js";
 
 const U64_MAX = 18446744073709551615n;
+const REMOTE = /^(s3|gs|az):\/\//i;
 
 export interface ManifestFile {
   /** Relative to the table directory. */
@@ -25,6 +26,8 @@ export const manifestPathV2 = (version: number, branch?: string) =>
 
 /** The manifest of `version` on `branch`, or null when neither naming scheme has it. */
 export async function manifestFile(tableDir: string, version: number, branch?: string): Promise<ManifestFile | null> {
+  // On an object store the manifest's size and e_tag are not read (README, "Object storage").
+  if (REMOTE.test(tableDir)) return null;
   for (const rel of [manifestPathV2(version, branch), `${branchPrefix(branch)}_versions/${version}.manifest`]) {
     try {
       const st = await stat(path.join(tableDir, rel), { bigint: true });
@@ -126,6 +129,8 @@ const READER_FEATURE_FLAGS = 9;
  * version and "LANC"; the manifest is a length-prefixed protobuf message.
  */
 export async function usesStableRowIds(tableDir: string, version: number, branch?: string): Promise<boolean> {
+  // Not read from an object store: backfills there recompute every row (README, "Object storage").
+  if (REMOTE.test(tableDir)) return false;
   const m = await manifestFile(tableDir, version, branch);
   if (!m) return false;
   const b = await readFile(path.join(tableDir, m.path));
@@ -158,4 +163,4 @@ export async function usesStableRowIds(tableDir: string, version: number, branch
  * which it reads the manifest from.
  */
 export const manifestPathOut = (managedVersioning: boolean, dir: string, rel: string) =>
-  managedVersioning ? path.join(dir, rel).replace(/^\//, "") : rel;
+  managedVersioning && !REMOTE.test(dir) ? path.join(dir, rel).replace(/^\//, "") : rel;

@@ -14,7 +14,6 @@ import type { UnavailableReason } from "../metrics.js";
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
-import { privateDirOf } from "../config.js";
 import type { Services } from "../services.js";
 import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
@@ -278,7 +277,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   const limiter: RateLimiter | null = cfg.rateLimitRps > 0 || cfg.rateLimitConcurrent > 0 ? createRateLimiter(cfg) : null;
-  const idempotency: Idempotency = openIdempotency(privateDirOf(cfg.dataDir), cfg.idempotencyWindowMs);
+  const idempotency: Idempotency = openIdempotency(cfg.stateDir, cfg.idempotencyWindowMs);
 
   /** Admit the request under its credential's limits; the release is kept in `held`. */
   function limit(p: Principal, held: { release?: () => void }): void {

@@ -14,7 +14,9 @@ import { markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js
 import type { ValueVersions } from "../compute/value-versions.js";
 import type { Views } from "../compute/views.js";
 import type { Config } from "../config.js";
-import { creatable, reserve } from "../engine/datasets.js";
+import { creatable, hasVersions, reserve } from "../engine/datasets.js";
+import { REMOTE_MANIFEST_LOCATION } from "../engine/manifest-table.js";
+import { isRemote, notOnObjectStorage, remoteRemove } from "../engine/storage.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import type { DeclareTable } from "../schemas/table.js";
@@ -47,6 +49,9 @@ export function existingTable(deps: LifecycleDeps, id: readonly string[]): Entry
 
 /** Create the directory unless it exists; false when it does (someone else owns it). */
 async function claim(dir: string): Promise<boolean> {
+  // An object store has no directories: a location is free when no table is there (and no request
+  // here holds it, see claimLocation); creating the dataset is the atomic step (mode "create").
+  if (isRemote(dir)) return !dir.endsWith("/" + REMOTE_MANIFEST_LOCATION) && !(await hasVersions(dir));
   try {
     await mkdir(dir);
     return true;
@@ -106,6 +111,11 @@ async function removedOnFailure<T>(dir: string, work: () => Promise<T>): Promise
   try {
     return await work();
   } catch (err) {
+    if (isRemote(dir)) {
+      // What LanceDB wrote there, unless another creator's dataset (mode "create" refused it).
+      if (!(err instanceof ApiError && err.message.startsWith("a dataset already exists at location"))) await remoteRemove(dir).catch(() => undefined);
+      throw err;
+    }
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
@@ -123,6 +133,7 @@ export async function removeTableData(deps: LifecycleDeps, entry: Entry): Promis
  */
 export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<typeof DeclareTable>, principal: Principal) {
   tableName(id);
+  if (isRemote(deps.tables.root)) throw notOnObjectStorage("declaring a table without data (declare_table, create_empty_table)");
   const properties = body.properties ?? {};
   await deps.catalog.refresh(true);
   requireNamespace(deps.catalog, id.slice(0, -1));

@@ -5,6 +5,7 @@
 // A version's record is its published manifest file, as for any Lance table. Batches are all or
 // nothing: each step can be taken back, and a failed step takes back the ones before it, all in
 // the catalog's exclusive section so no other Quiver write interleaves.
+import { notOnObjectStorage } from "../engine/storage.js";
 import { stat, unlink } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,6 +52,7 @@ function stagedManifest(dir: string, branch: string | undefined, given: string):
 type VersionRequest = Static<typeof CreateTableVersion>;
 
 async function createVersion(svc: Services, id: string[], req: VersionRequest): Promise<Step> {
+  if (svc.tables.remote) throw notOnObjectStorage("publishing a version (create_table_version; it hard-links the staged manifest)");
   const entry = await requireTable(svc.catalog, id);
   const dir = tableDir(svc.tables.root, entry);
   const branch = namedBranch(req.branch);
@@ -88,6 +90,7 @@ async function createVersion(svc: Services, id: string[], req: VersionRequest): 
 }
 
 async function deleteVersions(svc: Services, id: string[], req: Static<typeof BatchDeleteTableVersions>): Promise<Step> {
+  if (svc.tables.remote) throw notOnObjectStorage("deleting versions (delete_table_versions; it renames manifest files)");
   const entry = await requireTable(svc.catalog, id);
   const dir = tableDir(svc.tables.root, entry);
   const branch = namedBranch(req.branch);

@@ -131,7 +131,7 @@ async function authoriseLocation(svc: Services, principal: Principal, location: 
   if (principal.prefixes === null) return;
   const deny = (why: string) => new ApiError(Code.PermissionDenied, `location: ${q(location)} ${why}; only a credential without namespace prefixes may register it`);
   if (svc.catalog.allTables().some((e) => e.location !== null && nests(e.location, location) && !covers(principal, e.id))) throw deny("holds data of a table this credential may not access");
-  if (await stat(path.join(dir, DEREGISTERED)).then(() => true, () => false)) throw deny("is the kept data of a deregistered table");
+  if (!svc.tables.remote && await stat(path.join(dir, DEREGISTERED)).then(() => true, () => false)) throw deny("is the kept data of a deregistered table");
 }
 
 export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, principal }) => {

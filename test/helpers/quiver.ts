@@ -46,6 +46,11 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Reuse a data directory (e.g. across a restart); a fresh temp one otherwise. */
   dataDir?: string;
+  /**
+   * A `--data-dir` other than the local directory (an object store URI): the local directory is
+   * then given as `--state-dir`.
+   */
+  dataUri?: string;
   /** Leave QUIVER_API_KEYS unset (first-start key generation). */
   noKeys?: boolean;
   /** Runs on the (fresh) data directory before the server starts, e.g. to make tables with LanceDB. */
@@ -92,7 +97,8 @@ export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
   const dataDir = opts.dataDir ?? tempDataDir();
   if (opts.seed) await opts.seed(dataDir);
   const env = serverEnv(opts);
-  const proc = spawn(process.execPath, [MAIN, "--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])], {
+  const where = opts.dataUri ? ["--data-dir", opts.dataUri, "--state-dir", dataDir] : ["--data-dir", dataDir];
+  const proc = spawn(process.execPath, [MAIN, "--port", "0", ...where, ...(opts.args ?? [])], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -127,7 +127,7 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
 }
 
 serveJob<BackfillRequest, BackfillMessage>(async (req, send, stopping) => {
-  const tables = await openTables(req.root, 0);
+  const tables = await openTables(req.root, 0, req.storage);
   const writer = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
   const c = req.compute;
   if (c.kind === "sql") await runSql(req, writer, send);

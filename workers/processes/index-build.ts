@@ -9,7 +9,7 @@ import type { BuildMessage, BuildRequest } from "../protocol.js";
 import { serveJob } from "./job-process.js";
 
 serveJob<BuildRequest, BuildMessage>(async (m) => {
-  const tables = await openTables(m.root, 0);
+  const tables = await openTables(m.root, 0, m.storage);
   const table = await tables.open(m.entry, m.spec.branch ? { branch: m.spec.branch } : {});
   await buildIndex(table, m.spec.column, m.spec.kind, m.spec.params, m.spec.name);
 });

@@ -10,6 +10,8 @@ import { serveJob } from "./job-process.js";
 
 export interface MaintenanceRequest {
   root: string;
+  /** The object store options for `root` (they may hold keys: sent in the request, never in argv or logs). */
+  storage?: Record<string, string>;
   entry: Entry;
   branch: string | null;
   /**
@@ -29,7 +31,7 @@ export interface MaintenanceProgress {
 export type MaintenanceMessage = { type: "progress"; progress: MaintenanceProgress };
 
 serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, send, stopping) => {
-  const tables = await openTables(req.root, 0);
+  const tables = await openTables(req.root, 0, req.storage);
   const table = await tables.open(req.entry, { branch: req.branch, fresh: true });
   await send({ type: "progress", progress: { phase: "optimizing", before: await tableFigures(table) } });
   if (stopping()) return;

@@ -166,7 +166,7 @@ const failed = (f: Failures) => (f.rows_failed > 0 ? { rows_failed: f.rows_faile
 let committing = false;
 
 serveJob<RefreshRequest, RefreshMessage>(async (req, send) => {
-  const tables = await openTables(req.root, 0);
+  const tables = await openTables(req.root, 0, req.storage);
   const view = await tables.open(req.view, { fresh: true });
   const def = req.definition;
   let result: RefreshResult;

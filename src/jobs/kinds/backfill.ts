@@ -63,6 +63,7 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
       }
       const request: BackfillRequest = {
         root: tables.root,
+        storage: tables.storageOptions,
         entry,
         run: spec,
         // Decided here, once: the child opens its table store once and computes straight away.

@@ -63,7 +63,7 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         }
       }
       await job.report({ cleanup });
-      const run: MaintenanceRequest = { root: tables.root, entry, branch: spec.branch, cleanup: request };
+      const run: MaintenanceRequest = { root: tables.root, storage: tables.storageOptions, entry, branch: spec.branch, cleanup: request };
       return runInBackground<MaintenanceRequest, MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
         await job.report(m.progress as Record<string, unknown>);
         if (m.progress.after) exportFigures(entry.objectId, namedBranch(spec.branch) ?? null, m.progress.after);

@@ -78,6 +78,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
       const source = def.source && def.kind !== "query" ? await requireTable(catalog, def.source.table) : null;
       const request: RefreshRequest = {
         root: tables.root,
+        storage: tables.storageOptions,
         view: entry,
         source,
         definition: def,

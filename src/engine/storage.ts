@@ -1,0 +1,83 @@
+// Where the tables live: a local directory (a path or file://, the default) or an object store
+// (s3://, gs://, az://), with the storage options every LanceDB call and every job process gets.
+// On an object store Quiver has no file system: what it reads or writes beside LanceDB on local
+// disk (markers, manifest files, directory listings) is done through LanceDB, or skipped, or
+// refused with `remoteOnly`'s 406 naming the feature (README, "Object storage").
+import * as lancedb from "@lancedb/lancedb";
+import { unsupported } from "../errors.js";
+
+export const REMOTE_SCHEMES = ["s3", "gs", "az"] as const;
+
+/** Is this data directory (or a location inside it) on an object store? */
+export const isRemote = (p: string) => /^(s3|gs|az):\/\//i.test(p);
+
+/** The storage options LanceDB gets on this process's data directory (set once at startup, or by a job process from its request). */
+let current: Record<string, string> = {};
+
+export function useStorageOptions(options: Record<string, string> | undefined): void {
+  current = { ...(options ?? {}) };
+}
+
+export const storageOptions = (): Record<string, string> => current;
+
+/** The directory namespace takes storage options only as `storage.`-prefixed properties. */
+export const namespaceProperties = (options: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.entries(options).map(([k, v]) => [`storage.${k}`, v]));
+
+/** The 406 for a feature that needs a local data directory. */
+export const notOnObjectStorage = (feature: string) =>
+  unsupported(`${feature} is not supported when the data directory is on object storage (it needs a local file system); see README, "Object storage"`);
+
+/** Split a remote table URI into its parent and its `<name>.lance` stem. */
+function splitUri(uri: string): { parent: string; name: string | null } {
+  const at = uri.replace(/\/+$/, "").lastIndexOf("/");
+  const last = uri.slice(at + 1);
+  return { parent: uri.slice(0, at), name: /^[A-Za-z0-9_.-]+\.lance$/.test(last) ? last.slice(0, -".lance".length) : null };
+}
+
+const connections = new Map<string, Promise<lancedb.Connection>>();
+function connectionTo(parent: string): Promise<lancedb.Connection> {
+  let c = connections.get(parent);
+  if (!c) {
+    c = lancedb.connect(parent, { storageOptions: current });
+    connections.set(parent, c);
+    c.catch(() => connections.delete(parent));
+  }
+  return c;
+}
+
+const NOT_FOUND = /not found|does not exist|NotFound/i;
+
+/** Does the remote table directory hold a committed Lance version (can LanceDB open it)? */
+export async function remoteHasVersions(uri: string): Promise<boolean> {
+  const { parent, name } = splitUri(uri);
+  if (name === null) return false;
+  try {
+    await (await connectionTo(parent)).openTable(name);
+    return true;
+  } catch (err) {
+    if (NOT_FOUND.test(String((err as Error)?.message ?? err))) return false;
+    throw err;
+  }
+}
+
+/** Remove a remote table's files through LanceDB (nothing there: nothing to do). */
+export async function remoteRemove(uri: string): Promise<void> {
+  const { parent, name } = splitUri(uri);
+  if (name === null) return;
+  try {
+    await (await connectionTo(parent)).dropTable(name);
+  } catch (err) {
+    if (!NOT_FOUND.test(String((err as Error)?.message ?? err))) throw err;
+  }
+}
+
+/** Resolves with `p`, or rejects with `message` after `ms` (a store that never answers). */
+export function withDeadline<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,217 @@
+// Tables on object storage, end to end against Azurite (Azure Blob Storage's emulator, started
+// here, in memory): `--data-dir az://<container>/quiver` with storage options, and every kind of
+// work that reaches the store: the catalog, writes, reads, versions, an index build and a js
+// backfill in their job processes (which get the options in their requests), drop. What needs a
+// local file system is refused with a 406 naming it. Plus: an unreachable S3 endpoint fails the
+// start in bounded time with one line.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAzurite, type Azurite } from "./helpers/azurite.js";
+import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { settle } from "./helpers/transactions.js";
+
+const MAIN = path.resolve(__dirname, "../dist/src/main.js");
+const CONTAINER = "quivertest";
+const asJson = { "content-type": "application/json" };
+const wantJson = { accept: "application/json" };
+
+let az: Azurite;
+let q: Quiver;
+const optionArgs = (o: Record<string, string>) => Object.entries(o).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
+
+beforeAll(async () => {
+  az = await startAzurite();
+  await az.createContainer(CONTAINER);
+  q = await startQuiver({ dataUri: `az://${CONTAINER}/quiver`, args: [...optionArgs(az.storageOptions()), "--workers", "2", "--auto-maintenance", "off"] });
+}, 60_000);
+
+afterAll(async () => {
+  await q?.stop();
+  if (q?.dataDir) removeDir(q.dataDir);
+  await az?.stop();
+});
+
+const post = (id: string, op: string, body?: unknown, headers?: Record<string, string>) => q.call("POST", `/v1/table/${id}/${op}`, body, headers);
+const rows = (from: number, n: number) =>
+  Array.from({ length: n }, (_, k) => {
+    const i = from + k;
+    return { id: i, x: i / 4, cat: `c${i % 3}`, text: `word${i % 5} doc ${i}`, vector: [Math.sin(i), Math.cos(i), Math.sin(i / 2), Math.cos(i / 3)] };
+  });
+const count = async (id: string, predicate?: string) => {
+  const r = await post(id, "count_rows", predicate ? { predicate } : {});
+  expect(r.status, r.text).toBe(200);
+  return r.json as number;
+};
+
+describe("a Quiver server on Azurite (az://)", () => {
+  it("starts with its state in the local --state-dir and its catalog in the container", async () => {
+    // The state directory is local; no table or catalog file is (no manifest link either).
+    expect(existsSync(q.dataDir)).toBe(true);
+    expect(readdirSync(q.dataDir).filter((n) => n.endsWith(".lance") || n === "__manifest" || n === "manifest-link")).toEqual([]);
+    expect((await q.call("GET", "/readyz")).status).toBe(200);
+  });
+
+  it("namespace and table create, insert, query (vector and filter), count", async () => {
+    expect((await q.call("POST", "/v1/namespace/ns/create", {})).status).toBe(200);
+    const c = await post("ns$t", "create", JSON.stringify(rows(0, 300)), asJson);
+    expect(c.status, c.text).toBe(200);
+    const ins = await post("ns$t", "insert", JSON.stringify(rows(300, 50)), asJson);
+    expect(ins.status, ins.text).toBe(200);
+    expect(await count("ns$t")).toBe(350);
+    expect(await count("ns$t", "cat = 'c1'")).toBe(rows(0, 350).filter((r) => r.cat === "c1").length);
+    const listed = await q.call("GET", "/v1/namespace/ns/table/list");
+    expect(listed.json.tables).toEqual(["t"]);
+    const d = await post("ns$t", "describe", {});
+    expect(d.status, d.text).toBe(200);
+    expect(d.json.location).toMatch(new RegExp(`^az://${CONTAINER}/quiver/[0-9a-f]{8}_ns\\.t\\.lance$`));
+
+    const v = rows(7, 1)[0].vector;
+    const hits = await post("ns$t", "query", { vector: { single_vector: v }, k: 10, columns: ["id"] }, wantJson);
+    expect(hits.status, hits.text).toBe(200);
+    expect(hits.json).toHaveLength(10);
+    expect(hits.json[0].id).toBe(7);
+    const filtered = await post("ns$t", "query", { filter: "id >= 340", k: 100, columns: ["id"] }, wantJson);
+    expect(filtered.json.map((r: { id: number }) => r.id).sort((a: number, b: number) => a - b)).toEqual([340, 341, 342, 343, 344, 345, 346, 347, 348, 349]);
+  });
+
+  it("versions: list, describe, restore", async () => {
+    const list = await post("ns$t", "version/list", {});
+    expect(list.status, list.text).toBe(200);
+    const versions = list.json.versions.map((v: { version: number }) => v.version);
+    expect(versions.length).toBeGreaterThanOrEqual(2);
+    expect(list.json.versions[0].manifest_path).toMatch(/^_versions\/\d{20}\.manifest$/);
+    const first = versions[0];
+    const desc = await post("ns$t", "version/describe", { version: first });
+    expect(desc.status, desc.text).toBe(200);
+    expect(desc.json.version.version).toBe(first);
+    const r = await post("ns$t", "restore", { version: first });
+    expect(r.status, r.text).toBe(200);
+    expect(await count("ns$t")).toBe(300);
+    // Back to 350 rows for what follows.
+    expect((await post("ns$t", "insert", JSON.stringify(rows(300, 50)), asJson)).status).toBe(200);
+    expect(await count("ns$t")).toBe(350);
+  });
+
+  it("an FTS index build runs as a job to success, and a match query uses it", async () => {
+    const r = await post("ns$t", "create_index", { column: "text", index_type: "FTS" });
+    expect(r.status, r.text).toBe(200);
+    const done = await settle(q, r.json.transaction_id, 120_000);
+    expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+    const ix = await post("ns$t", "index/list", {});
+    expect(ix.json.indexes.map((i: { index_type: string }) => i.index_type)).toContain("FTS");
+    const hits = await post("ns$t", "query", { full_text_query: { string_query: { query: "word3", columns: ["text"] } }, k: 100, columns: ["id"] }, wantJson);
+    expect(hits.status, hits.text).toBe(200);
+    expect(hits.json.length).toBe(rows(0, 350).filter((x) => x.text.startsWith("word3 ")).length);
+  });
+
+  it("an IVF_PQ index build runs as a job to success", async () => {
+    const r = await post("ns$t", "create_index", { column: "vector", index_type: "IVF_PQ", num_partitions: 2, num_sub_vectors: 2 });
+    expect(r.status, r.text).toBe(200);
+    const done = await settle(q, r.json.transaction_id, 120_000);
+    expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+  });
+
+  it("a js virtual column is backfilled by its job process", async () => {
+    const add = await post("ns$t", "add_columns", {
+      new_columns: [{ name: "y", virtual_column: { udf_backend: "js", udf: "(x) => x * 2 + 1", input_columns: ["x"], outputs: [{ column: "y", data_type: { type: "float64" }, nullable: true }] } }],
+    });
+    expect(add.status, add.text).toBe(200);
+    const b = await post("ns$t", "backfill_column", { column: "y" });
+    expect(b.status, b.text).toBe(202);
+    const done = await settle(q, b.json.job_id, 120_000);
+    expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+    expect(await count("ns$t", "y = x * 2 + 1")).toBe(350);
+  });
+
+  it("maintenance (compaction, index upkeep, version cleanup) runs as a job to success, a tag on the way", async () => {
+    expect((await post("ns$t", "tags/create", { tag: "keep", version: 2 })).status).toBe(200);
+    const r = await post("ns$t", "optimize", {});
+    expect(r.status, r.text).toBe(202);
+    const done = await settle(q, r.json.job_id, 120_000);
+    expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+    expect(await count("ns$t")).toBe(350);
+    const tags = await post("ns$t", "tags/list", {});
+    expect(tags.json.tags.keep.version).toBe(2);
+  });
+
+  it("what needs a local file system is a 406 naming the feature", async () => {
+    const decl = await post("ns$d", "declare", {});
+    expect(decl.status).toBe(406);
+    expect(decl.json.detail).toMatch(/declaring a table without data.*object storage/);
+    const reclaim = await q.call("POST", "/v1/admin/reclaim");
+    expect(reclaim.status).toBe(406);
+    expect(reclaim.json.detail).toMatch(/reclaiming orphan table directories.*object storage/);
+  });
+
+  it("a root table; drop removes the table and its data", async () => {
+    expect((await post("root1", "create", JSON.stringify(rows(0, 10)), asJson)).status).toBe(200);
+    expect((await q.call("GET", "/v1/table")).json.tables).toContain("root1");
+    const drop = await post("ns$t", "drop", {});
+    expect(drop.status, drop.text).toBe(200);
+    expect((await post("ns$t", "exists", {})).status).toBe(404);
+    // The same name again gets a fresh, empty table.
+    expect((await post("ns$t", "create", JSON.stringify(rows(0, 3)), asJson)).status).toBe(200);
+    expect(await count("ns$t")).toBe(3);
+  });
+
+  it("a restart on the same container and state directory sees the catalog and the tables", async () => {
+    const stateDir = q.dataDir;
+    await q.stop();
+    q = await startQuiver({ dataUri: `az://${CONTAINER}/quiver`, dataDir: stateDir, args: optionArgs(az.storageOptions()) });
+    expect(await count("root1")).toBe(10);
+    expect(await count("ns$t")).toBe(3);
+  }, 60_000);
+});
+
+/** Run the server to its exit; answers the exit code, stderr and the time it took. */
+function runToExit(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string; ms: number }> {
+  const t0 = Date.now();
+  const proc = spawn(process.execPath, [MAIN, "--port", "0", ...args], { env: { ...(process.env as Record<string, string>), QUIVER_API_KEYS: "k:admin", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  proc.stderr!.on("data", (d) => (stderr += d));
+  proc.stdout!.resume();
+  return new Promise((resolve) => proc.on("exit", (code) => resolve({ code, stderr, ms: Date.now() - t0 })));
+}
+
+describe("start-up errors", () => {
+  const state = mkdtempSync(path.join(tmpdir(), "quiver-state-"));
+  afterAll(() => rmSync(state, { recursive: true, force: true }));
+
+  it("an unreachable S3 endpoint fails the start within the deadline, with one line and no stack", async () => {
+    const r = await runToExit([
+      "--data-dir", "s3://bucket/quiver", "--state-dir", state, "--storage-timeout-ms", "5000",
+      "--storage-option", "endpoint=http://127.0.0.1:1", "--storage-option", "allow_http=true",
+      "--storage-option", "aws_access_key_id=dummy", "--storage-option", "aws_secret_access_key=dummy-secret-value", "--storage-option", "region=us-east-1",
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.ms).toBeLessThan(15_000);
+    const lines = r.stderr.trim().split("\n").filter((l) => l.startsWith("quiver:"));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^quiver: cannot open the data directory s3:\/\/bucket\/quiver: /);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    // Storage option values (keys) are never printed.
+    expect(r.stderr).not.toContain("dummy-secret-value");
+  }, 30_000);
+
+  it("an object store data directory without --state-dir is refused", async () => {
+    const r = await runToExit(["--data-dir", "gs://bucket/x"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^quiver: state-dir is required when data-dir is on an object store/);
+  });
+
+  it("storage options from QUIVER_STORAGE_OPTIONS must be a JSON object; the value is not echoed", async () => {
+    const r = await runToExit(["--data-dir", "az://c/x", "--state-dir", state], { QUIVER_STORAGE_OPTIONS: "account_key=secret123" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/QUIVER_STORAGE_OPTIONS must be a JSON object/);
+    expect(r.stderr).not.toContain("secret123");
+  });
+
+  it("an unknown scheme is refused", async () => {
+    const r = await runToExit(["--data-dir", "hdfs://x/y"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/unsupported scheme/);
+  });
+});
