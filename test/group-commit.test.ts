@@ -75,24 +75,27 @@ describe("group commit of concurrent inserts", () => {
 });
 
 describe("group commit of concurrent merge inserts", () => {
-  const merge = (t: string, rows: { id: number; s: string }[]) => q.call("POST", `/v1/table/${t}/merge_insert?on=id&when_matched_update_all=true&when_not_matched_insert_all=true`, rows);
+  const merge = (t: string, rows: unknown) => q.call("POST", `/v1/table/${t}/merge_insert?on=id&when_matched_update_all=true&when_not_matched_insert_all=true`, rows);
 
-  it(`${WRITERS} single-row upserts at once (half updates, half inserts): fewer commits than writers, each answered its own counts and a version that holds its row`, async () => {
-    const t = await fresh();
-    expect((await post(t, "insert", Array.from({ length: WRITERS / 2 }, (_, i) => ({ id: 1000 + i, s: "old" })))).status).toBe(200);
-    const before = (await post(t, "describe", {})).json.version as number;
-    // Even writers update a row the table holds; odd writers insert a new one.
-    const ids = Array.from({ length: WRITERS }, (_, i) => (i % 2 === 0 ? 1000 + i / 2 : 2000 + i));
-    const replies = await Promise.all(ids.map((id) => merge(t, [{ id, s: `new${id}` }])));
-    for (const r of replies) expect(r.status, r.text).toBe(200);
-    replies.forEach((r, i) => expect([r.json.num_updated_rows, r.json.num_inserted_rows], `writer ${i}`).toEqual(i % 2 === 0 ? [1, 0] : [0, 1]));
-    const versions = replies.map((r) => r.json.version as number);
-    const distinct = [...new Set(versions)];
-    expect(distinct.length).toBeLessThan(WRITERS);
-    expect((await post(t, "describe", {})).json.version - before).toBe(distinct.length);
-    for (let i = 0; i < WRITERS; i++) expect(await countAt(t, { version: versions[i], predicate: `id = ${ids[i]} AND s = 'new${ids[i]}'` })).toBe(1);
-    expect(await countAt(t, {})).toBe(1 + WRITERS / 2 + WRITERS / 2);
-  });
+  for (const form of ["arrow", "json"] as const) {
+    it(`${WRITERS} single-row ${form} upserts at once (half updates, half inserts): fewer commits than writers, each answered its own counts and a version that holds its row`, async () => {
+      const t = await fresh();
+      expect((await post(t, "insert", Array.from({ length: WRITERS / 2 }, (_, i) => ({ id: 1000 + i, s: "old" })))).status).toBe(200);
+      const before = (await post(t, "describe", {})).json.version as number;
+      // Even writers update a row the table holds; odd writers insert a new one.
+      const ids = Array.from({ length: WRITERS }, (_, i) => (i % 2 === 0 ? 1000 + i / 2 : 2000 + i));
+      const body = (id: number) => (form === "arrow" ? toStream(new Table({ id: vectorFromArray([id], new Int32()), s: vectorFromArray([`new${id}`], new Utf8()) })) : [{ id, s: `new${id}` }]);
+      const replies = await Promise.all(ids.map((id) => merge(t, body(id))));
+      for (const r of replies) expect(r.status, r.text).toBe(200);
+      replies.forEach((r, i) => expect([r.json.num_updated_rows, r.json.num_inserted_rows], `writer ${i}`).toEqual(i % 2 === 0 ? [1, 0] : [0, 1]));
+      const versions = replies.map((r) => r.json.version as number);
+      const distinct = [...new Set(versions)];
+      expect(distinct.length).toBeLessThan(WRITERS);
+      expect((await post(t, "describe", {})).json.version - before).toBe(distinct.length);
+      for (let i = 0; i < WRITERS; i++) expect(await countAt(t, { version: versions[i], predicate: `id = ${ids[i]} AND s = 'new${ids[i]}'` })).toBe(1);
+      expect(await countAt(t, {})).toBe(1 + WRITERS / 2 + WRITERS / 2);
+    });
+  }
 
   it("writers of the same key are never combined: the last committed wins, each answered as if alone", async () => {
     const t = await fresh();

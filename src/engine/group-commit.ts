@@ -188,6 +188,6 @@ function combinableKeys(data: A.Table, on: string[], how: MergeHow): Set<string>
 async function heldKeys(table: TableHandle, column: string, keys: string[]): Promise<Set<string>> {
   const field = (await table.schema()).fields.find((f) => f.name === column)!;
   const literal = arrow.DataType.isInt(field.type) ? (k: string) => k : (k: string) => `'${k.replace(/'/g, "''")}'`;
-  const rows = await table.query().where(`${quoteIdent(column)} IN (${keys.map(literal).join(", ")})`).select([column]).toArrow();
-  return new Set([...rows.getChild(column)!].map((v) => String(v)));
+  const rows = await table.query().where(`${quoteIdent(column)} IN (${keys.map(literal).join(", ")})`).select([column]).toArray();
+  return new Set(rows.map((r) => String(r[column])));
 }
