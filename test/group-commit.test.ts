@@ -97,6 +97,13 @@ describe("group commit of concurrent merge inserts", () => {
     });
   }
 
+  it("upserts of keys the table does not hold yet share commits too (the held-keys look finds none)", async () => {
+    const t = await fresh();
+    const replies = await Promise.all(Array.from({ length: WRITERS }, (_, i) => merge(t, [{ id: 3000 + i, s: "n" }])));
+    for (const r of replies) expect([r.status, r.json.num_inserted_rows, r.json.num_updated_rows]).toEqual([200, 1, 0]);
+    expect(new Set(replies.map((r) => r.json.version)).size).toBeLessThan(WRITERS);
+  });
+
   it("writers of the same key are never combined: the last committed wins, each answered as if alone", async () => {
     const t = await fresh();
     const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => merge(t, [{ id: 7, s: `v${i}` }])));
