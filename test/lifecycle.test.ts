@@ -1,10 +1,12 @@
+import { spawn } from "node:child_process";
 import net from "node:net";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.js";
 import { ADMIN_KEY, removeDir, startQuiver } from "./helpers/quiver.js";
+import { settle, until } from "./helpers/transactions.js";
 
 describe("configuration", () => {
   it("flags win over environment, environment over the config file, the file over defaults", () => {
@@ -70,5 +72,36 @@ describe("shutdown", () => {
     expect((await again.call("POST", "/v1/namespace/late/describe", {})).json).toEqual({ properties: { k: "v" } });
     await again.stop();
     removeDir(q.dataDir);
+  });
+});
+
+describe("a second start", () => {
+  it("on a taken port exits without touching the live server's jobs (it used to queue and start them again)", { timeout: 180_000 }, async () => {
+    const a = await startQuiver({ args: ["--udf-timeout-ms", "60000", "--workers", "1"] });
+    try {
+      const rows = Array.from({ length: 40 }, (_, i) => ({ id: i, x: i }));
+      expect((await a.call("POST", "/v1/table/slow/create", rows)).status).toBe(200);
+      // 0.2 s a row, five rows a task, one task at a time: the backfill runs for about 8 s.
+      const vc = { udf_backend: "js", udf: "(x) => { const end = Date.now() + 200; while (Date.now() < end); return x; }", input_columns: ["x"], outputs: [{ column: "y", data_type: { type: "int64" }, nullable: true }] };
+      expect((await a.call("POST", "/v1/table/slow/add_columns", { new_columns: [{ name: "y", virtual_column: vc }] })).status).toBe(200);
+      const r = await a.call("POST", "/v1/table/slow/backfill_column", { column: "y", task_size: 5, concurrency: 1, checkpoint_size: 5 });
+      expect(r.status, r.text).toBe(202);
+      const job = r.json.job_id as string;
+      await until(a, job, (s) => s === "Running");
+      const log = path.join(a.dataDir, ".quiver", "transactions.jsonl");
+      const before = readFileSync(log, "utf8").length;
+      const b = spawn(process.execPath, [path.resolve(__dirname, "../dist/src/main.js"), "--port", String(a.port), "--data-dir", a.dataDir], { env: { ...process.env, QUIVER_API_KEYS: `${ADMIN_KEY}:admin`, QUIVER_LOG_LEVEL: "warn" }, stdio: "ignore" });
+      const code = await new Promise<number | null>((resolve) => b.once("exit", resolve));
+      expect(code).not.toBe(0);
+      // What the job log gained meanwhile is the live server's progress only: the second process
+      // neither queued the Running job again nor failed it as interrupted.
+      const added = readFileSync(log, "utf8").slice(before).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id: string; status: string });
+      expect(added.filter((l) => l.id === job).map((l) => l.status).filter((s) => s !== "Running" && s !== "Succeeded")).toEqual([]);
+      const done = await settle(a, job, 120_000);
+      expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+      expect(done.properties.rows_computed).toBe("40");
+    } finally {
+      await a.stop();
+    }
   });
 });

@@ -45,6 +45,12 @@ export interface QueueBounds {
 }
 
 export interface Jobs {
+  /**
+   * Recover the records a previous process left Running and begin running jobs: called once the
+   * server listens, so a second start on a taken port (which fails there) never touches the live
+   * server's jobs. Until then jobs are accepted and stay Queued.
+   */
+  start(): void;
   /** 503 Slow down when a job for `owner` on `table` would pass the queue bounds now (submit checks too). */
   admit(table: readonly string[], owner: string): void;
   /** Queue a job for `owner` (see JobRecord.owner); 503 Slow down past the queue bounds. */
@@ -141,7 +147,7 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
   }
 
   function pump(): void {
-    if (closed) return;
+    if (closed || !started) return;
     const all = store.all().sort((a, b) => a.createdAt - b.createdAt);
     for (const kind of kinds) {
       let slots = kind.limit - all.filter((r) => r.operation === kind.name && r.status === "Running").length;
@@ -172,24 +178,30 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
     }
   }
 
-  // Recover what a previous process left behind: resumable runs queue again, the others failed.
-  const now = Date.now();
-  const fail = (r: JobRecord, error: string) => Object.assign(r, { status: "Failed", finishedAt: now, error });
-  const recovered: JobRecord[] = [];
-  for (const r of store.all()) {
-    if (isTerminal(r.status)) continue;
-    const kind = byName.get(r.operation);
-    if (!kind) fail(r, `unknown job kind ${JSON.stringify(r.operation)}`);
-    else if (r.status !== "Running") continue;
-    else if (kind.interrupted === "resume") r.status = "Queued";
-    else fail(r, RESTART_MESSAGE);
-    recovered.push(r);
+  let started = false;
+  /** Recover what a previous process left behind (resumable runs queue again, the others failed) and begin running jobs. */
+  function startJobs(): void {
+    if (started) return;
+    started = true;
+    const now = Date.now();
+    const fail = (r: JobRecord, error: string) => Object.assign(r, { status: "Failed", finishedAt: now, error });
+    const recovered: JobRecord[] = [];
+    for (const r of store.all()) {
+      if (isTerminal(r.status)) continue;
+      const kind = byName.get(r.operation);
+      if (!kind) fail(r, `unknown job kind ${JSON.stringify(r.operation)}`);
+      else if (r.status !== "Running") continue;
+      else if (kind.interrupted === "resume") r.status = "Queued";
+      else fail(r, RESTART_MESSAGE);
+      recovered.push(r);
+    }
+    void Promise.all(recovered.map((r) => store.put(r))).then(pump, (err: unknown) =>
+      log.error("cannot persist job records", { error: String(err) }),
+    );
   }
-  void Promise.all(recovered.map((r) => store.put(r))).then(pump, (err: unknown) =>
-    log.error("cannot persist job records", { error: String(err) }),
-  );
 
   return {
+    start: startJobs,
     counts() {
       const n = new Map<string, number>();
       for (const r of store.all()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);

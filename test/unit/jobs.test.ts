@@ -121,6 +121,12 @@ async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> 
   }
 }
 const statusOf = (jobs: ReturnType<typeof openJobs>, id: string) => jobs.get(id)!.status;
+/** openJobs, started as the server starts it once it listens. */
+function started(...args: Parameters<typeof openJobs>): ReturnType<typeof openJobs> {
+  const jobs = openJobs(...args);
+  jobs.start();
+  return jobs;
+}
 const BOUNDS = { maxQueuedJobsPerCredential: 100, maxQueuedJobsPerTable: 100 };
 
 describe("job kinds", () => {
@@ -128,7 +134,7 @@ describe("job kinds", () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
     const b = controlled("b", 2, "fail");
-    const jobs = openJobs(dir, [a.kind, b.kind], String, BOUNDS);
+    const jobs = started(dir, [a.kind, b.kind], String, BOUNDS);
     const as = [await jobs.submit("a", ["t"], {}, "o"), await jobs.submit("a", ["t"], {}, "o")];
     const bs = [await jobs.submit("b", ["t"], {}, "o"), await jobs.submit("b", ["t"], {}, "o"), await jobs.submit("b", ["t"], {}, "o")];
     await eventually(() => {
@@ -149,7 +155,7 @@ describe("job kinds", () => {
   it("a freed slot goes to the owner whose last start is longest ago, not to the oldest record", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = openJobs(dir, [a.kind], String, BOUNDS);
+    const jobs = started(dir, [a.kind], String, BOUNDS);
     const first = await jobs.submit("a", ["t"], {}, "A");
     const moreA = [await jobs.submit("a", ["t"], {}, "A"), await jobs.submit("a", ["t"], {}, "A")];
     const b = await jobs.submit("a", ["u"], {}, "B");
@@ -174,7 +180,7 @@ describe("job kinds", () => {
   it("queued records are bounded per owner and per table: past either, 503 with Retry-After", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = openJobs(dir, [a.kind], String, { maxQueuedJobsPerCredential: 2, maxQueuedJobsPerTable: 3 });
+    const jobs = started(dir, [a.kind], String, { maxQueuedJobsPerCredential: 2, maxQueuedJobsPerTable: 3 });
     await jobs.submit("a", ["t"], {}, "A"); // starts: Running records are not bounded
     await eventually(() => expect(jobs.active()[0].status).toBe("Running"));
     await jobs.submit("a", ["t"], {}, "A");
@@ -194,7 +200,7 @@ describe("job kinds", () => {
   it("cancel stops a running job and a queued one never starts", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = openJobs(dir, [a.kind], String, BOUNDS);
+    const jobs = started(dir, [a.kind], String, BOUNDS);
     const [r1, r2] = [await jobs.submit("a", ["t"], {}, "o"), await jobs.submit("a", ["t"], {}, "o")];
     await settle();
     await jobs.cancel(jobs.get(r2.id)!);
@@ -211,12 +217,12 @@ describe("job kinds", () => {
     const dir = tempDir();
     const r = controlled("r", 1, "resume");
     const f = controlled("f", 1, "fail");
-    const jobs = openJobs(dir, [r.kind, f.kind], String, BOUNDS);
+    const jobs = started(dir, [r.kind, f.kind], String, BOUNDS);
     const [jr, jf] = [await jobs.submit("r", ["t"], {}, "o"), await jobs.submit("f", ["t"], {}, "o")];
     await settle();
     // No close(): the process "died" with both Running on disk.
     const r2 = controlled("r", 1, "resume");
-    const again = openJobs(dir, [r2.kind, controlled("f", 1, "fail").kind], String, BOUNDS);
+    const again = started(dir, [r2.kind, controlled("f", 1, "fail").kind], String, BOUNDS);
     await eventually(() => {
       expect(again.get(jr.id)).toMatchObject({ status: "Running", progress: { started: 2 } });
       expect(again.get(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server restart" });
@@ -232,7 +238,7 @@ describe("job kinds", () => {
     const dir = tempDir();
     const r = controlled("r", 1, "resume");
     const f = controlled("f", 1, "fail");
-    const jobs = openJobs(dir, [r.kind, f.kind], String, BOUNDS);
+    const jobs = started(dir, [r.kind, f.kind], String, BOUNDS);
     const [jr, jf] = [await jobs.submit("r", ["t"], {}, "o"), await jobs.submit("f", ["t"], {}, "o")];
     await settle();
     await jobs.close();
@@ -248,7 +254,7 @@ describe("job kinds", () => {
     const s = openStore(dir);
     await s.put({ ...rec("x"), operation: "gone" });
     await s.close();
-    const jobs = openJobs(dir, [], String, BOUNDS);
+    const jobs = started(dir, [], String, BOUNDS);
     await eventually(() => {
       expect(jobs.get("x")).toMatchObject({ status: "Failed", error: 'unknown job kind "gone"' });
     });
