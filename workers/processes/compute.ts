@@ -32,9 +32,10 @@ const send = (m: ComputeMessage): void => void process.send!(m);
 /** What ran: "the UDF", "the udtf", "the chunker". */
 const subject = (m: ComputeCommand) => (m.name === "udf" ? "the UDF" : `the ${m.request.kind}`);
 
-function failure(err: unknown, m: ComputeCommand, aborted: boolean): string {
+function failure(err: unknown, m: ComputeCommand, aborted: "time" | "memory" | null): string {
   const e = err as { code?: string; message?: string };
-  if (aborted) return `${subject(m)} ran past its time limit; its worker was stopped`;
+  if (aborted === "memory") return `${subject(m)} ran out of memory: the compute sandbox passed ${PYTHON_RSS_MB} MB (--workers x --worker-heap-mb + 512; a Python interpreter's memory is outside the heap limit); its worker was replaced`;
+  if (aborted === "time") return `${subject(m)} ran past its time limit; its worker was stopped`;
   if (e?.code === "ERR_WORKER_OUT_OF_MEMORY" || /out of memory|memory limit/i.test(String(e?.message))) {
     return `${subject(m)} ran out of memory: it exceeded the worker heap limit (--worker-heap-mb ${workerHeapMb}); its worker was replaced`;
   }
@@ -47,8 +48,13 @@ function pythonLimit(m: ComputeCommand): number | null {
   return m.request.fn.backend === "python" ? m.request.timeoutMs : null;
 }
 
-// How often the time limit of a running Python call is looked at.
+// How often the time limit and memory of a running Python call are looked at.
 const PYTHON_TICK_MS = 20;
+
+// A Python interpreter's memory is WebAssembly memory, outside the worker's heap limit
+// (--worker-heap-mb): past this resident size of the whole process, the Python task running is
+// stopped and its worker replaced, which frees its interpreter.
+const PYTHON_RSS_MB = workers * workerHeapMb + 512;
 
 /**
  * Python's time limit, kept from here: the worker thread is busy in the interpreter, which looks at
@@ -56,10 +62,11 @@ const PYTHON_TICK_MS = 20;
  * this thread sets SIGINT there. A worker's first Python task loads the interpreter first, which
  * does not count.
  */
-function pythonTimer(limitMs: number): { buffer: Int32Array; stop(): void } {
+function pythonTimer(limitMs: number, overMemory: () => void): { buffer: Int32Array; stop(): void } {
   const buffer = new Int32Array(new SharedArrayBuffer(8));
   let since: number | null = null;
   const tick = setInterval(() => {
+    if (process.memoryUsage.rss() > PYTHON_RSS_MB * 2 ** 20) overMemory();
     if (Atomics.load(buffer, 1) === 0) since = null;
     else if (since === null) since = Date.now();
     else if (Date.now() - since >= limitMs) Atomics.store(buffer, 0, 2);
@@ -69,16 +76,21 @@ function pythonTimer(limitMs: number): { buffer: Int32Array; stop(): void } {
 
 function runTask(m: ComputeCommand): Promise<void> {
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(), m.deadlineMs);
+  let aborted: "time" | "memory" | null = null;
+  const stop = (why: "time" | "memory") => {
+    aborted ??= why;
+    abort.abort();
+  };
+  const timer = setTimeout(() => stop("time"), m.deadlineMs);
   const input = m.request.op === "run" ? ownBuffer(m.request.input!) : undefined;
   const limit = pythonLimit(m);
-  const python = limit === null ? null : pythonTimer(limit);
+  const python = limit === null ? null : pythonTimer(limit, () => stop("memory"));
   const request = { ...m.request, ...(input ? { input } : {}), ...(python ? { interrupt: python.buffer } : {}) };
   return pool
     .run(request, { name: m.name, signal: abort.signal, transferList: input ? [input.buffer as ArrayBuffer] : [] })
     .then(
       (r: UdfTaskReply | TableReply) => send(r instanceof Uint8Array ? { type: "reply", id: m.id, output: r } : r.ok ? { type: "reply", id: m.id, ok: true } : { type: "reply", id: m.id, error: r.error ?? `${subject(m)} failed` }),
-      (err: unknown) => send({ type: "reply", id: m.id, error: failure(err, m, abort.signal.aborted) }),
+      (err: unknown) => send({ type: "reply", id: m.id, error: failure(err, m, aborted) }),
     )
     .finally(() => {
       clearTimeout(timer);
