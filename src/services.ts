@@ -8,7 +8,7 @@ import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { createClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
-import { useStorageOptions, withDeadline } from "./engine/storage.js";
+import { withDeadline } from "./engine/storage.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
@@ -60,7 +60,6 @@ export interface Services {
 export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
   const privateDir = config.stateDir;
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
-  useStorageOptions(config.storageOptions);
   // An object store that does not answer (a wrong endpoint, a network cut) fails the start in
   // bounded time with one line, instead of LanceDB's retries for minutes.
   const reach = <T>(p: Promise<T>) =>

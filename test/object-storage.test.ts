@@ -167,7 +167,7 @@ describe("a Quiver server on Azurite (az://)", () => {
 });
 
 /** Run the server to its exit; answers the exit code, stderr and the time it took. */
-function runToExit(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string; ms: number }> {
+function runQuiverToEnd(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string; ms: number }> {
   const t0 = Date.now();
   const proc = spawn(process.execPath, [MAIN, "--port", "0", ...args], { env: { ...(process.env as Record<string, string>), QUIVER_API_KEYS: "k:admin", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
@@ -181,7 +181,7 @@ describe("start-up errors", () => {
   afterAll(() => rmSync(state, { recursive: true, force: true }));
 
   it("an unreachable S3 endpoint fails the start within the deadline, with one line and no stack", async () => {
-    const r = await runToExit([
+    const r = await runQuiverToEnd([
       "--data-dir", "s3://bucket/quiver", "--state-dir", state, "--storage-timeout-ms", "5000",
       "--storage-option", "endpoint=http://127.0.0.1:1", "--storage-option", "allow_http=true",
       "--storage-option", "aws_access_key_id=dummy", "--storage-option", "aws_secret_access_key=dummy-secret-value", "--storage-option", "region=us-east-1",
@@ -197,20 +197,20 @@ describe("start-up errors", () => {
   }, 30_000);
 
   it("an object store data directory without --state-dir is refused", async () => {
-    const r = await runToExit(["--data-dir", "gs://bucket/x"]);
+    const r = await runQuiverToEnd(["--data-dir", "gs://bucket/x"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^quiver: state-dir is required when data-dir is on an object store/);
   });
 
   it("storage options from QUIVER_STORAGE_OPTIONS must be a JSON object; the value is not echoed", async () => {
-    const r = await runToExit(["--data-dir", "az://c/x", "--state-dir", state], { QUIVER_STORAGE_OPTIONS: "account_key=secret123" });
+    const r = await runQuiverToEnd(["--data-dir", "az://c/x", "--state-dir", state], { QUIVER_STORAGE_OPTIONS: "account_key=secret123" });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/QUIVER_STORAGE_OPTIONS must be a JSON object/);
     expect(r.stderr).not.toContain("secret123");
   });
 
   it("an unknown scheme is refused", async () => {
-    const r = await runToExit(["--data-dir", "hdfs://x/y"]);
+    const r = await runQuiverToEnd(["--data-dir", "hdfs://x/y"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/unsupported scheme/);
   });

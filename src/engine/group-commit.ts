@@ -135,6 +135,8 @@ export function createGroupCommit(tables: Tables): GroupCommit {
         numAttempts: r.numAttempts,
       });
       const column = on[0];
+      // The key's type as the writer sent it (checked against the table's before it got here).
+      const numeric = data.getChild(column) !== null && arrow.DataType.isInt(data.getChild(column)!.type);
       const kind: Kind<{ data: A.Table; keys: Set<string> | null }, MergeAnswer> = {
         change: "merge_insert",
         rows: (w) => w.data.numRows,
@@ -144,7 +146,7 @@ export function createGroupCommit(tables: Tables): GroupCommit {
         fits: (items, w) => items.every((o) => ![...w.keys!].some((k) => o.keys!.has(k))),
         alone: async (w) => answer(await mergeRows(table, on, how)(w.data), w.data.numRows),
         async together(items) {
-          const held = await heldKeys(table, column, items.flatMap((w) => [...w.keys!]));
+          const held = await heldKeys(table, column, numeric, items.flatMap((w) => [...w.keys!]));
           const r = await mergeRows(table, on, how)(concat(items.map((w) => w.data)));
           const answers = items.map((w) => {
             const matched = [...w.keys!].filter((k) => held.has(k)).length;
@@ -184,10 +186,9 @@ function combinableKeys(data: A.Table, on: string[], how: MergeHow): Set<string>
   return keys.size === data.numRows ? keys : null;
 }
 
-/** Which of `keys` (as strings) the table holds in `column`. */
-async function heldKeys(table: TableHandle, column: string, keys: string[]): Promise<Set<string>> {
-  const field = (await table.schema()).fields.find((f) => f.name === column)!;
-  const literal = arrow.DataType.isInt(field.type) ? (k: string) => k : (k: string) => `'${k.replace(/'/g, "''")}'`;
+/** Which of `keys` (as strings; integers when `numeric`) the table holds in `column`. */
+async function heldKeys(table: TableHandle, column: string, numeric: boolean, keys: string[]): Promise<Set<string>> {
+  const literal = numeric ? (k: string) => k : (k: string) => `'${k.replace(/'/g, "''")}'`;
   const rows = await table.query().where(`${quoteIdent(column)} IN (${keys.map(literal).join(", ")})`).select([column]).toArray();
   return new Set(rows.map((r) => String(r[column])));
 }

@@ -18,8 +18,6 @@ export function useStorageOptions(options: Record<string, string> | undefined): 
   current = { ...(options ?? {}) };
 }
 
-export const storageOptions = (): Record<string, string> => current;
-
 /** The directory namespace takes storage options only as `storage.`-prefixed properties. */
 export const namespaceProperties = (options: Record<string, string>): Record<string, string> =>
   Object.fromEntries(Object.entries(options).map(([k, v]) => [`storage.${k}`, v]));

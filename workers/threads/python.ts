@@ -235,13 +235,9 @@ export function loadPython(): Promise<Interpreter> {
   return loading;
 }
 
-/** Whether the interpreter of `generation` is still this thread's. */
-const alive = (generation: number) => interpreter?.generation === generation;
-
 // The time limit: the sandbox process's main thread sets `interrupt[0]` to SIGINT past the limit
 // (Python then raises KeyboardInterrupt); `interrupt[1]` is 1 while user code runs.
 let interrupt: Int32Array | null = null;
-const SIGINT = 2;
 
 /** The interrupt buffer of the task this thread runs next. */
 export function usePythonInterrupt(buffer: Int32Array | undefined): void {
@@ -285,21 +281,17 @@ export function compilePython(it: Interpreter, source: string, name: string, tim
   const loaded = call(it, it.load, timeoutMs, [source, name]);
   if (loaded.error !== undefined) throw new Error(loaded.error);
   const fn = loaded.fn!;
-  const generation = it.generation;
-  const live = () => {
-    if (!alive(generation)) throw new Error("the Python interpreter was reloaded; compile again");
-    return it;
-  };
+  // Callers cache sandboxes by interpreter generation: one of a dropped interpreter is never used again.
   return {
     bytes: true,
     inside: (v) => v,
     array: (n) => new Array(n),
     run(cols, n, batch, shape: Shape, structField) {
-      const r = call(live(), it.run, timeoutMs, [fn, cols, n, batch, shape, structField]);
+      const r = call(it, it.run, timeoutMs, [fn, cols, n, batch, shape, structField]);
       return r.error !== undefined ? { error: r.error, row: r.row ?? -1 } : { values: r.values! };
     },
     runRows(rows, chunker, fields) {
-      const r = call(live(), it.runRows, timeoutMs, [fn, rows, chunker, fields]);
+      const r = call(it, it.runRows, timeoutMs, [fn, rows, chunker, fields]);
       return r.error !== undefined ? { error: r.error, row: r.row ?? -1 } : { columns: r.columns!, parents: r.parents! };
     },
   };
