@@ -5,8 +5,8 @@ import { availableParallelism } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
-/** Is this data directory on an object store (s3://, gs://, az://)? (src/engine/storage.ts has the same test.) */
-const isRemote = (p: string) => /^(s3|gs|az):\/\//i.test(p);
+/** Is this data directory (or a location inside it) on an object store (s3://, gs://, az://)? */
+export const isRemote = (p: string) => /^(s3|gs|az):\/\//i.test(p);
 
 type Kind = "string" | "int" | "number" | "bool";
 interface Option {

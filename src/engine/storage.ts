@@ -2,16 +2,14 @@
 // (s3://, gs://, az://), with the storage options every LanceDB call and every job process gets.
 // On an object store Quiver has no file system: what it reads or writes beside LanceDB on local
 // disk (markers, manifest files, directory listings) is done through LanceDB, or skipped, or
-// refused with `remoteOnly`'s 406 naming the feature (README, "Object storage").
+// refused with `notOnObjectStorage`'s 406 naming the feature (README, "Object storage").
 import * as lancedb from "@lancedb/lancedb";
+import { isRemote } from "../config.js";
 import { unsupported } from "../errors.js";
 
-export const REMOTE_SCHEMES = ["s3", "gs", "az"] as const;
+export { isRemote };
 
-/** Is this data directory (or a location inside it) on an object store? */
-export const isRemote = (p: string) => /^(s3|gs|az):\/\//i.test(p);
-
-/** The storage options LanceDB gets on this process's data directory (set once at startup, or by a job process from its request). */
+/** The storage options LanceDB gets on this process's data directory (set by openTables, in the server and in each job process from its request). */
 let current: Record<string, string> = {};
 
 export function useStorageOptions(options: Record<string, string> | undefined): void {
