@@ -5,7 +5,8 @@
 //   install, not the data directory, key files or configuration), worker threads for its pool,
 //   and nothing else: no file writes, no child processes, no native addons;
 // - as root: under uid/gid 65534 (nobody), in a network namespace of its own (`unshare -n`), so it
-//   reaches no address, not even loopback; where either is unavailable, one log line says so.
+//   reaches no address, not even loopback; where either is unavailable (no unshare, or an install
+//   that uid 65534 cannot read, such as one under a 0700 directory), one log line says so.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -58,16 +59,34 @@ function netns(): boolean {
   return netnsChecked;
 }
 
+let dropChecked: boolean | null = null;
+/**
+ * Whether uid 65534 can run Quiver's code (node, dist/, node_modules/): not when the install sits
+ * under a directory others cannot enter. Checked once by trying; logged once if not.
+ */
+function canDropPrivileges(): boolean {
+  if (dropChecked !== null) return dropChecked;
+  const files = [fileURLToPath(import.meta.url), createRequire(import.meta.url).resolve("piscina")];
+  const probe = `const fs = require("fs"); for (const f of ${JSON.stringify(files)}) fs.accessSync(f, fs.constants.R_OK);`;
+  dropChecked = spawnSync(process.execPath, ["-e", probe], { uid: UNPRIVILEGED, gid: UNPRIVILEGED, stdio: "ignore", env: {} }).status === 0;
+  if (!dropChecked) {
+    log.warn("compute sandbox: runs as root, not as uid 65534, which cannot read the install; make its path readable by others (chmod o+rX) to drop privileges", {
+      install: readablePaths()[0],
+    });
+  }
+  return dropChecked;
+}
+
 /** Start `entry` as a sandbox process with `args`, an IPC channel (advanced serialization) and stderr inherited. */
 export function launchSandbox(entry: URL, args: string[]): ChildProcess {
   const node = [process.execPath, ...sandboxFlags(), fileURLToPath(entry), ...args];
   const options = { env: {}, stdio: ["ignore", "ignore", "inherit", "ipc"] as ["ignore", "ignore", "inherit", "ipc"], serialization: "advanced" as const };
   const root = process.getuid?.() === 0;
   if (root && netns()) {
-    const drop = [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups", "--no-new-privs", "--"];
-    return spawn(UNSHARE!, ["-n", "--", SETPRIV!, ...drop, ...node], options);
+    const drop = canDropPrivileges() ? [SETPRIV!, `--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups", "--no-new-privs", "--"] : [];
+    return spawn(UNSHARE!, ["-n", "--", ...drop, ...node], options);
   }
-  if (root) return spawn(node[0], node.slice(1), { ...options, uid: UNPRIVILEGED, gid: UNPRIVILEGED });
+  if (root && canDropPrivileges()) return spawn(node[0], node.slice(1), { ...options, uid: UNPRIVILEGED, gid: UNPRIVILEGED });
   netns();
   return spawn(node[0], node.slice(1), options);
 }
