@@ -33,10 +33,15 @@ export function resolveLocation(root: string, location: string): string {
   throw invalid(`location ${JSON.stringify(location)} is outside the data directory`);
 }
 
-/** A client-given location (relative, absolute or file:// inside the data directory) → stored relative form. */
+/**
+ * A client-given location (relative, absolute or file:// inside the data directory) → stored relative form.
+ * Entries of the data directory whose name starts with "." are Quiver's own (its state, the replicas'
+ * shared system tables): no table may be registered there.
+ */
 export function normaliseLocation(root: string, location: string): string {
-  if (REMOTE.test(root)) return resolveRemote(root, location).slice(root.length + 1);
-  return path.relative(root, resolveLocation(root, location));
+  const rel = REMOTE.test(root) ? resolveRemote(root, location).slice(root.length + 1) : path.relative(root, resolveLocation(root, location));
+  if (rel.split(/[\\/]/)[0].startsWith(".")) throw invalid(`location ${JSON.stringify(location)} is reserved for Quiver's own state`);
+  return rel;
 }
 
 /** The Lance table name under which LanceDB's plain `connect(root)` opens this location, if any. */

@@ -1,0 +1,116 @@
+// Quiver's own state, shared by every replica on one data directory: small Lance tables under the
+// reserved directory `.system/` of the data directory (beside the tables; on an object store, in
+// the same bucket), written only with the engine's conditional commits, so two replicas that race
+// agree on one winner. A catalog location may never name this directory (src/catalog/locations.ts),
+// so no API table route reaches it, and no listing shows it (it is no `<name>.lance`).
+//
+// A table is keyed by `key`; a few scalar columns per table carry what conditions test (status,
+// lease owner, expiry), and `doc` the whole record as JSON. Reads always see the latest commit
+// (consistency interval 0): what one replica wrote, the next read on another sees.
+import * as lancedb from "@lancedb/lancedb";
+import { arrow } from "./arrow.js";
+import { isRemote } from "./storage.js";
+
+const { Field, Float64, Schema, Utf8 } = arrow;
+
+/** The reserved directory of the data directory holding the system tables. */
+export const SYSTEM_DIR = ".system";
+
+/** A scalar column a condition may test; `doc` and `key` are always there. */
+export interface SystemColumn {
+  name: string;
+  type: "string" | "number";
+}
+
+export type SystemRow = Record<string, string | number | null>;
+
+export interface SystemTable {
+  /** Rows matching `where` (SQL over the columns; all rows without it), at the latest commit. */
+  select(where?: string): Promise<SystemRow[]>;
+  /** Insert or replace rows by key. */
+  upsert(rows: SystemRow[]): Promise<void>;
+  /** Insert the rows whose key no row has; how many were inserted (a racing insert of a key loses). */
+  insertIfAbsent(rows: SystemRow[]): Promise<number>;
+  /**
+   * Replace the rows (by key) whose current row matches `where` (SQL over `target.<column>`); how
+   * many were replaced. Racing conditional updates of a row: one sees the other's commit and its
+   * condition is tested against it.
+   */
+  updateIf(rows: SystemRow[], where: string): Promise<number>;
+  /** Delete the rows matching `where`. */
+  deleteWhere(where: string): Promise<void>;
+}
+
+/** A SQL string literal. */
+export const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+/** Compact a system table (and drop versions older than this) after this many of its commits here. */
+const COMPACT_EVERY = 50;
+const KEEP_VERSIONS_MS = 10 * 60_000;
+
+export interface SystemTables {
+  open(name: string, columns: SystemColumn[]): Promise<SystemTable>;
+}
+
+export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
+  const dir = isRemote(root) ? `${root.replace(/\/+$/, "")}/${SYSTEM_DIR}` : `${root}/${SYSTEM_DIR}`;
+  const conn = lancedb.connect(dir, { storageOptions, readConsistencyInterval: 0 });
+  return {
+    async open(name, columns) {
+      const schema = new Schema([
+        new Field("key", new Utf8(), false, new Map([["lance-schema:unenforced-primary-key:position", "0"]])),
+        ...columns.map((c) => new Field(c.name, c.type === "string" ? new Utf8() : new Float64(), true)),
+        new Field("doc", new Utf8(), true),
+      ]);
+      const db = await conn;
+      // Replicas starting at once may race to create it; each then opens what storage holds.
+      if (!(await db.tableNames()).includes(name)) await db.createEmptyTable(name, schema, { existOk: true });
+      return systemTable(await db.openTable(name), schema, columns);
+    },
+  };
+}
+
+function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, columns: SystemColumn[]): SystemTable {
+  const names = ["key", ...columns.map((c) => c.name), "doc"];
+  const toArrow = (rows: SystemRow[]) => lancedb.makeArrowTable(rows.map((r) => Object.fromEntries(names.map((n) => [n, r[n] ?? null]))), { schema });
+  let commits = 0;
+  let compacting: Promise<void> | null = null;
+  // Each commit adds a fragment; a table compacted now and then stays one or two fragments to read.
+  const committed = () => {
+    if (++commits % COMPACT_EVERY !== 0 || compacting) return;
+    compacting = table
+      .optimize({ cleanupOlderThan: new Date(Date.now() - KEEP_VERSIONS_MS) })
+      .then(() => undefined)
+      // Another replica's commit may conflict with it; the next round compacts.
+      .catch(() => undefined)
+      .finally(() => (compacting = null));
+  };
+  return {
+    async select(where) {
+      const q = table.query();
+      const rows = (await (where ? q.where(where) : q).toArray()) as SystemRow[];
+      return rows.map((r) => Object.fromEntries(names.map((n) => [n, r[n] ?? null])));
+    },
+    async upsert(rows) {
+      if (rows.length === 0) return;
+      await table.mergeInsert("key").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow(rows));
+      committed();
+    },
+    async insertIfAbsent(rows) {
+      if (rows.length === 0) return 0;
+      const r = await table.mergeInsert("key").whenNotMatchedInsertAll().execute(toArrow(rows));
+      if (r.numInsertedRows > 0) committed();
+      return r.numInsertedRows;
+    },
+    async updateIf(rows, where) {
+      if (rows.length === 0) return 0;
+      const r = await table.mergeInsert("key").whenMatchedUpdateAll({ where }).execute(toArrow(rows));
+      if (r.numUpdatedRows > 0) committed();
+      return r.numUpdatedRows;
+    },
+    async deleteWhere(where) {
+      await table.delete(where);
+      committed();
+    },
+  };
+}
