@@ -19,6 +19,7 @@ import { ipcFile } from "../src/engine/ipc-out.js";
 import { splitBatch } from "../src/engine/search-batcher.js";
 import { createPipeline, type Incoming } from "../src/http/pipeline.js";
 import { openStore, type JobRecord } from "../src/jobs/store.js";
+import { openSystemTables } from "../src/engine/system-tables.js";
 import { routes } from "../src/routes.js";
 import { createServices } from "../src/services.js";
 import { batch, queryVectors, rng, vectorSource } from "./dataset.js";
@@ -84,16 +85,16 @@ function batchedResult(searches: number): Uint8Array {
 const batched32 = batchedResult(32);
 const ones32 = Array.from({ length: 32 }, () => 1);
 
-/** A store of 10,000 finished records, and one record whose state changes. */
+/** A shared job store of 1,000 finished records, and one record whose progress changes. */
 const storeDir = mkdtempSync(path.join(tmpdir(), "quiver-micro-store-"));
-const store = openStore(storeDir);
+const store = await openStore(openSystemTables(storeDir, {}), storeDir);
 const record = (i: number): JobRecord => ({
   id: `job-${i}`, status: "Succeeded", operation: "create_index", table: ["ns", `t${i}`],
   spec: { column: "vec", kind: "IVF_PQ", name: `vec_idx_${i}`, params: {}, branch: null }, properties: {}, createdAt: i, finishedAt: i,
 });
-for (let i = 0; i < 10_000; i++) void store.put(record(i));
-await store.flush();
+for (let i = 0; i < 1_000; i++) await store.insert(record(i));
 const moving = record(-1);
+await store.insert(moving);
 let tick = 0;
 
 const bench = new Bench({ time: 1000 });
@@ -108,13 +109,11 @@ bench
   .add("batch split: one result of 32 top-10 searches into 32 answers", () => splitBatch(batched32, ones32))
   .add(`IPC pass-through, 20k x 128-d rows (${large.length} batches)`, () => reframe(large))
   .add("IPC decode + re-encode, 20k x 128-d rows", () => reencode(large))
-  .add("job store: one state change among 10,000 records (fsynced)", () => {
-    moving.progress = { rows_done: ++tick };
-    return store.put(moving);
-  });
+  .add("job store: one progress change among 1,000 records (read, compare-and-swap commit)", () =>
+    store.update(moving.id, (r) => ({ ...r, progress: { rows_done: ++tick } })),
+  );
 await bench.run();
 console.table(bench.table());
-await store.close();
 await svc.close();
 rmSync(dir, { recursive: true, force: true });
 rmSync(storeDir, { recursive: true, force: true });

@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   const services = await createServices(config, auth.credential);
   const server = await startServer(services, createPipeline(services, auth.authenticate, routes));
   // After listening: a second start on a taken port must fail before touching the data directory.
-  services.jobs.start();
+  await services.jobs.start();
   await reclaim(services, "start");
   watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, openTables: services.tables.openHandles });
   if (auth.generatedKey) {

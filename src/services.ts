@@ -9,6 +9,7 @@ import { createClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { engineReason } from "./engine/messages.js";
 import { withDeadline } from "./engine/storage.js";
+import { openSystemTables } from "./engine/system-tables.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
@@ -22,6 +23,7 @@ import { openViews, type Views } from "./compute/views.js";
 import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
 import { autoBackfill, autoRefresh } from "./jobs/triggers/after-commit.js";
 import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
+import { replicaId } from "./util/replica-id.js";
 import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
@@ -76,7 +78,10 @@ export async function createServices(config: Config, credential: (key: string) =
   const valueVersions = openValueVersions(privateDir);
   const views = openViews(privateDir);
   const readLeases = createReadLeases();
-  const jobs: Jobs = openJobs(
+  const replica = replicaId(privateDir);
+  const system = openSystemTables(config.dataDir, config.storageOptions);
+  const jobs: Jobs = await reach(openJobs(
+    system,
     privateDir,
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
@@ -85,8 +90,8 @@ export async function createServices(config: Config, credential: (key: string) =
       maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, limit: config.maintenanceJobs }),
     ],
     engineReason,
-    config,
-  );
+    { ...config, replica },
+  ));
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
   const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs, credential });
   const maintenance = autoMaintenance({

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import net from "node:net";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -88,18 +88,34 @@ describe("a second start", () => {
       expect(r.status, r.text).toBe(202);
       const job = r.json.job_id as string;
       await until(a, job, (s) => s === "Running");
-      const log = path.join(a.dataDir, ".quiver", "transactions.jsonl");
-      const before = readFileSync(log, "utf8").length;
-      const b = spawn(process.execPath, [path.resolve(__dirname, "../dist/src/main.js"), "--port", String(a.port), "--data-dir", a.dataDir], { env: { ...process.env, QUIVER_API_KEYS: `${ADMIN_KEY}:admin`, QUIVER_LOG_LEVEL: "warn" }, stdio: "ignore" });
-      const code = await new Promise<number | null>((resolve) => b.once("exit", resolve));
+      // A state directory of its own, so only the port stops it.
+      const b = spawn(process.execPath, [path.resolve(__dirname, "../dist/src/main.js"), "--port", String(a.port), "--data-dir", a.dataDir, "--state-dir", mkdtempSync(path.join(tmpdir(), "quiver-second-"))], { env: { ...process.env, QUIVER_API_KEYS: `${ADMIN_KEY}:admin`, QUIVER_LOG_LEVEL: "warn" }, stdio: "ignore" });
+      const exited = new Promise<number | null>((resolve) => b.once("exit", resolve));
+      // Watched while the second process lives: the job never leaves Running (it is neither queued
+      // again nor failed as interrupted).
+      const seen = new Set<string>();
+      let code: number | null | undefined;
+      void exited.then((c) => (code = c));
+      while (code === undefined) seen.add((await a.call("POST", `/v1/transaction/${job}/describe`)).json.status as string);
       expect(code).not.toBe(0);
-      // What the job log gained meanwhile is the live server's progress only: the second process
-      // neither queued the Running job again nor failed it as interrupted.
-      const added = readFileSync(log, "utf8").slice(before).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id: string; status: string });
-      expect(added.filter((l) => l.id === job).map((l) => l.status).filter((s) => s !== "Running" && s !== "Succeeded")).toEqual([]);
+      expect([...seen].filter((s) => s !== "Running" && s !== "Succeeded")).toEqual([]);
       const done = await settle(a, job, 120_000);
       expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
       expect(done.properties.rows_computed).toBe("40");
+    } finally {
+      await a.stop();
+    }
+  });
+
+  it("on the state directory of a live server is refused, naming it (a replica needs its own)", async () => {
+    const a = await startQuiver();
+    try {
+      const b = spawn(process.execPath, [path.resolve(__dirname, "../dist/src/main.js"), "--port", "0", "--data-dir", a.dataDir], { env: { ...process.env, QUIVER_API_KEYS: `${ADMIN_KEY}:admin` }, stdio: ["ignore", "ignore", "pipe"] });
+      let err = "";
+      b.stderr!.on("data", (d: Buffer) => (err += d));
+      expect(await new Promise<number | null>((resolve) => b.once("exit", resolve))).not.toBe(0);
+      expect(err).toContain(`is in use by process ${a.proc.pid}: give each replica its own --state-dir`);
+      expect((await a.call("GET", "/v1/namespace/%24/list")).status).toBe(200);
     } finally {
       await a.stop();
     }

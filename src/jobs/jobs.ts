@@ -1,13 +1,18 @@
 // Background work tracked as transactions, by kind. Each kind registers itself (name, how many
-// run at once, what happens to a run interrupted by a restart, how to start one and what its
-// record shows); this module knows no kind. Records wait as Queued in submission order until
-// their kind has a free slot, taken fairly between owners (see nextFair); every state change is
-// persisted before it is reported. Queued records are bounded per owner and per table.
+// run at once on a replica, what happens to a run whose replica stopped, how to start one and what
+// its record shows); this module knows no kind. Records live in the replicas' shared store
+// (./store.ts) and wait as Queued in submission order until a replica has a free slot for their
+// kind, taken fairly between owners (see nextFair). A replica runs a job under a lease it renews
+// while the job runs; a job whose lease lapsed (its replica died) is taken over by another replica
+// (resumed from its last checkpoint, or Failed for kinds that cannot resume). Every state change is
+// stored before it is reported, and a change made elsewhere (a cancel through another replica) is
+// seen by the running replica within a poll. Queued records are bounded per owner and per table.
 import { randomUUID } from "node:crypto";
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
 import { recordJobRows } from "../metrics.js";
+import type { SystemTables } from "../util/system-table.js";
 import { isTerminal, openStore, STATUSES, type JobRecord } from "./store.js";
 
 /** A started job: `done` settles when it ends; `stop` makes it end early (resolves once stopped). */
@@ -26,11 +31,12 @@ export interface JobContext<S = Record<string, unknown>> {
 export interface JobKind<S = any> {
   /** The record's `operation`, e.g. "create_index". */
   name: string;
-  /** Jobs of this kind running at once; more wait as Queued. */
+  /** Jobs of this kind running at once on one replica; more wait as Queued. */
   limit: number;
   /**
-   * A record left Running by a restart or shutdown: "resume" queues it again (start() continues
-   * from its progress), "fail" marks it Failed (its work died with the process).
+   * A record left Running by a replica that stopped (a restart, a crash, a shutdown): "resume"
+   * queues or takes it over (start() continues from its progress), "fail" marks it Failed (its
+   * work died with the process).
    */
   interrupted: "resume" | "fail";
   start(job: JobContext<S>): Promise<Running>;
@@ -44,29 +50,48 @@ export interface QueueBounds {
   maxQueuedJobsPerTable: number;
 }
 
+export interface JobsOptions extends QueueBounds {
+  /** This replica's id (stable across its restarts: a restart takes its own leases back at once). */
+  replica: string;
+  /** How long a lease lasts without a heartbeat: a dead replica's jobs are taken over after it. */
+  jobLeaseMs: number;
+}
+
+/** One job of a kind that at most one may be active at a time (a column's backfill, a view's refresh). */
+export interface Exclusive {
+  slot: string;
+  /** The 409 to answer while job `holder` has the slot. */
+  busy(holder: string): Error;
+}
+
 export interface Jobs {
   /**
-   * Recover the records a previous process left Running and begin running jobs: called once the
-   * server listens, so a second start on a taken port (which fails there) never touches the live
-   * server's jobs. Until then jobs are accepted and stay Queued.
+   * Recover what a previous run of this replica left Running and begin running jobs: called once
+   * the server listens, so a second start on a taken port (which fails there) never touches the
+   * live server's jobs. Until then jobs are accepted and stay Queued. Resolves after the first
+   * look (what a previous run left Running is resumed or Failed by then).
    */
-  start(): void;
+  start(): Promise<void>;
   /** 503 Slow down when a job for `owner` on `table` would pass the queue bounds now (submit checks too). */
   admit(table: readonly string[], owner: string): void;
-  /** Queue a job for `owner` (see JobRecord.owner); 503 Slow down past the queue bounds. */
-  submit(kind: string, table: string[], spec: Record<string, unknown>, owner: string): Promise<JobRecord>;
-  get(id: string): JobRecord | undefined;
-  /** Every record kept (finished ones too, up to the store's retention). */
-  all(): JobRecord[];
-  /** Queued and Running records, oldest first. */
+  /** Queue a job for `owner` (see JobRecord.owner); 503 Slow down past the queue bounds; `exclusive`'s 409 while its slot is held. */
+  submit(kind: string, table: string[], spec: Record<string, unknown>, owner: string, exclusive?: Exclusive): Promise<JobRecord>;
+  /** The record as stored now (whichever replica runs it). */
+  get(id: string): Promise<JobRecord | undefined>;
+  /** Every record kept (finished ones too, up to the store's retention), as stored now. */
+  all(): Promise<JobRecord[]>;
+  /** Queued and Running records as of this replica's last look (at most a poll old), oldest first. */
   active(): JobRecord[];
-  /** Persist a changed record (properties set through AlterTransaction). */
-  save(rec: JobRecord): Promise<void>;
-  /** Cancel a Queued or Running record; it is Canceled when this resolves. */
-  cancel(rec: JobRecord): Promise<void>;
+  /** Store the properties of `rec` (set through AlterTransaction); the record as stored after. */
+  save(rec: JobRecord): Promise<JobRecord>;
+  /**
+   * Cancel a Queued or Running record; resolves with the stored record once it is Canceled and its
+   * run has stopped (on another replica: once that replica let go, or its lease lapsed).
+   */
+  cancel(rec: JobRecord): Promise<JobRecord>;
   /** The properties Quiver reports for a record (read-only to clients), by key. */
   reported(rec: JobRecord): Record<string, string | undefined>;
-  /** Records kept, by kind and status; every registered kind and status, zeros included. */
+  /** Records this replica has seen, by kind and status; every registered kind and status, zeros included. */
   counts(): { kind: string; state: string; count: number }[];
   /** Stop running work for a shutdown: resumable jobs are queued again, the others fail. */
   close(): Promise<void>;
@@ -77,6 +102,7 @@ const rowsDone = (progress: Record<string, unknown> | undefined) => (typeof prog
 
 const RESTART_MESSAGE = "interrupted by a server restart";
 const SHUTDOWN_MESSAGE = "interrupted by a server shutdown";
+const LAPSED_MESSAGE = "interrupted: the replica running it stopped";
 
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
 
@@ -103,127 +129,221 @@ function nextFair(queued: JobRecord[], lastStart: Map<string, number>): JobRecor
   return best;
 }
 
-export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unknown) => string, bounds: QueueBounds): Jobs {
-  const store = openStore(dir);
+/** A run of this replica: its handle once started, and the record the kind sees. */
+interface Run {
+  rec: JobRecord;
+  handle?: Running;
+  stopping?: Promise<void>;
+}
+
+export async function openJobs(system: SystemTables, stateDir: string, kinds: JobKind[], describeError: (err: unknown) => string, opts: JobsOptions): Promise<Jobs> {
+  const store = await openStore(system, stateDir);
   const byName = new Map(kinds.map((k) => [k.name, k]));
-  const running = new Map<string, Running>();
-  /** When each owner's job last started (this process), for nextFair. */
+  const me = opts.replica;
+  const leaseMs = opts.jobLeaseMs;
+  // Often enough that a cancel elsewhere stops a run within about a second, and a lease is renewed
+  // well before it lapses.
+  const pollMs = Math.max(50, Math.min(1000, Math.floor(leaseMs / 4)));
+  const runs = new Map<string, Run>();
+  /** When each owner's job last started (this replica), for nextFair. */
   const lastStart = new Map<string, number>();
   let closed = false;
+  let started = false;
+  let timer: NodeJS.Timeout | undefined;
 
-  const finish = async (rec: JobRecord, status: "Succeeded" | "Failed" | "Canceled", error?: string) => {
-    rec.status = status;
-    rec.finishedAt = Date.now();
-    if (error !== undefined) rec.error = error;
-    await store.put(rec);
+  const lease = () => ({ replica: me, expires: Date.now() + leaseMs });
+  const mine = (r: JobRecord) => r.status === "Running" && r.lease?.replica === me;
+
+  /** After a record ended: its slot is free again. */
+  const ended = async (r: JobRecord | undefined) => {
+    if (r && isTerminal(r.status) && r.slot) await store.release(r.slot, r.id);
   };
 
-  /** `rec` was claimed (set Running) by pump(); it may be canceled at any await below. */
-  async function start(kind: JobKind, rec: JobRecord): Promise<void> {
-    await store.put(rec);
-    if (rec.status !== "Running") return;
-    const report = (progress: Record<string, unknown>) => {
-      const before = rowsDone(rec.progress);
-      rec.progress = { ...rec.progress, ...progress };
-      recordJobRows(rec.operation, rowsDone(rec.progress) - before);
-      return store.put(rec);
+  /** Store this run's end, unless the record changed hands meanwhile (a cancel elsewhere: that stays). */
+  async function finish(id: string, status: "Succeeded" | "Failed", error?: string) {
+    const r = await store.update(id, (s) => (mine(s) ? { ...s, status, finishedAt: Date.now(), error, lease: undefined } : undefined));
+    await ended(r);
+  }
+
+  /** The record is no longer this replica's to run (canceled or taken over): stop the run, let go of the lease. */
+  function letGo(id: string): Promise<void> {
+    const run = runs.get(id);
+    if (!run) return Promise.resolve();
+    run.stopping ??= (async () => {
+      await run.handle?.stop().catch(() => undefined);
+      const r = await store.update(id, (s) => (s.lease?.replica === me ? { ...s, lease: undefined } : undefined));
+      await ended(r);
+    })().catch((err: unknown) => log.error("cannot record a job's end", { id, error: String(err) }));
+    return run.stopping;
+  }
+
+  /** Run `rec`, which this replica holds the lease of. */
+  async function launch(kind: JobKind, rec: JobRecord): Promise<void> {
+    const run: Run = { rec };
+    runs.set(rec.id, run);
+    const report = async (progress: Record<string, unknown>) => {
+      const before = rowsDone(run.rec.progress);
+      const r = await store.update(rec.id, (s) => (mine(s) ? { ...s, progress: { ...s.progress, ...progress }, lease: lease() } : undefined));
+      if (!r || !mine(r)) return void letGo(rec.id);
+      run.rec.progress = r.progress;
+      recordJobRows(rec.operation, rowsDone(r.progress) - before);
     };
-    let handle: Running;
     try {
-      handle = await kind.start({ rec, report });
-    } catch (err) {
-      if (rec.status === "Running") await finish(rec, "Failed", describeError(err));
-      return;
-    }
-    running.set(rec.id, handle);
-    // Canceled while it was starting: the handle did not exist yet when cancel() ran.
-    if ((rec.status as string) !== "Running") await handle.stop();
-    try {
-      await handle.done;
-      if (rec.status === "Running") await finish(rec, "Succeeded");
-    } catch (err) {
-      if (rec.status === "Running") await finish(rec, "Failed", describeError(err));
+      try {
+        run.handle = await kind.start({ rec: run.rec, report });
+      } catch (err) {
+        return await finish(rec.id, "Failed", describeError(err));
+      }
+      // Canceled (or closing) while it was starting: the handle did not exist when that was seen.
+      const now = await store.read(rec.id);
+      if (closed || !now || !mine(now)) await run.handle.stop();
+      try {
+        await run.handle.done;
+        if (!run.stopping && !closed) await finish(rec.id, "Succeeded");
+      } catch (err) {
+        if (!run.stopping && !closed) await finish(rec.id, "Failed", describeError(err));
+      }
+      await run.stopping;
+    } finally {
+      runs.delete(rec.id);
     }
   }
 
-  function pump(): void {
-    if (closed || !started) return;
-    const all = store.all().sort((a, b) => a.createdAt - b.createdAt);
-    for (const kind of kinds) {
-      let slots = kind.limit - all.filter((r) => r.operation === kind.name && r.status === "Running").length;
-      const queued = all.filter((r) => r.operation === kind.name && r.status === "Queued");
-      for (; slots > 0 && queued.length > 0; slots--) {
-        const rec = nextFair(queued, lastStart);
-        queued.splice(queued.indexOf(rec), 1);
-        rec.status = "Running"; // claimed now, so a second pump() does not start it too
-        rec.startedAt = Date.now();
-        lastStart.set(rec.owner ?? "", rec.startedAt);
-        void start(kind, rec)
-          .catch((err: unknown) => log.error("job failed to run", { id: rec.id, error: String(err) }))
-          .finally(() => {
-            running.delete(rec.id);
-            pump();
-          });
+  /** Claim `r` (Queued, or Running under a lapsed lease) for this replica and run it; false when another replica got it first. */
+  async function claim(r: JobRecord, takeover: boolean): Promise<boolean> {
+    const kind = byName.get(r.operation);
+    const now = Date.now();
+    const claimable = (s: JobRecord) =>
+      takeover ? s.status === "Running" && (s.lease === undefined || s.lease.expires < now || s.lease.replica === me) : s.status === "Queued";
+    const resume = !kind || kind.interrupted === "resume";
+    const got = await store.update(r.id, (s) => {
+      if (!claimable(s)) return undefined;
+      if (!kind) return { ...s, status: "Failed", finishedAt: now, error: `unknown job kind ${JSON.stringify(s.operation)}`, lease: undefined };
+      if (takeover && !resume) return { ...s, status: "Failed", finishedAt: now, error: s.lease?.replica === me ? RESTART_MESSAGE : LAPSED_MESSAGE, lease: undefined };
+      return { ...s, status: "Running", startedAt: takeover ? s.startedAt : now, lease: lease() };
+    });
+    if (!got || !kind || !mine(got)) {
+      await ended(got);
+      return false;
+    }
+    if (takeover) log.info("took over a job", { id: got.id, operation: got.operation, from: r.lease?.replica });
+    lastStart.set(got.owner ?? "", now);
+    void launch(kind, got)
+      .catch((err: unknown) => log.error("job failed to run", { id: got.id, error: String(err) }))
+      .finally(() => void tick());
+    return true;
+  }
+
+  let ticking: Promise<void> | null = null;
+  let again = false;
+  /** One look at the shared records: notice changes to this replica's runs, renew leases, take over lapsed ones, start queued ones. */
+  function tick(): Promise<void> {
+    if (closed || !started) return Promise.resolve();
+    if (ticking) {
+      again = true;
+      return ticking;
+    }
+    ticking = (async () => {
+      do {
+        again = false;
+        await look().catch((err: unknown) => log.error("cannot read the job records", { error: String(err) }));
+      } while (again && !closed);
+    })().finally(() => (ticking = null));
+    return ticking;
+  }
+
+  async function look(): Promise<void> {
+    const active = (await store.readActive()).sort((a, b) => a.createdAt - b.createdAt);
+    const now = Date.now();
+    const byId = new Map(store.mirrored().map((r) => [r.id, r]));
+    for (const [id, run] of runs) {
+      const r = byId.get(id);
+      if (!run.handle || run.stopping) continue;
+      if (!r || !mine(r)) void letGo(id);
+      else if (r.lease!.expires - now < (leaseMs * 2) / 3) {
+        const renewed = await store.update(id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined));
+        if (!renewed || !mine(renewed)) void letGo(id);
       }
     }
+    for (const r of active) {
+      if (closed) return;
+      if (r.status === "Running" && !runs.has(r.id) && (r.lease === undefined || r.lease.expires < now || r.lease.replica === me)) await claim(r, true);
+    }
+    for (const kind of kinds) {
+      let free = kind.limit - [...runs.values()].filter((run) => run.rec.operation === kind.name).length;
+      const queued = active.filter((r) => r.operation === kind.name && r.status === "Queued");
+      while (free > 0 && queued.length > 0 && !closed) {
+        const r = nextFair(queued, lastStart);
+        queued.splice(queued.indexOf(r), 1);
+        if (await claim(r, false)) free--;
+      }
+    }
+    if (Math.random() < 0.01) await store.prune();
   }
 
   function admit(table: readonly string[], owner: string): void {
-    const queued = store.all().filter((r) => r.status === "Queued");
-    if (queued.filter((r) => r.owner === owner).length >= bounds.maxQueuedJobsPerCredential) {
-      throw queueFull(`this credential already has ${bounds.maxQueuedJobsPerCredential} background jobs queued (max-queued-jobs-per-credential); retry when some have started`);
+    const queued = store.mirrored().filter((r) => r.status === "Queued");
+    if (queued.filter((r) => r.owner === owner).length >= opts.maxQueuedJobsPerCredential) {
+      throw queueFull(`this credential already has ${opts.maxQueuedJobsPerCredential} background jobs queued (max-queued-jobs-per-credential); retry when some have started`);
     }
-    if (queued.filter((r) => sameId(r.table, table)).length >= bounds.maxQueuedJobsPerTable) {
-      throw queueFull(`table ${JSON.stringify(objectIdOf(table))} already has ${bounds.maxQueuedJobsPerTable} background jobs queued (max-queued-jobs-per-table); retry when some have started`);
+    if (queued.filter((r) => sameId(r.table, table)).length >= opts.maxQueuedJobsPerTable) {
+      throw queueFull(`table ${JSON.stringify(objectIdOf(table))} already has ${opts.maxQueuedJobsPerTable} background jobs queued (max-queued-jobs-per-table); retry when some have started`);
     }
-  }
-
-  let started = false;
-  /** Recover what a previous process left behind (resumable runs queue again, the others failed) and begin running jobs. */
-  function startJobs(): void {
-    if (started) return;
-    started = true;
-    const now = Date.now();
-    const fail = (r: JobRecord, error: string) => Object.assign(r, { status: "Failed", finishedAt: now, error });
-    const recovered: JobRecord[] = [];
-    for (const r of store.all()) {
-      if (isTerminal(r.status)) continue;
-      const kind = byName.get(r.operation);
-      if (!kind) fail(r, `unknown job kind ${JSON.stringify(r.operation)}`);
-      else if (r.status !== "Running") continue;
-      else if (kind.interrupted === "resume") r.status = "Queued";
-      else fail(r, RESTART_MESSAGE);
-      recovered.push(r);
-    }
-    void Promise.all(recovered.map((r) => store.put(r))).then(pump, (err: unknown) =>
-      log.error("cannot persist job records", { error: String(err) }),
-    );
   }
 
   return {
-    start: startJobs,
+    start() {
+      if (started) return Promise.resolve();
+      started = true;
+      timer = setInterval(() => void tick(), pollMs);
+      timer.unref();
+      return tick();
+    },
     counts() {
       const n = new Map<string, number>();
-      for (const r of store.all()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);
+      for (const r of store.mirrored()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);
       return kinds.flatMap((k) => STATUSES.map((state) => ({ kind: k.name, state, count: n.get(`${k.name}\u0000${state}`) ?? 0 })));
     },
     admit,
-    async submit(kind, table, spec, owner) {
+    async submit(kind, table, spec, owner, exclusive) {
       if (!byName.has(kind)) throw new Error(`unknown job kind ${JSON.stringify(kind)}`);
       admit(table, owner);
       const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, owner, properties: {}, createdAt: Date.now() };
-      await store.put(rec);
-      pump();
+      if (exclusive) {
+        const holder = await store.hold(exclusive.slot, rec.id);
+        if (holder !== null) throw exclusive.busy(holder);
+        rec.slot = exclusive.slot;
+      }
+      try {
+        await store.insert(rec);
+      } catch (err) {
+        if (rec.slot) await store.release(rec.slot, rec.id);
+        throw err;
+      }
+      void tick();
       return rec;
     },
-    get: (id) => store.get(id),
-    all: () => store.all(),
-    active: () => store.all().filter((r) => !isTerminal(r.status)).sort((a, b) => a.createdAt - b.createdAt),
-    save: (rec) => store.put(rec),
+    get: (id) => store.read(id),
+    all: () => store.readAll(),
+    active: () => store.mirrored().filter((r) => !isTerminal(r.status)).sort((a, b) => a.createdAt - b.createdAt),
+    async save(rec) {
+      return (await store.update(rec.id, (s) => ({ ...s, properties: rec.properties }))) ?? rec;
+    },
     async cancel(rec) {
-      if (isTerminal(rec.status)) return;
-      await finish(rec, "Canceled");
-      await running.get(rec.id)?.stop();
+      const r = await store.update(rec.id, (s) => (isTerminal(s.status) ? undefined : { ...s, status: "Canceled", finishedAt: Date.now() }));
+      if (!r) return rec;
+      if (runs.has(r.id)) await letGo(r.id);
+      else {
+        // Run by another replica: it lets go within a poll; a dead one's lease lapses.
+        let now = r;
+        while (now.lease && now.lease.replica !== me && now.lease.expires > Date.now()) {
+          await new Promise((res) => setTimeout(res, pollMs));
+          now = (await store.read(r.id)) ?? { ...now, lease: undefined };
+        }
+        await store.update(r.id, (s) => (s.lease ? { ...s, lease: undefined } : undefined));
+        await ended(now);
+      }
+      return (await store.read(r.id)) ?? r;
     },
     reported(rec) {
       const end = rec.finishedAt ?? (rec.status === "Running" ? Date.now() : undefined);
@@ -240,19 +360,20 @@ export function openJobs(dir: string, kinds: JobKind[], describeError: (err: unk
     },
     async close() {
       closed = true;
+      clearInterval(timer);
+      await ticking;
       const now = Date.now();
-      const stopping: Promise<void>[] = [];
-      for (const r of store.all()) {
-        if (r.status !== "Running") continue;
-        if (byName.get(r.operation)?.interrupted === "resume") {
-          r.status = "Queued";
-          const h = running.get(r.id);
-          if (h) stopping.push(h.stop().catch(() => undefined));
-        } else Object.assign(r, { status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE });
-        stopping.push(store.put(r));
-      }
-      await Promise.all(stopping);
-      await store.close();
+      await Promise.all(
+        [...runs.entries()].map(async ([id, run]) => {
+          const resume = byName.get(run.rec.operation)?.interrupted === "resume";
+          // Stored first, so a replica that looks meanwhile queues it (or sees it Failed) instead of waiting for the lease.
+          const r = await store.update(id, (s) =>
+            mine(s) ? (resume ? { ...s, status: "Queued", lease: undefined } : { ...s, status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE, lease: undefined }) : undefined,
+          );
+          await run.handle?.stop().catch(() => undefined);
+          await ended(r);
+        }),
+      );
     },
   };
 }

@@ -1,17 +1,25 @@
-// Durable job records: an append-only log of JSON lines in Quiver's private directory
-// (src/util/json-log.ts). A change appends the changed record's new state (one line) and fsyncs;
-// it never rewrites the others, so a running job can record its progress as often as it needs.
-// Loading replays the log (the last line of a record wins). When the log holds many superseded
-// lines it is compacted: the live records replace it atomically. Chosen over sql.js: sql.js
-// persists only by exporting the whole database to a file, the very rewrite this log avoids.
-import { existsSync, readFileSync, rmSync } from "node:fs";
+// Durable job records, shared by every replica of one data directory: a system table (one row a
+// job: its state as JSON plus the columns conditions test) read at its latest commit. Every change
+// is a compare-and-swap on the record's revision, so replicas that race over one record (a claim,
+// a cancel, a heartbeat, progress) each see the other's commit and decide again. Exclusive slots
+// (one backfill per column, one refresh per view) are rows of a second table taken by
+// insert-if-absent, so two replicas submitting at once get one winner.
+//
+// A mirror of the records this process has seen answers the scheduler's synchronous questions; the
+// job loop re-reads the active records every poll, and describe and list read the table.
+import { existsSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
-import { log } from "../log.js";
-import { openJsonLog } from "../util/json-log.js";
+import { sqlString, type SystemRow, type SystemTable, type SystemTables } from "../util/system-table.js";
 
 export const STATUSES = ["Queued", "Running", "Succeeded", "Failed", "Canceled"] as const;
 export type JobStatus = (typeof STATUSES)[number];
 export const isTerminal = (s: JobStatus) => s === "Succeeded" || s === "Failed" || s === "Canceled";
+
+/** Which replica runs a Running job, until when (renewed by its heartbeats). */
+export interface Lease {
+  replica: string;
+  expires: number;
+}
 
 export interface JobRecord {
   id: string;
@@ -35,60 +43,152 @@ export interface JobRecord {
   startedAt?: number;
   finishedAt?: number;
   error?: string;
+  /** Held while Running: the replica running it. */
+  lease?: Lease;
+  /** The exclusive slot the job holds while it is not finished (see Store.hold). */
+  slot?: string;
+  /** Revision, raised by every stored change (the compare-and-swap's token). */
+  rev?: number;
 }
 
-/** Finished records kept; older ones are dropped first when the log is compacted. */
+/** Finished records kept; older ones are deleted when a prune finds more. */
 const RETAIN = 10_000;
-/** Compact once superseded lines outnumber live records by this factor (and a floor). */
-const COMPACT_FACTOR = 4;
-const COMPACT_FLOOR = 2_000;
+/** A change that lost this many races in a row gives up (replicas do not change one record that often). */
+const MAX_TRIES = 20;
+
+const ACTIVE = "status = 'Queued' OR status = 'Running'";
 
 export interface Store {
-  all(): JobRecord[];
-  get(id: string): JobRecord | undefined;
-  /** Record the record's current state; resolves when it is on disk. */
-  put(rec: JobRecord): Promise<void>;
-  /** Resolves when every change made so far is on disk. */
-  flush(): Promise<void>;
-  close(): Promise<void>;
+  /** Records this process has seen, as last read or written. */
+  mirrored(): JobRecord[];
+  /** The record as stored now (refreshing the mirror). */
+  read(id: string): Promise<JobRecord | undefined>;
+  /** Every stored record (refreshing the mirror). */
+  readAll(): Promise<JobRecord[]>;
+  /** The Queued and Running records as stored now (refreshing the mirror). */
+  readActive(): Promise<JobRecord[]>;
+  insert(rec: JobRecord): Promise<void>;
+  /**
+   * Apply `change` to the stored record (a copy; return undefined to leave it as it is) and store
+   * the result if nobody changed the record meanwhile, else read it again and retry. Resolves with
+   * what is stored after (undefined: there is no such record).
+   */
+  update(id: string, change: (r: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined>;
+  /** Take `slot` for job `id`: null when taken, else the id of the live job holding it. */
+  hold(slot: string, id: string): Promise<string | null>;
+  /** Give `slot` back if job `id` holds it. */
+  release(slot: string, id: string): Promise<void>;
+  /** Delete finished records past the retention, oldest first. */
+  prune(): Promise<void>;
 }
 
-export function openStore(dir: string): Store {
-  const jsonLog = openJsonLog<JobRecord>(path.join(dir, "transactions.jsonl"), () => log.warn("skipped a torn last line of the job log", { dir }));
-  const recs = new Map<string, JobRecord>();
-  for (const r of jsonLog.loaded) recs.set(r.id, r);
-  // Records of the earlier whole-file format are carried over once (the first write compacts).
-  const legacy = path.join(dir, "transactions.json");
-  let migrate = existsSync(legacy);
-  if (migrate) {
-    for (const r of JSON.parse(readFileSync(legacy, "utf8")) as JobRecord[]) if (!recs.has(r.id)) recs.set(r.id, r);
-  }
-  let lines = jsonLog.loaded.length;
+const rowOf = (r: JobRecord): SystemRow => ({
+  key: r.id,
+  status: r.status,
+  rev: r.rev ?? 0,
+  created_at: r.createdAt,
+  finished_at: r.finishedAt ?? null,
+  doc: JSON.stringify(r),
+});
+const recOf = (row: SystemRow): JobRecord => JSON.parse(String(row.doc)) as JobRecord;
 
-  const prune = () => {
-    const done = [...recs.values()].filter((r) => isTerminal(r.status));
-    if (done.length <= RETAIN) return;
-    done.sort((a, b) => (a.finishedAt ?? 0) - (b.finishedAt ?? 0));
-    for (const r of done.slice(0, done.length - RETAIN)) recs.delete(r.id);
-  };
+export async function openStore(system: SystemTables, stateDir: string): Promise<Store> {
+  const [jobs, slots] = await Promise.all([
+    system.open("jobs", [
+      { name: "status", type: "string" },
+      { name: "rev", type: "number" },
+      { name: "created_at", type: "number" },
+      { name: "finished_at", type: "number" },
+    ]),
+    system.open("job_slots", [{ name: "job", type: "string" }]),
+  ]);
+  const mirror = new Map<string, JobRecord>();
+  const seen = (rows: SystemRow[]) => rows.map((row) => {
+    const r = recOf(row);
+    mirror.set(r.id, r);
+    return r;
+  });
+  await migrateLocalLog(jobs, stateDir);
+  seen(await jobs.select());
 
-  const compact = async () => {
-    prune();
-    await jsonLog.rewrite([...recs.values()]);
-    lines = recs.size;
-    if (migrate) rmSync(legacy, { force: true });
-    migrate = false;
+  const read = async (id: string) => {
+    const [r] = seen(await jobs.select(`key = ${sqlString(id)}`));
+    if (!r) mirror.delete(id);
+    return r;
   };
 
   return {
-    all: () => [...recs.values()],
-    get: (id) => recs.get(id),
-    put(rec) {
-      recs.set(rec.id, rec);
-      if (migrate || ++lines > COMPACT_FLOOR + COMPACT_FACTOR * recs.size) return compact();
-      return jsonLog.append([rec]);
+    mirrored: () => [...mirror.values()],
+    read,
+    async readAll() {
+      const all = seen(await jobs.select());
+      const ids = new Set(all.map((r) => r.id));
+      for (const id of mirror.keys()) if (!ids.has(id)) mirror.delete(id);
+      return all;
     },
-    flush: () => jsonLog.append([]),
-    close: () => jsonLog.close(),
+    async readActive() {
+      const active = seen(await jobs.select(ACTIVE));
+      // Records that left the active set elsewhere: read what they became.
+      const ids = new Set(active.map((r) => r.id));
+      const left = [...mirror.values()].filter((r) => !isTerminal(r.status) && !ids.has(r.id)).map((r) => r.id);
+      if (left.length) seen(await jobs.select(`key IN (${left.map(sqlString).join(", ")})`));
+      return active;
+    },
+    async insert(rec) {
+      rec.rev = 0;
+      await jobs.insertIfAbsent([rowOf(rec)]);
+      mirror.set(rec.id, rec);
+    },
+    async update(id, change) {
+      for (let i = 0; i < MAX_TRIES; i++) {
+        const now = await read(id);
+        if (!now) return undefined;
+        const next = change(structuredClone(now));
+        if (!next) return now;
+        next.rev = (now.rev ?? 0) + 1;
+        if ((await jobs.updateIf([rowOf(next)], `target.rev = ${now.rev ?? 0}`)) === 1) {
+          mirror.set(id, next);
+          return next;
+        }
+      }
+      throw new Error(`job record ${id}: gave up after ${MAX_TRIES} racing changes`);
+    },
+    async hold(slot, id) {
+      for (let i = 0; i < MAX_TRIES; i++) {
+        if ((await slots.insertIfAbsent([{ key: slot, job: id, doc: null }])) === 1) return null;
+        const [row] = await slots.select(`key = ${sqlString(slot)}`);
+        if (!row) continue;
+        const holder = String(row.job);
+        const rec = await read(holder);
+        if (rec && !isTerminal(rec.status)) return holder;
+        // Its job ended without giving the slot back (its replica died): take the slot over.
+        if ((await slots.updateIf([{ key: slot, job: id, doc: null }], `target.job = ${sqlString(holder)}`)) === 1) return null;
+      }
+      throw new Error(`job slot ${slot}: gave up after ${MAX_TRIES} racing claims`);
+    },
+    release: (slot, id) => slots.deleteWhere(`key = ${sqlString(slot)} AND job = ${sqlString(id)}`),
+    async prune() {
+      const done = (await jobs.select("finished_at IS NOT NULL")).map((row) => Number(row.finished_at)).sort((a, b) => b - a);
+      if (done.length <= RETAIN) return;
+      await jobs.deleteWhere(`finished_at IS NOT NULL AND finished_at < ${done[RETAIN - 1]}`);
+      for (const [id, r] of mirror) if (r.finishedAt !== undefined && r.finishedAt < done[RETAIN - 1]) mirror.delete(id);
+    },
   };
+}
+
+/** Records of the earlier local log (`transactions.jsonl`, one JSON line a change) move into the table once. */
+async function migrateLocalLog(jobs: SystemTable, stateDir: string): Promise<void> {
+  const file = path.join(stateDir, "transactions.jsonl");
+  if (!existsSync(file)) return;
+  const last = new Map<string, JobRecord>();
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    try {
+      const r = JSON.parse(line) as JobRecord;
+      last.set(r.id, r);
+    } catch {
+      // a blank or torn last line
+    }
+  }
+  await jobs.insertIfAbsent([...last.values()].map(rowOf));
+  renameSync(file, `${file}.migrated`);
 }

@@ -4,7 +4,7 @@
 import { requireTable } from "../catalog/lookup.js";
 import { mainOr } from "../engine/tables.js";
 import { ApiError, Code } from "../errors.js";
-import { activeMaintenance, MAINTENANCE, type MaintenanceSpec } from "../jobs/kinds/maintenance.js";
+import { maintenanceExclusive, MAINTENANCE, type MaintenanceSpec } from "../jobs/kinds/maintenance.js";
 import { OptimizeTable } from "../schemas/maintenance.js";
 import { jsonOp } from "./define.js";
 import { openAt } from "./table-ref.js";
@@ -14,9 +14,7 @@ export const optimizeTable = jsonOp(OptimizeTable, async ({ id, body, svc, princ
   const entry = await requireTable(svc.catalog, id);
   const branch = mainOr(body.branch);
   await openAt(svc, entry, { branch });
-  const running = activeMaintenance(svc.jobs, entry.id, branch);
-  if (running) throw new ApiError(Code.ConcurrentModification, `table ${JSON.stringify(entry.objectId)} is already being maintained (job ${running.id})`);
   const spec: MaintenanceSpec = { branch, cleanup: body.cleanup ?? true, auto: false };
-  const rec = await svc.jobs.submit(MAINTENANCE, entry.id, spec, principal.key);
+  const rec = await svc.jobs.submit(MAINTENANCE, entry.id, spec, principal.key, maintenanceExclusive(entry.id, branch));
   return json({ job_id: rec.id }, 202);
 });

@@ -19,8 +19,8 @@ import { json } from "./types.js";
  * table it may not reach is "not found", exactly as an unknown id: ids are opaque, and the answer
  * must not say that a job of another tenant exists.
  */
-function requireTransaction(svc: Services, principal: Principal, id: string | undefined): JobRecord {
-  const rec = id ? svc.jobs.get(id) : undefined;
+async function requireTransaction(svc: Services, principal: Principal, id: string | undefined): Promise<JobRecord> {
+  const rec = id ? await svc.jobs.get(id) : undefined;
   if (!rec || !covers(principal, rec.table)) throw new ApiError(Code.TransactionNotFound, `transaction ${JSON.stringify(id ?? "")} not found`);
   return rec;
 }
@@ -31,7 +31,7 @@ function describe(svc: Services, rec: JobRecord) {
 }
 
 export const describeTransaction = jsonOp(DescribeTransaction, async ({ params, principal, svc }) =>
-  json(describe(svc, requireTransaction(svc, principal, params.id))),
+  json(describe(svc, await requireTransaction(svc, principal, params.id))),
 );
 
 function statusOf(raw: string): JobStatus {
@@ -41,7 +41,7 @@ function statusOf(raw: string): JobStatus {
 }
 
 export const alterTransaction = jsonOp(AlterTransaction, async ({ params, body, principal, svc }) => {
-  const rec = requireTransaction(svc, principal, params.id);
+  const rec = await requireTransaction(svc, principal, params.id);
   const reserved = Object.keys(svc.jobs.reported(rec));
   // Check every action against a draft first: all or nothing.
   const props = { ...rec.properties };
@@ -72,9 +72,7 @@ export const alterTransaction = jsonOp(AlterTransaction, async ({ params, body, 
     }
   });
   rec.properties = props;
-  if (cancel) await svc.jobs.cancel(rec);
-  else await svc.jobs.save(rec);
-  return json(describe(svc, rec));
+  return json(describe(svc, cancel ? await svc.jobs.cancel(rec) : await svc.jobs.save(rec)));
 });
 
 // LanceDB's job states, as its clients parse them.
@@ -83,8 +81,7 @@ const JOB_STATE: Record<JobStatus, string> = { Queued: "IN_PROGRESS", Running: "
 /** Background work the credential may see, newest first; `table` narrows it to one table. */
 export const listJobs = jsonOp(ListJobs, async ({ body, principal, svc }) => {
   const table = typeof body.table === "string" ? body.table.split(SEP) : body.table;
-  const recs = svc.jobs
-    .all()
+  const recs = (await svc.jobs.all())
     .filter((r) => covers(principal, r.table) && (!table || sameId(r.table, table)))
     .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : 1));
   // The token is the last id returned; newest-first order is stable for records that exist throughout.
@@ -101,12 +98,11 @@ function jobOf(r: JobRecord) {
 }
 
 /** LanceDB's `openJob` / `job.status()`: one job, as in the list. */
-export const describeJob = jsonOp(JobRef, async ({ body, principal, svc }) => json(jobOf(requireTransaction(svc, principal, body.job_id))));
+export const describeJob = jsonOp(JobRef, async ({ body, principal, svc }) => json(jobOf(await requireTransaction(svc, principal, body.job_id))));
 
 /** LanceDB's `cancelJob`: cancelling a job that already ended changes nothing (its answer says so). */
 export const cancelJob = jsonOp(JobRef, async ({ body, principal, svc }) => {
-  const rec = requireTransaction(svc, principal, body.job_id);
+  const rec = await requireTransaction(svc, principal, body.job_id);
   const cancelled = !isTerminal(rec.status);
-  if (cancelled) await svc.jobs.cancel(rec);
-  return json({ cancelled, ...jobOf(rec) });
+  return json({ cancelled, ...jobOf(cancelled ? await svc.jobs.cancel(rec) : rec) });
 });

@@ -12,7 +12,7 @@ import { createQueryView, createViewTable, partitionIndex, queryViewSchema } fro
 import { tableSchema, tableVersion } from "../engine/table-info.js";
 import type { TableHandle } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { activeRefresh, refreshSpec, VIEW_REFRESH } from "../jobs/kinds/view-refresh.js";
+import { refreshExclusive, refreshSpec, VIEW_REFRESH } from "../jobs/kinds/view-refresh.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import { CreateMaterializedView, RefreshMaterializedView } from "../schemas/views.js";
 import type { Services } from "../services.js";
@@ -99,7 +99,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
   await svc.views.put({ id, location: entry.location!, definition: def, lastRefresh: null, definer: definerOf(principal) });
   const version = await tableVersion(table);
   if (body.with_no_data !== false) return json({ version }, 201);
-  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec({}, svc.config.workers), principal.key);
+  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec({}, svc.config.workers), principal.key, refreshExclusive(id));
   return json({ version, job_id: rec.id }, 201);
 });
 
@@ -114,8 +114,6 @@ export const refreshMaterializedView = jsonOp(RefreshMaterializedView, async ({ 
   authoriseSource(principal, def);
   if (!view.definer) await svc.views.put({ ...view, definer: definerOf(principal) });
   if (body.src_version != null) await openAt(svc, await requireTable(svc.catalog, def.source.table), { branch: def.source.branch, version: body.src_version });
-  const running = activeRefresh(svc.jobs, id);
-  if (running) throw new ApiError(Code.ConcurrentModification, `view ${q(entry.objectId)} is already being refreshed (job ${running.id})`);
-  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec(body, svc.config.workers), principal.key);
+  const rec = await svc.jobs.submit(VIEW_REFRESH, id, refreshSpec(body, svc.config.workers), principal.key, refreshExclusive(id));
   return json({ job_id: rec.id }, 202);
 });

@@ -8,7 +8,7 @@ import { dataError } from "../engine/datasets.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { planFilter, tableSchema } from "../engine/table-info.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { activeBackfill, BACKFILL, backfillSpec } from "../jobs/kinds/backfill.js";
+import { BACKFILL, backfillExclusive, backfillSpec } from "../jobs/kinds/backfill.js";
 import { BackfillColumn } from "../schemas/column.js";
 import { resolveFieldPath, type FieldLike } from "../schemas/field-path.js";
 import { jsonOp } from "./define.js";
@@ -52,10 +52,8 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, pri
       throw invalid(`column: a ${kind} backfill writes values by key, and table ${q(entry.objectId)} has none: give it a primary key (update_field_metadata with "lance-schema:unenforced-primary-key": "true" on a unique column) or an "id" column`);
     }
   }
-  const running = activeBackfill(svc.jobs, id, vc.column, branch);
-  if (running) throw new ApiError(Code.ConcurrentModification, `column ${q(vc.column)} is already being backfilled (job ${running.id}); cancel it or wait for it`);
   const spec = backfillSpec(vc, branch, key, body, svc.config.workers);
-  const rec = await svc.jobs.submit(BACKFILL, id, spec, principal.key);
+  const rec = await svc.jobs.submit(BACKFILL, id, spec, principal.key, backfillExclusive(id, vc.column, branch));
   return json({ job_id: rec.id }, 202);
 });
 

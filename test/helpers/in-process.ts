@@ -151,7 +151,7 @@ export async function startInProcess(opts: InProcessOptions = {}): Promise<InPro
   const services = await m.services.createServices(config, auth.credential);
   const pipeline = m.pipeline.createPipeline(services, auth.authenticate, m.routes.routes);
   // As main.ts does once the server listens.
-  services.jobs.start();
+  await services.jobs.start();
   await m.admin.reclaim(services, "start");
   let stopped = false;
   const request = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> => {

@@ -29,7 +29,7 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "quiver-fuzz-"));
   const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
   svc = await createServices(config);
-  svc.jobs.start();
+  await svc.jobs.start();
   pipeline = createPipeline(svc, setupAuth(config).authenticate, routes);
   expect((await send("/v1/namespace/f/create", {})).status).toBe(200);
   const rows = Array.from({ length: 10 }, (_, i) => ({ id: i, name: `n${i}`, s: { a: i } }));

@@ -1,11 +1,13 @@
-// Job records and the job-kind registry, in process: the append-only store (reload, torn lines,
-// compaction, the earlier whole-file format) and the scheduler (per-kind limits, progress, cancel,
-// what a restart and a shutdown do to each kind).
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// Job records and the job-kind registry, in process: the shared store (compare-and-swap changes,
+// exclusive slots, the earlier local log carried over) and the scheduler (per-kind limits,
+// progress, cancel, what a restart and a shutdown do to each kind), and two replicas on one store
+// (a cancel through the other, a live lease left alone, a lapsed one taken over).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openJobs, type JobKind, type Running } from "../../src/jobs/jobs.js";
+import { openSystemTables } from "../../src/engine/system-tables.js";
+import { openJobs, type JobKind, type Jobs, type Running } from "../../src/jobs/jobs.js";
 import { openStore, type JobRecord } from "../../src/jobs/store.js";
 
 const dirs: string[] = [];
@@ -21,61 +23,39 @@ afterEach(() => {
 const rec = (id: string, status: JobRecord["status"] = "Queued"): JobRecord => ({
   id, status, operation: "k", table: ["t"], spec: {}, properties: {}, createdAt: Date.now(),
 });
-const lines = (dir: string) => readFileSync(path.join(dir, "transactions.jsonl"), "utf8").split("\n").filter(Boolean).length;
+const storeAt = (dir: string) => openStore(openSystemTables(dir, {}), dir);
 
 describe("job store", () => {
-  it("a change appends one line; reopening replays to the last state", async () => {
+  it("a change is a compare-and-swap: a racing change reads the other's result and applies on top", async () => {
     const dir = tempDir();
-    const s = openStore(dir);
-    const a = rec("a");
-    await s.put(a);
-    await s.put(rec("b"));
-    a.status = "Running";
-    a.progress = { rows: 5 };
-    await s.put(a);
-    expect(lines(dir)).toBe(3);
-    await s.close();
-    const again = openStore(dir);
-    expect(again.get("a")).toMatchObject({ status: "Running", progress: { rows: 5 } });
-    expect(again.all().map((r) => r.id).sort()).toEqual(["a", "b"]);
-    await again.close();
+    const [a, b] = [await storeAt(dir), await storeAt(dir)];
+    await a.insert(rec("x"));
+    await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).update("x", (r) => ({ ...r, progress: { ...r.progress, [`p${i}`]: i } }))));
+    const stored = await (await storeAt(dir)).read("x");
+    expect(stored?.progress).toEqual({ p0: 0, p1: 1, p2: 2, p3: 3, p4: 4, p5: 5 });
+    expect(stored?.rev).toBe(6);
   });
 
-  it("a torn last line (a crash mid-append) is skipped", async () => {
+  it("an exclusive slot has one holder until its job ends; a slot whose job ended elsewhere is taken over", async () => {
     const dir = tempDir();
-    const s = openStore(dir);
-    await s.put(rec("a"));
-    await s.close();
-    appendFileSync(path.join(dir, "transactions.jsonl"), '{"id":"b","sta');
-    const again = openStore(dir);
-    expect(again.all().map((r) => r.id)).toEqual(["a"]);
-    await again.close();
+    const [a, b] = [await storeAt(dir), await storeAt(dir)];
+    await a.insert(rec("j1"));
+    await b.insert(rec("j2"));
+    const claims = await Promise.all([a.hold("col", "j1"), b.hold("col", "j2")]);
+    expect(claims.filter((c) => c === null)).toHaveLength(1);
+    const [winner, loser] = claims[0] === null ? ["j1", "j2"] : ["j2", "j1"];
+    expect(claims).toContain(winner);
+    await a.update(winner, (r) => ({ ...r, status: "Succeeded", finishedAt: Date.now() }));
+    expect(await b.hold("col", loser)).toBeNull();
   });
 
-  it("superseded lines are compacted away", async () => {
+  it("records of the earlier local log are carried over once", async () => {
     const dir = tempDir();
-    const s = openStore(dir);
-    const a = rec("a");
-    for (let i = 0; i < 2_100; i++) {
-      a.progress = { i };
-      void s.put(a);
-      if (i % 100 === 0) await s.flush();
-    }
-    await s.flush();
-    await s.put(a);
-    expect(lines(dir)).toBeLessThan(200);
-    await s.close();
-    expect(openStore(dir).get("a")?.progress).toEqual({ i: 2_099 });
-  });
-
-  it("records of the earlier whole-file format are carried over", async () => {
-    const dir = tempDir();
-    writeFileSync(path.join(dir, "transactions.json"), JSON.stringify([rec("old", "Succeeded")]));
-    const s = openStore(dir);
-    expect(s.get("old")?.status).toBe("Succeeded");
-    await s.put(rec("new"));
-    await s.close();
-    expect(openStore(dir).all().map((r) => r.id).sort()).toEqual(["new", "old"]);
+    const old = { ...rec("old"), status: "Succeeded" as const };
+    writeFileSync(path.join(dir, "transactions.jsonl"), `${JSON.stringify({ ...old, status: "Running" })}\n${JSON.stringify(old)}\n{"id":"torn`);
+    const s = await storeAt(dir);
+    expect((await s.read("old"))?.status).toBe("Succeeded");
+    expect((await (await storeAt(dir)).readAll()).map((r) => r.id)).toEqual(["old"]);
   });
 });
 
@@ -109,45 +89,46 @@ function controlled(name: string, limit: number, interrupted: "resume" | "fail")
 
 const settle = () => new Promise((r) => setTimeout(r, 30));
 /** Retry `check` until it passes (the store writes in the background), for at most 10 s. */
-async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> {
+async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     try {
-      return check();
+      return await check();
     } catch (err) {
       if (Date.now() > end) throw err;
       await new Promise((r) => setTimeout(r, 10));
     }
   }
 }
-const statusOf = (jobs: ReturnType<typeof openJobs>, id: string) => jobs.get(id)!.status;
-/** openJobs, started as the server starts it once it listens. */
-function started(...args: Parameters<typeof openJobs>): ReturnType<typeof openJobs> {
-  const jobs = openJobs(...args);
-  jobs.start();
+const statusOf = async (jobs: Jobs, id: string) => (await jobs.get(id))!.status;
+const statuses = (jobs: Jobs, recs: JobRecord[]) => Promise.all(recs.map((r) => statusOf(jobs, r.id)));
+/** Jobs on the store in `dir` as replica `replica`, started as the server starts them once it listens. */
+async function started(dir: string, kinds: JobKind[], describeError: (e: unknown) => string, bounds: typeof BOUNDS, replica = "A", jobLeaseMs = 30_000): Promise<Jobs> {
+  const jobs = await openJobs(openSystemTables(dir, {}), dir, kinds, describeError, { ...bounds, replica, jobLeaseMs });
+  await jobs.start();
   return jobs;
 }
-const BOUNDS = { maxQueuedJobsPerCredential: 100, maxQueuedJobsPerTable: 100 };
+const BOUNDS: { maxQueuedJobsPerCredential: number; maxQueuedJobsPerTable: number } = { maxQueuedJobsPerCredential: 100, maxQueuedJobsPerTable: 100 };
 
 describe("job kinds", () => {
   it("each kind runs up to its own limit; the rest wait as Queued, in order", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
     const b = controlled("b", 2, "fail");
-    const jobs = started(dir, [a.kind, b.kind], String, BOUNDS);
+    const jobs = await started(dir, [a.kind, b.kind], String, BOUNDS);
     const as = [await jobs.submit("a", ["t"], {}, "o"), await jobs.submit("a", ["t"], {}, "o")];
     const bs = [await jobs.submit("b", ["t"], {}, "o"), await jobs.submit("b", ["t"], {}, "o"), await jobs.submit("b", ["t"], {}, "o")];
-    await eventually(() => {
-      expect(as.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Queued"]);
-      expect(bs.map((r) => statusOf(jobs, r.id))).toEqual(["Running", "Running", "Queued"]);
+    await eventually(async () => {
+      expect(await statuses(jobs, as)).toEqual(["Running", "Queued"]);
+      expect(await statuses(jobs, bs)).toEqual(["Running", "Running", "Queued"]);
     });
     a.runs.get(as[0].id)!.finish();
     b.runs.get(bs[0].id)!.fail(new Error("boom"));
-    await eventually(() => {
-      expect(as.map((r) => statusOf(jobs, r.id))).toEqual(["Succeeded", "Running"]);
-      expect(bs.map((r) => statusOf(jobs, r.id))).toEqual(["Failed", "Running", "Running"]);
-      expect(jobs.get(bs[0].id)!.error).toBe("Error: boom");
-      expect(jobs.reported(jobs.get(as[1].id)!)).toMatchObject({ operation: "a", table: "t", started_times: "1" });
+    await eventually(async () => {
+      expect(await statuses(jobs, as)).toEqual(["Succeeded", "Running"]);
+      expect(await statuses(jobs, bs)).toEqual(["Failed", "Running", "Running"]);
+      expect((await jobs.get(bs[0].id))!.error).toBe("Error: boom");
+      expect(jobs.reported((await jobs.get(as[1].id))!)).toMatchObject({ operation: "a", table: "t", started_times: "1" });
     });
     await jobs.close();
   });
@@ -155,12 +136,12 @@ describe("job kinds", () => {
   it("a freed slot goes to the owner whose last start is longest ago, not to the oldest record", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = started(dir, [a.kind], String, BOUNDS);
+    const jobs = await started(dir, [a.kind], String, BOUNDS);
     const first = await jobs.submit("a", ["t"], {}, "A");
     const moreA = [await jobs.submit("a", ["t"], {}, "A"), await jobs.submit("a", ["t"], {}, "A")];
     const b = await jobs.submit("a", ["u"], {}, "B");
     const c = await jobs.submit("a", ["u"], {}, "C");
-    await eventually(() => expect(statusOf(jobs, first.id)).toBe("Running"));
+    await eventually(async () => expect(await statusOf(jobs, first.id)).toBe("Running"));
     const order: string[] = [];
     let running = first.id;
     for (let i = 0; i < 4; i++) {
@@ -171,8 +152,8 @@ describe("job kinds", () => {
       order.push(started!.owner!);
       running = started!.id;
     }
-    expect(moreA.map((r) => statusOf(jobs, r.id))).toContain("Running");
-    expect([b, c].map((r) => statusOf(jobs, r.id))).toEqual(["Succeeded", "Succeeded"]);
+    expect(await statuses(jobs, moreA)).toContain("Running");
+    expect(await statuses(jobs, [b, c])).toEqual(["Succeeded", "Succeeded"]);
     expect(order).toEqual(["B", "C", "A", "A"]);
     await jobs.close();
   });
@@ -180,7 +161,7 @@ describe("job kinds", () => {
   it("queued records are bounded per owner and per table: past either, 503 with Retry-After", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = started(dir, [a.kind], String, { maxQueuedJobsPerCredential: 2, maxQueuedJobsPerTable: 3 });
+    const jobs = await started(dir, [a.kind], String, { maxQueuedJobsPerCredential: 2, maxQueuedJobsPerTable: 3 });
     await jobs.submit("a", ["t"], {}, "A"); // starts: Running records are not bounded
     await eventually(() => expect(jobs.active()[0].status).toBe("Running"));
     await jobs.submit("a", ["t"], {}, "A");
@@ -200,15 +181,15 @@ describe("job kinds", () => {
   it("cancel stops a running job and a queued one never starts", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = started(dir, [a.kind], String, BOUNDS);
+    const jobs = await started(dir, [a.kind], String, BOUNDS);
     const [r1, r2] = [await jobs.submit("a", ["t"], {}, "o"), await jobs.submit("a", ["t"], {}, "o")];
     await settle();
-    await jobs.cancel(jobs.get(r2.id)!);
-    await jobs.cancel(jobs.get(r1.id)!);
-    await eventually(() => {
+    await jobs.cancel((await jobs.get(r2.id))!);
+    await jobs.cancel((await jobs.get(r1.id))!);
+    await eventually(async () => {
       expect(a.runs.get(r1.id)!.stopped).toBe(true);
       expect(a.runs.has(r2.id)).toBe(false);
-      expect([statusOf(jobs, r1.id), statusOf(jobs, r2.id)]).toEqual(["Canceled", "Canceled"]);
+      expect(await statuses(jobs, [r1, r2])).toEqual(["Canceled", "Canceled"]);
     });
     await jobs.close();
   });
@@ -217,19 +198,19 @@ describe("job kinds", () => {
     const dir = tempDir();
     const r = controlled("r", 1, "resume");
     const f = controlled("f", 1, "fail");
-    const jobs = started(dir, [r.kind, f.kind], String, BOUNDS);
+    const jobs = await started(dir, [r.kind, f.kind], String, BOUNDS);
     const [jr, jf] = [await jobs.submit("r", ["t"], {}, "o"), await jobs.submit("f", ["t"], {}, "o")];
     await settle();
     // No close(): the process "died" with both Running on disk.
     const r2 = controlled("r", 1, "resume");
-    const again = started(dir, [r2.kind, controlled("f", 1, "fail").kind], String, BOUNDS);
-    await eventually(() => {
-      expect(again.get(jr.id)).toMatchObject({ status: "Running", progress: { started: 2 } });
-      expect(again.get(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server restart" });
+    const again = await started(dir, [r2.kind, controlled("f", 1, "fail").kind], String, BOUNDS);
+    await eventually(async () => {
+      expect(await again.get(jr.id)).toMatchObject({ status: "Running", progress: { started: 2 } });
+      expect(await again.get(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server restart" });
     });
     r2.runs.get(jr.id)!.finish();
-    await eventually(() => {
-      expect(statusOf(again, jr.id)).toBe("Succeeded");
+    await eventually(async () => {
+      expect(await statusOf(again, jr.id)).toBe("Succeeded");
     });
     await again.close();
   });
@@ -238,26 +219,80 @@ describe("job kinds", () => {
     const dir = tempDir();
     const r = controlled("r", 1, "resume");
     const f = controlled("f", 1, "fail");
-    const jobs = started(dir, [r.kind, f.kind], String, BOUNDS);
+    const jobs = await started(dir, [r.kind, f.kind], String, BOUNDS);
     const [jr, jf] = [await jobs.submit("r", ["t"], {}, "o"), await jobs.submit("f", ["t"], {}, "o")];
     await settle();
     await jobs.close();
     expect(r.runs.get(jr.id)!.stopped).toBe(true);
-    const after = openStore(dir);
-    expect(after.get(jr.id)?.status).toBe("Queued");
-    expect(after.get(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server shutdown" });
-    await after.close();
+    const after = await storeAt(dir);
+    expect((await after.read(jr.id))?.status).toBe("Queued");
+    expect(await after.read(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server shutdown" });
   });
 
   it("a record of a kind this server does not know fails on start-up", async () => {
     const dir = tempDir();
-    const s = openStore(dir);
-    await s.put({ ...rec("x"), operation: "gone" });
-    await s.close();
-    const jobs = started(dir, [], String, BOUNDS);
-    await eventually(() => {
-      expect(jobs.get("x")).toMatchObject({ status: "Failed", error: 'unknown job kind "gone"' });
+    await (await storeAt(dir)).insert({ ...rec("x"), status: "Running", lease: { replica: "A", expires: Date.now() + 60_000 }, operation: "gone" });
+    const jobs = await started(dir, [], String, BOUNDS);
+    await eventually(async () => {
+      expect(await jobs.get("x")).toMatchObject({ status: "Failed", error: 'unknown job kind "gone"' });
     });
     await jobs.close();
+  });
+});
+
+describe("two replicas on one store", () => {
+  const exclusive = (slot: string) => ({ slot, busy: (holder: string) => Object.assign(new Error(`busy: ${holder}`), { status: 409 }) });
+
+  it("a cancel through the other replica stops the run, and resolves once it stopped", async () => {
+    const dir = tempDir();
+    const a = controlled("a", 1, "resume");
+    const ja = await started(dir, [a.kind], String, BOUNDS, "A", 2_000);
+    const jb = await started(dir, [controlled("a", 1, "resume").kind], String, BOUNDS, "B", 2_000);
+    const r = await ja.submit("a", ["t"], {}, "o");
+    await eventually(() => expect(a.runs.has(r.id)).toBe(true));
+    const canceled = await jb.cancel((await jb.get(r.id))!);
+    expect(canceled).toMatchObject({ status: "Canceled" });
+    expect(canceled.lease).toBeUndefined();
+    expect(a.runs.get(r.id)!.stopped).toBe(true);
+    await Promise.all([ja.close(), jb.close()]);
+  });
+
+  it("a live lease of another replica is left alone; once it lapses the job is taken over and resumes from its progress", async () => {
+    const dir = tempDir();
+    const expires = Date.now() + 1_500;
+    await (await storeAt(dir)).insert({ ...rec("x"), operation: "r", status: "Running", progress: { started: 1 }, lease: { replica: "dead", expires } });
+    const r = controlled("r", 1, "resume");
+    const jb = await started(dir, [r.kind], String, BOUNDS, "B", 400);
+    await new Promise((res) => setTimeout(res, 800));
+    expect(Date.now()).toBeLessThan(expires);
+    expect(r.runs.has("x")).toBe(false);
+    expect((await jb.get("x"))?.lease?.replica).toBe("dead");
+    await eventually(async () => expect(await jb.get("x")).toMatchObject({ status: "Running", progress: { started: 2 }, lease: { replica: "B" } }));
+    r.runs.get("x")!.finish();
+    await eventually(async () => expect(await statusOf(jb, "x")).toBe("Succeeded"));
+    await jb.close();
+  });
+
+  it("a lapsed job of a kind that cannot resume is Failed, naming why", async () => {
+    const dir = tempDir();
+    await (await storeAt(dir)).insert({ ...rec("x"), operation: "f", status: "Running", lease: { replica: "dead", expires: Date.now() - 1 } });
+    const jb = await started(dir, [controlled("f", 1, "fail").kind], String, BOUNDS, "B", 400);
+    await eventually(async () => expect(await jb.get("x")).toMatchObject({ status: "Failed", error: "interrupted: the replica running it stopped" }));
+    await jb.close();
+  });
+
+  it("an exclusive job submitted on both at once: one is queued, the other gets its 409; the slot frees when the job ends", async () => {
+    const dir = tempDir();
+    const a = controlled("a", 1, "resume");
+    const ja = await started(dir, [a.kind], String, BOUNDS, "A", 2_000);
+    const jb = await started(dir, [controlled("a", 1, "resume").kind], String, BOUNDS, "B", 2_000);
+    const both = await Promise.allSettled([ja.submit("a", ["t"], {}, "o", exclusive("t/col")), jb.submit("a", ["t"], {}, "o", exclusive("t/col"))]);
+    const won = both.filter((s) => s.status === "fulfilled");
+    expect(won).toHaveLength(1);
+    const id = (won[0] as PromiseFulfilledResult<JobRecord>).value.id;
+    expect((both.find((s) => s.status === "rejected") as PromiseRejectedResult).reason).toMatchObject({ status: 409, message: `busy: ${id}` });
+    await ja.cancel((await ja.get(id))!);
+    await expect(jb.submit("a", ["t"], {}, "o", exclusive("t/col"))).resolves.toMatchObject({ status: "Queued" });
+    await Promise.all([ja.close(), jb.close()]);
   });
 });

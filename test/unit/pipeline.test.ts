@@ -21,7 +21,7 @@ beforeAll(async () => {
   const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin,${READ}:read`], {});
   const auth = setupAuth(config);
   svc = await createServices(config, auth.credential);
-  svc.jobs.start();
+  await svc.jobs.start();
   pipeline = createPipeline(svc, auth.authenticate, routes);
 });
 afterAll(async () => {

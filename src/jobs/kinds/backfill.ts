@@ -6,15 +6,15 @@
 import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/protocol.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
-import { sameId } from "../../catalog/names.js";
+import { objectIdOf } from "../../catalog/names.js";
+import { ApiError, Code } from "../../errors.js";
 import { errorPolicy, type ErrorHandlingBody } from "../../compute/error-handling.js";
 import { udfDefinition, type UdfLimits } from "../../compute/udf.js";
 import type { ValueVersions, ValuesKey } from "../../compute/value-versions.js";
 import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type VirtualColumn } from "../../compute/virtual-column.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
 import { tableSchema } from "../../engine/table-info.js";
-import type { JobKind, Jobs } from "../jobs.js";
-import type { JobRecord } from "../store.js";
+import type { Exclusive, JobKind } from "../jobs.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
 export const BACKFILL = "backfill";
@@ -147,10 +147,8 @@ export function backfillSpec(vc: VirtualColumn, branch: string | null, key: stri
   };
 }
 
-/** A backfill of `column` already Queued or Running on this table and branch. */
-export function activeBackfill(jobs: Jobs, id: readonly string[], column: string, branch: string | null): JobRecord | undefined {
-  return jobs.active().find((r) => {
-    const s = r.spec as BackfillSpec;
-    return r.operation === BACKFILL && sameId(r.table, id) && s.column === column && s.branch === branch;
-  });
-}
+/** One backfill of a column (on one branch) at a time, across replicas. */
+export const backfillExclusive = (id: readonly string[], column: string, branch: string | null): Exclusive => ({
+  slot: JSON.stringify([BACKFILL, objectIdOf(id), branch, column]),
+  busy: (job) => new ApiError(Code.ConcurrentModification, `column ${JSON.stringify(column)} is already being backfilled (job ${job}); cancel it or wait for it`),
+});

@@ -5,12 +5,13 @@
 import type { MaintenanceMessage, MaintenanceProgress, MaintenanceRequest } from "../../../workers/processes/maintenance.js";
 import type { Catalog, Entry } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
-import { sameId } from "../../catalog/names.js";
+import { objectIdOf, sameId } from "../../catalog/names.js";
+import { ApiError, Code } from "../../errors.js";
 import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
 import { bytesOnDisk, exportFigures, keptBound, tableFigures } from "../../engine/maintenance.js";
 import { namedBranch, type TableHandle, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
-import type { JobKind, Jobs } from "../jobs.js";
+import type { Exclusive, JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 import { listVersions } from "../../engine/version-list.js";
@@ -90,7 +91,13 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
   };
 }
 
-/** A maintenance job Queued or Running on this table and branch. */
+/** One maintenance job of a table branch at a time, across replicas. */
+export const maintenanceExclusive = (id: readonly string[], branch: string | null): Exclusive => ({
+  slot: JSON.stringify([MAINTENANCE, objectIdOf(id), branch]),
+  busy: (job) => new ApiError(Code.ConcurrentModification, `table ${JSON.stringify(objectIdOf(id))} is already being maintained (job ${job})`),
+});
+
+/** A maintenance job Queued or Running on this table and branch, as this replica last saw. */
 export function activeMaintenance(jobs: Jobs, id: readonly string[], branch: string | null): JobRecord | undefined {
   return jobs.active().find((r) => r.operation === MAINTENANCE && sameId(r.table, id) && (r.spec as MaintenanceSpec).branch === branch);
 }
@@ -99,8 +106,7 @@ export function activeMaintenance(jobs: Jobs, id: readonly string[], branch: str
 export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, entry: Entry, table: TableHandle, branch: string | null) {
   const f = await tableFigures(table);
   exportFigures(entry.objectId, branch, f);
-  const last = deps.jobs
-    .all()
+  const last = (await deps.jobs.all())
     .filter((r) => r.operation === MAINTENANCE && r.status === "Succeeded" && sameId(r.table, entry.id) && (r.spec as MaintenanceSpec).branch === branch)
     .reduce<number | undefined>((at, r) => Math.max(at ?? 0, r.finishedAt ?? 0), undefined);
   return {

@@ -8,9 +8,10 @@ import { allows, type Principal } from "../../auth/principal.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { objectIdOf, sameId } from "../../catalog/names.js";
+import { ApiError, Code } from "../../errors.js";
 import type { ViewRecord, Views } from "../../compute/views.js";
 import type { Tables } from "../../engine/tables.js";
-import type { JobKind, Jobs } from "../jobs.js";
+import type { Exclusive, JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
@@ -121,15 +122,20 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
 }
 
 /** The newest refresh job of view `id` kept, if any. */
-export const lastRefreshJob = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
-  jobs
-    .all()
+export const lastRefreshJob = async (jobs: Jobs, id: readonly string[]): Promise<JobRecord | undefined> =>
+  (await jobs.all())
     .filter((r) => r.operation === VIEW_REFRESH && sameId(r.table, id))
     .reduce<JobRecord | undefined>((a, r) => (a === undefined || r.createdAt > a.createdAt ? r : a), undefined);
 
-/** A refresh of view `id` already Queued or Running. */
+/** A refresh of view `id` already Queued or Running, as this replica last saw. */
 export const activeRefresh = (jobs: Jobs, id: readonly string[]): JobRecord | undefined =>
   jobs.active().find((r) => r.operation === VIEW_REFRESH && sameId(r.table, id));
+
+/** One refresh of a view at a time, across replicas. */
+export const refreshExclusive = (id: readonly string[]): Exclusive => ({
+  slot: JSON.stringify([VIEW_REFRESH, objectIdOf(id)]),
+  busy: (job) => new ApiError(Code.ConcurrentModification, `view ${JSON.stringify(objectIdOf(id))} is already being refreshed (job ${job})`),
+});
 
 const DEFAULT_SOURCE_TASK_SIZE = 1024;
 

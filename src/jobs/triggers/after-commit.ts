@@ -9,9 +9,10 @@ import type { Change, CommitSubscriber } from "../../engine/commits.js";
 import { backfillKey } from "../../engine/computed-columns.js";
 import type { Tables } from "../../engine/tables.js";
 import { countRows, tableSchema, tableVersion } from "../../engine/table-info.js";
+import type { ApiError } from "../../errors.js";
 import { log } from "../../log.js";
-import { BACKFILL, backfillSpec, type BackfillSpec } from "../kinds/backfill.js";
-import { activeRefresh, definerRefusal, lastRefreshJob, refreshSpec, VIEW_REFRESH, type ViewRefreshDeps } from "../kinds/view-refresh.js";
+import { BACKFILL, backfillExclusive, backfillSpec, type BackfillSpec } from "../kinds/backfill.js";
+import { activeRefresh, definerRefusal, lastRefreshJob, refreshExclusive, refreshSpec, VIEW_REFRESH, type ViewRefreshDeps } from "../kinds/view-refresh.js";
 import { autoOwner, type Jobs } from "../jobs.js";
 
 export interface Trigger {
@@ -59,8 +60,12 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
       if (!vc?.autoBackfill || !runnable(vc)) continue;
       const key = runnable(vc) === "sql" ? null : backfillKey(fields);
       if (runnable(vc) !== "sql" && !key) continue;
-      await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true), autoOwner(entry.id));
-      break;
+      const submitted = await deps.jobs.submit(BACKFILL, entry.id, backfillSpec(vc, branch, key, {}, deps.workers, true), autoOwner(entry.id), backfillExclusive(entry.id, vc.column, branch)).catch((err: unknown) => {
+        // Another replica backfills the column now: follow again once it is done.
+        if ((err as ApiError).status !== 409) throw err;
+        todo.add(f.name);
+      });
+      if (submitted) break;
     }
     if (todo.size > 0) arm(entry, branch);
     else pending.delete(k);
@@ -132,11 +137,11 @@ export function autoRefresh(deps: {
     if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
     // A definer refused once stops the automatic refreshes: one failed job says why, not one per write.
     const refusal = definerRefusal(v, deps.credential);
-    if (refusal !== null && lastRefreshJob(deps.jobs, v.id)?.error === refusal) return;
+    if (refusal !== null && (await lastRefreshJob(deps.jobs, v.id))?.error === refusal) return;
     if ((uncounted.get(location) ?? 0) + (await changedRows(location)) < deps.minRows) return;
     uncounted.delete(location);
     lastStart.set(location, Date.now());
-    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id));
+    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id), refreshExclusive(v.id));
   }
   return {
     committed({ table, branch, change, rows }) {

@@ -10,7 +10,7 @@ import type { Change } from "../../engine/commits.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
 import { autoOwner, type Jobs } from "../jobs.js";
-import { activeMaintenance, MAINTENANCE, type MaintenanceSpec } from "../kinds/maintenance.js";
+import { activeMaintenance, maintenanceExclusive, MAINTENANCE, type MaintenanceSpec } from "../kinds/maintenance.js";
 import type { Trigger } from "./after-commit.js";
 
 /** Table properties that override the deployment's settings for one table. */
@@ -81,7 +81,7 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     if (!due) return;
     lastStart.set(keyOf(current, branch), Date.now());
     const spec: MaintenanceSpec = { branch, cleanup: true, auto: true };
-    await deps.jobs.submit(MAINTENANCE, current.id, spec, autoOwner(current.id));
+    await deps.jobs.submit(MAINTENANCE, current.id, spec, autoOwner(current.id), maintenanceExclusive(current.id, branch));
   }
 
   const wait = (entry: Entry, branch: string | null) => Math.max(CHECK_DELAY_MS, (lastStart.get(keyOf(entry, branch)) ?? 0) + deps.settings.cooldownMs - Date.now());
