@@ -195,7 +195,8 @@ describe("durability", () => {
   it("a clean stop marks a running build Failed (never Running forever)", async () => {
     const k = await slow("slow_k", "s.v");
     await until(q, k, (s) => s === "Running");
-    expect(await q.stop()).toBe(0);
+    const code = await q.stop();
+    expect(code, q.stderr().slice(-2000)).toBe(0);
     await q.restart();
     const d = await describeTx(k);
     expect(d.status).toBe("Failed");

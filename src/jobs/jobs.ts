@@ -194,6 +194,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       } catch (err) {
         return await finish(rec.id, "Failed", describeError(err));
       }
+      // A stop (a shutdown) may end it before it is awaited below: that is no unhandled rejection.
+      run.handle.done.catch(() => undefined);
       // Canceled (or closing) while it was starting: the handle did not exist when that was seen.
       const now = await store.read(rec.id);
       if (closed || !now || !mine(now)) await run.handle.stop();
@@ -372,7 +374,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
           );
           await run.handle?.stop().catch(() => undefined);
           await ended(r);
-        }),
+        }).map((p) => p.catch((err: unknown) => log.error("cannot record a job's stop", { error: String(err) }))),
       );
     },
   };

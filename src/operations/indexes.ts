@@ -7,7 +7,7 @@ import { ALL_PARAMS, checkIndexParams, dropIndex, friendlyType, indexKind, index
 import { countRows, tableSchema } from "../engine/table-info.js";
 import { mainOr } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { INDEX_BUILD } from "../jobs/kinds/index-build.js";
+import { INDEX_BUILD, indexBuildExclusive } from "../jobs/kinds/index-build.js";
 import type { JobRecord } from "../jobs/store.js";
 import { canonicalPath, parseFieldPath, resolveFieldPath } from "../schemas/field-path.js";
 import { CreateIndex, DropIndex, IndexStats, ListIndices } from "../schemas/indexes.js";
@@ -60,10 +60,10 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
   // Refused by the queue bounds before anything is dropped.
   svc.jobs.admit(id, ctx.principal.key);
   for (const i of same) await svc.tables.write(entry, branch, { change: "index" }, () => dropIndex(table, i.name));
-  // No await from this check to submit(): a concurrent create of the same index sees this record.
   refuseBusy();
   const spec: IndexBuildSpec = { column, kind, name, params, branch };
-  const rec = await svc.jobs.submit(INDEX_BUILD, id, spec, ctx.principal.key);
+  // The name's slot decides between creates racing here or through other replicas.
+  const rec = await svc.jobs.submit(INDEX_BUILD, id, spec, ctx.principal.key, indexBuildExclusive(id, branch, name));
   return json({ transaction_id: rec.id });
 }
 

@@ -6,10 +6,19 @@ import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
 import { dropIfPresent, type IndexBuildSpec } from "../../engine/indexes.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
-import type { JobKind } from "../jobs.js";
+import { objectIdOf } from "../../catalog/names.js";
+import { ApiError, Code } from "../../errors.js";
+import type { Exclusive, JobKind } from "../jobs.js";
 import { runInBackground } from "./background.js";
 
 export const INDEX_BUILD = "create_index";
+
+/** One build of an index name (on a table branch) at a time, across replicas. */
+export const indexBuildExclusive = (id: readonly string[], branch: string | null, name: string): Exclusive => ({
+  slot: JSON.stringify([INDEX_BUILD, objectIdOf(id), branch, name]),
+  busy: (job) =>
+    new ApiError(Code.TableIndexAlreadyExists, `index ${JSON.stringify(name)} of table ${JSON.stringify(objectIdOf(id))} is already being built (transaction ${job}); cancel it first to build another`),
+});
 
 const BUILD_NICENESS = 10;
 // dist/src/jobs/kinds/index-build.js → dist/workers/processes/index-build.js
