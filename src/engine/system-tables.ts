@@ -10,47 +10,19 @@
 import * as lancedb from "@lancedb/lancedb";
 import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
+import type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
 
 const { Field, Float64, Schema, Utf8 } = arrow;
 
 /** The reserved directory of the data directory holding the system tables. */
 export const SYSTEM_DIR = ".system";
 
-/** A scalar column a condition may test; `doc` and `key` are always there. */
-export interface SystemColumn {
-  name: string;
-  type: "string" | "number";
-}
-
-export type SystemRow = Record<string, string | number | null>;
-
-export interface SystemTable {
-  /** Rows matching `where` (SQL over the columns; all rows without it), at the latest commit. */
-  select(where?: string): Promise<SystemRow[]>;
-  /** Insert or replace rows by key. */
-  upsert(rows: SystemRow[]): Promise<void>;
-  /** Insert the rows whose key no row has; how many were inserted (a racing insert of a key loses). */
-  insertIfAbsent(rows: SystemRow[]): Promise<number>;
-  /**
-   * Replace the rows (by key) whose current row matches `where` (SQL over `target.<column>`); how
-   * many were replaced. Racing conditional updates of a row: one sees the other's commit and its
-   * condition is tested against it.
-   */
-  updateIf(rows: SystemRow[], where: string): Promise<number>;
-  /** Delete the rows matching `where`. */
-  deleteWhere(where: string): Promise<void>;
-}
-
-/** A SQL string literal. */
-export const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
+export type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
+export { sqlString } from "../util/system-table.js";
 
 /** Compact a system table (and drop versions older than this) after this many of its commits here. */
 const COMPACT_EVERY = 50;
 const KEEP_VERSIONS_MS = 10 * 60_000;
-
-export interface SystemTables {
-  open(name: string, columns: SystemColumn[]): Promise<SystemTable>;
-}
 
 export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
   const dir = isRemote(root) ? `${root.replace(/\/+$/, "")}/${SYSTEM_DIR}` : `${root}/${SYSTEM_DIR}`;
