@@ -2,7 +2,9 @@
 // Storage's emulator, started here in memory on loopback): two Quiver servers in one run, the same
 // table in each (N rows, DIM-dimensional vectors), then alternating rounds of sequential requests:
 // a vector search (k=10), an append of a small batch, count_rows. Reports the median of each.
-//   node dist/bench/storage.js [--rows 5000] [--dim 32] [--requests 60] [--rounds 3] [--batch 10]
+// `--consistency-interval-ms 0` measures what re-checking storage on every request costs (compare
+// a run at the default 1000).
+//   node dist/bench/storage.js [--rows 5000] [--dim 32] [--requests 60] [--rounds 3] [--batch 10] [--consistency-interval-ms 1000]
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
@@ -18,6 +20,7 @@ const { values } = parseArgs({
     requests: { type: "string", default: "60" },
     rounds: { type: "string", default: "3" },
     batch: { type: "string", default: "10" },
+    "consistency-interval-ms": { type: "string", default: "1000" },
   },
 });
 const N = Number(values.rows);
@@ -63,7 +66,7 @@ async function main(): Promise<void> {
   const localDir = mkdtempSync(path.join(tmpdir(), "quiver-bench-local-"));
   const stateDir = mkdtempSync(path.join(tmpdir(), "quiver-bench-state-"));
   const opts = Object.entries(az.storageOptions()).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
-  const common = ["--auto-maintenance", "off"];
+  const common = ["--auto-maintenance", "off", "--consistency-interval-ms", values["consistency-interval-ms"]];
   const local = await startQuiver(localDir, KEY, common);
   const remote = await startQuiver(stateDir, KEY, [...common, "--data-dir", "az://bench/quiver", "--state-dir", stateDir, ...opts]);
   const servers = { local, azurite: remote } as const;
@@ -86,7 +89,7 @@ async function main(): Promise<void> {
     const med = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 50);
     const p95 = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 95);
     console.log(`machine: ${cpus().length} cores, ${cpus()[0]?.model ?? "?"}; node ${process.version}`);
-    console.log(`table: ${N} rows, ${DIM}-dim vectors (no index); ${ROUNDS} rounds x ${REQUESTS} sequential requests per operation and store; Azurite in memory on loopback`);
+    console.log(`table: ${N} rows, ${DIM}-dim vectors (no index); --consistency-interval-ms ${values["consistency-interval-ms"]}; ${ROUNDS} rounds x ${REQUESTS} sequential requests per operation and store; Azurite in memory on loopback`);
     console.log(`${"operation".padEnd(18)}${"local p50".padStart(11)}${"azurite p50".padStart(13)}${"ratio".padStart(8)}${"local p95".padStart(11)}${"azurite p95".padStart(13)}`);
     for (const op of OPS) {
       const l = samples.local[op];

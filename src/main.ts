@@ -1,5 +1,5 @@
 // Entry point: configuration, services, auth, then the server; SIGTERM drains and exits 0.
-import { setupAuth } from "./auth/authenticate.js";
+import { setupAuth, type AuthSetup } from "./auth/authenticate.js";
 import { adminKeyFile } from "./auth/api-keys.js";
 import { loadConfig } from "./config.js";
 import { log, setLogLevel } from "./log.js";
@@ -16,8 +16,10 @@ async function main(): Promise<void> {
   setLogLevel(config.logLevel);
   // Before anything is opened: on a runtime without a uWS binary, one line says which ones work.
   await loadUws();
-  const auth = setupAuth(config);
-  const services = await createServices(config, auth.credential);
+  let auth: AuthSetup | undefined;
+  // View refreshes ask for their definer's credential only once jobs run (after listen): auth is set by then.
+  const services = await createServices(config, (key) => auth!.credential(key));
+  auth = await setupAuth(config, services.system);
   const server = await startServer(services, createPipeline(services, auth.authenticate, routes));
   // After listening: a second start on a taken port must fail before touching the data directory.
   await services.jobs.start();

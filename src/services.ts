@@ -5,11 +5,11 @@ import { mkdirSync } from "node:fs";
 import type { Principal } from "./auth/principal.js";
 import type { Config } from "./config.js";
 import { openCatalog, type Catalog } from "./catalog/catalog.js";
-import { createClaims, type Claims } from "./catalog/claims.js";
+import { openClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
+import { openSystemTables, type SystemTables } from "./engine/system-tables.js";
 import { engineReason } from "./engine/messages.js";
 import { withDeadline } from "./engine/storage.js";
-import { openSystemTables } from "./engine/system-tables.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
@@ -30,7 +30,9 @@ import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 export interface Services {
   config: Config;
   catalog: Catalog;
-  /** Table directories being created here, which reclaiming orphans leaves alone. */
+  /** Quiver's state shared by every replica on the data directory (its `.system/` tables). */
+  system: SystemTables;
+  /** Table directories being created by any replica, which reclaiming orphans leaves alone. */
   claims: Claims;
   tables: Tables;
   /** Appends to one table branch that wait for a commit share the next one. */
@@ -75,11 +77,10 @@ export async function createServices(config: Config, credential: (key: string) =
   const tables = await reach(openTables(config.dataDir, config.consistencyIntervalMs, config.storageOptions));
   const pool = createWorkerPool(config);
   const compute = createCompute(config);
-  const valueVersions = openValueVersions(privateDir);
-  const views = openViews(privateDir);
+  const system = openSystemTables(config.dataDir, config.storageOptions);
+  const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, config.consistencyIntervalMs), openClaims(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir);
-  const system = openSystemTables(config.dataDir, config.storageOptions);
   const jobs: Jobs = await reach(openJobs(
     system,
     privateDir,
@@ -116,7 +117,8 @@ export async function createServices(config: Config, credential: (key: string) =
   return {
     config,
     catalog,
-    claims: createClaims(),
+    system,
+    claims,
     tables,
     appends: createGroupCommit(tables),
     searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
@@ -132,7 +134,7 @@ export async function createServices(config: Config, credential: (key: string) =
       refreshes.close();
       maintenance.close();
       await jobs.close();
-      await Promise.all([pool.destroy(), compute.close(), valueVersions.close(), views.close()]);
+      await Promise.all([pool.destroy(), compute.close()]);
     },
   };
 }

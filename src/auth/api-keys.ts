@@ -2,9 +2,10 @@
 // Only SHA-256 hashes are kept, in memory and at rest; keys are random 256-bit values,
 // so a fast hash is enough (there is nothing to brute-force).
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { SEP } from "../catalog/names.js";
+import type { SystemTables } from "../util/system-table.js";
 import { isRole, type Principal } from "./principal.js";
 
 export interface StoredKey {
@@ -45,21 +46,34 @@ export function parseKeySpec(spec: string): { key: string; entry: StoredKey }[] 
     });
 }
 
+/** Where an earlier release kept the generated key's hash (moved to the shared store on start). */
 const keysFile = (stateDir: string) => path.join(stateDir, "keys.json");
 export const adminKeyFile = (stateDir: string) => path.join(stateDir, "admin.key");
 
+/** The shared store's row of the generated admin key. */
+const GENERATED = "generated-admin";
+
 /**
- * Keys stored in the state directory (by default `<data-dir>/.quiver`). When none exist and nothing else is configured,
- * generate an admin key, store its hash plus the key itself (0600), and return it once to print.
+ * Keys stored in the shared store (their hashes only). When none exist and nothing else is
+ * configured, generate an admin key: replicas starting at once on a fresh data directory race to
+ * insert its hash, and only the one that wins writes the key (0600) to its state directory and
+ * returns it, once, to print; the others use the winner's.
  */
-export function loadStoredKeys(stateDir: string, generateIfMissing: boolean): { keys: StoredKey[]; generated?: string } {
+export async function loadStoredKeys(store: SystemTables, stateDir: string, generateIfMissing: boolean): Promise<{ keys: StoredKey[]; generated?: string }> {
+  const table = await store.open("keys", []);
+  const row = (k: StoredKey) => ({ key: GENERATED, doc: JSON.stringify(k) });
+  const stored = async () => (await table.select()).map((r) => JSON.parse(r.doc as string) as StoredKey);
   const file = keysFile(stateDir);
-  if (existsSync(file)) return { keys: JSON.parse(readFileSync(file, "utf8")) as StoredKey[] };
-  if (!generateIfMissing) return { keys: [] };
+  if (existsSync(file)) {
+    await table.insertIfAbsent((JSON.parse(readFileSync(file, "utf8")) as StoredKey[]).map(row));
+    renameSync(file, `${file}.migrated`);
+  }
+  const keys = await stored();
+  if (keys.length > 0 || !generateIfMissing) return { keys };
   const key = "qk_" + randomBytes(32).toString("base64url");
-  const keys: StoredKey[] = [{ hash: hashKey(key), role: "admin", prefixes: null, label: "generated admin key" }];
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const entry: StoredKey = { hash: hashKey(key), role: "admin", prefixes: null, label: "generated admin key" };
+  if ((await table.insertIfAbsent([row(entry)])) === 0) return { keys: await stored() };
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   writeFileSync(adminKeyFile(stateDir), key + "\n", { mode: 0o600 });
-  writeFileSync(file, JSON.stringify(keys, null, 2) + "\n", { mode: 0o600 });
-  return { keys, generated: key };
+  return { keys: [entry], generated: key };
 }

@@ -1,6 +1,7 @@
 // Credentials → principal. Headers win over the body's `identity`.
 import { ApiError, Code } from "../errors.js";
 import type { Config } from "../config.js";
+import type { SystemTables } from "../util/system-table.js";
 import { hashKey, keyIdOf, loadStoredKeys, parseKeySpec, type StoredKey } from "./api-keys.js";
 import { makeJwtVerifier } from "./jwt.js";
 import type { Principal } from "./principal.js";
@@ -27,10 +28,11 @@ export interface AuthSetup {
   credential: (key: string) => Principal | null;
 }
 
-export function setupAuth(cfg: Config): AuthSetup {
+/** `store`: the shared store, where a generated admin key's hash is kept for every replica. */
+export async function setupAuth(cfg: Config, store: SystemTables): Promise<AuthSetup> {
   const configured = cfg.apiKeys ? parseKeySpec(cfg.apiKeys).map((k) => k.entry) : [];
   const jwt = makeJwtVerifier(cfg);
-  const stored = loadStoredKeys(cfg.stateDir, configured.length === 0 && jwt === null);
+  const stored = await loadStoredKeys(store, cfg.stateDir, configured.length === 0 && jwt === null);
   const principalOf = (k: StoredKey): Principal => Object.freeze({ subject: k.label, key: keyIdOf(k.hash), role: k.role, prefixes: k.prefixes });
   const byHash = new Map<string, Principal>();
   for (const k of [...stored.keys, ...configured]) byHash.set(k.hash, principalOf(k));

@@ -1,26 +1,45 @@
-// Table directories this process is creating: claimed on disk, not yet named by a catalog row.
-// Reclaiming orphans skips them whatever their age.
+// Table directories being created now, by any replica: claimed in the shared store before the
+// directory exists, released once a catalog row names it (or it is gone). Reclaiming orphans skips
+// them whatever their age. A claim is renewed while held and lapses a while after its replica
+// stopped renewing it (a crash), so a dead replica's directories become reclaimable again.
+import { randomUUID } from "node:crypto";
+import { log } from "../log.js";
+import { sqlString, type SystemTables } from "../util/system-table.js";
+
+/** A claim's life past its last renewal; renewed every third of it. */
+const CLAIM_MS = 60_000;
 
 export interface Claims {
   /** Mark `location` as being created; call the returned function once a row names it (or it is gone). */
-  hold(location: string): () => void;
-  has(location: string): boolean;
+  hold(location: string): Promise<() => void>;
+  /** Locations some replica holds now. */
+  held(): Promise<Set<string>>;
 }
 
-export function createClaims(): Claims {
-  const held = new Map<string, number>();
+export async function openClaims(store: SystemTables): Promise<Claims> {
+  const table = await store.open("claims", [
+    { name: "location", type: "string" },
+    { name: "expires", type: "number" },
+  ]);
   return {
-    hold(location) {
-      held.set(location, (held.get(location) ?? 0) + 1);
+    async hold(location) {
+      const key = randomUUID();
+      const renew = () => table.upsert([{ key, location, expires: Date.now() + CLAIM_MS, doc: null }]);
+      await renew();
+      const timer = setInterval(() => renew().catch((err: unknown) => log.warn("claim not renewed", { location, error: String(err) })), CLAIM_MS / 3);
+      timer.unref();
       let done = false;
       return () => {
         if (done) return;
         done = true;
-        const n = held.get(location)! - 1;
-        if (n === 0) held.delete(location);
-        else held.set(location, n);
+        clearInterval(timer);
+        // Left behind, the claim lapses by itself.
+        table.deleteWhere(`key = ${sqlString(key)}`).catch((err: unknown) => log.warn("claim not released", { location, error: String(err) }));
       };
     },
-    has: (location) => held.has(location),
+    async held() {
+      const rows = await table.select(`expires > ${Date.now()}`);
+      return new Set(rows.map((r) => r.location as string));
+    },
   };
 }

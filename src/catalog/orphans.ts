@@ -60,8 +60,9 @@ export async function reclaimOrphans(scope: OrphanScope, onRemoved: (location: s
     if (top) named.add(top);
   }
   const out: Reclaimed = { removed: [], young: [] };
+  const claimed = await claims.held();
   for (const name of await entriesOf(root)) {
-    if (name.startsWith(".") || named.has(name) || claims.has(name)) continue;
+    if (name.startsWith(".") || named.has(name) || claimed.has(name)) continue;
     const dir = path.join(root, name);
     const st = await lstat(dir).catch(() => null);
     if (!st?.isDirectory()) continue;
@@ -75,7 +76,7 @@ export async function reclaimOrphans(scope: OrphanScope, onRemoved: (location: s
     }
     // Re-check against the catalog as it is now: a row may have arrived since the scan began.
     await catalog.refresh(true);
-    if (claims.has(name) || catalog.allTables().some((e) => e.location && topOf(root, e.location) === name)) continue;
+    if ((await claims.held()).has(name) || catalog.allTables().some((e) => e.location && topOf(root, e.location) === name)) continue;
     await rm(dir, { recursive: true, force: true });
     out.removed.push(name);
     onRemoved(name, Math.round(age));

@@ -24,7 +24,7 @@ export type Kept = { versions: number[] } | { busy: string };
 
 /** The versions of `entry` on `branch` a cleanup keeps, or why no cleanup may run now. */
 export async function keptVersions(inputs: RetentionInputs, entry: Entry, tableDir: string, table: TableHandle, branch: string | null): Promise<Kept> {
-  const feeds = inputs.views.ofSource(entry.id);
+  const feeds = await inputs.views.ofSource(entry.id);
   const busy = inputs
     .otherJobs()
     .find((r) => sameId(r.table, entry.id) || feeds.some((v) => sameId(r.table, v.id)));

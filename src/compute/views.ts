@@ -1,5 +1,7 @@
 // Materialized views: their definitions (as created, and the parts Quiver runs), and the record of
-// each view's last refresh, kept durably in Quiver's private directory by view location.
+// each view's last refresh, kept in the shared store (src/util/system-table.ts) by view location.
+// Every replica reads them from a snapshot at most one consistency interval old (a write's check
+// that its table is no view reads it on every write); a caller that must see the latest asks fresh.
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type * as A from "apache-arrow";
@@ -9,7 +11,8 @@ import { arrow } from "../engine/arrow.js";
 import { invalid } from "../errors.js";
 import { errorPolicy, type ErrorHandlingBody, type ErrorPolicy } from "./error-handling.js";
 import { checkExpression, type ExpressionLimits } from "../schemas/expression.js";
-import { openJsonLog } from "../util/json-log.js";
+import { migrateLog } from "../util/json-log.js";
+import { sqlString, type SystemTables } from "../util/system-table.js";
 
 export type ViewKind = "query" | "udtf" | "chunker";
 
@@ -208,40 +211,56 @@ export function defineView(b: CreateInput, limits: ExpressionLimits): { definiti
 }
 
 export interface Views {
-  get(location: string): ViewRecord | undefined;
+  /** `fresh`: read the store now, not the snapshot (a job or a view operation about to act on it). */
+  get(location: string, fresh?: boolean): Promise<ViewRecord | undefined>;
   /** Views whose source is table `id`. */
-  ofSource(id: readonly string[]): ViewRecord[];
+  ofSource(id: readonly string[]): Promise<ViewRecord[]>;
   put(rec: ViewRecord): Promise<void>;
   forget(location: string): Promise<void>;
-  close(): Promise<void>;
 }
 
+/** The lines of the local file earlier releases kept. */
 type Line = ViewRecord | { forget: string };
 
-export function openViews(dir: string): Views {
-  const log = openJsonLog<Line>(path.join(dir, "views.jsonl"));
-  const byLocation = new Map<string, ViewRecord>();
-  for (const line of log.loaded) {
-    if ("forget" in line) byLocation.delete(line.forget);
-    else byLocation.set(line.location, line);
-  }
+export async function openViews(store: SystemTables, stateDir: string, maxAgeMs: number): Promise<Views> {
+  const table = await store.open("views", []);
+  const row = (rec: ViewRecord) => ({ key: rec.location, doc: JSON.stringify(rec) });
+  await migrateLog<Line>(path.join(stateDir, "views.jsonl"), async (lines) => {
+    const kept = new Map<string, ViewRecord>();
+    for (const l of lines) if ("forget" in l) kept.delete(l.forget);
+    else kept.set(l.location, l);
+    await table.upsert([...kept.values()].map(row));
+  });
+  let snapshot: { at: number; byLocation: Map<string, ViewRecord> } = { at: -Infinity, byLocation: new Map() };
+  let loading: Promise<Map<string, ViewRecord>> | null = null;
+  const load = () =>
+    (loading ??= (async () => {
+      const at = Date.now();
+      const rows = await table.select();
+      snapshot = { at, byLocation: new Map(rows.map((r) => [r.key as string, JSON.parse(r.doc as string) as ViewRecord])) };
+      return snapshot.byLocation;
+    })().finally(() => (loading = null)));
+  const current = () => (Date.now() - snapshot.at < maxAgeMs ? snapshot.byLocation : load());
   return {
-    get: (location) => byLocation.get(location),
-    ofSource: (id) => [...byLocation.values()].filter((v) => v.definition.source && sameId(v.definition.source.table, id)),
-    put(rec) {
-      byLocation.set(rec.location, rec);
-      return log.append([rec]);
+    async get(location, fresh = false) {
+      if (!fresh) return (await current()).get(location);
+      const rows = await table.select(`key = ${sqlString(location)}`);
+      return rows.length ? (JSON.parse(rows[0].doc as string) as ViewRecord) : undefined;
     },
-    forget(location) {
-      if (!byLocation.delete(location)) return Promise.resolve();
-      return log.append([{ forget: location }]);
+    ofSource: async (id) => [...(await current()).values()].filter((v) => v.definition.source && sameId(v.definition.source.table, id)),
+    async put(rec) {
+      await table.upsert([row(rec)]);
+      snapshot.byLocation.set(rec.location, rec);
     },
-    close: () => log.close(),
+    async forget(location) {
+      await table.deleteWhere(`key = ${sqlString(location)}`);
+      snapshot.byLocation.delete(location);
+    },
   };
 }
 
 /** The view's record when the table at `entry` is one; null otherwise. */
-export const viewOf = (views: Views, entry: { location: string | null }): ViewRecord | null => (entry.location ? (views.get(entry.location) ?? null) : null);
+export const viewOf = async (views: Views, entry: { location: string | null }, fresh = false): Promise<ViewRecord | null> => (entry.location ? ((await views.get(entry.location, fresh)) ?? null) : null);
 
 /** A view's udtf_spec as shown to readers: the table function's body left out. */
 export function shownSpec(d: ViewDefinition): Record<string, unknown> | null {

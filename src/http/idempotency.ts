@@ -1,27 +1,21 @@
-// Idempotency-Key on mutations: the first answer under a key (per credential) is kept for a window,
-// durably (a JSON-lines log in the private directory, fsynced before the answer leaves), so a
-// client's retry after a lost answer or a 5xx, even across a restart, gets that answer instead of
-// applying the mutation twice. The same key with a different request is a 409. Only successful
-// answers are kept: a failed mutation changed nothing, so its retry may run.
-import { createHash } from "node:crypto";
-import path from "node:path";
+// Idempotency-Key on mutations: the first answer under a key (per credential) is kept for a window
+// in the shared store (src/util/system-table.ts), written before the answer leaves, so a client's
+// retry after a lost answer or a 5xx, on any replica and across restarts, gets that answer instead
+// of applying the mutation twice. The same key with a different request is a 409. A request claims
+// its key with an insert-if-absent before it runs: of two first attempts on two replicas one runs,
+// the other waits for its answer (a claim is renewed while its request runs, so a crashed replica's
+// lapses). Only successful answers are kept: a failed mutation changed nothing, so its retry may run.
+import { createHash, randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ApiError, Code } from "../errors.js";
-import { openJsonLog, type JsonLog } from "../util/json-log.js";
+import { log } from "../log.js";
+import { sqlString, type SystemRow, type SystemTables } from "../util/system-table.js";
 
 /** A kept answer (JSON or empty bodies: mutations answer nothing else). */
 export interface KeptAnswer {
   status: number;
   contentType: string | null;
   body: string;
-}
-
-interface Row extends KeptAnswer {
-  /** Hash of credential and key. */
-  k: string;
-  /** Hash of method, path, query and body. */
-  f: string;
-  /** Expiry, ms since the epoch. */
-  exp: number;
 }
 
 export type Claim =
@@ -34,57 +28,72 @@ export interface Idempotency {
 }
 
 const MAX_KEY = 255;
+/** A running claim's life past its last renewal; renewed every third of it. */
+const RUN_MS = 30_000;
+/** How often a request waits to see whether another replica's request under its key finished. */
+const POLL_MS = 50;
 const sha = (...parts: (string | Uint8Array)[]) => {
   const h = createHash("sha256");
   for (const p of parts) h.update(p).update("\0");
   return h.digest("hex");
 };
 
-export function openIdempotency(privateDir: string, windowMs: number, now: () => number = Date.now): Idempotency {
-  const log: JsonLog<Row> = openJsonLog<Row>(path.join(privateDir, "idempotency.jsonl"));
-  const kept = new Map<string, Row>();
-  for (const r of log.loaded) if (r.exp > now()) kept.set(r.k, r);
-  // Requests under a key still running: a retry waits for the first to finish.
+export function openIdempotency(store: SystemTables, windowMs: number, now: () => number = Date.now): Idempotency {
+  // Rows keyed by the hash of credential and key; `f` hashes method, path, query and body.
+  const opened = store.open("idempotency", [
+    { name: "state", type: "string" },
+    { name: "f", type: "string" },
+    { name: "owner", type: "string" },
+    { name: "exp", type: "number" },
+  ]);
+  // Failing here, the first request under a key says why.
+  opened.catch(() => undefined);
+  // Requests under a key running in this process: a retry here waits for the first to finish.
   const running = new Map<string, { f: string; done: Promise<void> }>();
-  let appended = 0;
-
-  const expire = () => {
-    const t = now();
-    for (const [k, r] of kept) if (r.exp <= t) kept.delete(k);
-  };
+  let kept = 0;
 
   return {
     async claim(subject, key, req) {
       if (key.length === 0 || key.length > MAX_KEY) throw new ApiError(Code.InvalidInput, `Idempotency-Key: must be 1 to ${MAX_KEY} characters`);
+      const table = await opened;
       const k = sha(subject, key);
       const f = sha(req.method, req.path, req.query, req.body);
+      const owner = randomUUID();
+      const row = (state: "running" | "done", exp: number, doc: string | null): SystemRow => ({ key: k, state, f, owner, exp, doc });
       for (;;) {
-        const r = kept.get(k);
-        if (r && r.exp > now()) {
-          if (r.f !== f) throw conflict(key);
-          return { kind: "replay", answer: { status: r.status, contentType: r.contentType, body: r.body } };
+        const here = running.get(k);
+        if (here) {
+          if (here.f !== f) throw conflict(key);
+          await here.done;
+          continue;
         }
-        const other = running.get(k);
-        if (!other) break;
-        if (other.f !== f) throw conflict(key);
-        await other.done;
+        const [r] = await table.select(`key = ${sqlString(k)}`);
+        if (r && (r.exp as number) > now()) {
+          if (r.f !== f) throw conflict(key);
+          if (r.state === "done") return { kind: "replay", answer: JSON.parse(r.doc as string) as KeptAnswer };
+          // Running on another replica: its answer, its failure (the row goes) or its lapse ends the wait.
+          await sleep(POLL_MS);
+          continue;
+        }
+        const mine = row("running", now() + RUN_MS, null);
+        // An expired row is taken over only as it was seen: of two replicas that saw it, one wins.
+        if ((r ? await table.updateIf([mine], `target.exp = ${r.exp as number}`) : await table.insertIfAbsent([mine])) === 1) break;
       }
       let finish!: () => void;
       running.set(k, { f, done: new Promise<void>((res) => (finish = res)) });
+      const renewal = setInterval(() => {
+        table.updateIf([row("running", now() + RUN_MS, null)], `target.owner = ${sqlString(owner)} AND target.state = 'running'`).catch((err: unknown) => log.warn("idempotency claim not renewed", { error: String(err) }));
+      }, RUN_MS / 3);
+      renewal.unref();
       return {
         kind: "new",
         async keep(answer) {
+          clearInterval(renewal);
           try {
-            if (!answer) return;
-            const row: Row = { k, f, exp: now() + windowMs, ...answer };
-            await log.append([row]);
-            kept.set(k, row);
-            // The log is rewritten with only live rows once it holds twice as many as are live.
-            if (++appended > 1000 && appended > 2 * kept.size) {
-              expire();
-              appended = kept.size;
-              await log.rewrite([...kept.values()]);
-            }
+            if (answer) await table.upsert([row("done", now() + windowMs, JSON.stringify(answer))]);
+            else await table.deleteWhere(`key = ${sqlString(k)} AND owner = ${sqlString(owner)}`);
+            // Expired answers are dropped now and then, by whichever replica keeps the thousandth.
+            if (++kept % 1000 === 0) await table.deleteWhere(`exp <= ${now()}`);
           } finally {
             running.delete(k);
             finish();

@@ -9,12 +9,13 @@ import { randomBytes } from "node:crypto";
 import type { Authenticate, Credentials } from "../auth/authenticate.js";
 import { authoriseObject, canBrowse, roleRank, type Principal } from "../auth/principal.js";
 import { objectIdOf, sameId } from "../catalog/names.js";
-import { ApiError, Code, errorBody, internal, isApiError, transport } from "../errors.js";
+import { ApiError, Code, errorBody, internal, invalid, isApiError, transport } from "../errors.js";
 import type { UnavailableReason } from "../metrics.js";
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
 import type { Services } from "../services.js";
+import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
 import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
 import { refusalError } from "./refusals.js";
@@ -277,7 +278,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   const limiter: RateLimiter | null = cfg.rateLimitRps > 0 || cfg.rateLimitConcurrent > 0 ? createRateLimiter(cfg) : null;
-  const idempotency: Idempotency = openIdempotency(cfg.stateDir, cfg.idempotencyWindowMs);
+  const idempotency: Idempotency = openIdempotency(svc.system, cfg.idempotencyWindowMs);
 
   /** Admit the request under its credential's limits; the release is kept in `held`. */
   function limit(p: Principal, held: { release?: () => void }): void {
@@ -381,7 +382,14 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
   }
 
-  /** The steps after the body arrived, in order: parse, identify, limit, check the id, context (validates), call. */
+  /** Step `token`: a table read's version token, met before the operation opens the table (writes re-check storage anyway). */
+  async function versionToken(a: Admitted, header: string | undefined): Promise<void> {
+    if (header === undefined || a.target.id === null || a.route.spec.role !== "read" || !a.route.path.startsWith("/v1/table/")) return;
+    if (!/^\d{1,15}$/.test(header.trim())) throw invalid(`${MIN_VERSION_HEADER}: must be a table version, an integer >= 0`);
+    await awaitVersion(svc, a.target.id, Number(header.trim()));
+  }
+
+  /** The steps after the body arrived, in order: parse, identify, limit, check the id, token, context (validates), call. */
   async function run(a: Admitted, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
     const context = headerContext(inc.headers);
     const held: { release?: () => void } = {};
@@ -391,6 +399,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       const principal = await callerOf(a, body);
       if (principal !== null) limit(principal, held);
       checkBodyId(a.target.id, body);
+      await versionToken(a, inc.headers[MIN_VERSION_HEADER]);
       const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context), bytes);
       if (held.release) out.release = held.release;
       return out;

@@ -68,7 +68,7 @@ async function claim(dir: string): Promise<boolean> {
 async function claimLocation(deps: LifecycleDeps, id: readonly string[]): Promise<{ location: string; release: () => void }> {
   for (let loc = newLocation(id); ; loc = newLocation(["", ...id])) {
     // Held before the directory exists, so reclaiming orphans never sees it unheld.
-    const release = deps.claims.hold(loc);
+    const release = await deps.claims.hold(loc);
     if (await claim(resolveLocation(deps.tables.root, loc))) return { location: loc, release };
     // Taken: prefixing an empty segment forces newLocation's randomised form.
     release();
@@ -139,7 +139,7 @@ export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<
   requireNamespace(deps.catalog, id.slice(0, -1));
   if (existingTable(deps, id)) throw alreadyExists(id);
   const given = body.location ? normaliseLocation(deps.tables.root, body.location) : null;
-  const { location, release } = given ? { location: given, release: deps.claims.hold(given) } : await claimLocation(deps, id);
+  const { location, release } = given ? { location: given, release: await deps.claims.hold(given) } : await claimLocation(deps, id);
   const dir = resolveLocation(deps.tables.root, location);
   const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
   try {

@@ -39,7 +39,7 @@ interface Target {
  */
 async function change<T>(svc: Services, id: string[], branch: string | null | undefined, fn: (t: Target) => Promise<T>): Promise<T> {
   const entry = await requireTable(svc.catalog, id);
-  refuseView(svc, entry, "a schema change");
+  await refuseView(svc, entry, "a schema change");
   return svc.tables.write(entry, branch, { change: "schema" }, async () => {
     const t = await openAt(svc, entry, { branch });
     return fn({ entry, t, fields: (await tableSchema(t)).fields as FieldLike[] });

@@ -43,7 +43,7 @@ async function engine<T>(field: string | ((err: unknown) => string), table: stri
 async function target(ctx: OpContext, at: { branch?: string | null; version?: number | null } = {}, write?: string) {
   const branch: string | undefined = at.branch ?? ctx.args.branch;
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
-  if (write) refuseView(ctx.svc, entry, write);
+  if (write) await refuseView(ctx.svc, entry, write);
   const commit = <T>(of: WriteOf, fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, of, fn);
   return { entry, table, commit, branch };
 }

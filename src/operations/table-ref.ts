@@ -6,6 +6,7 @@ import { resolveLocation } from "../catalog/locations.js";
 import { hasVersions } from "../engine/datasets.js";
 import { errorText } from "../engine/messages.js";
 import { refError } from "../engine/refs.js";
+import { tableVersion } from "../engine/table-info.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { viewOf } from "../compute/views.js";
@@ -20,6 +21,8 @@ async function declaredOnly(svc: Services, entry: Entry): Promise<ApiError | nul
 export interface At {
   version?: number | null;
   branch?: string | null;
+  /** The latest main must be at least this version (a client's version token). */
+  minVersion?: number;
 }
 
 /** Open a table at a version and/or branch; unknown ones are 404 with upstream's codes. */
@@ -28,7 +31,7 @@ export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<
   const branch = namedBranch(at.branch);
   if (version !== undefined) svc.readLeases.touch(entry.location ?? entry.objectId, branch ?? null, version);
   try {
-    return await svc.tables.open(entry, { version, branch });
+    return await svc.tables.open(entry, { version, branch, minVersion: at.minVersion });
   } catch (err) {
     const ref = refError(err, { table: entry.objectId, branch, version });
     if (ref) throw ref;
@@ -38,12 +41,25 @@ export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<
 }
 
 /** Writes to a view are 400: its contents come from its source. */
-export function refuseView(svc: Services, entry: Entry, what: string): void {
-  if (viewOf(svc.views, entry)) throw invalid(`table ${JSON.stringify(entry.objectId)} is a materialized view; ${what} changes it only by a refresh`);
+export async function refuseView(svc: Services, entry: Entry, what: string): Promise<void> {
+  if (await viewOf(svc.views, entry)) throw invalid(`table ${JSON.stringify(entry.objectId)} is a materialized view; ${what} changes it only by a refresh`);
 }
 
 /** The table named by `id`, opened at `at`: the pair most operations start from. */
 export async function openTable(svc: Services, id: readonly string[], at: At = {}) {
   const entry = await requireTable(svc.catalog, id);
   return { entry, table: await openAt(svc, entry, at) };
+}
+
+/** The request header carrying a version token: a version this client was answered by a write. */
+export const MIN_VERSION_HEADER = "x-quiver-min-version";
+
+/**
+ * A client that wrote version `min` through another replica reads it here: the cached handle of
+ * table `id`, if older, re-checks storage first. A version storage does not hold yet is 400.
+ */
+export async function awaitVersion(svc: Services, id: readonly string[], min: number): Promise<void> {
+  const entry = await requireTable(svc.catalog, id);
+  const latest = await tableVersion(await openAt(svc, entry, { minVersion: min }));
+  if (latest < min) throw invalid(`${MIN_VERSION_HEADER}: table ${JSON.stringify(entry.objectId)} has no version ${min} (its latest is ${latest})`);
 }

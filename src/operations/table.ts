@@ -209,7 +209,7 @@ export const describeTable = jsonOp(DescribeTable, async ({ id, body, args, svc,
   const t = await openRef(svc, entry, body);
   const version = await tableVersion(t);
   const schema = await tableSchema(t);
-  const view = viewOf(svc.views, entry);
+  const view = await viewOf(svc.views, entry);
   return json({
     ...base,
     version,

@@ -105,7 +105,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
 
 export const refreshMaterializedView = jsonOp(RefreshMaterializedView, async ({ id, body, svc, principal }) => {
   const entry = await requireTable(svc.catalog, id);
-  const view = viewOf(svc.views, entry);
+  const view = await viewOf(svc.views, entry, true);
   if (!view) throw invalid(`id: table ${q(entry.objectId)} is not a materialized view`);
   const def = view.definition;
   if (def.source === null) throw invalid(`source_query: stored as sent; this server refreshes only its own form, ${FORM}`);

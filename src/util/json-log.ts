@@ -89,3 +89,14 @@ export function openJsonLog<T>(file: string, onTorn: () => void = () => undefine
     },
   };
 }
+
+/**
+ * A log an earlier release kept in the state directory whose records now live in the shared store:
+ * its lines are given to `move` once, then the file is renamed `<file>.migrated`, so a later start
+ * moves nothing.
+ */
+export async function migrateLog<T>(file: string, move: (lines: T[]) => Promise<void>): Promise<void> {
+  if (!existsSync(file)) return;
+  await move(load<T>(file, () => undefined));
+  await rename(file, `${file}.migrated`);
+}

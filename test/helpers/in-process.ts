@@ -147,8 +147,10 @@ export async function startInProcess(opts: InProcessOptions = {}): Promise<InPro
   const release = captureLog(sink);
   const config = m.config.loadConfig(["--port", "0", "--data-dir", dataDir, ...(opts.args ?? [])], serverEnv(opts));
   m.log.setLogLevel(config.logLevel);
-  const auth = m.auth.setupAuth(config);
-  const services = await m.services.createServices(config, auth.credential);
+  let auth: Awaited<ReturnType<typeof m.auth.setupAuth>> | undefined;
+  // As main.ts: refreshes ask for credentials only once jobs run, after auth is set.
+  const services = await m.services.createServices(config, (key) => auth!.credential(key));
+  auth = await m.auth.setupAuth(config, services.system);
   const pipeline = m.pipeline.createPipeline(services, auth.authenticate, m.routes.routes);
   // As main.ts does once the server listens.
   await services.jobs.start();

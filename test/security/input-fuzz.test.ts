@@ -30,7 +30,7 @@ beforeAll(async () => {
   const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
   svc = await createServices(config);
   await svc.jobs.start();
-  pipeline = createPipeline(svc, setupAuth(config).authenticate, routes);
+  pipeline = createPipeline(svc, (await setupAuth(config, svc.system)).authenticate, routes);
   expect((await send("/v1/namespace/f/create", {})).status).toBe(200);
   const rows = Array.from({ length: 10 }, (_, i) => ({ id: i, name: `n${i}`, s: { a: i } }));
   expect((await send("/v1/table/f$t/create", rows, { "content-type": "application/json" })).status).toBe(200);

@@ -19,8 +19,8 @@ let pipeline: Pipeline;
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "quiver-pipeline-"));
   const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin,${READ}:read`], {});
-  const auth = setupAuth(config);
-  svc = await createServices(config, auth.credential);
+  svc = await createServices(config, () => null);
+  const auth = await setupAuth(config, svc.system);
   await svc.jobs.start();
   pipeline = createPipeline(svc, auth.authenticate, routes);
 });

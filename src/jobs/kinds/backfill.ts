@@ -69,8 +69,8 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         // Decided here, once: the child opens its table store once and computes straight away.
         compute: runnable(vc) === "sql" ? { kind: "sql" } : { kind: "udf", udf: udfDefinition(vc, deps.limits) },
         progress: (job.rec.progress ?? {}) as BackfillProgress,
-        fresh: [...versions.get(valuesKey)],
-        others: [...others.values()].map((k) => ({ column: k.column, fresh: [...versions.get(k)] })),
+        fresh: [...(await versions.get(valuesKey))],
+        others: await Promise.all([...others.values()].map(async (k) => ({ column: k.column, fresh: [...(await versions.get(k))] }))),
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
       };

@@ -71,7 +71,8 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
     async start(job) {
       const spec = job.rec.spec;
       const entry = await requireTable(catalog, job.rec.table);
-      const view = views.get(entry.location!);
+      // Fresh: the view may have been defined a moment ago through another replica.
+      const view = await views.get(entry.location!, true);
       if (!view) throw new Error(`table ${JSON.stringify(entry.objectId)} is no longer a materialized view`);
       const refusal = definerRefusal(view, deps.credential);
       if (refusal) throw new Error(refusal);

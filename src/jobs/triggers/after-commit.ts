@@ -123,7 +123,7 @@ export function autoRefresh(deps: {
     timers.set(location, timer);
   };
   async function changedRows(location: string): Promise<number> {
-    const v = deps.views.get(location)!;
+    const v = (await deps.views.get(location))!;
     const since = v.lastRefresh?.sourceVersion;
     if (since === undefined) return Infinity;
     const source = await requireTable(deps.catalog, v.definition.source!.table);
@@ -132,7 +132,7 @@ export function autoRefresh(deps: {
     return countRows(t, `_row_last_updated_at_version > ${since}`).catch(() => Infinity);
   }
   async function check(location: string): Promise<void> {
-    const v = deps.views.get(location);
+    const v = await deps.views.get(location);
     if (!v) return;
     if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
     // A definer refused once stops the automatic refreshes: one failed job says why, not one per write.
@@ -144,9 +144,9 @@ export function autoRefresh(deps: {
     await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id), refreshExclusive(v.id));
   }
   return {
-    committed({ table, branch, change, rows }) {
+    async committed({ table, branch, change, rows }) {
       if (!REFRESH_AFTER.has(change)) return;
-      for (const v of deps.views.ofSource(table.id)) {
+      for (const v of await deps.views.ofSource(table.id)) {
         if (!v.definition.autoRefresh || (v.definition.source!.branch ?? null) !== branch) continue;
         if (!COUNTED_LATER.has(change)) uncounted.set(v.location, (uncounted.get(v.location) ?? 0) + (rows ?? Infinity));
         const wait = Math.max(0, (lastStart.get(v.location) ?? 0) + deps.cooldownMs - Date.now());
