@@ -23,6 +23,8 @@ export const SYSTEM_DIR = ".system";
 /** Compact a system table (and drop versions older than this) after this many of its commits here. */
 const COMPACT_EVERY = 50;
 const KEEP_VERSIONS_MS = 10 * 60_000;
+/** Opens retried while a racing replica creates the table (100 ms apart). */
+const CREATE_TRIES = 50;
 
 export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
   const dir = isRemote(root) ? `${root.replace(/\/+$/, "")}/${SYSTEM_DIR}` : `${root}/${SYSTEM_DIR}`;
@@ -35,9 +37,17 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
         new Field("doc", new Utf8(), true),
       ]);
       const db = await conn;
-      // Replicas starting at once may race to create it; each then opens what storage holds.
-      if (!(await db.tableNames()).includes(name)) await db.createEmptyTable(name, schema, { existOk: true });
-      return systemTable(await db.openTable(name), schema, columns);
+      // Replicas starting at once race to create it: the loser opens the winner's, which may not
+      // have its first version yet for a moment.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          if (!(await db.tableNames()).includes(name)) await db.createEmptyTable(name, schema, { existOk: true });
+          return systemTable(await db.openTable(name), schema, columns);
+        } catch (err) {
+          if (attempt >= CREATE_TRIES || !/not found/i.test(String((err as Error)?.message ?? err))) throw err;
+          await new Promise((res) => setTimeout(res, 100));
+        }
+      }
     },
   };
 }

@@ -207,7 +207,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       }
       await run.stopping;
     } finally {
-      runs.delete(rec.id);
+      // Once closing, close() records how each run ended (one that stopped while close() waited too).
+      if (!closed) runs.delete(rec.id);
     }
   }
 
@@ -261,8 +262,10 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     for (const [id, run] of runs) {
       const r = byId.get(id);
       if (!run.handle || run.stopping) continue;
-      if (!r || !mine(r)) void letGo(id);
-      else if (r.lease!.expires - now < (leaseMs * 2) / 3) {
+      if (!r || !mine(r)) {
+        const now = await store.read(id);
+        if (!now || !mine(now)) void letGo(id);
+      } else if (r.lease!.expires - now < (leaseMs * 2) / 3) {
         const renewed = await store.update(id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined));
         if (!renewed || !mine(renewed)) void letGo(id);
       }

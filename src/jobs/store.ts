@@ -56,6 +56,9 @@ const RETAIN = 10_000;
 /** A change that lost this many races in a row gives up (replicas do not change one record that often). */
 const MAX_TRIES = 20;
 
+/** How long a slot whose job has no record yet counts as held (its submit stores the record next). */
+const SLOT_GRACE_MS = 30_000;
+
 const ACTIVE = "status = 'Queued' OR status = 'Running'";
 
 export interface Store {
@@ -100,11 +103,18 @@ export async function openStore(system: SystemTables, stateDir: string): Promise
       { name: "created_at", type: "number" },
       { name: "finished_at", type: "number" },
     ]),
-    system.open("job_slots", [{ name: "job", type: "string" }]),
+    system.open("job_slots", [
+      { name: "job", type: "string" },
+      { name: "at", type: "number" },
+    ]),
   ]);
   const mirror = new Map<string, JobRecord>();
+  // A read that began before one of this process's own changes may end after it: the mirror keeps
+  // the newer revision.
   const seen = (rows: SystemRow[]) => rows.map((row) => {
     const r = recOf(row);
+    const known = mirror.get(r.id);
+    if (known && (known.rev ?? 0) > (r.rev ?? 0)) return known;
     mirror.set(r.id, r);
     return r;
   });
@@ -155,14 +165,16 @@ export async function openStore(system: SystemTables, stateDir: string): Promise
     },
     async hold(slot, id) {
       for (let i = 0; i < MAX_TRIES; i++) {
-        if ((await slots.insertIfAbsent([{ key: slot, job: id, doc: null }])) === 1) return null;
+        const mine = { key: slot, job: id, at: Date.now(), doc: null };
+        if ((await slots.insertIfAbsent([mine])) === 1) return null;
         const [row] = await slots.select(`key = ${sqlString(slot)}`);
         if (!row) continue;
         const holder = String(row.job);
         const rec = await read(holder);
-        if (rec && !isTerminal(rec.status)) return holder;
+        // A holder's record is stored just after its slot is taken: a moment without one is no end.
+        if (rec ? !isTerminal(rec.status) : Date.now() - Number(row.at) < SLOT_GRACE_MS) return holder;
         // Its job ended without giving the slot back (its replica died): take the slot over.
-        if ((await slots.updateIf([{ key: slot, job: id, doc: null }], `target.job = ${sqlString(holder)}`)) === 1) return null;
+        if ((await slots.updateIf([mine], `target.job = ${sqlString(holder)}`)) === 1) return null;
       }
       throw new Error(`job slot ${slot}: gave up after ${MAX_TRIES} racing claims`);
     },
