@@ -6,12 +6,12 @@ import { describe, expect, it, vi } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle, until } from "./helpers/transactions.js";
+import { envelope } from "./helpers/views.js";
 
 const q = serverForFile({ args: ["--workers", "2"] });
 // Several backfills or refreshes per test on a shared 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
 const post = (p: string, body?: unknown) => q.call("POST", p, body);
-const envelope = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64");
 const wantJson = { accept: "application/json" };
 const jsonSchema = (fields: [string, "int64" | "utf8"][]) => {
   const types = { int64: new Int64(), utf8: new Utf8() };

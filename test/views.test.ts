@@ -4,11 +4,12 @@
 // the source did not change; auto_refresh catching up, rate-limited; a refresh killed by SIGKILL
 // and finished after a restart; every validation error; writes refused; LanceDB reading a view.
 import * as lancedb from "@lancedb/lancedb";
-import { Field, FixedSizeList, Float32, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
+import { Field, FixedSizeList, Float32, Float64, Int64, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fromIPC, toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
+import { envelope, schemaOf } from "./helpers/views.js";
 
 const q = serverForFile({ args: ["--auto-refresh-cooldown-ms", "1500", "--workers", "2"] });
 const N = 2000;
@@ -28,11 +29,6 @@ const ipc = (rows: Row[]) =>
     cat: vectorFromArray(rows.map((r) => r.cat), new Utf8()),
     text: vectorFromArray(rows.map((r) => r.text), new Utf8()),
   }));
-const schemaOf = (fields: [string, "int64" | "float64" | "utf8"][]) => {
-  const types = { int64: new Int64(), float64: new Float64(), utf8: new Utf8() };
-  return Buffer.from(toStream(new Table(new Schema(fields.map(([n, t]) => new Field(n, types[t], true)))))).toString("base64");
-};
-const envelope = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64");
 const post = (p: string, body?: unknown, qs = "") => q.call("POST", `${p}${qs}`, body);
 
 /** Every row of a table as plain objects, sorted by `key`. */

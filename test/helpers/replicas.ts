@@ -1,0 +1,115 @@
+// Several Quiver replicas on one data directory (a local directory, or a container of Azurite
+// started here) behind HAProxy, for the multi-replica tests: each replica has its own port and
+// --state-dir and the same API keys; HAProxy balances round robin over them, takes a replica out of
+// rotation as soon as its readiness check fails, and retries a request on another replica only where
+// that is safe (bench/haproxy.ts). Ports come from the OS; everything is stopped, and removed,
+// after the file.
+import { readdirSync, readFileSync } from "node:fs";
+import { afterAll, beforeAll } from "vitest";
+import { freePort, startHaproxy, type Haproxy } from "../../bench/haproxy.js";
+import { startAzurite, type Azurite } from "./azurite.js";
+import { ADMIN_KEY, removeDir, request, startQuiver, tempDataDir, type Caller, type Quiver } from "./quiver.js";
+
+/** The job lease the replicas run with: a replica that died gives its jobs up after this long. */
+export const JOB_LEASE_MS = 3000;
+
+export interface ReplicaOptions {
+  replicas: number;
+  store: "local" | "azurite";
+  /** More flags for every replica. */
+  args?: string[];
+}
+
+export interface Replicas extends Caller {
+  /** The balancer: http://127.0.0.1:<port> */
+  url: string;
+  /** The replicas, in HAProxy's server order (r0, r1, …); an entry is replaced by restart(). */
+  replicas: Quiver[];
+  /** Where the data lives: the shared local directory, or the az:// URI. */
+  dataUri: string;
+  /** SIGKILL replica `i` (a crash); resolves once HAProxy no longer sends it requests. */
+  kill(i: number): Promise<void>;
+  /** Start replica `i` again on its port and state directory (SIGTERM first if it runs), with `args` added; resolves once it is in rotation again. */
+  restart(i: number, args?: string[]): Promise<void>;
+  /** SIGTERM replica `i`, wait for its exit; answers the exit code. */
+  stop(i: number): Promise<number | null>;
+}
+
+export function replicasForFile(opts: ReplicaOptions): Replicas {
+  const bed = { replicas: [] as Quiver[] } as Replicas;
+  let az: Azurite | undefined;
+  let lb: Haproxy | undefined;
+  let shared = "";
+  const ports: number[] = [];
+  const stateDirs: string[] = [];
+  let storageArgs: string[] = [];
+  const replicaArgs = (i: number, more: string[] = []) => ["--port", String(ports[i]), "--auto-maintenance", "off", ...(opts.args ?? []), ...storageArgs, ...more];
+
+  // The lease goes by environment: a replica that does not know the option yet ignores it, where an
+  // unknown flag would stop its start.
+  const start = (i: number, more?: string[]) =>
+    startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(JOB_LEASE_MS) } });
+
+  beforeAll(async () => {
+    if (opts.store === "azurite") {
+      az = await startAzurite();
+      await az.createContainer("replicas");
+      bed.dataUri = "az://replicas/quiver";
+      storageArgs = Object.entries(az.storageOptions()).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
+    } else {
+      shared = tempDataDir();
+      bed.dataUri = shared;
+    }
+    for (let i = 0; i < opts.replicas; i++) {
+      ports.push(await freePort());
+      stateDirs.push(tempDataDir());
+    }
+    // All at once, as a deployment starts them: the first starts race on an empty data directory.
+    bed.replicas.push(...(await Promise.all(ports.map((_, i) => start(i)))));
+
+    lb = await startHaproxy(ports);
+    bed.url = lb.url;
+  }, 120_000);
+
+  bed.call = (method, p, body, headers) => request(bed.url + p, method, body, { "x-api-key": ADMIN_KEY, ...headers });
+  bed.kill = async (i) => {
+    await bed.replicas[i].kill();
+    await lb!.untilStatus(`r${i}`, (s) => s.startsWith("DOWN"));
+  };
+  bed.stop = async (i) => {
+    const code = await bed.replicas[i].stop();
+    await lb!.untilStatus(`r${i}`, (s) => s.startsWith("DOWN") || s.startsWith("NOLB"));
+    return code;
+  };
+  bed.restart = async (i, more) => {
+    await bed.replicas[i].stop();
+    bed.replicas[i] = await start(i, more);
+    await lb!.untilStatus(`r${i}`, (s) => s === "UP");
+  };
+
+  afterAll(async () => {
+    await Promise.all(bed.replicas.map((q) => q?.stop()));
+    await lb?.stop();
+    await az?.stop();
+    for (const d of [...stateDirs, shared]) if (d) removeDir(d);
+  }, 60_000);
+
+  return bed;
+}
+
+/** The replicas (indexes into bed.replicas) whose process has a job child running `script` (e.g. "backfill.js") now. */
+export function runningJobIn(bed: Replicas, script: string): number[] {
+  const children = new Map<number, string[]>();
+  for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+    try {
+      // The command's name may hold spaces and parentheses; the fields after its last ")" do not.
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      children.set(ppid, [...(children.get(ppid) ?? []), ...cmd]);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return bed.replicas.flatMap((q, i) => (q.proc.exitCode === null && (children.get(q.proc.pid!) ?? []).some((a) => a.endsWith(`/${script}`)) ? [i] : []));
+}
