@@ -41,3 +41,23 @@ describe("JSON inserts", () => {
     expect((await q.call("POST", "/v1/table/nullbool2/query", { k: 10, columns: ["a", "d"] }, wantJson)).json).toEqual([{ a: 1, d: true }]);
   });
 });
+
+describe("backfills of keyed tables", () => {
+  it("a js backfill of a table whose key has a BTREE index writes every row (it failed: _rowaddr not found)", async () => {
+    const rows = Array.from({ length: 50 }, (_, i) => ({ id: i, x: i }));
+    expect((await post("btreekey", "create", rows)).status).toBe(200);
+    const idx = await post("btreekey", "create_index", { column: "id", index_type: "BTREE" });
+    expect(idx.status, idx.text).toBe(200);
+    expect((await settle(q, idx.json.transaction_id, 200_000)).status).toBe("Succeeded");
+    const vc = { udf_backend: "js", udf: "(x) => x * 3", input_columns: ["x"], outputs: [{ column: "y", data_type: { type: "int64" }, nullable: true }] };
+    expect((await post("btreekey", "add_columns", { new_columns: [{ name: "y", virtual_column: vc }] })).status).toBe(200);
+    const job = await post("btreekey", "backfill_column", { column: "y" });
+    expect(job.status, job.text).toBe(202);
+    const done = await settle(q, job.json.job_id, 200_000);
+    expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+    expect(done.properties.rows_computed).toBe("50");
+    const got = await q.call("POST", "/v1/table/btreekey/query", { k: 100, columns: ["id", "y"] }, wantJson);
+    expect(got.json.every((r: { id: number; y: number }) => r.y === r.id * 3)).toBe(true);
+    expect(got.json).toHaveLength(50);
+  });
+});

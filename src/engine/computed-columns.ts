@@ -183,7 +183,9 @@ export async function writeValues(t: lancedb.Table, key: string[], data: A.Table
 async function mergeGuarded(t: lancedb.Table, key: string[], source: A.Table, guard: string) {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await t.mergeInsert(key).whenMatchedUpdateAll({ where: guard }).execute(source);
+      // The guard reads the target's row addresses, which LanceDB's index-driven merge (taken when
+      // the key has a scalar index) does not provide: it fails with "_rowaddr not found".
+      return await t.mergeInsert(key).whenMatchedUpdateAll({ where: guard }).useIndex(false).execute(source);
     } catch (err) {
       if (!isCommitConflict(err) || attempt >= 5) throw err;
       await t.checkoutLatest();
