@@ -20,8 +20,9 @@ export async function freePort(): Promise<number> {
 
 /**
  * Round robin in HTTP mode; readiness (/readyz) checked every 100 ms as HTTP/1.1 (the server
- * answers HTTP/1.0, HAProxy's default check, with 505); one failure takes a server out (a killed
- * replica leaves within ~100 ms, a draining one at once), one success brings it back. A
+ * answers HTTP/1.0, HAProxy's default check, with 505), each allowed 2 s to answer; one failure
+ * takes a server out (a killed replica refuses at once and leaves within ~100 ms, a draining one
+ * answers 503), one success brings it back. A
  * connection that fails is retried on another server for every request (nothing was sent); a
  * request sent to a replica that died before answering is replayed only where that is harmless: a
  * read, or a write under an Idempotency-Key (the replicas share those records).
@@ -36,6 +37,9 @@ defaults
   timeout client 120s
   timeout server 120s
   timeout http-keep-alive 10s
+  # A check waits this long for /readyz (without it, HAProxy allows only \`inter\`, 100 ms, and a
+  # replica busy for a moment on a loaded machine is taken out); a dead replica refuses at once.
+  timeout check 2s
 
 frontend quiver
   bind 127.0.0.1:${front}
