@@ -125,6 +125,9 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
 
   const load = async () => {
     const { rows, version: v } = await table.readAll();
+    // Loads overlap (a check's, a failed insert's): one that read an older version ending last
+    // must not take the cache back (a table another replica just created went missing again).
+    if (v < version) return;
     const next = new Map<string, Entry>();
     for (const r of rows) {
       const e = toEntry(r);
@@ -209,7 +212,9 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
     async insert(entry, conflictCode) {
       const { inserted, version: v } = await table.insertIfAbsent(toRow(entry));
       if (!inserted) {
+        // What reads see, too: a check that finds this version finds nothing to merge later.
         await load();
+        merge();
         throw new ApiError(conflictCode, `${entry.type} ${JSON.stringify(entry.objectId)} already exists`);
       }
       await committed(v, () => manifest.set(entry.objectId, { ...entry, listed: undefined }));

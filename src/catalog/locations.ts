@@ -8,9 +8,12 @@ import { invalid } from "../errors.js";
 // LanceDB opens `<name>.lance` by name only when the name uses these characters.
 const LANCE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
 
-/** Root tables keep LanceDB's `<name>.lance` layout when the name allows it; others get a hashed slug. */
-export function newLocation(id: readonly string[]): string {
-  if (id.length === 1 && LANCE_NAME.test(id[0])) return `${id[0]}.lance`;
+/**
+ * Root tables keep LanceDB's `<name>.lance` layout when the name allows it; others, and every
+ * table with `randomised`, get a random prefix and a slug of the id.
+ */
+export function newLocation(id: readonly string[], randomised = false): string {
+  if (!randomised && id.length === 1 && LANCE_NAME.test(id[0])) return `${id[0]}.lance`;
   const slug = id.join(".").replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 96);
   return `${randomBytes(4).toString("hex")}_${slug}.lance`;
 }

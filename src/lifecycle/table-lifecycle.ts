@@ -66,11 +66,14 @@ async function claim(dir: string): Promise<boolean> {
  * of a deregistered table) never share one: the first gets `<name>.lance`, others a random name.
  */
 async function claimLocation(deps: LifecycleDeps, id: readonly string[]): Promise<{ location: string; release: () => void }> {
-  for (let loc = newLocation(id); ; loc = newLocation(["", ...id])) {
+  // On an object store nothing makes a location exclusive before the dataset is written, and
+  // replicas racing to create `<name>.lance` there made one of them remove the winner's data on
+  // its failure: there every table gets a random location (the catalog names it; LanceDB's
+  // by-name layout is no help there, README "Object storage").
+  for (let loc = newLocation(id, isRemote(deps.tables.root)); ; loc = newLocation(id, true)) {
     // Held before the directory exists, so reclaiming orphans never sees it unheld.
     const release = await deps.claims.hold(loc);
     if (await claim(resolveLocation(deps.tables.root, loc))) return { location: loc, release };
-    // Taken: prefixing an empty segment forces newLocation's randomised form.
     release();
   }
 }

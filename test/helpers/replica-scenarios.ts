@@ -126,7 +126,7 @@ export function createRace(bed: Replicas): void {
     expect(statuses.filter((s) => s === 200), said).toHaveLength(1);
     expect(statuses.filter((s) => s === 409), said).toHaveLength(19);
     const winner = statuses.indexOf(200);
-    for (let i = 0; i < bed.replicas.length; i++) expect(await idsOf(bed.replicas[i], "race1")).toEqual([winner]);
+    for (let i = 0; i < bed.replicas.length; i++) expect(await idsOf(bed.replicas[i], "race1"), `replica ${i}`).toEqual([winner]);
   });
 }
 
