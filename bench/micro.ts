@@ -16,7 +16,8 @@ import { setupAuth } from "../src/auth/authenticate.js";
 import { loadConfig } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { ipcFile } from "../src/engine/ipc-out.js";
-import { splitBatch } from "../src/engine/search-batcher.js";
+import { splitByQuery } from "../src/engine/ipc-split.js";
+import { QUERY_INDEX } from "../src/engine/search-batcher.js";
 import { createPipeline, type Incoming } from "../src/http/pipeline.js";
 import { openStore, type JobRecord } from "../src/jobs/store.js";
 import { routes } from "../src/routes.js";
@@ -105,7 +106,7 @@ bench
   .add("pipeline: query request up to the table look-up (404)", () => dispatch("/v1/table/ns1%24bench/query", queryBody, 404))
   .add("IPC pass-through, top-10 result (1 batch)", () => reframe(small))
   .add("IPC decode + re-encode, top-10 result", () => reencode(small))
-  .add("batch split: one result of 32 top-10 searches into 32 answers", () => splitBatch(batched32, ones32))
+  .add("batch split: one result of 32 top-10 searches into 32 answers", () => splitByQuery(batched32, ones32, QUERY_INDEX))
   .add(`IPC pass-through, 20k x 128-d rows (${large.length} batches)`, () => reframe(large))
   .add("IPC decode + re-encode, 20k x 128-d rows", () => reencode(large))
   .add("job store: one state change among 10,000 records (fsynced)", () => {
