@@ -164,6 +164,26 @@ function schemaMessage(schema: Schema): Uint8Array {
   return frameMessage(Message.encode(Message.from(schema)));
 }
 
+// A footer's one record batch block is a flatbuffer struct (offset int64, metadata length int32,
+// 4 bytes of padding, body length int64): a footer encoded once with a recognisable offset is
+// copied and patched for each answer of one batch, instead of encoding the schema again for each.
+const MARK = 0x5a5a5a5a5a5an;
+
+/** The footer of an answer of one record batch, as a patched copy of one encoded with MARK. */
+function footerTemplate(schema: Schema, version: number): ((b: InstanceType<typeof FileBlock>) => Uint8Array) | null {
+  const bytes = Buffer.from(Footer.encode(new Footer(schema, version, [new FileBlock(0, 0, MARK)], [])));
+  let at = -1;
+  for (let i = 0; i + 24 <= bytes.length && at < 0; i++) if (bytes.readBigInt64LE(i) === MARK) at = i;
+  if (at < 0) return null;
+  return (b) => {
+    const out = Buffer.from(bytes);
+    out.writeBigInt64LE(BigInt(b.offset), at);
+    out.writeInt32LE(b.metaDataLength, at + 8);
+    out.writeBigInt64LE(BigInt(b.bodyLength), at + 16);
+    return out;
+  };
+}
+
 /**
  * Each member's answer from a batch's result (one IPC file): member i sent `counts[i]` vectors,
  * numbered after those of the members before it. Its rows keep the engine's order; the
@@ -225,8 +245,10 @@ export function splitByQuery(ipc: Uint8Array, counts: number[], column: string):
       s = e;
     }
   }
+  const templates = [footerTemplate(single, footer.version), footerTemplate(schema, footer.version)];
   return answers.map((a, m) => {
-    const footerBytes = Footer.encode(new Footer(counts[m] > 1 ? schema : single, footer.version, a.blocks, []));
+    const template = templates[counts[m] > 1 ? 1 : 0];
+    const footerBytes = a.blocks.length === 1 && template ? template(a.blocks[0]) : Footer.encode(new Footer(counts[m] > 1 ? schema : single, footer.version, a.blocks, []));
     const tail = Buffer.alloc(10);
     tail.writeInt32LE(footerBytes.byteLength);
     TAIL_MAGIC.copy(tail, 4);

@@ -125,8 +125,9 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
       };
       // A client that leaves mid-body never sends the rest: stop waiting for it.
       x.onAbort = () => fail(new ApiError(Code.InvalidInput, "client closed the connection"));
-      timer = setTimeout(check, allowedMs(pace, declared ?? 0));
       onChunk();
+      // Most bodies arrived with their headers; only one still arriving is timed.
+      if (!over) timer = setTimeout(check, allowedMs(pace, declared ?? 0));
       if (!x.aborted) unpause(x);
     });
     // The caller may fail before awaiting the body; that is not an unhandled rejection.
