@@ -1,5 +1,6 @@
-// Deterministic synthetic rows: low-rank vectors (like real embeddings, unlike isotropic noise),
-// a text column drawn from a small vocabulary, and a category. Same seed → same bytes.
+// Deterministic synthetic rows: low-rank vectors (like real embeddings, unlike isotropic noise) or
+// clustered Gaussian ones, a text column drawn from a small vocabulary, and a category. Same seed →
+// same bytes.
 import { arrow } from "../src/engine/arrow.js";
 
 /** mulberry32: a tiny seeded PRNG. */
@@ -30,10 +31,28 @@ export interface Spec {
   dim: number;
   rank: number;
   seed: number;
+  /** Above 0: Gaussian clusters around this many random centres instead of low-rank vectors. */
+  clusters?: number;
+}
+
+type VectorSpec = Pick<Spec, "dim" | "rank" | "seed" | "clusters">;
+
+/** Spread of a cluster around its centre, against centres of unit variance per dimension. */
+const CLUSTER_SPREAD = 0.25;
+
+/** Vectors around `clusters` centres (drawn from `seed`), each centre and offset drawn from `draws`. */
+function clusteredSource(spec: VectorSpec, draws: () => number): () => Float32Array {
+  const r = rng(spec.seed);
+  const centres = Array.from({ length: spec.clusters! }, () => Float32Array.from({ length: spec.dim }, () => gauss(r)));
+  return () => {
+    const c = centres[Math.floor(draws() * centres.length)];
+    return Float32Array.from(c, (x) => x + CLUSTER_SPREAD * gauss(draws));
+  };
 }
 
 /** A vector generator: `rank` random basis vectors mixed with gaussian weights, plus small noise. */
-export function vectorSource(spec: Pick<Spec, "dim" | "rank" | "seed">): () => Float32Array {
+export function vectorSource(spec: VectorSpec): () => Float32Array {
+  if (spec.clusters) return clusteredSource(spec, rng(spec.seed + 7));
   const r = rng(spec.seed);
   const basis = Array.from({ length: spec.rank }, () => Float32Array.from({ length: spec.dim }, () => gauss(r)));
   return () => {
@@ -90,7 +109,8 @@ export function* batches(spec: Spec, chunk = 10_000) {
 }
 
 /** Query vectors from the same distribution (a different seed offset for the weights). */
-export function queryVectors(spec: Pick<Spec, "dim" | "rank" | "seed">, n: number): Float32Array[] {
+export function queryVectors(spec: VectorSpec, n: number): Float32Array[] {
+  if (spec.clusters) return Array.from({ length: n }, clusteredSource(spec, rng(spec.seed + 99)));
   // Same basis (same seed), fresh draws: skip ahead past the basis with a second source.
   const src = vectorSource(spec);
   const skip = rng(spec.seed + 99);

@@ -1,7 +1,9 @@
-// Deterministic bench dataset: N rows x dimension low-rank vectors, text and category columns,
-// with IVF_PQ (vector), FTS (text) and bitmap (category) indexes, written with LanceDB's own
-// directory namespace so Quiver serves it as table `bench` in the root namespace.
-//   node dist/bench/generate.js [--data-dir ./bench-data] [--rows 100000] [--dim 128] [--seed 42]
+// Deterministic bench dataset: N rows x dimension vectors (low-rank, or with --dataset gaussian
+// clustered Gaussian around --clusters centres), text and category columns, with IVF_PQ (vector),
+// FTS (text) and bitmap (category) indexes, written with LanceDB's own directory namespace so
+// Quiver serves it as table `bench` in the root namespace.
+//   node dist/bench/generate.js [--data-dir ./bench-data] [--dataset lowrank|gaussian] [--rows 100000]
+//        [--dim 128] [--rank 16] [--clusters 1000] [--seed 42]
 import * as lancedb from "@lancedb/lancedb";
 import { parseArgs } from "node:util";
 import { batches, type Spec } from "./dataset.js";
@@ -18,11 +20,18 @@ export function datasetArgs(argv = process.argv.slice(2)) {
       dim: { type: "string", default: "128" },
       rank: { type: "string", default: "16" },
       seed: { type: "string", default: "42" },
+      dataset: { type: "string", default: "lowrank" },
+      clusters: { type: "string", default: "1000" },
     },
   });
   const spec: Spec = { rows: Number(values.rows), dim: Number(values.dim), rank: Number(values.rank), seed: Number(values.seed) };
+  if (values.dataset === "gaussian") spec.clusters = Number(values.clusters);
+  else if (values.dataset !== "lowrank") throw new Error(`--dataset: lowrank or gaussian, not ${values.dataset}`);
   return { dataDir: String(values["data-dir"]), spec };
 }
+
+/** The dataset's name as the benches print it. */
+export const datasetName = (spec: Spec) => (spec.clusters ? `clustered Gaussian, ${spec.clusters} clusters` : `low-rank (rank ${spec.rank})`);
 
 export async function generate(dataDir: string, spec: Spec): Promise<void> {
   const db = await lancedb.connectNamespace("dir", { root: dataDir });
@@ -43,7 +52,7 @@ export async function generate(dataDir: string, spec: Spec): Promise<void> {
   const t3 = performance.now();
   const s = (a: number, b: number) => ((b - a) / 1000).toFixed(1) + " s";
   console.log(
-    `generated ${spec.rows} x ${spec.dim} (rank ${spec.rank}, seed ${spec.seed}) in ${dataDir}: ` +
+    `generated ${spec.rows} x ${spec.dim} (${datasetName(spec)}, seed ${spec.seed}) in ${dataDir}: ` +
       `write ${s(t0, t1)}, IVF_PQ ${partitions} partitions ${s(t1, t2)}, FTS + bitmap ${s(t2, t3)}`,
   );
 }

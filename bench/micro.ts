@@ -2,6 +2,9 @@
 //  - one request through the real pipeline (src/http/pipeline.ts) without a socket: route match,
 //    id parse, API-key auth, JSON parse, ajv validation, the operation (namespace describe, served
 //    from the catalog cache) and the JSON encoding; and a query request up to the table look-up;
+//  - a describe's fixed costs one by one: route match, admission (ids, API-key auth,
+//    authorisation), JSON body parse, validation, the rest of the run (operation, encoding), and
+//    the accounting when it ends (metrics, access-log sampling); a read takes no idempotency check;
 //  - IPC pass-through: re-framing engine result buffers into one IPC file, against decoding and
 //    re-encoding them (the route Quiver does not take);
 //  - splitting one batched (multi-vector) result of 32 top-10 searches into 32 answers;
@@ -16,8 +19,10 @@ import { setupAuth } from "../src/auth/authenticate.js";
 import { loadConfig } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { ipcFile } from "../src/engine/ipc-out.js";
-import { splitBatch } from "../src/engine/search-batcher.js";
-import { createPipeline, type Incoming } from "../src/http/pipeline.js";
+import { splitByQuery } from "../src/engine/ipc-split.js";
+import { QUERY_INDEX } from "../src/engine/search-batcher.js";
+import { parseJsonBody } from "../src/http/bodies.js";
+import { createPipeline, type Admitted, type Incoming, type Route } from "../src/http/pipeline.js";
 import { openStore, type JobRecord } from "../src/jobs/store.js";
 import { openSystemTables } from "../src/engine/system-tables.js";
 import { routes } from "../src/routes.js";
@@ -38,6 +43,12 @@ const queryBody = Buffer.from(JSON.stringify({ vector: { single_vector: Array.fr
 // A finished describe, as the front end reports it (the access line is sampled at the default 1%).
 const finishedReq = { op: "DescribeNamespace", method: "POST", path: "/v1/namespace/%24/describe" };
 const finishedOut = await pipeline.dispatch(request("/v1/namespace/%24/describe"), describeBody);
+
+// The describe's steps, each on its own (the route and admission of one request, reused).
+const describePath = "/v1/namespace/%24/describe";
+const describeRoute = (pipeline.route("POST", describePath) as { route: Route }).route;
+const describeAdmitted = ((await pipeline.admit(describeRoute, request(describePath))) as { admitted: Admitted }).admitted;
+const describeJson = Buffer.from(JSON.stringify({ id: ["$"] }));
 
 async function dispatch(p: string, body: Buffer, want: number) {
   const out = await pipeline.dispatch(request(p), body);
@@ -100,13 +111,18 @@ let tick = 0;
 const bench = new Bench({ time: 1000 });
 bench
   .add("pipeline: namespace describe (route, auth, parse, validate, op, encode)", () => dispatch("/v1/namespace/%24/describe", describeBody, 200))
+  .add("describe step: route match (pipeline.route, matched routes kept)", () => pipeline.route("POST", describePath))
+  .add("describe step: admission (ids, API-key auth, authorisation; pipeline.admit)", () => pipeline.admit(describeRoute, request(describePath)))
+  .add("describe step: JSON body parse (a body with an id)", () => parseJsonBody(describeJson, 64))
+  .add("describe step: validation (ajv)", () => describeRoute.spec.op.validate!(parseJsonBody(describeJson, 64), config))
+  .add("describe step: run (parse, validate, operation, encode; pipeline.run)", () => pipeline.run(describeAdmitted, request(describePath), Promise.resolve(describeJson)))
   .add("request accounting when it ends: metrics and access-log sampling (pipeline.finished)", () => {
     pipeline.finished(finishedReq, finishedOut, 200, 0.8);
   })
   .add("pipeline: query request up to the table look-up (404)", () => dispatch("/v1/table/ns1%24bench/query", queryBody, 404))
   .add("IPC pass-through, top-10 result (1 batch)", () => reframe(small))
   .add("IPC decode + re-encode, top-10 result", () => reencode(small))
-  .add("batch split: one result of 32 top-10 searches into 32 answers", () => splitBatch(batched32, ones32))
+  .add("batch split: one result of 32 top-10 searches into 32 answers", () => splitByQuery(batched32, ones32, QUERY_INDEX))
   .add(`IPC pass-through, 20k x 128-d rows (${large.length} batches)`, () => reframe(large))
   .add("IPC decode + re-encode, 20k x 128-d rows", () => reencode(large))
   .add("job store: one progress change among 1,000 records (read, compare-and-swap commit)", () =>

@@ -90,6 +90,12 @@ const batchWait = new Histogram({
   buckets: [0, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
   registers: [registry],
 });
+const batchIdle = new Histogram({
+  name: "quiver_batch_idle_seconds",
+  help: "Time no engine call of batchable vector searches was running before the next started (the engine's idle time between batches)",
+  buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1],
+  registers: [registry],
+});
 const catalogRefreshes = new Counter({
   name: "quiver_catalog_refreshes_total",
   help: "Checks of the catalog for changes made by other processes",
@@ -186,6 +192,11 @@ export const recordCatalogRefresh = () => catalogRefreshes.inc();
 export function recordSearchBatch(vectors: number, waitsSeconds: number[]): void {
   batchSize.observe(vectors);
   for (const w of waitsSeconds) batchWait.observe(w);
+}
+
+/** The engine had no batchable search running for this long before a batch started. */
+export function recordSearchIdle(seconds: number): void {
+  batchIdle.observe(seconds);
 }
 
 /** Live state, read when /metrics is scraped. */

@@ -86,17 +86,34 @@ function batchSizes(mark: number): { searches: number; vectors: number }[] {
     .map((l) => JSON.parse(l));
 }
 
+/**
+ * An answer with the rows that tie at its last distance set aside: where several rows tie at the
+ * k-th (quantised) distance, the engine's multi-vector call may keep another of them than a call
+ * of one vector does, and rows of equal distance may come in either order. Every other row, every
+ * column and the distances themselves must be the same.
+ */
+function untied(a: ReturnType<typeof answer>) {
+  if (a.status !== 200) return a;
+  const d = a.fields!.indexOf("_distance: Float32");
+  if (d < 0) return a;
+  const dist = a.columns![d] as number[];
+  const rows = dist.map((_, r) => a.columns!.map((c) => c[r]));
+  const key = (row: unknown[]) => JSON.stringify(row);
+  const settled = rows.filter((row) => row[d] !== dist.at(-1)).map(key).sort();
+  return { fields: a.fields, distances: dist, settled };
+}
+
 async function expectSameAsAlone(cases: Case[]) {
   const mark = q.stderr().length;
   const together = await concurrent(cases);
   const batched = batchSizes(mark);
   const alone = await sequential(cases);
-  for (let i = 0; i < cases.length; i++) expect(together[i], JSON.stringify(cases[i].body).slice(0, 200)).toEqual(alone[i]);
+  for (let i = 0; i < cases.length; i++) expect(untied(together[i]), JSON.stringify(cases[i].body).slice(0, 200)).toEqual(untied(alone[i]));
   return batched;
 }
 
 describe("batched vector searches", () => {
-  it("answer, for 200 random vectors at once, row for row and value for value what each search answers alone", async () => {
+  it("answer, for 200 random vectors at once, row for row and value for value what each search answers alone (up to rows tied at the last distance)", async () => {
     const cases = vectors.map((v) => ({ table: "items", body: { vector: { single_vector: v }, k: 10, nprobes: 4 } }));
     const batched = await expectSameAsAlone(cases);
     expect(batched.length).toBeGreaterThan(0);

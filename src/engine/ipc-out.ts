@@ -10,13 +10,23 @@ import { arrow } from "./arrow.js";
 // The CommonJS copy (the one LanceDB loaded), whose metadata classes are fully initialised; the ESM
 // deep module imported on its own would miss the Schema decoder its package entry patches in.
 type FileModule = typeof import("apache-arrow/ipc/metadata/file");
-const { FileBlock, Footer } = createRequire(import.meta.url)("apache-arrow/ipc/metadata/file") as FileModule;
+export const { FileBlock, Footer } = createRequire(import.meta.url)("apache-arrow/ipc/metadata/file") as FileModule;
 type FileBlock = InstanceType<FileModule["FileBlock"]>;
 type Footer = InstanceType<FileModule["Footer"]>;
 
-const MAGIC = Buffer.from("ARROW1\0\0");
-const TAIL_MAGIC = Buffer.from("ARROW1");
+export const MAGIC = Buffer.from("ARROW1\0\0");
+export const TAIL_MAGIC = Buffer.from("ARROW1");
 const CONTINUATION = 0xffffffff;
+
+/** An encoded message's flatbuffer as an IPC message: continuation, length, the bytes, padded to 8. */
+export function frameMessage(flatbuffer: Uint8Array): Uint8Array {
+  const size = (flatbuffer.byteLength + 8 + 7) & ~7;
+  const out = Buffer.alloc(size);
+  out.writeUInt32LE(CONTINUATION, 0);
+  out.writeInt32LE(size - 8, 4);
+  out.set(flatbuffer, 8);
+  return out;
+}
 
 interface Parsed {
   footer: Footer;

@@ -3,14 +3,16 @@
 // multi-vector search: LanceDB plans each vector
 // alone and unions the results with a `query_index` column, so every member's rows, distances and
 // order are its own search's (checked by test/batching.test.ts). No timer: a search runs at once
-// while its group has a free engine slot; when all slots are busy it waits, and each slot that
-// frees takes everything waiting (up to the cap) as its next batch. A lone search never waits.
+// when its group has no engine call running (a lone search never waits). While one runs, a free
+// slot takes the waiting searches only once they are a fair share (1/slots) of the group's
+// searches in flight, else they wait for the next slot to free: two batches of half the load
+// overlap in the engine, where a straggler sent alone the moment a slot frees would cost a whole
+// engine call and split the load into batches of 1 and n - 1 (docs/design.md, Query batching).
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
-import { recordSearchBatch } from "../metrics.js";
-import { arrow } from "./arrow.js";
-import { emptyIpcFile } from "./ipc-out.js";
+import { recordSearchBatch, recordSearchIdle } from "../metrics.js";
+import { splitByQuery } from "./ipc-split.js";
 import { runQuery, type QueryResult } from "./query.js";
 import type { QuerySpec } from "./query-spec.js";
 
@@ -41,10 +43,13 @@ interface Member {
 
 interface Group {
   running: number;
+  /** Query vectors in the running engine calls, and in the waiting members. */
+  runningVectors: number;
+  waitingVectors: number;
   waiting: Member[];
 }
 
-const QUERY_INDEX = "query_index";
+export const QUERY_INDEX = "query_index";
 
 /** A full-text or hybrid query has no multi-vector form, and k = 0 is answered from the plan alone. */
 const batchable = (s: QuerySpec) => s.vectors !== null && s.fts === null && s.k !== 0;
@@ -61,50 +66,6 @@ async function collect(result: QueryResult): Promise<Uint8Array> {
   return Buffer.concat(parts);
 }
 
-type Data = import("apache-arrow").Data;
-
-/**
- * Each member's answer from a batch's result, as an Arrow IPC file: member i sent `counts[i]`
- * vectors, numbered after those of the members before it. Its rows keep the engine's order; the
- * query_index column is dropped for a one-vector member (the engine adds none to a one-vector
- * search) and renumbered from 0 for a member that sent several. Rows of one query arrive in
- * contiguous runs, so each run is a zero-copy slice.
- */
-export function splitBatch(ipc: Uint8Array, counts: number[]): Uint8Array[] {
-  const table = arrow.tableFromIPC(ipc);
-  const fields = table.schema.fields;
-  const qi = fields.findIndex((f) => f.name === QUERY_INDEX);
-  if (qi < 0) throw new Error("multi-vector result without a query_index column");
-  const owner: number[] = [];
-  const base: number[] = [];
-  counts.forEach((n, m) => {
-    base.push(owner.length);
-    for (let j = 0; j < n; j++) owner.push(m);
-  });
-  const single = new arrow.Schema(fields.filter((_, i) => i !== qi), table.schema.metadata);
-  const schemaOf = (m: number) => (counts[m] > 1 ? table.schema : single);
-  const parts: import("apache-arrow").RecordBatch[][] = counts.map(() => []);
-  for (const batch of table.batches) {
-    const idx = batch.getChildAt(qi)!.toArray() as Int32Array;
-    const cols = batch.data.children;
-    for (let start = 0; start < idx.length; ) {
-      let end = start + 1;
-      while (end < idx.length && idx[end] === idx[start]) end++;
-      const m = owner[idx[start]];
-      const len = end - start;
-      const children: Data[] = [];
-      cols.forEach((c, i) => {
-        if (i !== qi) children.push(c.slice(start, len));
-        else if (counts[m] > 1) children.push(arrow.makeData({ type: new arrow.Int32(), length: len, data: new Int32Array(len).fill(idx[start] - base[m]) }));
-      });
-      const schema = schemaOf(m);
-      parts[m].push(new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: len, nullCount: 0, children })));
-      start = end;
-    }
-  }
-  return parts.map((p, m) => (p.length ? arrow.tableToIPC(new arrow.Table(schemaOf(m), p), "file") : emptyIpcFile(schemaOf(m))));
-}
-
 export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   const groups = new WeakMap<lancedb.Table, Map<string, Group>>();
 
@@ -112,7 +73,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     let byKey = groups.get(table);
     if (!byKey) groups.set(table, (byKey = new Map()));
     let g = byKey.get(key);
-    if (!g) byKey.set(key, (g = { running: 0, waiting: [] }));
+    if (!g) byKey.set(key, (g = { running: 0, runningVectors: 0, waitingVectors: 0, waiting: [] }));
     return g;
   }
 
@@ -126,30 +87,40 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
    */
   async function runBatch(table: lancedb.Table, spec: QuerySpec, name: string, ms: Member[], release: () => void): Promise<void> {
     if (ms.length === 1) return alone(table, spec, name, ms[0]).finally(release);
-    let answers: Uint8Array[];
+    let answers: Uint8Array[][];
     try {
       const ipc = await runQuery(table, { ...spec, vectors: ms.flatMap((m) => m.vectors), multi: true }, name).then(collect).finally(release);
-      answers = splitBatch(ipc, ms.map((m) => m.vectors.length));
+      answers = splitByQuery(ipc, ms.map((m) => m.vectors.length), QUERY_INDEX);
     } catch (err) {
-      // The engine refused the batch (or its result was not what a batch returns): each member
-      // gets the answer, or the error, of its own search.
+      // The engine refused the batch (or its result was not what a batch returns, or has a column
+      // that cannot be split by rows): each member gets the answer, or the error, of its own search.
       log.debug("search batch refused; its searches run alone", { table: name, searches: ms.length, error: String((err as Error)?.message ?? err) });
       await Promise.all(ms.map((m) => alone(table, spec, name, m)));
       return;
     }
     log.debug("search batch", { table: name, searches: ms.length, vectors: ms.reduce((n, m) => n + m.vectors.length, 0) });
-    ms.forEach((m, i) => m.resolve([answers[i]]));
+    ms.forEach((m, i) => m.resolve(answers[i]));
   }
 
+  // Engine calls of batchable searches running, over all groups, and since when there were none:
+  // the engine's idle time between batches, recorded at the start of the next.
+  let calls = 0;
+  let idleSince = -1;
+
   function dispatch(table: lancedb.Table, spec: QuerySpec, name: string, g: Group, ms: Member[], key: string): void {
-    g.running++;
+    const vectors = ms.reduce((n, m) => n + m.vectors.length, 0);
     const now = performance.now();
+    if (calls++ === 0 && idleSince >= 0) recordSearchIdle((now - idleSince) / 1000);
+    g.running++;
+    g.runningVectors += vectors;
     recordSearchBatch(
-      ms.reduce((n, m) => n + m.vectors.length, 0),
+      vectors,
       ms.map((m) => (now - m.since) / 1000),
     );
     void runBatch(table, spec, name, ms, () => {
+      if (--calls === 0) idleSince = performance.now();
       g.running--;
+      g.runningVectors -= vectors;
       next(table, spec, name, g, key);
     });
   }
@@ -160,6 +131,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     let vectors = 0;
     while (g.waiting.length && (out.length === 0 || vectors + g.waiting[0].vectors.length <= opts.batchMax)) {
       const m = g.waiting.shift()!;
+      g.waitingVectors -= m.vectors.length;
       // A client that left while waiting is answered (for the log) and never sent to the engine.
       if (m.gone?.()) {
         m.reject(closed());
@@ -171,10 +143,20 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     return out;
   }
 
+  /** Whether a free slot takes the waiting searches now (see the head of this file). */
+  function ready(g: Group): boolean {
+    if (g.running >= opts.slots || g.waiting.length === 0) return false;
+    if (g.running === 0) return true;
+    const share = Math.ceil((g.runningVectors + g.waitingVectors) / opts.slots);
+    return g.waitingVectors >= Math.min(opts.batchMax, share);
+  }
+
   function next(table: lancedb.Table, spec: QuerySpec, name: string, g: Group, key: string): void {
-    const ms = take(g);
-    if (ms.length) dispatch(table, spec, name, g, ms, key);
-    else if (g.running === 0) groups.get(table)?.delete(key);
+    while (ready(g)) {
+      const ms = take(g);
+      if (ms.length) dispatch(table, spec, name, g, ms, key);
+    }
+    if (g.running === 0 && g.waiting.length === 0) groups.get(table)?.delete(key);
   }
 
   return {
@@ -184,8 +166,9 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
       const g = groupOf(table, key);
       return new Promise<QueryResult>((resolve, reject) => {
         const m: Member = { vectors: spec.vectors!, since: performance.now(), gone, resolve, reject };
-        if (g.running < opts.slots) dispatch(table, spec, name, g, [m], key);
-        else g.waiting.push(m);
+        g.waiting.push(m);
+        g.waitingVectors += m.vectors.length;
+        next(table, spec, name, g, key);
       });
     },
   };

@@ -68,11 +68,19 @@ export interface BodyGate {
 }
 
 /**
+ * Bodies announced at most this long are not paused for: they all but always arrive in the
+ * socket's first read, with their headers, so pausing and resuming the socket would hold back
+ * nothing, at a cost of ~4.7 µs of a namespace describe's ~24 µs of server CPU (measured).
+ */
+export const UNPAUSED_BODY_BYTES = 16 * 1024;
+
+/**
  * Hold the request body until the request is admitted (its credentials checked): the socket is
- * paused, so a client that is never admitted sends no more than what already arrived with its
- * headers, and memory grows only as bytes arrive (chunks, joined once at the end), never by the
- * announced Content-Length. Must be called synchronously inside the uWS handler, before any
- * await, or data is lost. Chunks are copied: uWS reuses their memory.
+ * paused (unless the body is announced small, see UNPAUSED_BODY_BYTES), so a client that is
+ * never admitted sends no more than what already arrived with its headers, and memory grows
+ * only as bytes arrive (chunks, joined once at the end), never by the announced Content-Length.
+ * Must be called synchronously inside the uWS handler, before any await, or data is lost. Chunks
+ * are copied: uWS reuses their memory.
  */
 export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): BodyGate {
   let parts: Buffer[] = [];
@@ -90,8 +98,10 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
       last = isLast;
       onChunk?.();
     });
-    x.res.pause();
-    x.paused = true;
+    if (declared === null || declared > UNPAUSED_BODY_BYTES) {
+      x.res.pause();
+      x.paused = true;
+    }
   }
   const admit = (limit: number, what: string) => {
     const p = new Promise<Uint8Array>((resolve, reject) => {
@@ -125,8 +135,9 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
       };
       // A client that leaves mid-body never sends the rest: stop waiting for it.
       x.onAbort = () => fail(new ApiError(Code.InvalidInput, "client closed the connection"));
-      timer = setTimeout(check, allowedMs(pace, declared ?? 0));
       onChunk();
+      // Most bodies arrived with their headers; only one still arriving is timed.
+      if (!over) timer = setTimeout(check, allowedMs(pace, declared ?? 0));
       if (!x.aborted) unpause(x);
     });
     // The caller may fail before awaiting the body; that is not an unhandled rejection.

@@ -1,0 +1,72 @@
+// When the search batcher sends waiting searches to the engine (src/engine/search-batcher.ts), in
+// process on a real LanceDB table: searches submitted in one tick meet a known state, so which
+// engine calls form is deterministic (read off quiver_batch_size in the metrics registry).
+import * as lancedb from "@lancedb/lancedb";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { batches, queryVectors } from "../../bench/dataset.js";
+import { createSearchBatcher } from "../../src/engine/search-batcher.js";
+import { renderMetrics } from "../../src/metrics.js";
+import { querySpec } from "../../src/operations/query-spec.js";
+
+const SPEC = { rows: 500, dim: 16, rank: 4, seed: 3 };
+const vectors = queryVectors(SPEC, 20).map((v) => Array.from(v));
+let dir: string;
+let table: lancedb.Table;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), "quiver-batcher-"));
+  const db = await lancedb.connect(dir);
+  table = await db.createTable("t", [...batches(SPEC, SPEC.rows)][0]);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/**
+ * Engine calls of batchable searches so far: how many, how many vectors, how many of one vector,
+ * and how many started after the engine had none running (quiver_batch_idle_seconds).
+ */
+async function calls() {
+  const text = await renderMetrics();
+  const num = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  return { count: num(/^quiver_batch_size_count (\S+)$/m), vectors: num(/^quiver_batch_size_sum (\S+)$/m), ofOne: num(/^quiver_batch_size_bucket\{le="1"\} (\S+)$/m), afterIdle: num(/^quiver_batch_idle_seconds_count (\S+)$/m) };
+}
+
+async function since(before: Awaited<ReturnType<typeof calls>>) {
+  const now = await calls();
+  return { count: now.count - before.count, vectors: now.vectors - before.vectors, ofOne: now.ofOne - before.ofOne, afterIdle: now.afterIdle - before.afterIdle };
+}
+
+const search = (v: number[] | number[][]) => querySpec({ vector: v, k: 5 } as never);
+
+describe("search batcher", () => {
+  it("runs a lone search at once, alone, and records the engine's idle time before each but the first", async () => {
+    const b = createSearchBatcher({ batchMax: 64, slots: 2 });
+    const before = await calls();
+    for (const v of vectors.slice(0, 3)) {
+      await b.run(table, search(v), "t");
+      // Past the engine call's end (its slot frees just after the answer resolves).
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(await since(before)).toEqual({ count: 3, vectors: 3, ofOne: 3, afterIdle: 2 });
+  });
+
+  it("while a batch runs, keeps a straggler waiting until the waiting searches are a fair share", async () => {
+    const b = createSearchBatcher({ batchMax: 64, slots: 2 });
+    const before = await calls();
+    // A client's 9-vector search takes the engine; 9 single searches arrive while it runs. A
+    // straggler sent alone to the free slot would cost a whole engine call: they leave together
+    // once they are half of the 18 vectors in flight (a batch of 9), not as 1 + 8.
+    const runs = [b.run(table, search(vectors.slice(0, 9)), "t"), ...vectors.slice(9, 18).map((v) => b.run(table, search(v), "t"))];
+    await Promise.all(runs);
+    expect(await since(before)).toEqual({ count: 2, vectors: 18, ofOne: 0, afterIdle: 0 });
+  });
+
+  it("with one slot, the searches that waited leave together when the engine frees (after no idle time to speak of)", async () => {
+    const b = createSearchBatcher({ batchMax: 64, slots: 1 });
+    const before = await calls();
+    await Promise.all(vectors.slice(0, 6).map((v) => b.run(table, search(v), "t")));
+    expect(await since(before)).toEqual({ count: 2, vectors: 6, ofOne: 1, afterIdle: 1 });
+  });
+});
