@@ -1,6 +1,8 @@
 // Server processes for the bench harnesses: Quiver (dist/src/main.js) on a free port with one
 // admin API key, and the bare uWS echo baseline (dist/bench/echo-server.js).
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -13,8 +15,10 @@ export interface QuiverProcess {
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+/** A Quiver server on `dataDir`; unless `args` name one, a state directory of its own (servers compared on one data directory are replicas). */
 export function startQuiver(dataDir: string, key: string, args: string[] = []): Promise<QuiverProcess> {
-  return startServer(path.resolve(here, "../src/main.js"), ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...args]);
+  const state = args.includes("--state-dir") ? [] : ["--state-dir", mkdtempSync(path.join(tmpdir(), "quiver-bench-state-"))];
+  return startServer(path.resolve(here, "../src/main.js"), ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...state, ...args]);
 }
 
 export const startEcho = (): Promise<QuiverProcess> => startServer(path.resolve(here, "echo-server.js"), []);
