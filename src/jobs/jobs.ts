@@ -13,7 +13,7 @@ import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
 import { recordJobRows } from "../metrics.js";
 import type { SystemTables } from "../util/system-table.js";
-import { isTerminal, openStore, STATUSES, type JobRecord } from "./store.js";
+import { isTerminal, openStore, STATUSES, type JobFilter, type JobRecord } from "./store.js";
 
 /** A started job: `done` settles when it ends; `stop` makes it end early (resolves once stopped). */
 export interface Running {
@@ -78,8 +78,8 @@ export interface Jobs {
   submit(kind: string, table: string[], spec: Record<string, unknown>, owner: string, exclusive?: Exclusive): Promise<JobRecord>;
   /** The record as stored now (whichever replica runs it). */
   get(id: string): Promise<JobRecord | undefined>;
-  /** Every record kept (finished ones too, up to the store's retention), as stored now. */
-  all(): Promise<JobRecord[]>;
+  /** Every record kept (finished ones too, up to the store's retention), or those of one kind and/or table, as stored now. */
+  all(of?: JobFilter): Promise<JobRecord[]>;
   /** Queued and Running records as of this replica's last look (at most a poll old), oldest first. */
   active(): JobRecord[];
   /** Store the properties of `rec` (set through AlterTransaction); the record as stored after. */
@@ -329,7 +329,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       return rec;
     },
     get: (id) => store.read(id),
-    all: () => store.readAll(),
+    all: (of) => store.readAll(of),
     active: () => store.mirrored().filter((r) => !isTerminal(r.status)).sort((a, b) => a.createdAt - b.createdAt),
     async save(rec) {
       return (await store.update(rec.id, (s) => ({ ...s, properties: rec.properties }))) ?? rec;

@@ -9,6 +9,7 @@
 // job loop re-reads the active records every poll, and describe and list read the table.
 import { existsSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
+import { objectIdOf } from "../catalog/names.js";
 import { sqlString, type SystemRow, type SystemTable, type SystemTables } from "../util/system-table.js";
 
 export const STATUSES = ["Queued", "Running", "Succeeded", "Failed", "Canceled"] as const;
@@ -59,6 +60,12 @@ const MAX_TRIES = 20;
 /** How long a slot whose job has no record yet counts as held (its submit stores the record next). */
 const SLOT_GRACE_MS = 30_000;
 
+/** Records of one kind and/or one table, read without parsing the others. */
+export interface JobFilter {
+  operation?: string;
+  table?: readonly string[];
+}
+
 const ACTIVE = "status = 'Queued' OR status = 'Running'";
 
 export interface Store {
@@ -66,8 +73,8 @@ export interface Store {
   mirrored(): JobRecord[];
   /** The record as stored now (refreshing the mirror). */
   read(id: string): Promise<JobRecord | undefined>;
-  /** Every stored record (refreshing the mirror). */
-  readAll(): Promise<JobRecord[]>;
+  /** Every stored record, or those of one kind and/or table (refreshing the mirror). */
+  readAll(of?: JobFilter): Promise<JobRecord[]>;
   /** The Queued and Running records as stored now (refreshing the mirror). */
   readActive(): Promise<JobRecord[]>;
   insert(rec: JobRecord): Promise<void>;
@@ -88,6 +95,8 @@ export interface Store {
 const rowOf = (r: JobRecord): SystemRow => ({
   key: r.id,
   status: r.status,
+  operation: r.operation,
+  table_id: objectIdOf(r.table),
   rev: r.rev ?? 0,
   created_at: r.createdAt,
   finished_at: r.finishedAt ?? null,
@@ -99,6 +108,8 @@ export async function openStore(system: SystemTables, stateDir: string): Promise
   const [jobs, slots] = await Promise.all([
     system.open("jobs", [
       { name: "status", type: "string" },
+      { name: "operation", type: "string" },
+      { name: "table_id", type: "string" },
       { name: "rev", type: "number" },
       { name: "created_at", type: "number" },
       { name: "finished_at", type: "number" },
@@ -130,7 +141,9 @@ export async function openStore(system: SystemTables, stateDir: string): Promise
   return {
     mirrored: () => [...mirror.values()],
     read,
-    async readAll() {
+    async readAll(of = {}) {
+      const where = [of.operation !== undefined && `operation = ${sqlString(of.operation)}`, of.table && `table_id = ${sqlString(objectIdOf(of.table))}`].filter(Boolean).join(" AND ");
+      if (where) return seen(await jobs.select(where));
       const all = seen(await jobs.select());
       const ids = new Set(all.map((r) => r.id));
       for (const id of mirror.keys()) if (!ids.has(id)) mirror.delete(id);

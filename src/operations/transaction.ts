@@ -8,7 +8,7 @@ import { ApiError, Code, invalid } from "../errors.js";
 import { isTerminal, STATUSES, type JobRecord, type JobStatus } from "../jobs/store.js";
 import { matchMode } from "../schemas/mode.js";
 import { AlterTransaction, DescribeTransaction, JobRef, ListJobs } from "../schemas/transaction.js";
-import { SEP, sameId } from "../catalog/names.js";
+import { SEP } from "../catalog/names.js";
 import { MAX_PAGE } from "./pagination.js";
 import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
@@ -81,8 +81,8 @@ const JOB_STATE: Record<JobStatus, string> = { Queued: "IN_PROGRESS", Running: "
 /** Background work the credential may see, newest first; `table` narrows it to one table. */
 export const listJobs = jsonOp(ListJobs, async ({ body, principal, svc }) => {
   const table = typeof body.table === "string" ? body.table.split(SEP) : body.table;
-  const recs = (await svc.jobs.all())
-    .filter((r) => covers(principal, r.table) && (!table || sameId(r.table, table)))
+  const recs = (await svc.jobs.all(table ? { table } : {}))
+    .filter((r) => covers(principal, r.table))
     .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : 1));
   // The token is the last id returned; newest-first order is stable for records that exist throughout.
   const after = body.page_token ? recs.findIndex((r) => r.id === body.page_token) + 1 : 0;

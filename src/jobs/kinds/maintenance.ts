@@ -106,8 +106,8 @@ export function activeMaintenance(jobs: Jobs, id: readonly string[], branch: str
 export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, entry: Entry, table: TableHandle, branch: string | null) {
   const f = await tableFigures(table);
   exportFigures(entry.objectId, branch, f);
-  const last = (await deps.jobs.all())
-    .filter((r) => r.operation === MAINTENANCE && r.status === "Succeeded" && sameId(r.table, entry.id) && (r.spec as MaintenanceSpec).branch === branch)
+  const last = (await deps.jobs.all({ operation: MAINTENANCE, table: entry.id }))
+    .filter((r) => r.status === "Succeeded" && (r.spec as MaintenanceSpec).branch === branch)
     .reduce<number | undefined>((at, r) => Math.max(at ?? 0, r.finishedAt ?? 0), undefined);
   return {
     small_fragments: f.small_fragments,

@@ -124,8 +124,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
 
 /** The newest refresh job of view `id` kept, if any. */
 export const lastRefreshJob = async (jobs: Jobs, id: readonly string[]): Promise<JobRecord | undefined> =>
-  (await jobs.all())
-    .filter((r) => r.operation === VIEW_REFRESH && sameId(r.table, id))
+  (await jobs.all({ operation: VIEW_REFRESH, table: id }))
     .reduce<JobRecord | undefined>((a, r) => (a === undefined || r.createdAt > a.createdAt ? r : a), undefined);
 
 /** A refresh of view `id` already Queued or Running, as this replica last saw. */
