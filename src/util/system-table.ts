@@ -22,7 +22,7 @@ export interface SystemTable {
    * condition is tested against it.
    */
   updateIf(rows: SystemRow[], where: string): Promise<number>;
-  /** Delete the rows matching `where`. */
+  /** Delete the rows matching `where` (nothing is committed when none do). */
   deleteWhere(where: string): Promise<void>;
 }
 
