@@ -85,6 +85,14 @@ describe("a key limited to ns1 naming ns2's objects", () => {
     expect(r.status).toBe(403);
   });
 
+  it("a version token on ns2's table is 403 before it is checked: the answer does not tell ns2's latest version", async () => {
+    for (const token of ["1", "999999"]) {
+      const r = await q.call("POST", "/v1/table/ns2$secret/count_rows", {}, { ...as(NS1_WRITER), "x-quiver-min-version": token });
+      expect(r.status, r.text).toBe(403);
+      expect(r.text).not.toMatch(/latest|version \d/);
+    }
+  });
+
   for (const kind of ["query", "udtf js", "udtf sql", "chunker"]) {
     it(`a ${kind} view in ns1 over ns2's table is 403 at create, and no view is made`, async () => {
       const view = `ns1$steal_${kind.replace(" ", "_")}`;
