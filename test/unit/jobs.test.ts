@@ -71,6 +71,9 @@ function controlled(name: string, limit: number, interrupted: "resume" | "fail")
       let finish!: () => void;
       let fail!: (e: Error) => void;
       const done = new Promise<void>((res, rej) => ((finish = res), (fail = rej)));
+      // A test may fail the run while this start still awaits its first report (the record is
+      // Running from the claim on): handed over below, the scheduler sees the rejection then.
+      done.catch(() => undefined);
       const run = { finish, fail, stopped: false };
       runs.set(rec.id, run);
       await report({ started: ((rec.progress?.started as number) ?? 0) + 1 });
