@@ -237,7 +237,6 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     if (cfg.stateDir === undefined) {
       throw new Error(`state-dir is required when data-dir is on an object store (${cfg.dataDir}): Quiver keeps its job records, computed-value versions and keys in a local directory (--state-dir or QUIVER_STATE_DIR)`);
     }
-    if (cfg.managedVersioning) throw new Error("managed-versioning is not supported when data-dir is on an object store (it publishes manifests by hard links); see README, Object storage");
   } else {
     cfg.dataDir = path.resolve(given.replace(/^file:\/\//i, ""));
   }

@@ -7,6 +7,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { Int32, Table, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
+import { racingWritersLoseNothing } from "./helpers/managed-versions.js";
 import { ADMIN_KEY, NS1_KEY, logLine, serverForFile } from "./helpers/quiver.js";
 
 // The default consistency interval (1 s): Quiver sees the client's commits because they go through it.
@@ -50,22 +51,7 @@ describe("LanceDB's REST namespace client with managed versioning", () => {
     expect(await (await db.openTable("mv1")).countRows()).toBe(3);
   });
 
-  it("writers racing on the same version: one wins, the others get a conflict and retry; nothing is lost", async () => {
-    await db.createTable("race", [{ id: 0 }]);
-    const conflicts = () => q.stderr().split("\n").filter((l) => l.includes('"path":"/v1/table/race/version/create"') && l.includes('"status":409')).length;
-    // Handles opened at the same version commit at once; rounds until the race was really run.
-    let round = 0;
-    for (; round < 10 && conflicts() === 0; round++) {
-      const writers = await Promise.all([1, 2, 3].map(() => db.openTable("race")));
-      const results = await Promise.allSettled(writers.map((w, i) => w.add([{ id: round * 10 + i + 1 }])));
-      expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
-    }
-    expect(conflicts()).toBeGreaterThan(0);
-    const want = [0, ...Array.from({ length: round }, (_, r) => [1, 2, 3].map((i) => r * 10 + i)).flat()];
-    const rows = await (await db.openTable("race")).query().toArray();
-    expect(rows.map((r) => r.id).sort((x, y) => x - y)).toEqual(want);
-    expect(await versionsOf("race")).toEqual(Array.from({ length: 1 + 3 * round }, (_, i) => 3 * round + 1 - i));
-  });
+  it("writers racing on the same version: one wins, the others get a conflict and retry; nothing is lost", () => racingWritersLoseNothing(q, db, (name: string) => db.openTable(name)));
 });
 
 describe("version/create", () => {

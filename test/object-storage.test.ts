@@ -1,16 +1,19 @@
 // Tables on object storage, end to end against Azurite (Azure Blob Storage's emulator, started
 // here, in memory): `--data-dir az://<container>/quiver` with storage options, and every kind of
 // work that reaches the store: the catalog, writes, reads, versions, an index build and a js
-// backfill in their job processes (which get the options in their requests), drop. What needs a
-// local file system is refused with a 406 naming it. Plus: an unreachable S3 endpoint fails the
-// start in bounded time with one line.
+// backfill in their job processes (which get the options in their requests), drop; and the files
+// Quiver keeps beside LanceDB's there (managed versions published with the store's conditional
+// put, a declared table's marker, orphan reclaim). Plus: an unreachable S3 endpoint fails the start
+// in bounded time with one line.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAzurite, type Azurite } from "./helpers/azurite.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { racingWritersLoseNothing } from "./helpers/managed-versions.js";
+import { ADMIN_KEY, logLine, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
 const MAIN = path.resolve(__dirname, "../dist/src/main.js");
@@ -124,6 +127,9 @@ describe("a Quiver server on Azurite (az://)", () => {
     const done = await settle(q, b.json.job_id, 120_000);
     expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
     expect(await count("ns$t", "y = x * 2 + 1")).toBe(350);
+    // Which rows are stale is read from the manifest in the store: a second backfill computes none.
+    const again = await post("ns$t", "backfill_column", { column: "y" });
+    expect((await settle(q, again.json.job_id, 120_000)).properties.rows_computed).toBe("0");
   });
 
   it("maintenance (compaction, index upkeep, version cleanup) runs as a job to success, a tag on the way", async () => {
@@ -135,15 +141,17 @@ describe("a Quiver server on Azurite (az://)", () => {
     expect(await count("ns$t")).toBe(350);
     const tags = await post("ns$t", "tags/list", {});
     expect(tags.json.tags.keep.version).toBe(2);
+    expect((await post("ns$t", "stats", {})).json.maintenance.bytes_on_disk).toBeGreaterThan(0);
   });
 
-  it("what needs a local file system is a 406 naming the feature", async () => {
-    const decl = await post("ns$d", "declare", {});
-    expect(decl.status).toBe(406);
-    expect(decl.json.detail).toMatch(/declaring a table without data.*object storage/);
-    const reclaim = await q.call("POST", "/v1/admin/reclaim");
-    expect(reclaim.status).toBe(406);
-    expect(reclaim.json.detail).toMatch(/reclaiming orphan table directories.*object storage/);
+  it("what LanceDB does not answer is read from Lance's files in the store: a tag's branch, a branch's creation time", async () => {
+    const before = Math.floor(Date.now() / 1000);
+    expect((await post("ns$t", "branches/create", { name: "dev" })).status).toBe(200);
+    const dev = (await post("ns$t", "branches/list", {})).json.branches.dev;
+    expect(dev.createAt).toBeGreaterThanOrEqual(before - 1);
+    const version = (await post("ns$t", "describe", {})).json.version;
+    expect((await post("ns$t", "tags/create", { tag: "ondev", version, branch: "dev" })).status).toBe(200);
+    expect((await post("ns$t", "tags/list", {})).json.tags.ondev).toMatchObject({ branch: "dev", version });
   });
 
   it("a root table; drop removes the table and its data", async () => {
@@ -164,6 +172,70 @@ describe("a Quiver server on Azurite (az://)", () => {
     expect(await count("root1")).toBe(10);
     expect(await count("ns$t")).toBe(3);
   }, 60_000);
+});
+
+describe("files beside LanceDB's on Azurite: managed versions, declared tables, orphan reclaim", () => {
+  const FILES = "quiverfiles";
+  let m: Quiver;
+  let db: lancedb.Connection;
+  beforeAll(async () => {
+    await az.createContainer(FILES);
+    m = await startQuiver({ dataUri: `az://${FILES}/q`, args: [...optionArgs(az.storageOptions()), "--managed-versioning", "--orphan-min-age-ms", "0", "--auto-maintenance", "off"], env: { QUIVER_LOG_LEVEL: "debug" } });
+    // LanceDB's REST namespace client writes the data itself, so it gets the store's options too.
+    db = await lancedb.connectNamespace("rest", { uri: m.url, headers: { "x-api-key": ADMIN_KEY } }, { storageOptions: az.storageOptions() });
+  }, 60_000);
+  afterAll(async () => {
+    await m?.stop();
+    if (m?.dataDir) removeDir(m.dataDir);
+  });
+  const call = (p: string, body?: unknown, headers?: Record<string, string>) => m.call("POST", p, body, headers);
+  const open = (name: string) => db.openTable(name, [], { storageOptions: az.storageOptions() });
+  const versionsOf = async (id: string) => (await call(`/v1/table/${id}/version/list?descending=true`)).json.versions.map((v: { version: number }) => v.version);
+
+  it("LanceDB's client declares the table and commits each version through version/create; Quiver publishes it with a conditional put", async () => {
+    const t = await db.createTable("mv", [{ id: 1 }, { id: 2 }]);
+    await t.add([{ id: 3 }]);
+    expect(await t.version()).toBe(2);
+    const d = await call("/v1/table/mv/describe", {});
+    expect(d.json).toMatchObject({ managed_versioning: true, version: 2 });
+    expect((await call("/v1/table/mv/count_rows", {})).json).toBe(3);
+    await logLine(m, (l) => l.includes('"op":"CreateTableVersion"') && l.includes('"status":200'));
+    // The record read from the store: the manifest's key in the container, its size and e_tag.
+    const v = (await call("/v1/table/mv/version/describe", { version: 2 })).json.version;
+    expect(v.manifest_path).toMatch(/^q\/[0-9a-f]{8}_mv\.lance\/_versions\/18446744073709551613\.manifest$/);
+    expect(v.manifest_size).toBeGreaterThan(0);
+    expect(v.e_tag).toMatch(/\S/);
+  });
+
+  it("writers racing on one version: one wins, the others get a 409 and retry; nothing is lost", () => racingWritersLoseNothing(m, db, open));
+
+  it("version/delete takes versions out of the history; the latest still reads", async () => {
+    const t = await db.createTable("vd", [{ id: 1 }]);
+    await t.add([{ id: 2 }]);
+    await t.add([{ id: 3 }]);
+    const r = await call("/v1/table/vd/version/delete", { ranges: [{ start_version: 1, end_version: 3 }] });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.deleted_count).toBe(2);
+    expect(await versionsOf("vd")).toEqual([3]);
+    expect((await call("/v1/table/vd/count_rows", {})).json).toBe(3);
+  });
+
+  it("reclaim removes a dataset no catalog row names, and keeps every table and a deregistered table's data", async () => {
+    const plain = await lancedb.connect(`az://${FILES}/q`, { storageOptions: az.storageOptions() });
+    await plain.createTable("stray", [{ id: 1 }]);
+    expect((await call("/v1/table/keep/create", JSON.stringify([{ id: 1 }, { id: 2 }]), asJson)).status).toBe(200);
+    const dereg = await call("/v1/table/vd/deregister", {});
+    expect(dereg.status, dereg.text).toBe(200);
+    const r = await call("/v1/admin/reclaim");
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.removed).toEqual(["stray.lance"]);
+    expect(await plain.tableNames()).not.toContain("stray");
+    for (const t of ["mv", "race", "keep"]) expect((await call(`/v1/table/${t}/count_rows`, {})).status).toBe(200);
+    // The kept data is whole: registered again, it reads as before.
+    const back = await call("/v1/table/vd2/register", { location: dereg.json.location });
+    expect(back.status, back.text).toBe(200);
+    expect((await call("/v1/table/vd2/count_rows", {})).json).toBe(3);
+  });
 });
 
 /** Run the server to its exit; answers the exit code, stderr and the time it took. */

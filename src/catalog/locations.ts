@@ -3,6 +3,7 @@
 // as given: a derived location is always one plain directory directly inside the data directory.
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { isRemote } from "../config.js";
 import { invalid } from "../errors.js";
 
 // LanceDB opens `<name>.lance` by name only when the name uses these characters.
@@ -18,19 +19,21 @@ export function newLocation(id: readonly string[], randomised = false): string {
   return `${randomBytes(4).toString("hex")}_${slug}.lance`;
 }
 
-const REMOTE = /^(s3|gs|az):\/\//i;
+
+/** Where the catalog lives on an object store (a location no table may take). */
+export const REMOTE_MANIFEST_LOCATION = "__manifest.lance";
 
 /** A location under an object store root: `<root>/<relative>`, never outside it. */
 function resolveRemote(root: string, location: string): string {
   const rel = location.startsWith(root + "/") ? location.slice(root.length + 1) : location;
   const segs = rel.split("/");
-  if (!REMOTE.test(rel) && !rel.startsWith("/") && rel !== "" && segs.every((s) => s !== "" && s !== "." && s !== "..")) return `${root}/${rel}`;
+  if (!isRemote(rel) && !rel.startsWith("/") && rel !== "" && segs.every((s) => s !== "" && s !== "." && s !== "..")) return `${root}/${rel}`;
   throw invalid(`location ${JSON.stringify(location)} is outside the data directory`);
 }
 
 /** Absolute path (or object store URI) of a stored location; refuses anything that would leave the data directory. */
 export function resolveLocation(root: string, location: string): string {
-  if (REMOTE.test(root)) return resolveRemote(root, location);
+  if (isRemote(root)) return resolveRemote(root, location);
   const abs = path.resolve(root, location.replace(/^file:\/\//, ""));
   if (abs !== root && abs.startsWith(root + path.sep)) return abs;
   throw invalid(`location ${JSON.stringify(location)} is outside the data directory`);
@@ -42,7 +45,7 @@ export function resolveLocation(root: string, location: string): string {
  * shared system tables): no table may be registered there.
  */
 export function normaliseLocation(root: string, location: string): string {
-  const rel = REMOTE.test(root) ? resolveRemote(root, location).slice(root.length + 1) : path.relative(root, resolveLocation(root, location));
+  const rel = isRemote(root) ? resolveRemote(root, location).slice(root.length + 1) : path.relative(root, resolveLocation(root, location));
   if (rel.split(/[\\/]/)[0].startsWith(".")) throw invalid(`location ${JSON.stringify(location)} is reserved for Quiver's own state`);
   return rel;
 }

@@ -4,16 +4,18 @@
 // directory (empty, or holding Lance's `_versions`/`data`/`_indices`/`_transactions` or a
 // reservation marker), nothing names it (no catalog row, not a listed root dataset, not
 // deregistered-with-data, not being created here), and neither it nor anything directly inside it
-// changed for `minAgeMs`, so a writer between its data and its row is never touched.
-import { lstat, readdir, rm } from "node:fs/promises";
+// changed for `minAgeMs`, so a writer between its data and its row is never touched. On an object
+// store "directories" are prefixes and the age is that of the newest object under one.
 import path from "node:path";
+import { isRemote, joinPath, listNames, newestChange, removeTree } from "../util/store-files.js";
 import type { Catalog } from "./catalog.js";
 import type { Claims } from "./claims.js";
+import { REMOTE_MANIFEST_LOCATION } from "./locations.js";
 import { DEREGISTERED } from "./root-listing.js";
 
 const TABLE_PARTS = new Set(["_versions", "data", "_indices", "_transactions", "_deletions", ".svc-reserved"]);
-/** The directory catalog's own table. */
-const MANIFEST_DIR = "__manifest";
+/** The catalog's own table: the directory catalog's on local disk, and where it lives on an object store. */
+const CATALOG_DIRS = ["__manifest", REMOTE_MANIFEST_LOCATION];
 
 export interface Reclaimed {
   /** Locations removed (relative to the data directory). */
@@ -29,22 +31,9 @@ export interface OrphanScope {
   minAgeMs: number;
 }
 
-async function entriesOf(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch {
-    return [];
-  }
-}
-
-/** The newest change of a directory or of anything directly inside it, ms since the epoch. */
-async function lastChange(dir: string, inside: string[]): Promise<number> {
-  const stats = await Promise.all([dir, ...inside.map((n) => path.join(dir, n))].map((p) => lstat(p).catch(() => null)));
-  return Math.max(...stats.map((s) => (s ? s.mtimeMs : Date.now())));
-}
-
 /** Top-level directory a catalog location lives in (locations may be relative, absolute or file://). */
 function topOf(root: string, location: string): string | null {
+  if (isRemote(root)) return location.split("/")[0] || null;
   const abs = path.resolve(root, location.replace(/^file:\/\//, ""));
   const rel = path.relative(root, abs);
   if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) return null;
@@ -54,22 +43,22 @@ function topOf(root: string, location: string): string | null {
 export async function reclaimOrphans(scope: OrphanScope, onRemoved: (location: string, ageMs: number) => void): Promise<Reclaimed> {
   const { root, catalog, claims, minAgeMs } = scope;
   await catalog.refresh(true);
-  const named = new Set<string>([MANIFEST_DIR]);
+  const named = new Set<string>(CATALOG_DIRS);
   for (const e of catalog.allTables()) {
     const top = e.location ? topOf(root, e.location) : null;
     if (top) named.add(top);
   }
   const out: Reclaimed = { removed: [], young: [] };
   const claimed = await claims.held();
-  for (const name of await entriesOf(root)) {
+  for (const entry of await listNames(root)) {
+    if (!entry.endsWith("/")) continue;
+    const name = entry.slice(0, -1);
     if (name.startsWith(".") || named.has(name) || claimed.has(name)) continue;
-    const dir = path.join(root, name);
-    const st = await lstat(dir).catch(() => null);
-    if (!st?.isDirectory()) continue;
-    const inside = await entriesOf(dir);
+    const dir = joinPath(root, name);
+    const inside = (await listNames(dir)).map((n) => n.replace(/\/$/, ""));
     if (inside.includes(DEREGISTERED)) continue;
     if (inside.length > 0 && !inside.some((n) => TABLE_PARTS.has(n))) continue;
-    const age = Date.now() - (await lastChange(dir, inside));
+    const age = Date.now() - (await newestChange(dir));
     if (age < minAgeMs) {
       out.young.push(name);
       continue;
@@ -77,7 +66,7 @@ export async function reclaimOrphans(scope: OrphanScope, onRemoved: (location: s
     // Re-check against the catalog as it is now: a row may have arrived since the scan began.
     await catalog.refresh(true);
     if ((await claims.held()).has(name) || catalog.allTables().some((e) => e.location && topOf(root, e.location) === name)) continue;
-    await rm(dir, { recursive: true, force: true });
+    await removeTree(dir);
     out.removed.push(name);
     onRemoved(name, Math.round(age));
   }

@@ -1,8 +1,7 @@
-// Table directories on disk: creating a dataset at a catalog location, the `.svc-reserved` marker
+// Table directories (local or on an object store): creating a dataset at a catalog location, the `.svc-reserved` marker
 // of declared tables, whether a directory holds Lance versions, and the one place LanceDB's data
 // error texts (bad SQL, bad merge, commit conflicts) become API errors.
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { mkdir } from "node:fs/promises";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
@@ -10,37 +9,23 @@ import { ApiError, Code, invalid } from "../errors.js";
 import { EXPRESSION_FAULT, filterError } from "./query-errors.js";
 import { engineReason, errorText, isCommitConflict } from "./messages.js";
 import type { Tables } from "./tables.js";
-import { isRemote, notOnObjectStorage, remoteHasVersions } from "./storage.js";
+import { isRemote, remoteHasVersions } from "./storage.js";
+import { joinPath, listNames, removeFile, writeIfAbsent } from "../util/store-files.js";
 
 const MARKER = ".svc-reserved";
-
-async function names(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (err) {
-    // A path that cannot exist (a name over the file system's limit) holds nothing either.
-    if (["ENOENT", "ENOTDIR", "ENAMETOOLONG"].includes((err as NodeJS.ErrnoException).code ?? "")) return [];
-    throw err;
-  }
-}
 
 /** Does the table directory hold at least one committed Lance version? */
 export async function hasVersions(dir: string): Promise<boolean> {
   if (isRemote(dir)) return remoteHasVersions(dir);
-  return (await names(path.join(dir, "_versions"))).some((n) => n.endsWith(".manifest"));
+  return (await listNames(joinPath(dir, "_versions"))).some((n) => n.endsWith(".manifest"));
 }
 
-export async function hasMarker(dir: string): Promise<boolean> {
-  // Declared tables (the marker's only use) are refused on object storage.
-  if (isRemote(dir)) return false;
-  return (await names(dir)).includes(MARKER);
-}
+export const hasMarker = async (dir: string) => (await listNames(dir)).includes(MARKER);
 
-/** Reserve a table directory for a declared table. */
+/** Reserve a table directory for a declared table (on an object store the marker alone makes it). */
 export async function reserve(dir: string): Promise<void> {
-  if (isRemote(dir)) throw notOnObjectStorage("declaring a table without data (declare_table, create_empty_table)");
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, MARKER), "");
+  if (!isRemote(dir)) await mkdir(dir, { recursive: true });
+  await writeIfAbsent(joinPath(dir, MARKER), Buffer.alloc(0));
 }
 
 /** Can Quiver create a dataset at this location (a `<name>.lance` directory in the data directory)? */
@@ -67,7 +52,7 @@ export async function createDataset(
     }
     throw dataError(err, "data") ?? err;
   }
-  if (!tables.remote) await rm(path.join(resolveLocation(tables.root, location), MARKER), { force: true });
+  await removeFile(joinPath(resolveLocation(tables.root, location), MARKER));
   return t;
 }
 

@@ -2,8 +2,6 @@
 // deleted rows, folds rows added since an index was built into the index (vector, scalar, FTS),
 // and removes versions older than a cutoff. LanceDB 0.39's Node API runs compaction and index
 // upkeep together; the cleanup is skipped by a cutoff no version is older than (the epoch).
-import { readdir, stat } from "node:fs/promises";
-import path from "node:path";
 import type * as lancedb from "@lancedb/lancedb";
 import { recordTableFigures } from "../metrics.js";
 import { errorText, isCommitConflict } from "./messages.js";
@@ -114,16 +112,3 @@ export function keptBound(versions: readonly lancedb.Version[], kept: Iterable<n
 
 /** A cleanup cutoff, taken now: the start of the retention window, or `bound` if earlier. */
 export const cleanupCutoff = (retainMs: number, bound: number) => new Date(Math.min(Date.now() - retainMs, bound));
-
-/** Bytes of every file under a table's directory: all versions, branches, indexes and deletion files. */
-export async function bytesOnDisk(dir: string): Promise<number | null> {
-  // Not listed on an object store.
-  if (/^(s3|gs|az):\/\//i.test(dir)) return null;
-  let total = 0;
-  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) total += (await bytesOnDisk(p)) ?? 0;
-    else if (e.isFile()) total += (await stat(p).catch(() => ({ size: 0 }))).size;
-  }
-  return total;
-}

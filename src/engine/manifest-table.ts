@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
 import type { ManifestRow, ManifestStore } from "../catalog/catalog.js";
+import { REMOTE_MANIFEST_LOCATION } from "../catalog/locations.js";
 import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
 
@@ -23,8 +24,6 @@ const schema = new Schema([
 
 const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-/** Where the catalog lives on an object store (a location no table may take). */
-export const REMOTE_MANIFEST_LOCATION = "__manifest.lance";
 
 async function openRemote(root: string, storageOptions: Record<string, string>): Promise<lancedb.Table> {
   const conn = await lancedb.connect(root, { storageOptions });

@@ -1,9 +1,8 @@
 // Tags and branches: LanceDB's calls on them, what its API leaves out (a tag's branch, a branch's
 // creation time and metadata) read from Lance's `_refs/` files, name rules, and the one place
 // Lance's ref error texts are turned into API errors.
-import { readFile, rm, stat } from "node:fs/promises";
 import { namedBranch, type TableHandle } from "./tables.js";
-import path from "node:path";
+import { exists, joinPath, readBytes, removeTree } from "../util/store-files.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { engineReason, errorText } from "./messages.js";
 
@@ -25,10 +24,8 @@ export async function createBranch(t: TableHandle, name: string, from: string | 
 export const deleteBranch = async (t: TableHandle, name: string) => (await t.branches()).delete(name);
 
 async function readJson(file: string): Promise<Record<string, unknown> | null> {
-  // Not read from an object store: tags there answer no branch, branches no creation time or metadata.
-  if (/^(s3|gs|az):\//i.test(file)) return null;
   try {
-    return JSON.parse(await readFile(file, "utf8"));
+    return JSON.parse((await readBytes(file)).toString("utf8"));
   } catch {
     return null;
   }
@@ -36,7 +33,7 @@ async function readJson(file: string): Promise<Record<string, unknown> | null> {
 
 /** The branch a tag points into; undefined for main. */
 export async function tagBranch(tableDir: string, tag: string): Promise<string | undefined> {
-  const rec = await readJson(path.join(tableDir, "_refs", "tags", `${tag}.json`));
+  const rec = await readJson(joinPath(tableDir, `_refs/tags/${tag}.json`));
   return typeof rec?.branch === "string" ? rec.branch : undefined;
 }
 
@@ -46,7 +43,7 @@ export interface BranchFile {
 }
 
 export async function branchFile(tableDir: string, name: string): Promise<BranchFile> {
-  const rec = await readJson(path.join(tableDir, "_refs", "branches", `${encodeURIComponent(name)}.json`));
+  const rec = await readJson(joinPath(tableDir, `_refs/branches/${encodeURIComponent(name)}.json`));
   return {
     createAt: typeof rec?.createAt === "number" ? rec.createAt : undefined,
     metadata: rec?.metadata && typeof rec.metadata === "object" ? (rec.metadata as Record<string, string>) : undefined,
@@ -62,22 +59,19 @@ export function checkBranchName(name: string): void {
   }
 }
 
-const exists = (p: string) => stat(p).then(() => true, () => false);
-
 /** Runs a branch creation; if it fails, removes the directories it may have left behind. */
 export async function withoutOrphan<T>(tableDir: string, name: string, create: () => Promise<T>): Promise<T> {
-  if (/^(s3|gs|az):\/\//i.test(tableDir)) return create();
   // The outermost directory of `tree/<a>/<b>/…` that does not exist yet (a may be another branch's parent).
   const segs = name.split("/");
   let fresh: string | null = null;
   for (let i = 1; i <= segs.length && fresh === null; i++) {
-    const dir = path.join(tableDir, "tree", ...segs.slice(0, i));
+    const dir = joinPath(tableDir, ["tree", ...segs.slice(0, i)].join("/"));
     if (!(await exists(dir))) fresh = dir;
   }
   try {
     return await create();
   } catch (err) {
-    if (fresh !== null) await rm(fresh, { recursive: true, force: true });
+    if (fresh !== null) await removeTree(fresh);
     throw err;
   }
 }

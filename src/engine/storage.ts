@@ -1,28 +1,15 @@
 // Where the tables live: a local directory (a path or file://, the default) or an object store
 // (s3://, gs://, az://), with the storage options every LanceDB call and every job process gets.
-// On an object store Quiver has no file system: what it reads or writes beside LanceDB on local
-// disk (markers, manifest files, directory listings) is done through LanceDB, or skipped, or
-// refused with `notOnObjectStorage`'s 406 naming the feature (README, "Object storage").
+// The files Quiver reads and writes beside LanceDB's (markers, manifest files, listings) go
+// through util/store-files.ts, on either.
 import * as lancedb from "@lancedb/lancedb";
-import { isRemote } from "../config.js";
-import { unsupported } from "../errors.js";
+import { isRemote, storageOptions, useStorageOptions } from "../util/store-files.js";
 
-export { isRemote };
-
-/** The storage options LanceDB gets on this process's data directory (set by openTables, in the server and in each job process from its request). */
-let current: Record<string, string> = {};
-
-export function useStorageOptions(options: Record<string, string> | undefined): void {
-  current = { ...(options ?? {}) };
-}
+export { isRemote, useStorageOptions };
 
 /** The directory namespace takes storage options only as `storage.`-prefixed properties. */
 export const namespaceProperties = (options: Record<string, string>): Record<string, string> =>
   Object.fromEntries(Object.entries(options).map(([k, v]) => [`storage.${k}`, v]));
-
-/** The 406 for a feature that needs a local data directory. */
-export const notOnObjectStorage = (feature: string) =>
-  unsupported(`${feature} is not supported when the data directory is on object storage (it needs a local file system); see README, "Object storage"`);
 
 /** Split a remote table URI into its parent and its `<name>.lance` stem. */
 function splitUri(uri: string): { parent: string; name: string | null } {
@@ -35,7 +22,7 @@ const connections = new Map<string, Promise<lancedb.Connection>>();
 function connectionTo(parent: string): Promise<lancedb.Connection> {
   let c = connections.get(parent);
   if (!c) {
-    c = lancedb.connect(parent, { storageOptions: current });
+    c = lancedb.connect(parent, { storageOptions: storageOptions() });
     connections.set(parent, c);
     c.catch(() => connections.delete(parent));
   }

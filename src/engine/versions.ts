@@ -1,15 +1,16 @@
 // What LanceDB does not expose about a version: its manifest file's path, size and e_tag, read
-// from the table directory. Lance names manifests `{u64::MAX - v}.manifest` (V2, the default)
-// or `{v}.manifest` (V1); a branch keeps its own under `tree/<branch>/`.
-import { link, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
-import { namedBranch } from "./tables.js";
+// from the table directory (local or on an object store, util/store-files.ts). Lance names
+// manifests `{u64::MAX - v}.manifest` (V2, the default) or `{v}.manifest` (V1); a branch keeps its
+// own under `tree/<branch>/`.
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { namedBranch } from "./tables.js";
 import type { Entry } from "../catalog/catalog.js";
 import { resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code } from "../errors.js";
+import { copyIfAbsent, fileInfo, isRemote, joinPath, listNames, moveFile, readBytes, removeFile } from "../util/store-files.js";
 
 const U64_MAX = 18446744073709551615n;
-const REMOTE = /^(s3|gs|az):\/\//i;
 
 export interface ManifestFile {
   /** Relative to the table directory. */
@@ -26,15 +27,9 @@ export const manifestPathV2 = (version: number, branch?: string) =>
 
 /** The manifest of `version` on `branch`, or null when neither naming scheme has it. */
 export async function manifestFile(tableDir: string, version: number, branch?: string): Promise<ManifestFile | null> {
-  // On an object store the manifest's size and e_tag are not read (README, "Object storage").
-  if (REMOTE.test(tableDir)) return null;
   for (const rel of [manifestPathV2(version, branch), `${branchPrefix(branch)}_versions/${version}.manifest`]) {
-    try {
-      const st = await stat(path.join(tableDir, rel), { bigint: true });
-      return { path: rel, size: Number(st.size), eTag: eTagOf(st.ino, st.mtimeNs, st.size) };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-    }
+    const info = await fileInfo(joinPath(tableDir, rel));
+    if (info) return { path: rel, size: info.size, eTag: info.eTag };
   }
   return null;
 }
@@ -46,19 +41,12 @@ const manifestPath = (version: number, scheme: NamingScheme, branch?: string) =>
   scheme === "V1" ? `${branchPrefix(branch)}_versions/${version}.manifest` : manifestPathV2(version, branch);
 
 /** The directory holding a branch's manifests, and staged ones waiting to be published. */
-export const versionsDir = (tableDir: string, branch?: string) => path.join(tableDir, `${branchPrefix(branch)}_versions`);
+export const versionsDir = (tableDir: string, branch?: string) => joinPath(tableDir, `${branchPrefix(branch)}_versions`);
 
 /** Versions that have a published manifest on `branch` (either naming scheme), ascending. */
 export async function publishedVersions(tableDir: string, branch?: string): Promise<number[]> {
-  let names: string[];
-  try {
-    names = await readdir(versionsDir(tableDir, branch));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
-  }
   const out: number[] = [];
-  for (const n of names) {
+  for (const n of await listNames(versionsDir(tableDir, branch))) {
     const m = /^(\d+)\.manifest$/.exec(n);
     if (!m) continue;
     const v = BigInt(m[1]);
@@ -68,19 +56,14 @@ export async function publishedVersions(tableDir: string, branch?: string): Prom
 }
 
 /**
- * Publish a staged manifest as `version`: a hard link to its final name, which the file system
- * refuses if that name exists (put-if-not-exists, atomic). Null when the version exists already;
- * otherwise the new manifest and a way to take it back. The staged name stays until dropStaged.
+ * Publish a staged manifest as `version`: copied to its final name with the store's
+ * put-if-not-exists, which refuses the name if another writer took it. Null when the version
+ * exists already; otherwise the new manifest and a way to take it back. The staged name stays.
  */
 export async function publishManifest(tableDir: string, staged: string, version: number, scheme: NamingScheme, branch?: string) {
-  const final = path.join(tableDir, manifestPath(version, scheme, branch));
-  try {
-    await link(staged, final);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return null;
-    throw err;
-  }
-  return { manifest: (await manifestFile(tableDir, version, branch))!, undo: () => unlink(final) };
+  const final = joinPath(tableDir, manifestPath(version, scheme, branch));
+  if (!(await copyIfAbsent(staged, final))) return null;
+  return { manifest: (await manifestFile(tableDir, version, branch))!, undo: () => removeFile(final) };
 }
 
 /**
@@ -91,15 +74,11 @@ export async function publishManifest(tableDir: string, staged: string, version:
 export async function setAsideManifest(tableDir: string, version: number, branch?: string) {
   const m = await manifestFile(tableDir, version, branch);
   if (!m) return null;
-  const at = path.join(tableDir, m.path);
+  const at = joinPath(tableDir, m.path);
   const aside = `${at}-deleted`;
-  await rename(at, aside);
-  return { undo: () => rename(aside, at), drop: () => unlink(aside) };
+  await moveFile(at, aside);
+  return { undo: () => moveFile(aside, at), drop: () => removeFile(aside) };
 }
-
-// The e_tag object_store's local file system gives the same file: inode, mtime (µs) and size in hex.
-const eTagOf = (ino: bigint, mtimeNs: bigint, size: bigint) =>
-  `${ino.toString(16)}-${(mtimeNs / 1000n).toString(16)}-${size.toString(16)}`;
 
 /** The table's directory; a table without a location (declared only) has no versions yet. */
 export function tableDir(root: string, entry: Entry): string {
@@ -129,11 +108,9 @@ const READER_FEATURE_FLAGS = 9;
  * version and "LANC"; the manifest is a length-prefixed protobuf message.
  */
 export async function usesStableRowIds(tableDir: string, version: number, branch?: string): Promise<boolean> {
-  // Not read from an object store: backfills there recompute every row (README, "Object storage").
-  if (REMOTE.test(tableDir)) return false;
   const m = await manifestFile(tableDir, version, branch);
   if (!m) return false;
-  const b = await readFile(path.join(tableDir, m.path));
+  const b = await readBytes(joinPath(tableDir, m.path));
   if (b.length < 16 || b.toString("latin1", b.length - 4) !== "LANC") return false;
   const at = Number(b.readBigInt64LE(b.length - 16));
   const end = at + 4 + b.readUInt32LE(at);
@@ -157,10 +134,30 @@ export async function usesStableRowIds(tableDir: string, version: number, branch
   return false;
 }
 
+/** `scheme://bucket` of an object-store URI. */
+const BUCKET = /^[a-z0-9]+:\/\/[^/]+/i;
+
 /**
  * A manifest's path as answered: relative to the table directory; with managed versioning, the
- * object-store path LanceDB's client uses for local files (absolute, without the leading slash),
- * which it reads the manifest from.
+ * object-store path LanceDB's client reads the manifest from: the key inside the bucket, or for
+ * local files the absolute path without its leading slash.
  */
-export const manifestPathOut = (managedVersioning: boolean, dir: string, rel: string) =>
-  managedVersioning && !REMOTE.test(dir) ? path.join(dir, rel).replace(/^\//, "") : rel;
+export function manifestPathOut(managedVersioning: boolean, dir: string, rel: string): string {
+  if (!managedVersioning) return rel;
+  const full = joinPath(dir, rel);
+  return isRemote(full) ? full.replace(BUCKET, "").replace(/^\//, "") : full.replace(/^\//, "");
+}
+
+/**
+ * Where a client-given manifest path may point, most likely first: an object-store path (the key
+ * inside the bucket, or for local files the absolute path without its leading slash), a full URI
+ * or absolute path, or a path relative to the table directory.
+ */
+export function manifestCandidates(dir: string, given: string): string[] {
+  if (isRemote(dir)) {
+    if (given.split("/").some((s) => s === "." || s === "..")) return [];
+    return isRemote(given) ? [given] : [`${BUCKET.exec(dir)![0]}/${given.replace(/^\//, "")}`, joinPath(dir, given)];
+  }
+  if (given.startsWith("file://")) return [fileURLToPath(given)];
+  return path.isAbsolute(given) ? [given] : [path.resolve("/", given), path.resolve(dir, given)];
+}

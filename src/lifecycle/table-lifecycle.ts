@@ -2,21 +2,21 @@
 // concurrent creators), the dataset written there, then the entry; and the way back (deregister
 // keeps the data, marked; removal deletes it with what Quiver keeps about it). Operations (table,
 // views, namespaces, batch commits) call these; each takes only the services it uses.
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import type { Static } from "@sinclair/typebox";
 import { roleRank, type Principal, type Role } from "../auth/principal.js";
 import type { Catalog, Entry } from "../catalog/catalog.js";
 import type { Claims } from "../catalog/claims.js";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
-import { newLocation, normaliseLocation, resolveLocation } from "../catalog/locations.js";
+import { newLocation, normaliseLocation, REMOTE_MANIFEST_LOCATION, resolveLocation } from "../catalog/locations.js";
 import { objectIdOf } from "../catalog/names.js";
 import { markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
 import type { ValueVersions } from "../compute/value-versions.js";
 import type { Views } from "../compute/views.js";
 import type { Config } from "../config.js";
 import { creatable, hasVersions, reserve } from "../engine/datasets.js";
-import { REMOTE_MANIFEST_LOCATION } from "../engine/manifest-table.js";
-import { isRemote, notOnObjectStorage, remoteRemove } from "../engine/storage.js";
+import { isRemote } from "../engine/storage.js";
+import { removeTree } from "../util/store-files.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import type { DeclareTable } from "../schemas/table.js";
@@ -114,12 +114,8 @@ async function removedOnFailure<T>(dir: string, work: () => Promise<T>): Promise
   try {
     return await work();
   } catch (err) {
-    if (isRemote(dir)) {
-      // What LanceDB wrote there, unless another creator's dataset (mode "create" refused it).
-      if (!(err instanceof ApiError && err.message.startsWith("a dataset already exists at location"))) await remoteRemove(dir).catch(() => undefined);
-      throw err;
-    }
-    await rm(dir, { recursive: true, force: true });
+    // Unless another creator's dataset is there (on an object store, mode "create" refused it).
+    if (!(isRemote(dir) && err instanceof ApiError && err.message.startsWith("a dataset already exists at location"))) await removeTree(dir).catch(() => undefined);
     throw err;
   }
 }
@@ -136,7 +132,6 @@ export async function removeTableData(deps: LifecycleDeps, entry: Entry): Promis
  */
 export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<typeof DeclareTable>, principal: Principal) {
   tableName(id);
-  if (isRemote(deps.tables.root)) throw notOnObjectStorage("declaring a table without data (declare_table, create_empty_table)");
   const properties = body.properties ?? {};
   await deps.catalog.refresh(true);
   requireNamespace(deps.catalog, id.slice(0, -1));
@@ -162,7 +157,7 @@ export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<
     response: { ...locationFor(deps, principal, dir), properties, managed_versioning: deps.config.managedVersioning },
     undo: async () => {
       await deps.catalog.remove([entry]);
-      await rm(dir, { recursive: true, force: true });
+      await removeTree(dir);
     },
   };
 }

@@ -3,17 +3,11 @@
 import { authoriseObject } from "../auth/principal.js";
 import { reclaimOrphans, type Reclaimed } from "../catalog/orphans.js";
 import { log } from "../log.js";
-import { notOnObjectStorage } from "../engine/storage.js";
 import type { Services } from "../services.js";
 import { queryOp } from "./define.js";
 import { json } from "./types.js";
 
 export async function reclaim(svc: Services, trigger: "start" | "request"): Promise<Reclaimed> {
-  // Orphans are found by listing the data directory's files, which Quiver does only on local disk.
-  if (svc.tables.remote) {
-    if (trigger === "request") throw notOnObjectStorage("reclaiming orphan table directories (POST /v1/admin/reclaim)");
-    return { removed: [], young: [] };
-  }
   const scope = { root: svc.tables.root, catalog: svc.catalog, claims: svc.claims, minAgeMs: svc.config.orphanMinAgeMs };
   const result = await reclaimOrphans(scope, (location, ageMs) => log.warn("reclaimed orphan table directory", { location, ageMs, trigger }));
   log.info("orphan table directories", { trigger, removed: result.removed.length, tooYoung: result.young.length });

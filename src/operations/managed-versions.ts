@@ -5,16 +5,14 @@
 // A version's record is its published manifest file, as for any Lance table. Batches are all or
 // nothing: each step can be taken back, and a failed step takes back the ones before it, all in
 // the catalog's exclusive section so no other Quiver write interleaves.
-import { notOnObjectStorage } from "../engine/storage.js";
-import { stat, unlink } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Static } from "@sinclair/typebox";
 import { authoriseObject, type Principal } from "../auth/principal.js";
 import { requireTable } from "../catalog/lookup.js";
 import { namedBranch } from "../engine/tables.js";
 import { listTags } from "../engine/refs.js";
-import { manifestPathOut, publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
+import { manifestCandidates, manifestPathOut, publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
+import { fileInfo, removeFile } from "../util/store-files.js";
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
 import { log } from "../log.js";
 import { BatchCommitTables, BatchCreateTableVersions, BatchDeleteTableVersions, CreateTableVersion } from "../schemas/version.js";
@@ -39,20 +37,14 @@ const q = JSON.stringify;
  */
 function stagedManifest(dir: string, branch: string | undefined, given: string): string {
   const versions = versionsDir(dir, branch);
-  const candidates = given.startsWith("file://")
-    ? [fileURLToPath(given)]
-    : path.isAbsolute(given)
-      ? [given]
-      : [path.resolve("/", given), path.resolve(dir, given)];
-  const hit = candidates.find((c) => path.dirname(c) === versions && /\.manifest-[^/]+$/.test(c));
-  if (!hit) throw invalid(`manifest_path: ${q(given)} is not a staged manifest (<name>.manifest-<suffix>) in the table's ${q(path.relative(dir, versions))} directory`);
+  const hit = manifestCandidates(dir, given).find((c) => path.posix.dirname(c) === versions && /\.manifest-[^/]+$/.test(c));
+  if (!hit) throw invalid(`manifest_path: ${q(given)} is not a staged manifest (<name>.manifest-<suffix>) in the table's ${q(versions.slice(dir.length + 1))} directory`);
   return hit;
 }
 
 type VersionRequest = Static<typeof CreateTableVersion>;
 
 async function createVersion(svc: Services, id: string[], req: VersionRequest): Promise<Step> {
-  if (svc.tables.remote) throw notOnObjectStorage("publishing a version (create_table_version; it hard-links the staged manifest)");
   const entry = await requireTable(svc.catalog, id);
   const dir = tableDir(svc.tables.root, entry);
   const branch = namedBranch(req.branch);
@@ -60,10 +52,7 @@ async function createVersion(svc: Services, id: string[], req: VersionRequest): 
     throw invalid("metadata: not supported; a version's metadata is its manifest's own (write it into the manifest)");
   }
   const staged = stagedManifest(dir, branch, req.manifest_path);
-  const size = await stat(staged).then(
-    (s) => s.size,
-    () => null,
-  );
+  const size = (await fileInfo(staged))?.size ?? null;
   if (size === null) throw invalid(`manifest_path: no staged manifest at ${q(req.manifest_path)}`);
   if (req.manifest_size != null && req.manifest_size !== size) {
     throw invalid(`manifest_size: ${req.manifest_size} differs from the staged manifest's ${size} bytes`);
@@ -85,12 +74,11 @@ async function createVersion(svc: Services, id: string[], req: VersionRequest): 
       await published$.undo();
       announce(req.version - 1);
     },
-    finish: () => unlink(staged).catch(() => undefined),
+    finish: () => removeFile(staged).catch(() => undefined),
   };
 }
 
 async function deleteVersions(svc: Services, id: string[], req: Static<typeof BatchDeleteTableVersions>): Promise<Step> {
-  if (svc.tables.remote) throw notOnObjectStorage("deleting versions (delete_table_versions; it renames manifest files)");
   const entry = await requireTable(svc.catalog, id);
   const dir = tableDir(svc.tables.root, entry);
   const branch = namedBranch(req.branch);

@@ -1,7 +1,6 @@
 // Table lifecycle and listings: create, declare, register, describe, exists, drop, deregister,
 // rename, list. The catalog entry is the table's identity; its data lives at entry.location.
 import { CreateTableQuery, DescribeTableQuery, ListTablesQuery } from "../schemas/params.js";
-import { stat } from "node:fs/promises";
 import path from "node:path";
 import type * as A from "apache-arrow";
 import { authoriseObject, covers, type Principal } from "../auth/principal.js";
@@ -9,6 +8,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { checkName, objectIdOf } from "../catalog/names.js";
 import { normaliseLocation, resolveLocation } from "../catalog/locations.js";
 import { DEREGISTERED } from "../catalog/root-listing.js";
+import { fileInfo, joinPath } from "../util/store-files.js";
 import { createDataset, creatable, hasMarker, hasVersions } from "../engine/datasets.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { tableSchema, tableVersion } from "../engine/table-info.js";
@@ -131,7 +131,7 @@ async function authoriseLocation(svc: Services, principal: Principal, location: 
   if (principal.prefixes === null) return;
   const deny = (why: string) => new ApiError(Code.PermissionDenied, `location: ${q(location)} ${why}; only a credential without namespace prefixes may register it`);
   if (svc.catalog.allTables().some((e) => e.location !== null && nests(e.location, location) && !covers(principal, e.id))) throw deny("holds data of a table this credential may not access");
-  if (!svc.tables.remote && await stat(path.join(dir, DEREGISTERED)).then(() => true, () => false)) throw deny("is the kept data of a deregistered table");
+  if (await fileInfo(joinPath(dir, DEREGISTERED))) throw deny("is the kept data of a deregistered table");
 }
 
 export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, principal }) => {

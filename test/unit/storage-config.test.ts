@@ -20,7 +20,8 @@ describe("data-dir and storage options", () => {
     expect(c).toMatchObject({ dataDir: "s3://b/p", remote: true, stateDir: path.resolve("st") });
     expect(loadConfig(["--data-dir", "az://c"], { QUIVER_STATE_DIR: "/s" }).dataDir).toBe("az://c");
     expect(() => loadConfig(["--data-dir", "hdfs://x"], {})).toThrow(/unsupported scheme/);
-    expect(() => loadConfig(["--data-dir", "gs://b", "--state-dir", "/s", "--managed-versioning"], {})).toThrow(/managed-versioning is not supported/);
+    // Managed versions publish with the store's put-if-not-exists, on an object store too.
+    expect(loadConfig(["--data-dir", "gs://b", "--state-dir", "/s", "--managed-versioning"], {}).managedVersioning).toBe(true);
   });
 
   it("flags win over QUIVER_STORAGE_OPTIONS, which wins over the config file", () => {

@@ -8,7 +8,8 @@ import { requireTable } from "../../catalog/lookup.js";
 import { objectIdOf, sameId } from "../../catalog/names.js";
 import { ApiError, Code } from "../../errors.js";
 import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
-import { bytesOnDisk, exportFigures, keptBound, tableFigures } from "../../engine/maintenance.js";
+import { exportFigures, keptBound, tableFigures } from "../../engine/maintenance.js";
+import { treeSize } from "../../util/store-files.js";
 import { namedBranch, type TableHandle, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
 import type { Exclusive, JobKind, Jobs } from "../jobs.js";
@@ -114,7 +115,7 @@ export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, e
     unindexed_rows: f.unindexed_rows,
     deleted_rows: f.deleted_rows,
     versions_kept: f.versions,
-    bytes_on_disk: await bytesOnDisk(tableDir(deps.tables.root, entry)),
+    bytes_on_disk: await treeSize(tableDir(deps.tables.root, entry)),
     last_maintenance: last === undefined ? null : new Date(last).toISOString(),
   };
 }
