@@ -134,6 +134,15 @@ interface Run {
   rec: JobRecord;
   handle?: Running;
   stopping?: Promise<void>;
+  /** Told to stop (a stopped run's end is no outcome). */
+  stopped?: boolean;
+  /** How the run ended by itself, once it did: from then on nothing stops it (an index build's stop drops what it built). */
+  outcome?: { status: "Succeeded" | "Failed"; error?: string };
+}
+
+function stopRun(run: Run): Promise<void> {
+  run.stopped = true;
+  return run.handle ? run.handle.stop().catch(() => undefined) : Promise.resolve();
 }
 
 export async function openJobs(system: SystemTables, stateDir: string, kinds: JobKind[], describeError: (err: unknown) => string, opts: JobsOptions): Promise<Jobs> {
@@ -168,9 +177,10 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   /** The record is no longer this replica's to run (canceled or taken over): stop the run, let go of the lease. */
   function letGo(id: string): Promise<void> {
     const run = runs.get(id);
-    if (!run) return Promise.resolve();
+    // A run that ended is recorded by finish(), which leaves a record changed elsewhere as it is.
+    if (!run || run.outcome) return Promise.resolve();
     run.stopping ??= (async () => {
-      await run.handle?.stop().catch(() => undefined);
+      await stopRun(run);
       const r = await store.update(id, (s) => (s.lease?.replica === me ? { ...s, lease: undefined } : undefined));
       await ended(r);
     })().catch((err: unknown) => log.error("cannot record a job's end", { id, error: String(err) }));
@@ -198,13 +208,13 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       run.handle.done.catch(() => undefined);
       // Canceled (or closing) while it was starting: the handle did not exist when that was seen.
       const now = await store.read(rec.id);
-      if (closed || !now || !mine(now)) await run.handle.stop();
-      try {
-        await run.handle.done;
-        if (!run.stopping && !closed) await finish(rec.id, "Succeeded");
-      } catch (err) {
-        if (!run.stopping && !closed) await finish(rec.id, "Failed", describeError(err));
-      }
+      if (closed || !now || !mine(now)) await stopRun(run);
+      const outcome: NonNullable<Run["outcome"]> = await run.handle.done.then(
+        () => ({ status: "Succeeded" }),
+        (err: unknown) => ({ status: "Failed", error: describeError(err) }),
+      );
+      if (!run.stopped) run.outcome = outcome;
+      if (!run.stopping && !closed) await finish(rec.id, outcome.status, outcome.error);
       await run.stopping;
     } finally {
       // Once closing, close() records how each run ended (one that stopped while close() waited too).
@@ -261,7 +271,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const byId = new Map(store.mirrored().map((r) => [r.id, r]));
     for (const [id, run] of runs) {
       const r = byId.get(id);
-      if (!run.handle || run.stopping) continue;
+      if (!run.handle || run.stopping || run.outcome) continue;
       if (!r || !mine(r)) {
         const now = await store.read(id);
         if (!now || !mine(now)) void letGo(id);
@@ -372,10 +382,15 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
         [...runs.entries()].map(async ([id, run]) => {
           const resume = byName.get(run.rec.operation)?.interrupted === "resume";
           // Stored first, so a replica that looks meanwhile queues it (or sees it Failed) instead of waiting for the lease.
-          const r = await store.update(id, (s) =>
-            mine(s) ? (resume ? { ...s, status: "Queued", lease: undefined } : { ...s, status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE, lease: undefined }) : undefined,
-          );
-          await run.handle?.stop().catch(() => undefined);
+          // A run that ended meanwhile keeps its outcome, and is not stopped.
+          const end = (s: JobRecord): JobRecord =>
+            run.outcome
+              ? { ...s, ...run.outcome, finishedAt: now, lease: undefined }
+              : resume
+                ? { ...s, status: "Queued", lease: undefined }
+                : { ...s, status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE, lease: undefined };
+          const r = await store.update(id, (s) => (mine(s) ? end(s) : undefined));
+          if (!run.outcome) await stopRun(run);
           await ended(r);
         }).map((p) => p.catch((err: unknown) => log.error("cannot record a job's stop", { error: String(err) }))),
       );

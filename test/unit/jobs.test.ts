@@ -276,6 +276,24 @@ describe("two replicas on one store", () => {
     await jb.close();
   });
 
+  it("a run that finished is never stopped while its end is being stored (an index build's stop drops the index it built)", async () => {
+    const dir = tempDir();
+    const a = controlled("a", 1, "fail");
+    // A short lease: the scheduler looks (and renews) every 50 ms, so looks land while ends are stored.
+    const jobs = await started(dir, [a.kind], String, BOUNDS, "A", 200);
+    for (let i = 0; i < 40; i++) {
+      // An exclusive slot, as index builds hold: giving it back lengthens the end being stored.
+      const r = await jobs.submit("a", ["t"], {}, "o", { slot: `t/i${i}`, busy: () => new Error("busy") });
+      await eventually(() => expect(a.runs.has(r.id)).toBe(true));
+      await new Promise((res) => setTimeout(res, Math.random() * 50));
+      a.runs.get(r.id)!.finish();
+      await eventually(async () => expect(await statusOf(jobs, r.id)).toBe("Succeeded"));
+      await settle();
+      expect(a.runs.get(r.id)!.stopped, `run ${i}`).toBe(false);
+    }
+    await jobs.close();
+  }, 60_000);
+
   it("a lapsed job of a kind that cannot resume is Failed, naming why", async () => {
     const dir = tempDir();
     await (await storeAt(dir)).insert({ ...rec("x"), operation: "f", status: "Running", lease: { replica: "dead", expires: Date.now() - 1 } });
