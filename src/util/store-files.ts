@@ -1,13 +1,13 @@
 // The files Quiver reads and writes beside LanceDB's in the data directory (a managed version's
 // manifest, a declared table's marker, orphan table directories), on a local directory (node:fs)
-// or an object store (util/object-store.ts, given the storage options LanceDB gets), so those
+// or an object store (util/object-stores/, given the storage options LanceDB gets), so those
 // features work the same on both. Paths are absolute local paths or `s3://`, `gs://`, `az://` URIs.
 // Put-if-absent is the store's own: a hard link locally (the name appears whole or not at all), a
 // conditional PUT (`If-None-Match: *`) on an object store.
 import { link, lstat, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { isRemote } from "../config.js";
-import type { ObjectStore } from "./object-store.js";
+import type { ObjectStore } from "./object-stores/object-store.js";
 import { openAzure } from "./object-stores/azure.js";
 import { openGcs } from "./object-stores/gcs.js";
 import { openS3 } from "./object-stores/s3.js";

@@ -1,6 +1,6 @@
 // Azure Blob Storage (az://container/prefix) through @azure/storage-blob, with object_store's
 // Azure option names; the emulator (Azurite) by `use_emulator` or its endpoint.
-import { bareETag, statusOf, type ObjectStore, type StorageOption } from "../object-store.js";
+import { bareETag, statusOf, type ObjectStore, type StorageOption } from "./object-store.js";
 
 export async function openAzure(container: string, option: StorageOption): Promise<ObjectStore> {
   const { BlobServiceClient, StorageSharedKeyCredential } = await import("@azure/storage-blob");

@@ -1,7 +1,7 @@
 // Google Cloud Storage (gs://bucket/prefix) through @google-cloud/storage, with object_store's GCS
 // option names; credentials otherwise from Application Default Credentials. The put-if-absent is a
 // write conditioned on generation 0 (no live object).
-import { bareETag, statusOf, type ObjectStore, type StorageOption } from "../object-store.js";
+import { bareETag, statusOf, type ObjectStore, type StorageOption } from "./object-store.js";
 
 export async function openGcs(bucket: string, option: StorageOption): Promise<ObjectStore> {
   const { Storage } = await import("@google-cloud/storage");

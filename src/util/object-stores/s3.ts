@@ -2,7 +2,7 @@
 // AWS option names; credentials and region otherwise from the SDK's own chain (AWS_* variables,
 // profiles, instance roles). The put-if-absent is `If-None-Match: *`, which the store must support
 // (README, "Object storage").
-import { bareETag, statusOf, type ObjectStore, type StorageOption } from "../object-store.js";
+import { bareETag, statusOf, type ObjectStore, type StorageOption } from "./object-store.js";
 
 export async function openS3(bucket: string, option: StorageOption): Promise<ObjectStore> {
   const s3 = await import("@aws-sdk/client-s3");

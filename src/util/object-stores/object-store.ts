@@ -1,6 +1,6 @@
 // One bucket (or container) of an object store, as Quiver's own files there need it: listing,
 // reading, a put-if-absent and removal. One implementation per kind of store
-// (object-stores/azure.ts, s3.ts, gcs.ts), each on that store's own SDK, loaded at its first use.
+// (azure.ts, s3.ts, gcs.ts beside this file), each on that store's own SDK, loaded at its first use.
 
 export interface StoredObject {
   key: string;
