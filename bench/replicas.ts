@@ -4,7 +4,9 @@
 // Issue 23 asks that throughput not shrink with replicas. Rows/s count from submit to Succeeded;
 // each cell is measured --repeat times on fresh columns, and the summary is the median of each
 // replica count's cells over all its runs.
-//   node dist/bench/replicas.js [--rows 100000] [--replicas 1,3,3,1] [--repeat 2]
+// With --split, each backfill is split into as many tasks as there are replicas (--backfill-tasks),
+// which the replicas share; without it, each backfill runs as one job on one replica.
+//   node dist/bench/replicas.js [--rows 100000] [--replicas 1,3,3,1] [--repeat 2] [--split]
 // (ABBA order: a drift of the machine's load between the runs falls on both counts)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +17,7 @@ import { batches } from "./dataset.js";
 import { freePort, startHaproxy } from "./haproxy.js";
 import { startQuiver } from "./quiver-process.js";
 
-const { values } = parseArgs({ options: { rows: { type: "string", default: "100000" }, replicas: { type: "string", default: "1,3,3,1" }, repeat: { type: "string", default: "2" } } });
+const { values } = parseArgs({ options: { rows: { type: "string", default: "100000" }, replicas: { type: "string", default: "1,3,3,1" }, repeat: { type: "string", default: "2" }, split: { type: "boolean", default: false } } });
 const REPEAT = Number(values.repeat);
 const ROWS = Number(values.rows);
 const KEY = "bench-replicas-key";
@@ -67,13 +69,14 @@ const COLUMNS = Object.keys(UDFS).flatMap((u) => [`${u}, 1 job`, `${u}, 3 at onc
 const row = (label: string, cells: number[]) => console.log(`${label.padEnd(12)}${cells.map((c, i) => Math.round(c).toString().padStart(COLUMNS[i].length + 4)).join("")}`);
 /** Every measurement, by replica count, then by column. */
 const samples = new Map<number, number[][]>();
-console.log(`${ROWS} rows per table (id int32, a 32-d vector, text); js backfills submitted and followed through HAProxy; rows/s from submit to Succeeded`);
+console.log(`${ROWS} rows per table (id int32, a 32-d vector, text); js backfills submitted and followed through HAProxy; rows/s from submit to Succeeded${values.split ? "; each split into one task per replica" : ""}`);
 console.log(`${"replicas".padEnd(12)}${COLUMNS.map((c) => c.padStart(c.length + 4)).join("")}`);
 for (const n of counts) {
   const data = mkdtempSync(path.join(tmpdir(), "quiver-bench-replicas-"));
   const ports = await Promise.all(Array.from({ length: n }, () => freePort()));
   const states = ports.map(() => mkdtempSync(path.join(tmpdir(), "quiver-bench-state-")));
-  const replicas = await Promise.all(ports.map((port, i) => startQuiver(data, KEY, ["--port", String(port), "--state-dir", states[i], "--auto-maintenance", "off"])));
+  const split = values.split ? ["--backfill-tasks", String(n)] : [];
+  const replicas = await Promise.all(ports.map((port, i) => startQuiver(data, KEY, ["--port", String(port), "--state-dir", states[i], "--auto-maintenance", "off", ...split])));
   const urls = replicas.map((q) => q.url);
   const lb = await startHaproxy(ports);
   const tables = ["t0", "t1", "t2"];

@@ -15,6 +15,7 @@ import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { backfillKind } from "./jobs/kinds/backfill.js";
+import { backfillTaskKind } from "./jobs/kinds/backfill-task.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { maintenanceKind } from "./jobs/kinds/maintenance.js";
 import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
@@ -81,12 +82,14 @@ export async function createServices(config: Config, credential: (key: string) =
   const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, config.consistencyIntervalMs), openClaims(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir);
+  const backfills = { catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
   const jobs: Jobs = await reach(openJobs(
     system,
     privateDir,
     [
       indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
-      backfillKind({ catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs }),
+      backfillKind(backfills),
+      backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
       maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, limit: config.maintenanceJobs }),
     ],

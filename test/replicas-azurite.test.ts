@@ -1,7 +1,7 @@
 // Three Quiver replicas on one Azurite container (Azure Blob Storage's emulator) behind HAProxy
 // (test/helpers/replicas.ts): the main paths through the balancer, a create race, concurrent
-// writes, jobs followed, cancelled and taken over across replicas, Idempotency-Key retries and
-// versions across replicas (test/helpers/replica-scenarios.ts).
+// writes, jobs followed, cancelled and taken over across replicas, Idempotency-Key retries,
+// versions across replicas and a backfill split over them (test/helpers/replica-scenarios.ts).
 import { describe } from "vitest";
 import { replicasForFile } from "./helpers/replicas.js";
 import * as s from "./helpers/replica-scenarios.js";
@@ -16,4 +16,5 @@ describe("three replicas on one Azurite container", () => {
   s.backfillTakeover(bed);
   s.idempotencyAcrossReplicas(bed);
   s.versionsAcrossReplicas(bed);
+  s.backfillTasksAcrossReplicas(bed);
 });

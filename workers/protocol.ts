@@ -39,6 +39,8 @@ export interface BackfillRun {
   key: string[] | null;
   /** Per-row error policy; absent in jobs queued before policies existed (fail). */
   errors?: ErrorPolicy;
+  /** One task's share of a backfill split over replicas: task k of n (src/jobs/kinds/backfill-task.ts). */
+  part?: [number, number] | null;
 }
 
 export interface BackfillProgress {
@@ -52,6 +54,8 @@ export interface BackfillProgress {
   versions?: number[];
   read_version?: number;
   fragments?: number[];
+  /** A task's address range [from, to), fixed by its first plan (to null: the end). */
+  range?: [string, string | null];
 }
 
 /** What the server sends: the job, how its values are computed, where it stands, and the commits that wrote current values. */

@@ -52,7 +52,7 @@ export const backfillColumn = jsonOp(BackfillColumn, async ({ id, body, svc, pri
       throw invalid(`column: a ${kind} backfill writes values by key, and table ${q(entry.objectId)} has none: give it a primary key (update_field_metadata with "lance-schema:unenforced-primary-key": "true" on a unique column) or an "id" column`);
     }
   }
-  const spec = backfillSpec(vc, branch, key, body, svc.config.workers);
+  const spec = backfillSpec(vc, branch, key, body, svc.config.workers, false, svc.config.backfillTasks);
   const rec = await svc.jobs.submit(BACKFILL, id, spec, principal.key, backfillExclusive(id, vc.column, branch));
   return json({ job_id: rec.id }, 202);
 });

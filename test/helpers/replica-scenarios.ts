@@ -315,6 +315,32 @@ export function backfillTakeover(bed: Replicas): void {
   }, 180_000);
 }
 
+/**
+ * A backfill split into as many tasks as there are replicas (each restarted with
+ * `--backfill-tasks`, one backfill slot each): the tasks run on several replicas at once, and every
+ * row is computed once.
+ */
+export function backfillTasksAcrossReplicas(bed: Replicas): void {
+  it("a backfill split into tasks runs them on several replicas, each row computed once", async () => {
+    const n = bed.replicas.length;
+    for (let i = 0; i < n; i++) await bed.restart(i, ["--backfill-tasks", String(n), "--backfill-jobs", "1"]);
+    const T = "tasks1";
+    expect((await bed.call("POST", `/v1/table/${T}/create`, rowsIpc(10_000, DIM, 0))).status).toBe(200);
+    expect((await bed.call("POST", `/v1/table/${T}/add_columns`, { new_columns: [slowColumn("t")] })).status).toBe(200);
+    const b = await bed.call("POST", `/v1/table/${T}/backfill_column`, { column: "t", ...SLOW_PARAMS });
+    expect(b.status, b.text).toBe(202);
+    const done = await settle(bed, b.json.job_id, 120_000);
+    expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+    expect(done.properties).toMatchObject({ rows_done: "10000", rows_computed: "10000" });
+    const tasks = await Promise.all(done.properties.tasks.split(",").map((t) => describeJob(bed, t)));
+    expect(tasks).toHaveLength(n);
+    expect(tasks.map((t) => t.status)).toEqual(tasks.map(() => "Succeeded"));
+    expect(new Set(tasks.map((t) => t.properties.replica)).size).toBeGreaterThanOrEqual(2);
+    const { count } = tableCalls(bed);
+    expect(await count(T, { predicate: "t IS NULL OR t <> f * 2 + 1" })).toBe(0);
+  }, 240_000);
+}
+
 /** A replica restarting while another one runs a job leaves that job alone. */
 export function restartLeavesLiveJobs(bed: Replicas): void {
   it("a restart never resumes a job whose lease is live: the running replica finishes it alone", async () => {

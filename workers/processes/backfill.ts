@@ -36,6 +36,20 @@ function joined(tables: A.Table[]): A.Table {
   return new arrow.Table(withRows.flatMap((t) => t.batches.map((b) => new arrow.RecordBatch(schema, b.data))));
 }
 
+/** The plan's rows whose address `keep` takes. */
+function only(plan: Plan, keep: (address: bigint) => boolean): Plan {
+  const kept = plan.addresses.map(keep);
+  const pick = <T>(xs: T[]) => xs.filter((_, i) => kept[i]);
+  return { ids: pick(plan.ids), addresses: pick(plan.addresses), versions: pick(plan.versions), otherFresh: pick(plan.otherFresh) };
+}
+
+/** Task `k` of `n`'s address range [from, to) over sorted `addresses` (to null: the end), as strings. */
+function shareOf(addresses: bigint[], [k, n]: [number, number]): [string, string | null] {
+  const at = (i: number) => (i < addresses.length ? String(addresses[i]) : null);
+  const from = Math.floor((k * addresses.length) / n);
+  return [k === 0 ? "0" : (at(from) ?? String(1n << 63n)), k === n - 1 ? null : at(Math.floor(((k + 1) * addresses.length) / n))];
+}
+
 async function runSql(req: BackfillRequest, writer: TableHandle, send: Send): Promise<void> {
   // LanceDB's refresh reports only at its end: until then the total is every row it may fill.
   const read_version = await tableVersion(writer);
@@ -62,10 +76,15 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
   const report: BackfillProgress = { ...progress, read_version: readVersion };
   if (run.numFrags !== null && !progress.fragments) {
     const frags = firstFragments(plan.addresses, run.numFrags);
-    const keep = plan.addresses.map((a) => frags.has(Number(a >> 32n)));
-    const kept = <T>(xs: T[]) => xs.filter((_, i) => keep[i]);
-    plan = { ids: kept(plan.ids), addresses: kept(plan.addresses), versions: kept(plan.versions), otherFresh: kept(plan.otherFresh) };
+    plan = only(plan, (a) => frags.has(Number(a >> 32n)));
     report.fragments = [...frags];
+  }
+  if (run.part) {
+    // This task's share: a contiguous run of the plan's addresses, fixed by its first plan (every
+    // task of one backfill plans the same rows at the same read version) and kept across resumes.
+    const range = progress.range ?? shareOf(plan.addresses, run.part);
+    plan = only(plan, (a) => a >= BigInt(range[0]) && (range[1] === null || a < BigInt(range[1])));
+    report.range = range;
   }
   const counts = { rows_done: progress.rows_done ?? 0, rows_computed: progress.rows_computed ?? 0, rows_skipped: progress.rows_skipped ?? 0 };
   report.rows_total = counts.rows_done + counts.rows_skipped + plan.ids.length;

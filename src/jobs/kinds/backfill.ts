@@ -2,7 +2,9 @@
 // priority (workers/processes/backfill.ts says how, and why). The server records each commit the process
 // reports (in the job's progress, and in the column's list of value versions) before the next
 // report is handled, so a stop, a failure or a crash loses at most the checkpoint in progress,
-// and a run that resumes after a restart skips every row already written.
+// and a run that resumes after a restart skips every row already written. With --backfill-tasks
+// N a client's backfill is split into N tasks (./backfill-task.ts) that any replica may run, and
+// the backfill's own run follows them.
 import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/protocol.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
@@ -13,11 +15,14 @@ import { udfDefinition, type UdfLimits } from "../../compute/udf.js";
 import type { ValueVersions, ValuesKey } from "../../compute/value-versions.js";
 import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type VirtualColumn } from "../../compute/virtual-column.js";
 import { namedBranch, type Tables } from "../../engine/tables.js";
-import { tableSchema } from "../../engine/table-info.js";
-import type { Exclusive, JobKind } from "../jobs.js";
+import { tableSchema, tableVersion } from "../../engine/table-info.js";
+import type { Exclusive, JobContext, JobKind, Jobs, Running } from "../jobs.js";
+import { isTerminal, type JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
 export const BACKFILL = "backfill";
+/** One share of a backfill split over the replicas (./backfill-task.ts). */
+export const BACKFILL_TASK = "backfill_task";
 
 export interface BackfillSpec extends BackfillRun {
   [k: string]: unknown;
@@ -25,6 +30,8 @@ export interface BackfillSpec extends BackfillRun {
   definition: string;
   /** Queued by a write to a table with auto_backfill columns. */
   auto: boolean;
+  /** Tasks the backfill is split into, which any replica may run (1: it runs alone, as one job). */
+  tasks?: number;
 }
 
 export interface BackfillDeps {
@@ -35,56 +42,133 @@ export interface BackfillDeps {
   workerHeapMb: number;
   limits: UdfLimits;
   limit: number;
+  /** The job scheduler, to queue a split backfill's tasks and follow them. */
+  jobs: () => Jobs;
+  /** This replica's id, which a task records as where it ran. */
+  replica: string;
 }
 
 // dist/src/jobs/kinds/backfill.js → dist/workers/processes/backfill.js
 const BACKFILL_PROCESS = new URL("../../../workers/processes/backfill.js", import.meta.url);
 
-export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
+/** Run a backfill, or one task's share of it, in its child process. */
+export async function runBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>): Promise<Running> {
   const { catalog, tables, versions } = deps;
+  const spec = job.rec.spec;
+  const entry = await requireTable(catalog, job.rec.table);
+  const t = await tables.open(entry, { branch: spec.branch, fresh: true });
+  const vc = virtualColumnOf((await tableSchema(t)).fields, spec.column);
+  if (!vc) throw new Error(`column ${JSON.stringify(spec.column)} is no longer a virtual column`);
+  if (definitionHash(vc) !== spec.definition) throw new Error(`the definition of column ${JSON.stringify(spec.column)} changed since this backfill was submitted; submit a new backfill`);
+  const valuesKey: ValuesKey = { location: entry.location!, branch: spec.branch, column: spec.column, definition: spec.definition };
+  // The other UDF columns this one's commits may keep fresh: those that do not read it.
+  const others = new Map<string, ValuesKey>();
+  for (const f of (await tableSchema(t)).fields) {
+    const o = fromFieldMetadata(f.name, f.metadata);
+    if (!o || o.column === spec.column || !runnable(o) || runnable(o) === "sql" || o.inputs.some((p) => p.split(".")[0] === spec.column)) continue;
+    others.set(o.column, { ...valuesKey, column: o.column, definition: definitionHash(o) });
+  }
+  const request: BackfillRequest = {
+    root: tables.root,
+    storage: tables.storageOptions,
+    entry,
+    run: spec,
+    // Decided here, once: the child opens its table store once and computes straight away.
+    compute: runnable(vc) === "sql" ? { kind: "sql" } : { kind: "udf", udf: udfDefinition(vc, deps.limits) },
+    progress: (job.rec.progress ?? {}) as BackfillProgress,
+    fresh: [...(await versions.get(valuesKey))],
+    others: await Promise.all([...others.values()].map(async (k) => ({ column: k.column, fresh: [...(await versions.get(k))] }))),
+    workers: deps.workers,
+    workerHeapMb: deps.workerHeapMb,
+  };
+  return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
+    if (m.tracked) {
+      for (const v of m.committed) await versions.add(valuesKey, v);
+      for (const c of m.freshFor) for (const v of m.committed) await versions.add(others.get(c)!, v);
+    }
+    await job.report(m.progress as Record<string, unknown>);
+    const version = m.committed.at(-1);
+    if (version !== undefined) tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version, change: "backfill", rows: null, byCachedHandle: false });
+  });
+}
+
+const TASK_POLL_MS = 250;
+const COUNTS = ["rows_total", "rows_done", "rows_computed", "rows_skipped", "rows_failed"] as const;
+
+/** The progress of a split backfill: its tasks' summed, their commits and failed rows together. */
+function progressOf(tasks: (JobRecord | undefined)[]): BackfillProgress {
+  const ps = tasks.map((t) => (t?.progress ?? {}) as BackfillProgress);
+  const out: BackfillProgress = { versions: [...new Set(ps.flatMap((p) => p.versions ?? []))].sort((a, b) => a - b), failed_rows: ps.flatMap((p) => p.failed_rows ?? []) };
+  for (const c of COUNTS) out[c] = ps.reduce((n, p) => n + (p[c] ?? 0), 0);
+  return out;
+}
+
+/**
+ * A backfill split into tasks: queued once (every task reads the same version, so their shares
+ * are one plan cut in contiguous address ranges), then followed until all succeed; a task that
+ * fails or is canceled fails the backfill. Canceling the backfill cancels its tasks; a shutdown or a
+ * takeover leaves them running (the backfill resumes following them).
+ */
+async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>): Promise<Running> {
+  const spec = job.rec.spec;
+  const jobs = deps.jobs();
+  let ids = job.rec.progress?.tasks as string[] | undefined;
+  if (!ids) {
+    const entry = await requireTable(deps.catalog, job.rec.table);
+    const readVersion = spec.readVersion ?? (await tableVersion(await deps.tables.open(entry, { branch: spec.branch, fresh: true })));
+    ids = [];
+    for (let k = 0; k < spec.tasks!; k++) {
+      const task: BackfillSpec = { ...spec, readVersion, tasks: 1, part: [k, spec.tasks!], backfill: job.rec.id };
+      ids.push((await jobs.submit(BACKFILL_TASK, [...job.rec.table], task, job.rec.owner ?? "")).id);
+    }
+    await job.report({ tasks: ids, read_version: readVersion });
+  }
+  const taskIds = ids;
+  let stopping = false;
+  const done = (async () => {
+    while (!stopping) {
+      const tasks = await Promise.all(taskIds.map((id) => jobs.get(id)));
+      await job.report(progressOf(tasks) as Record<string, unknown>);
+      const lost = tasks.findIndex((t) => !t || t.status === "Failed" || t.status === "Canceled");
+      if (lost >= 0) {
+        await Promise.all(tasks.map((t) => (t && !isTerminal(t.status) ? jobs.cancel(t) : undefined)));
+        const t = tasks[lost];
+        throw new Error(t ? `task ${t.id} of this backfill is ${t.status}${t.error ? `: ${t.error}` : ""}` : `task ${taskIds[lost]} of this backfill is gone`);
+      }
+      if (tasks.every((t) => t!.status === "Succeeded")) return;
+      await new Promise((r) => setTimeout(r, TASK_POLL_MS));
+    }
+  })();
+  return {
+    done,
+    async stop() {
+      stopping = true;
+      await done.catch(() => undefined);
+      // Only a cancel ends the tasks: a shutdown queues this backfill again, a takeover follows them elsewhere.
+      if ((await jobs.get(job.rec.id))?.status !== "Canceled") return;
+      await Promise.all(taskIds.map(async (id) => {
+        const t = await jobs.get(id);
+        if (t && !isTerminal(t.status)) await jobs.cancel(t);
+      }));
+    },
+  };
+}
+
+/** Split a backfill only where its tasks can share it: UDF columns, all fragments, asked for by a client. */
+const splits = (spec: BackfillSpec) => (spec.tasks ?? 1) > 1 && !spec.part && spec.numFrags === null && !spec.auto;
+
+export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
   return {
     name: BACKFILL,
     limit: deps.limit,
     interrupted: "resume",
-    async start(job) {
-      const spec = job.rec.spec;
-      const entry = await requireTable(catalog, job.rec.table);
-      const t = await tables.open(entry, { branch: spec.branch, fresh: true });
-      const vc = virtualColumnOf((await tableSchema(t)).fields, spec.column);
-      if (!vc) throw new Error(`column ${JSON.stringify(spec.column)} is no longer a virtual column`);
-      if (definitionHash(vc) !== spec.definition) throw new Error(`the definition of column ${JSON.stringify(spec.column)} changed since this backfill was submitted; submit a new backfill`);
-      const valuesKey: ValuesKey = { location: entry.location!, branch: spec.branch, column: spec.column, definition: spec.definition };
-      // The other UDF columns this one's commits may keep fresh: those that do not read it.
-      const others = new Map<string, ValuesKey>();
-      for (const f of (await tableSchema(t)).fields) {
-        const o = fromFieldMetadata(f.name, f.metadata);
-        if (!o || o.column === spec.column || !runnable(o) || runnable(o) === "sql" || o.inputs.some((p) => p.split(".")[0] === spec.column)) continue;
-        others.set(o.column, { ...valuesKey, column: o.column, definition: definitionHash(o) });
-      }
-      const request: BackfillRequest = {
-        root: tables.root,
-        storage: tables.storageOptions,
-        entry,
-        run: spec,
-        // Decided here, once: the child opens its table store once and computes straight away.
-        compute: runnable(vc) === "sql" ? { kind: "sql" } : { kind: "udf", udf: udfDefinition(vc, deps.limits) },
-        progress: (job.rec.progress ?? {}) as BackfillProgress,
-        fresh: [...(await versions.get(valuesKey))],
-        others: await Promise.all([...others.values()].map(async (k) => ({ column: k.column, fresh: [...(await versions.get(k))] }))),
-        workers: deps.workers,
-        workerHeapMb: deps.workerHeapMb,
-      };
-      return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
-        if (m.tracked) {
-          for (const v of m.committed) await versions.add(valuesKey, v);
-          for (const c of m.freshFor) for (const v of m.committed) await versions.add(others.get(c)!, v);
-        }
-        await job.report(m.progress as Record<string, unknown>);
-        const version = m.committed.at(-1);
-        if (version !== undefined) tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version, change: "backfill", rows: null, byCachedHandle: false });
-      });
-    },
-    describe({ spec, progress, startedAt, finishedAt, status }) {
+    start: (job) => (splits(job.rec.spec) ? splitBackfill(deps, job) : runBackfill(deps, job)),
+    describe: describeBackfill,
+  };
+}
+
+/** What a backfill's record, or a task's, shows. */
+export function describeBackfill({ spec, progress, startedAt, finishedAt, status }: JobRecord & { spec: BackfillSpec }): Record<string, string | undefined> {
       const p = (progress ?? {}) as BackfillProgress;
       const end = finishedAt ?? (status === "Running" ? Date.now() : undefined);
       const seconds = startedAt !== undefined && end !== undefined ? (end - startedAt) / 1000 : 0;
@@ -103,9 +187,11 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
         failed_rows: p.failed_rows?.length ? JSON.stringify(p.failed_rows) : undefined,
         rows_per_second: seconds > 0 ? String(Math.round((p.rows_computed ?? 0) / seconds)) : undefined,
         auto: spec.auto ? "true" : undefined,
+        tasks: Array.isArray(progress?.tasks) ? (progress.tasks as string[]).join(",") : undefined,
+        backfill: typeof spec.backfill === "string" ? spec.backfill : undefined,
+        task: spec.part ? `${spec.part[0] + 1} of ${spec.part[1]}` : undefined,
+        replica: typeof progress?.replica === "string" ? progress.replica : undefined,
       };
-    },
-  };
 }
 
 const DEFAULT_TASK_SIZE = 2048;
@@ -127,7 +213,7 @@ export interface BackfillParams {
 }
 
 /** The job spec of a backfill of `vc` (checked by the caller), with the defaults filled in. */
-export function backfillSpec(vc: VirtualColumn, branch: string | null, key: string[] | null, p: BackfillParams, workers: number, auto = false): BackfillSpec {
+export function backfillSpec(vc: VirtualColumn, branch: string | null, key: string[] | null, p: BackfillParams, workers: number, auto = false, tasks = 1): BackfillSpec {
   const lo = p.min_checkpoint_size ?? 1;
   const hi = p.max_checkpoint_size ?? Infinity;
   return {
@@ -144,6 +230,8 @@ export function backfillSpec(vc: VirtualColumn, branch: string | null, key: stri
     key,
     errors: errorPolicy(p.error_handling),
     auto,
+    // A SQL column is LanceDB's own refresh, in one call.
+    tasks: runnable(vc) === "sql" ? 1 : tasks,
   };
 }
 
