@@ -125,10 +125,14 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
   }
   const taskIds = ids;
   let stopping = false;
+  let reported = "";
   const done = (async () => {
     while (!stopping) {
       const tasks = await Promise.all(taskIds.map((id) => jobs.get(id)));
-      await job.report(progressOf(tasks) as Record<string, unknown>);
+      // Stored only when it changed: each report is a commit to the shared job records.
+      const progress = progressOf(tasks);
+      if (JSON.stringify(progress) !== reported) await job.report(progress as Record<string, unknown>);
+      reported = JSON.stringify(progress);
       const lost = tasks.findIndex((t) => !t || t.status === "Failed" || t.status === "Canceled");
       if (lost >= 0) {
         await Promise.all(tasks.map((t) => (t && !isTerminal(t.status) ? jobs.cancel(t) : undefined)));
