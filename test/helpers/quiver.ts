@@ -145,7 +145,9 @@ export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
 
 /** Remove a temp data directory after the server using it stopped. */
 export function removeDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+  // A write the server started before it closed (a claim released, a compaction) may still add a
+  // file while the tree is removed: rmSync retries on ENOTEMPTY.
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
 
 /** A server that can be restarted on the same data directory (after stop() or kill()). */
