@@ -209,6 +209,22 @@ describe("files beside LanceDB's on Azurite: managed versions, declared tables, 
 
   it("writers racing on one version: one wins, the others get a 409 and retry; nothing is lost", () => racingWritersLoseNothing(m, db, open));
 
+  it("attack: version/create takes a manifest only from the table's own _versions: another table's, a .. path or another container is 400, nothing published", async () => {
+    const keyOf = async (t: string) => ((await call(`/v1/table/${t}/describe`, {})).json.location as string).replace(/^az:\/\/[^/]+\//, "");
+    const [mine, other] = [await keyOf("mv"), await keyOf("race")];
+    const before = await versionsOf("mv");
+    for (const manifest_path of [
+      `${other}/_versions/18446744073709551614.manifest-stolen`,
+      `${mine}/_versions/../../${other.split("/").pop()}/_versions/1.manifest-x`,
+      `az://othercontainer/${mine}/_versions/1.manifest-x`,
+    ]) {
+      const r = await call("/v1/table/mv/version/create", { version: before[0] + 1, manifest_path });
+      expect(r.status, `${manifest_path}: ${r.text}`).toBe(400);
+      expect(r.json.detail).toMatch(/is not a staged manifest/);
+    }
+    expect(await versionsOf("mv")).toEqual(before);
+  });
+
   it("version/delete takes versions out of the history; the latest still reads", async () => {
     const t = await db.createTable("vd", [{ id: 1 }]);
     await t.add([{ id: 2 }]);

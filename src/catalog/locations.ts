@@ -19,7 +19,6 @@ export function newLocation(id: readonly string[], randomised = false): string {
   return `${randomBytes(4).toString("hex")}_${slug}.lance`;
 }
 
-
 /** Where the catalog lives on an object store (a location no table may take). */
 export const REMOTE_MANIFEST_LOCATION = "__manifest.lance";
 

@@ -34,8 +34,7 @@ export async function scanRootDatasets(root: string): Promise<Set<string>> {
 
 /** Mark a deregistered table's kept data: out of listings, never reclaimed. No directory, nothing to mark. */
 export async function markDeregistered(dir: string): Promise<void> {
-  const inside = await listNames(dir);
-  if (inside.length > 0 && !inside.includes(DEREGISTERED)) await writeIfAbsent(joinPath(dir, DEREGISTERED), Buffer.alloc(0));
+  if ((await listNames(dir)).length > 0) await writeIfAbsent(joinPath(dir, DEREGISTERED), Buffer.alloc(0));
 }
 
 /** Take a deregistration's mark back (a batch commit that failed after it). */

@@ -9,16 +9,13 @@ import { ApiError, Code, invalid } from "../errors.js";
 import { EXPRESSION_FAULT, filterError } from "./query-errors.js";
 import { engineReason, errorText, isCommitConflict } from "./messages.js";
 import type { Tables } from "./tables.js";
-import { isRemote, remoteHasVersions } from "./storage.js";
+import { isRemote } from "./storage.js";
 import { joinPath, listNames, removeFile, writeIfAbsent } from "../util/store-files.js";
 
 const MARKER = ".svc-reserved";
 
 /** Does the table directory hold at least one committed Lance version? */
-export async function hasVersions(dir: string): Promise<boolean> {
-  if (isRemote(dir)) return remoteHasVersions(dir);
-  return (await listNames(joinPath(dir, "_versions"))).some((n) => n.endsWith(".manifest"));
-}
+export const hasVersions = async (dir: string) => (await listNames(joinPath(dir, "_versions"))).some((n) => n.endsWith(".manifest"));
 
 export const hasMarker = async (dir: string) => (await listNames(dir)).includes(MARKER);
 

@@ -24,7 +24,6 @@ const schema = new Schema([
 
 const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
-
 async function openRemote(root: string, storageOptions: Record<string, string>): Promise<lancedb.Table> {
   const conn = await lancedb.connect(root, { storageOptions });
   try {

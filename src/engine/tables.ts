@@ -1,13 +1,13 @@
 // Opening Lance tables by catalog entry, with a cache of open handles.
 // Tables whose location LanceDB can open by name go through a plain connection to the data
 // directory; others (e.g. LanceDB's own `<hash>_ns$t` layout) through its directory namespace.
-import { rm } from "node:fs/promises";
 import * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
-import { isRemote, namespaceProperties, remoteRemove, useStorageOptions } from "./storage.js";
+import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
+import { removeTree } from "../util/store-files.js";
 
 /**
  * An open LanceDB table. Outside src/engine/ it is only held and handed back to engine functions:
@@ -165,10 +165,7 @@ export async function openTables(root: string, consistencyMs: number, objectStor
     async removeData(entry) {
       cache.delete(entry.objectId);
       if (!entry.location) return;
-      const dir = resolveLocation(root, entry.location);
-      // An object store has no directories to remove: LanceDB deletes the table's objects.
-      if (isRemote(dir)) await remoteRemove(dir);
-      else await rm(dir, { recursive: true, force: true });
+      await removeTree(resolveLocation(root, entry.location));
     },
   };
 }

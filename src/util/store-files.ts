@@ -22,8 +22,6 @@ export function useStorageOptions(options: Record<string, string> | undefined): 
   stores.clear();
 }
 
-export const storageOptions = (): Record<string, string> => current;
-
 export interface FileInfo {
   size: number;
   /** The store's entity tag; locally object_store's: inode, mtime (µs) and size in hex. */
