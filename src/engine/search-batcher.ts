@@ -2,12 +2,15 @@
 // identical but for their query vectors (one each, or a client's multi_vector list) run as ONE
 // multi-vector search: LanceDB plans each vector
 // alone and unions the results with a `query_index` column, so every member's rows, distances and
-// order are its own search's (checked by test/batching.test.ts). No timer: a search runs at once
-// when its group has no engine call running (a lone search never waits). While one runs, a free
-// slot takes the waiting searches only once they are a fair share (1/slots) of the group's
-// searches in flight, else they wait for the next slot to free: two batches of half the load
-// overlap in the engine, where a straggler sent alone the moment a slot frees would cost a whole
-// engine call and split the load into batches of 1 and n - 1 (docs/design.md, Query batching).
+// order are its own search's (checked by test/batching.test.ts). A lone search never waits: it
+// runs at once when its group has no engine call running and none of its answered searches are
+// on their way back. Otherwise a free slot takes the waiting searches only once they are a fair
+// share (1/slots) of the group's searches in flight, counting those just answered (their clients
+// send the next one a moment later), and takes no more than that share: two batches of half the
+// load overlap in the engine, where a straggler sent alone would cost a whole engine call and tip
+// the load into batches of 1 and n - 1, and a batch sent at the first return into 2 and n - 2
+// (docs/design.md, Query batching). If the engine is idle and the awaited searches do not come
+// back within half an engine call, what waits is sent.
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
@@ -46,6 +49,12 @@ interface Group {
   /** Query vectors in the running engine calls, and in the waiting members. */
   runningVectors: number;
   waitingVectors: number;
+  /** Query vectors answered and not yet followed by new searches: expected back shortly. */
+  returning: number;
+  /** How long the last engine call of the group took, in ms. */
+  lastCallMs: number;
+  /** Set while the engine is idle for the group and what waits is held for returning searches. */
+  hold: ReturnType<typeof setTimeout> | null;
   waiting: Member[];
 }
 
@@ -73,7 +82,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     let byKey = groups.get(table);
     if (!byKey) groups.set(table, (byKey = new Map()));
     let g = byKey.get(key);
-    if (!g) byKey.set(key, (g = { running: 0, runningVectors: 0, waitingVectors: 0, waiting: [] }));
+    if (!g) byKey.set(key, (g = { running: 0, runningVectors: 0, waitingVectors: 0, returning: 0, lastCallMs: 0, hold: null, waiting: [] }));
     return g;
   }
 
@@ -118,18 +127,25 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
       ms.map((m) => (now - m.since) / 1000),
     );
     void runBatch(table, spec, name, ms, () => {
-      if (--calls === 0) idleSince = performance.now();
+      const end = performance.now();
+      if (--calls === 0) idleSince = end;
       g.running--;
       g.runningVectors -= vectors;
+      g.returning += vectors;
+      g.lastCallMs = end - now;
       next(table, spec, name, g, key);
     });
   }
 
-  /** The next batch: waiting members, oldest first, up to batchMax vectors (at least one member). */
+  /** The group's fair share of query vectors for one engine call. */
+  const share = (g: Group) => Math.min(opts.batchMax, Math.ceil((g.runningVectors + g.waitingVectors + g.returning) / opts.slots));
+
+  /** The next batch: waiting members, oldest first, up to a fair share (at least one member). */
   function take(g: Group): Member[] {
     const out: Member[] = [];
+    const most = share(g);
     let vectors = 0;
-    while (g.waiting.length && (out.length === 0 || vectors + g.waiting[0].vectors.length <= opts.batchMax)) {
+    while (g.waiting.length && (out.length === 0 || vectors + g.waiting[0].vectors.length <= most)) {
       const m = g.waiting.shift()!;
       g.waitingVectors -= m.vectors.length;
       // A client that left while waiting is answered (for the log) and never sent to the engine.
@@ -146,17 +162,28 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   /** Whether a free slot takes the waiting searches now (see the head of this file). */
   function ready(g: Group): boolean {
     if (g.running >= opts.slots || g.waiting.length === 0) return false;
-    if (g.running === 0) return true;
-    const share = Math.ceil((g.runningVectors + g.waitingVectors) / opts.slots);
-    return g.waitingVectors >= Math.min(opts.batchMax, share);
+    if (g.running === 0 && g.returning === 0) return true;
+    return g.waitingVectors >= share(g);
   }
 
   function next(table: lancedb.Table, spec: QuerySpec, name: string, g: Group, key: string): void {
+    if (g.hold) clearTimeout(g.hold);
+    g.hold = null;
     while (ready(g)) {
       const ms = take(g);
       if (ms.length) dispatch(table, spec, name, g, ms, key);
     }
-    if (g.running === 0 && g.waiting.length === 0) groups.get(table)?.delete(key);
+    if (g.running > 0) return;
+    if (g.waiting.length === 0 && g.returning === 0) {
+      groups.get(table)?.delete(key);
+      return;
+    }
+    // The engine is idle for this group: what waits is held for the searches on their way back,
+    // and they are expected no longer than half an engine call (a client that stops never is).
+    g.hold = setTimeout(() => {
+      g.returning = 0;
+      next(table, spec, name, g, key);
+    }, g.lastCallMs / 2);
   }
 
   return {
@@ -168,6 +195,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
         const m: Member = { vectors: spec.vectors!, since: performance.now(), gone, resolve, reject };
         g.waiting.push(m);
         g.waitingVectors += m.vectors.length;
+        g.returning = Math.max(0, g.returning - m.vectors.length);
         next(table, spec, name, g, key);
       });
     },
