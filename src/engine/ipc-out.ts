@@ -59,7 +59,28 @@ export function ipcFile(first: Buffer, next: () => Promise<Buffer | null>): Asyn
   return chunks(first, parse(first), next);
 }
 
+/**
+ * A first engine buffer up to this size waits for the engine's next: a result of one buffer (a
+ * top-k search's) is then sent as the engine wrote it, a complete IPC file, with no footer to
+ * encode (~20 µs of the event loop a search). A larger first buffer streams at once.
+ */
+const WHOLE_BYTES = 1024 * 1024;
+
 async function* chunks(first: Buffer, head: Parsed, next: () => Promise<Buffer | null>): AsyncGenerator<Uint8Array> {
+  let ahead: Buffer | null | undefined;
+  if (first.length <= WHOLE_BYTES) {
+    ahead = await next();
+    if (!ahead) {
+      yield first;
+      return;
+    }
+  }
+  const pull = () => {
+    if (ahead === undefined) return next();
+    const b = ahead;
+    ahead = undefined;
+    return Promise.resolve(b);
+  };
   const schemaEnd = head.blocks.length ? head.blocks[0].offset : first.length - 10 - first.readInt32LE(first.length - 10);
   const schema = schemaMessage(first, Number(schemaEnd));
   const blocks: FileBlock[] = [];
@@ -74,7 +95,7 @@ async function* chunks(first: Buffer, head: Parsed, next: () => Promise<Buffer |
       offset += len;
       yield b.subarray(start, start + len);
     }
-    b = await next();
+    b = await pull();
     p = b ? parse(b) : null;
   }
   const footer = Footer.encode(new Footer(head.footer.schema, head.footer.version, blocks, []));

@@ -32,6 +32,33 @@ describe("IPC re-framing", () => {
     expect(out.getChild("name")!.get(8)).toBe("r8");
   });
 
+  it("a result of one engine buffer is that buffer as it is, with no footer encoded", async () => {
+    const only = batchFile(0, 10);
+    const chunks: Uint8Array[] = [];
+    for await (const c of ipcFile(only, async () => null)) chunks.push(c);
+    expect(chunks).toEqual([only]);
+    expect(chunks[0]).toBe(only);
+  });
+
+  it("a large first buffer streams before the engine's next is asked for", async () => {
+    const big = batchFile(0, 150_000);
+    expect(big.length).toBeGreaterThan(1024 * 1024);
+    const rest = [batchFile(150_000, 2)];
+    let asked = 0;
+    const it = ipcFile(big, async () => (asked++, rest.shift() ?? null));
+    const seen: number[] = [];
+    const parts: Uint8Array[] = [];
+    for await (const c of it) {
+      seen.push(asked);
+      parts.push(c);
+    }
+    // The magic, the schema and the first batch leave before the engine is asked again.
+    expect(seen.slice(0, 3)).toEqual([0, 0, 0]);
+    const out = arrow.tableFromIPC(Buffer.concat(parts));
+    expect(out.numRows).toBe(150_002);
+    expect(out.getChild("name")!.get(150_001)).toBe("r150001");
+  });
+
   it("a buffer that is not an IPC file is refused before anything is produced", () => {
     expect(() => ipcFile(Buffer.from("not arrow at all, not at all"), async () => null)).toThrow(/not an Arrow IPC file/);
   });
