@@ -67,20 +67,11 @@ export function ipcFile(first: Buffer, next: () => Promise<Buffer | null>): Asyn
 const WHOLE_BYTES = 1024 * 1024;
 
 async function* chunks(first: Buffer, head: Parsed, next: () => Promise<Buffer | null>): AsyncGenerator<Uint8Array> {
-  let ahead: Buffer | null | undefined;
-  if (first.length <= WHOLE_BYTES) {
-    ahead = await next();
-    if (!ahead) {
-      yield first;
-      return;
-    }
+  let ahead = first.length <= WHOLE_BYTES ? await next() : undefined;
+  if (ahead === null) {
+    yield first;
+    return;
   }
-  const pull = () => {
-    if (ahead === undefined) return next();
-    const b = ahead;
-    ahead = undefined;
-    return Promise.resolve(b);
-  };
   const schemaEnd = head.blocks.length ? head.blocks[0].offset : first.length - 10 - first.readInt32LE(first.length - 10);
   const schema = schemaMessage(first, Number(schemaEnd));
   const blocks: FileBlock[] = [];
@@ -95,7 +86,8 @@ async function* chunks(first: Buffer, head: Parsed, next: () => Promise<Buffer |
       offset += len;
       yield b.subarray(start, start + len);
     }
-    b = await pull();
+    b = ahead ?? (await next());
+    ahead = undefined;
     p = b ? parse(b) : null;
   }
   const footer = Footer.encode(new Footer(head.footer.schema, head.footer.version, blocks, []));

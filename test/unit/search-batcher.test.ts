@@ -70,12 +70,16 @@ describe("search batcher", () => {
     expect(await since(before)).toEqual({ count: 2, vectors: 6, ofOne: 1, afterIdle: 1 });
   });
 
-  it("waits for the searches it just answered, so their clients' next searches leave as two fair batches, not a straggler first", async () => {
+  /** A batcher that has just answered an 8-vector search: past the answer's microtasks (the slot frees in one), before any timer can fire. */
+  async function justAnswered8() {
     const b = createSearchBatcher({ batchMax: 64, slots: 2 });
     await b.run(table, search(vectors.slice(0, 8)), "t");
-    // Past the answer's microtasks (the slot frees in one), before any timer can fire.
     await new Promise((r) => setImmediate(r));
-    const before = await calls();
+    return { b, before: await calls() };
+  }
+
+  it("waits for the searches it just answered, so their clients' next searches leave as two fair batches, not a straggler first", async () => {
+    const { b, before } = await justAnswered8();
     // The 8 clients come back: the first finds the engine idle, yet 7 searches are on their way,
     // so it waits for them; they leave as 4 + 4 (the fair share of 8 with two slots), not 1 + 7.
     await Promise.all(vectors.slice(0, 8).map((v) => b.run(table, search(v), "t")));
@@ -83,10 +87,7 @@ describe("search batcher", () => {
   });
 
   it("sends a waiting search once the searches it waited for fail to come back within half an engine call", async () => {
-    const b = createSearchBatcher({ batchMax: 64, slots: 2 });
-    await b.run(table, search(vectors.slice(0, 8)), "t");
-    await new Promise((r) => setImmediate(r));
-    const before = await calls();
+    const { b, before } = await justAnswered8();
     await b.run(table, search(vectors[0]), "t");
     expect(await since(before)).toEqual({ count: 1, vectors: 1, ofOne: 1, afterIdle: 1 });
   });

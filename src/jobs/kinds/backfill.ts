@@ -57,13 +57,14 @@ export async function runBackfill(deps: BackfillDeps, job: JobContext<BackfillSp
   const spec = job.rec.spec;
   const entry = await requireTable(catalog, job.rec.table);
   const t = await tables.open(entry, { branch: spec.branch, fresh: true });
-  const vc = virtualColumnOf((await tableSchema(t)).fields, spec.column);
+  const { fields } = await tableSchema(t);
+  const vc = virtualColumnOf(fields, spec.column);
   if (!vc) throw new Error(`column ${JSON.stringify(spec.column)} is no longer a virtual column`);
   if (definitionHash(vc) !== spec.definition) throw new Error(`the definition of column ${JSON.stringify(spec.column)} changed since this backfill was submitted; submit a new backfill`);
   const valuesKey: ValuesKey = { location: entry.location!, branch: spec.branch, column: spec.column, definition: spec.definition };
   // The other UDF columns this one's commits may keep fresh: those that do not read it.
   const others = new Map<string, ValuesKey>();
-  for (const f of (await tableSchema(t)).fields) {
+  for (const f of fields) {
     const o = fromFieldMetadata(f.name, f.metadata);
     if (!o || o.column === spec.column || !runnable(o) || runnable(o) === "sql" || o.inputs.some((p) => p.split(".")[0] === spec.column)) continue;
     others.set(o.column, { ...valuesKey, column: o.column, definition: definitionHash(o) });
@@ -131,8 +132,9 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
       const tasks = await Promise.all(taskIds.map((id) => jobs.get(id)));
       // Stored only when it changed: each report is a commit to the shared job records.
       const progress = progressOf(tasks);
-      if (JSON.stringify(progress) !== reported) await job.report(progress as Record<string, unknown>);
-      reported = JSON.stringify(progress);
+      const text = JSON.stringify(progress);
+      if (text !== reported) await job.report(progress as Record<string, unknown>);
+      reported = text;
       const lost = tasks.findIndex((t) => !t || t.status === "Failed" || t.status === "Canceled");
       if (lost >= 0) {
         await Promise.all(tasks.map((t) => (t && !isTerminal(t.status) ? jobs.cancel(t) : undefined)));
