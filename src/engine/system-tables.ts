@@ -7,7 +7,10 @@
 // A table is keyed by `key`; a few scalar columns per table carry what conditions test (status,
 // lease owner, expiry), and `doc` the whole record as JSON. Reads always see the latest commit
 // (consistency interval 0): what one replica wrote, the next read on another sees.
+import { mkdir } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import * as lancedb from "@lancedb/lancedb";
+import { fileInfo, joinPath, writeIfAbsent } from "../util/store-files.js";
 import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
 import type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
@@ -23,11 +26,12 @@ export const SYSTEM_DIR = ".system";
 /** Compact a system table (and drop versions older than this) after this many of its commits here. */
 const COMPACT_EVERY = 50;
 const KEEP_VERSIONS_MS = 10 * 60_000;
-/** Opens retried while a racing replica creates the table (100 ms apart). */
-const CREATE_TRIES = 50;
+/** How long a replica waits for the one that creates a table; past it, a creator is taken for dead. */
+const CREATOR_MS = 30_000;
+const WAIT_MS = 100;
 
 export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
-  const dir = isRemote(root) ? `${root.replace(/\/+$/, "")}/${SYSTEM_DIR}` : `${root}/${SYSTEM_DIR}`;
+  const dir = joinPath(root, SYSTEM_DIR);
   const conn = lancedb.connect(dir, { storageOptions, readConsistencyInterval: 0 });
   return {
     async open(name, columns) {
@@ -37,19 +41,37 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
         new Field("doc", new Utf8(), true),
       ]);
       const db = await conn;
-      // Replicas starting at once race to create it: the loser opens the winner's, which may not
-      // have its first version yet for a moment.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          if (!(await db.tableNames()).includes(name)) await db.createEmptyTable(name, schema, { existOk: true });
-          return systemTable(await db.openTable(name), schema, columns);
-        } catch (err) {
-          if (attempt >= CREATE_TRIES || !/not found/i.test(String((err as Error)?.message ?? err))) throw err;
-          await new Promise((res) => setTimeout(res, 100));
+      // Replicas starting at once must not all create it: the engine commits a racing create as an
+      // overwrite of the winner's table, and the loser's (or the winner's first write) fails. One
+      // replica, the one whose marker `<name>.creator` lands first, creates it; the others wait
+      // for its first version, and take over once the marker is older than CREATOR_MS.
+      const marker = joinPath(dir, `${name}.creator`);
+      const deadline = Date.now() + 2 * CREATOR_MS;
+      for (;;) {
+        if ((await db.tableNames()).includes(name)) {
+          try {
+            return systemTable(await db.openTable(name), schema, columns);
+          } catch (err) {
+            // Listed a moment before its first version can be read.
+            if (Date.now() > deadline || !/not found/i.test(String((err as Error)?.message ?? err))) throw err;
+          }
+        } else if (await creator(marker)) {
+          await db.createEmptyTable(name, schema, { existOk: true });
+          continue;
         }
+        if (Date.now() > deadline) throw new Error(`system table ${name} was not created within ${(2 * CREATOR_MS) / 1000} s`);
+        await sleep(WAIT_MS);
       }
     },
   };
+
+  /** Whether this replica creates the table: its marker landed first, or the one there is stale. */
+  async function creator(marker: string): Promise<boolean> {
+    if (!isRemote(dir)) await mkdir(dir, { recursive: true });
+    if (await writeIfAbsent(marker, Buffer.from(new Date().toISOString()))) return true;
+    const seen = await fileInfo(marker);
+    return seen !== null && Date.now() - seen.mtimeMs > CREATOR_MS;
+  }
 }
 
 function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, columns: SystemColumn[]): SystemTable {

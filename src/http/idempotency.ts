@@ -9,7 +9,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
-import { sqlString, type SystemRow, type SystemTables } from "../util/system-table.js";
+import { sqlString, type SystemRow, type SystemTable, type SystemTables } from "../util/system-table.js";
 
 /** A kept answer (JSON or empty bodies: mutations answer nothing else). */
 export interface KeptAnswer {
@@ -40,14 +40,22 @@ const sha = (...parts: (string | Uint8Array)[]) => {
 
 export function openIdempotency(store: SystemTables, windowMs: number, now: () => number = Date.now): Idempotency {
   // Rows keyed by the hash of credential and key; `f` hashes method, path, query and body.
-  const opened = store.open("idempotency", [
-    { name: "state", type: "string" },
-    { name: "f", type: "string" },
-    { name: "owner", type: "string" },
-    { name: "exp", type: "number" },
-  ]);
-  // Failing here, the first request under a key says why.
-  opened.catch(() => undefined);
+  // Opened at start; an open that failed (the store out of reach for a moment) is tried again by
+  // the next request under a key, which says why if it fails too.
+  let opened: Promise<SystemTable> | null = null;
+  const open = () =>
+    (opened ??= store
+      .open("idempotency", [
+        { name: "state", type: "string" },
+        { name: "f", type: "string" },
+        { name: "owner", type: "string" },
+        { name: "exp", type: "number" },
+      ])
+      .catch((err: unknown) => {
+        opened = null;
+        throw err;
+      }));
+  open().catch(() => undefined);
   // Requests under a key running in this process: a retry here waits for the first to finish.
   const running = new Map<string, { f: string; done: Promise<void> }>();
   let kept = 0;
@@ -55,7 +63,7 @@ export function openIdempotency(store: SystemTables, windowMs: number, now: () =
   return {
     async claim(subject, key, req) {
       if (key.length === 0 || key.length > MAX_KEY) throw new ApiError(Code.InvalidInput, `Idempotency-Key: must be 1 to ${MAX_KEY} characters`);
-      const table = await opened;
+      const table = await open();
       const k = sha(subject, key);
       const f = sha(req.method, req.path, req.query, req.body);
       const owner = randomUUID();

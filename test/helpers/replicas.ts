@@ -5,7 +5,7 @@
 // that is safe (bench/haproxy.ts). Ports come from the OS; everything is stopped, and removed,
 // after the file.
 import { readdirSync, readFileSync } from "node:fs";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { freePort, startHaproxy, type Haproxy } from "../../bench/haproxy.js";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { ADMIN_KEY, removeDir, request, startQuiver, tempDataDir, type Caller, type Quiver } from "./quiver.js";
@@ -86,6 +86,12 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
     bed.replicas[i] = await start(i, more);
     await lb!.untilStatus(`r${i}`, (s) => s === "UP");
   };
+
+  // A failed test shows what the replicas logged (warnings and errors): a 500's cause is only there.
+  afterEach(({ task }) => {
+    if (task.result?.state !== "fail") return;
+    for (const [i, q] of bed.replicas.entries()) console.error(`replica r${i} stderr (last lines):\n${q.stderr().split("\n").slice(-40).join("\n")}`);
+  });
 
   afterAll(async () => {
     await Promise.all(bed.replicas.map((q) => q?.stop()));
