@@ -49,7 +49,7 @@ export const options = [
   { key: "orphan-min-age-ms", kind: "int", def: 3_600_000, min: 0, doc: "unreferenced table directories younger than this are never reclaimed (on start, or by POST /v1/admin/reclaim)" },
   { key: "shutdown-deadline-ms", kind: "int", def: 30_000, min: 0, doc: "on SIGTERM, how long requests in flight may take to finish before the process exits" },
   { key: "batch-max", kind: "int", def: 64, min: 0, doc: "most concurrent vector searches on one table sent to the engine as one multi-vector search (0: no batching); see Query batching" },
-  { key: "batch-slots", kind: "int", def: 2, min: 1, doc: "engine calls one group of compatible vector searches runs at once; a free one takes the waiting searches once they are 1/slots of the group's searches in flight, counting those just answered (their clients are about to send the next)" },
+  { key: "batch-slots", kind: "int", def: 2, min: 1, doc: "engine calls one group of compatible vector searches runs at once; a free one takes the waiting searches once they are 1/slots (rounded down) of the group's searches in flight, counting those just answered (their clients are about to send the next)" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },

@@ -5,8 +5,8 @@
 // order are its own search's (checked by test/batching.test.ts). A lone search never waits: it
 // runs at once when its group has no engine call running and none of its answered searches are
 // on their way back. Otherwise a free slot takes the waiting searches only once they are a fair
-// share (1/slots) of the group's searches in flight, counting those just answered (their clients
-// send the next one a moment later), and takes no more than that share: two batches of half the
+// share (1/slots, rounded down) of the group's searches in flight, counting those just answered
+// (their clients send the next one a moment later), and takes no more than that share rounded up: two batches of half the
 // load overlap in the engine, where a straggler sent alone would cost a whole engine call and tip
 // the load into batches of 1 and n - 1, and a batch sent at the first return into 2 and n - 2
 // (docs/design.md, Query batching). If the engine is idle and the awaited searches do not come
@@ -137,8 +137,10 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     });
   }
 
-  /** The group's fair share of query vectors for one engine call. */
-  const share = (g: Group) => Math.min(opts.batchMax, Math.ceil((g.runningVectors + g.waitingVectors + g.returning) / opts.slots));
+  /** Query vectors of the group in flight: running, waiting, and answered ones on their way back. */
+  const inFlight = (g: Group) => g.runningVectors + g.waitingVectors + g.returning;
+  /** The most query vectors one engine call takes: the group's fair share, rounded up. */
+  const share = (g: Group) => Math.min(opts.batchMax, Math.ceil(inFlight(g) / opts.slots));
 
   /** The next batch: waiting members, oldest first, up to a fair share (at least one member). */
   function take(g: Group): Member[] {
@@ -163,7 +165,9 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   function ready(g: Group): boolean {
     if (g.running >= opts.slots || g.waiting.length === 0) return false;
     if (g.running === 0 && g.returning === 0) return true;
-    return g.waitingVectors >= share(g);
+    // Rounded down here: with 33 in flight and two slots, 16 waiting go while 17 run. Rounded up,
+    // they waited for the running call to end, and the engine ran one call at a time.
+    return g.waitingVectors >= Math.min(opts.batchMax, Math.max(1, Math.floor(inFlight(g) / opts.slots)));
   }
 
   function next(table: lancedb.Table, spec: QuerySpec, name: string, g: Group, key: string): void {

@@ -52,15 +52,17 @@ describe("search batcher", () => {
     expect(await since(before)).toEqual({ count: 3, vectors: 3, ofOne: 3, afterIdle: 2 });
   });
 
-  it("while a batch runs, keeps a straggler waiting until the waiting searches are a fair share", async () => {
+  it("while a batch runs, keeps the searches arriving waiting until they are a fair share, rounded down, then sends them while it runs", async () => {
     const b = createSearchBatcher({ batchMax: 64, slots: 2 });
     const before = await calls();
-    // A client's 9-vector search takes the engine; 9 single searches arrive while it runs. A
+    // A client's 10-vector search takes the engine; 9 single searches arrive while it runs. A
     // straggler sent alone to the free slot would cost a whole engine call: they leave together
-    // once they are half of the 18 vectors in flight (a batch of 9), not as 1 + 8.
-    const runs = [b.run(table, search(vectors.slice(0, 9)), "t"), ...vectors.slice(9, 18).map((v) => b.run(table, search(v), "t"))];
+    // once they are half of the 19 vectors in flight rounded down (a batch of 9), while the 10
+    // still run. Rounded up (10), they waited for the engine to finish: with an odd number in
+    // flight the engine ran one call at a time.
+    const runs = [b.run(table, search(vectors.slice(0, 10)), "t"), ...vectors.slice(10, 19).map((v) => b.run(table, search(v), "t"))];
     await Promise.all(runs);
-    expect(await since(before)).toEqual({ count: 2, vectors: 18, ofOne: 0, afterIdle: 0 });
+    expect(await since(before)).toEqual({ count: 2, vectors: 19, ofOne: 0, afterIdle: 0 });
   });
 
   it("with one slot, the searches that waited leave together when the engine frees (after no idle time to speak of)", async () => {
