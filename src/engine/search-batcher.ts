@@ -1,14 +1,14 @@
 // Continuous batching of concurrent vector searches. Searches on one table handle whose specs are
 // identical but for their query vectors (one each, or a client's multi_vector list) run as ONE
-// multi-vector search: LanceDB plans each vector
-// alone and unions the results with a `query_index` column, so every member's rows, distances and
-// order are its own search's (checked by test/batching.test.ts). A lone search never waits: it
-// runs at once when its group has no engine call running and none of its answered searches are
-// on their way back. Otherwise a free slot takes the waiting searches only once they are a fair
-// share (1/slots, rounded down) of the group's searches in flight, counting those just answered
-// (their clients send the next one a moment later), and takes no more than that share rounded up: two batches of half the
-// load overlap in the engine, where a straggler sent alone would cost a whole engine call and tip
-// the load into batches of 1 and n - 1, and a batch sent at the first return into 2 and n - 2
+// multi-vector search: LanceDB plans each vector alone and unions the results with a
+// `query_index` column, so every member's rows, distances and order are its own search's (checked
+// by test/batching.test.ts). A lone search never waits: it runs at once when its group has no
+// engine call running and none of its answered searches are on their way back. Otherwise a free
+// slot takes the waiting searches only once they are a fair share (1/slots, rounded down) of the
+// group's searches in flight, counting those just answered (their clients send the next one a
+// moment later), and takes no more than that share rounded up: two batches of half the load
+// overlap in the engine, where a straggler sent alone would cost a whole engine call and tip the
+// load into batches of 1 and n - 1, and a batch sent at the first return into 2 and n - 2
 // (docs/design.md, Query batching). If the engine is idle and the awaited searches do not come
 // back within half an engine call, what waits is sent.
 import type * as lancedb from "@lancedb/lancedb";
