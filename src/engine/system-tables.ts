@@ -12,6 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as lancedb from "@lancedb/lancedb";
 import { fileInfo, joinPath, writeIfAbsent } from "../util/store-files.js";
 import { arrow } from "./arrow.js";
+import { errorText } from "./messages.js";
 import { isRemote } from "./storage.js";
 import type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
 
@@ -53,7 +54,7 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
             return systemTable(await db.openTable(name), schema, columns);
           } catch (err) {
             // Listed a moment before its first version can be read.
-            if (Date.now() > deadline || !/not found/i.test(String((err as Error)?.message ?? err))) throw err;
+            if (Date.now() > deadline || !/not found/i.test(errorText(err))) throw err;
           }
         } else if (await creator(marker)) {
           await db.createEmptyTable(name, schema, { existOk: true });
