@@ -36,7 +36,7 @@ const svc = await createServices(config, () => null);
 const auth = await setupAuth(config, svc.system);
 const pipeline = createPipeline(svc, auth.authenticate, routes);
 const signal = () => new AbortController().signal;
-const request = (p: string): Incoming => ({ method: "POST", path: p, query: "", headers: { "x-api-key": KEY }, signal });
+const request = (p: string): Incoming => ({ method: "POST", path: p, query: "", headers: { "x-api-key": KEY }, signal, gone: () => false });
 const describeBody = Buffer.from("{}");
 const queryBody = Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(queryVectors({ dim: 128, rank: 16, seed: 42 }, 1)[0]) }, k: 10, nprobes: 20, filter: "category = 'beta'" }));
 

@@ -96,7 +96,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     // the request's credentials are checked.
     const gate = r.body !== null && !x.bodyRead ? holdBody(x, contentLength, pace) : null;
     const address = gate ? Buffer.from(res.getRemoteAddressAsText()).toString() : "";
-    void serve(x, r, { method, path, query, headers, signal: () => signalOf(x) }, gate, address);
+    void serve(x, r, { method, path, query, headers, signal: () => signalOf(x), gone: () => x.aborted }, gate, address);
   }
 
   /**

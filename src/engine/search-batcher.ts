@@ -9,8 +9,9 @@
 // moment later), and takes no more than that share rounded up: two batches of half the load
 // overlap in the engine, where a straggler sent alone would cost a whole engine call and tip the
 // load into batches of 1 and n - 1, and a batch sent at the first return into 2 and n - 2
-// (docs/design.md, Query batching). If the engine is idle and the awaited searches do not come
-// back within half an engine call, what waits is sent.
+// (docs/design.md, Query batching). The slots take turns: a call starts no sooner than an engine
+// call's share after the last, so two calls never run in step. If the engine is idle and the
+// awaited searches do not come back within half an engine call, what waits is sent.
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
@@ -51,9 +52,10 @@ interface Group {
   waitingVectors: number;
   /** Query vectors answered and not yet followed by new searches: expected back shortly. */
   returning: number;
-  /** How long the last engine call of the group took, in ms. */
-  lastCallMs: number;
-  /** Set while the engine is idle for the group and what waits is held for returning searches. */
+  /** How long the group's engine calls take, in ms (a moving average), and when the last started. */
+  callMs: number;
+  lastStart: number;
+  /** Set while what waits is held: for returning searches, or for the slots' turn. */
   hold: ReturnType<typeof setTimeout> | null;
   waiting: Member[];
 }
@@ -66,6 +68,17 @@ const batchable = (s: QuerySpec) => s.vectors !== null && s.fts === null && s.k 
 /** Everything but the vectors; their length is in the key so a wrong-dimension vector only ever
  *  shares a batch with vectors of its own length (and then falls back to running alone). */
 const keyOf = (s: QuerySpec) => JSON.stringify({ ...s, vectors: s.vectors![0].length, multi: null });
+
+/**
+ * How long a free slot still waits for its turn, in ms: a call starts no sooner than an engine
+ * call's share (1/slots) after the group's last one. Calls that start together contend for the
+ * engine's same stages at once and return together, so their searches come back, and leave again,
+ * together: two slots in step ran 0.80–0.83 of one call's throughput in process, two taking turns
+ * 0.92–0.93 (docs/design.md, Query batching).
+ */
+function turnWait(g: Pick<Group, "running" | "callMs" | "lastStart">, slots: number, now: number): number {
+  return g.running > 0 ? g.lastStart + g.callMs / slots - now : 0;
+}
 
 const closed = () => new ApiError(Code.InvalidInput, "client closed the connection");
 
@@ -82,7 +95,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     let byKey = groups.get(table);
     if (!byKey) groups.set(table, (byKey = new Map()));
     let g = byKey.get(key);
-    if (!g) byKey.set(key, (g = { running: 0, runningVectors: 0, waitingVectors: 0, returning: 0, lastCallMs: 0, hold: null, waiting: [] }));
+    if (!g) byKey.set(key, (g = { running: 0, runningVectors: 0, waitingVectors: 0, returning: 0, callMs: 0, lastStart: 0, hold: null, waiting: [] }));
     return g;
   }
 
@@ -122,6 +135,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     if (calls++ === 0 && idleSince >= 0) recordSearchIdle((now - idleSince) / 1000);
     g.running++;
     g.runningVectors += vectors;
+    g.lastStart = now;
     recordSearchBatch(
       vectors,
       ms.map((m) => (now - m.since) / 1000),
@@ -132,7 +146,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
       g.running--;
       g.runningVectors -= vectors;
       g.returning += vectors;
-      g.lastCallMs = end - now;
+      g.callMs = g.callMs === 0 ? end - now : g.callMs + (end - now - g.callMs) / 5;
       next(table, spec, name, g, key);
     });
   }
@@ -174,6 +188,12 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     if (g.hold) clearTimeout(g.hold);
     g.hold = null;
     while (ready(g)) {
+      const wait = turnWait(g, opts.slots, performance.now());
+      // A turn shorter than a timer's millisecond is not waited for (calls of a millisecond or two).
+      if (wait >= 1) {
+        g.hold = setTimeout(() => next(table, spec, name, g, key), Math.ceil(wait));
+        return;
+      }
       const ms = take(g);
       if (ms.length) dispatch(table, spec, name, g, ms, key);
     }
@@ -187,7 +207,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     g.hold = setTimeout(() => {
       g.returning = 0;
       next(table, spec, name, g, key);
-    }, g.lastCallMs / 2);
+    }, g.callMs / 2);
   }
 
   return {

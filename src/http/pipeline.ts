@@ -40,6 +40,8 @@ export interface Incoming {
   headers: Record<string, string>;
   /** Aborted when the client goes away; made on first call (most requests never ask). */
   signal: () => AbortSignal;
+  /** Whether the client has gone: a poll that makes no signal (asked of every waiting search). */
+  gone: () => boolean;
   /** Wait for a turn of the front end's budget of large results (none in process: no socket holds them). */
   largeResult?: () => Promise<void>;
 }
@@ -369,6 +371,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
       rowFormat: rowFormat(inc.headers.accept),
       signal: inc.signal,
+      gone: inc.gone,
       largeResult: inc.largeResult ?? noTurn,
       svc,
     };

@@ -17,13 +17,13 @@ async function target(svc: Services, id: string[], body: { version?: number | nu
 
 const JSON_ROWS = { json: "application/json", ndjson: "application/x-ndjson" } as const;
 
-export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, signal, largeResult }) => {
+export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, gone, largeResult }) => {
   const spec: QuerySpec = querySpec(body);
   const { table, name } = await target(svc, id, body);
   // A top-k search answers a few rows and the engine holds little for it: only scans wait for a
   // turn, so concurrent searches still run together (and batch).
   if (!topK(spec)) await largeResult();
-  if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, () => signal().aborted) };
+  if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, gone) };
   return { kind: "bytes", contentType: JSON_ROWS[rowFormat], chunks: await runQueryJson(table, spec, name, rowFormat === "ndjson") };
 }, { produces: ARROW_FILE });
 

@@ -35,6 +35,8 @@ export interface OpContext<B = any, P extends Principal | null = Principal> {
   rowFormat: RowFormat;
   /** Aborted when the client goes away, so long work can stop early; made on first call. */
   signal: () => AbortSignal;
+  /** Whether the client has gone, without making a signal: for polls on a hot path. */
+  gone: () => boolean;
   /**
    * Wait for a turn of the large-result budget before computing a result that may be large (the
    * engine reads ahead of it, outside any byte count: docs/security.md, "Slow readers"); throws

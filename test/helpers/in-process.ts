@@ -76,7 +76,7 @@ async function incoming(method: string, p: string, body: unknown, headers: Recor
   if (bytes) h["content-length"] = String(bytes.byteLength);
   const url = new URL(req.url);
   const abort = new AbortController();
-  return { inc: { method: req.method.toUpperCase(), path: url.pathname, query: url.search.slice(1), headers: h, signal: () => abort.signal }, bytes };
+  return { inc: { method: req.method.toUpperCase(), path: url.pathname, query: url.search.slice(1), headers: h, signal: () => abort.signal, gone: () => abort.signal.aborted }, bytes };
 }
 
 /**

@@ -32,7 +32,7 @@ afterAll(async () => {
 const signal = () => new AbortController().signal;
 const send = (method: string, p: string, body?: unknown, headers: Record<string, string> = { "x-api-key": KEY }): Promise<Outgoing> => {
   const [pathOnly, query = ""] = p.split("?");
-  const inc: Incoming = { method, path: pathOnly, query, headers, signal };
+  const inc: Incoming = { method, path: pathOnly, query, headers, signal, gone: () => false };
   return pipeline.dispatch(inc, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
 };
 const json = (o: Outgoing) => (o.kind === "body" ? JSON.parse(String(o.body)) : undefined);

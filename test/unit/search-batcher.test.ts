@@ -13,13 +13,18 @@ import { querySpec } from "../../src/operations/query-spec.js";
 
 const SPEC = { rows: 500, dim: 16, rank: 4, seed: 3 };
 const vectors = queryVectors(SPEC, 20).map((v) => Array.from(v));
+// Unindexed, so that each vector is a scan and an engine call lasts many timer ticks.
+const SLOW = { rows: 40_000, dim: 64, rank: 8, seed: 4 };
+const slowVectors = queryVectors(SLOW, 20).map((v) => Array.from(v));
 let dir: string;
 let table: lancedb.Table;
+let slow: lancedb.Table;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "quiver-batcher-"));
   const db = await lancedb.connect(dir);
   table = await db.createTable("t", [...batches(SPEC, SPEC.rows)][0]);
+  slow = await db.createTable("slow", [...batches(SLOW, SLOW.rows)][0]);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -30,13 +35,22 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 async function calls() {
   const text = await renderMetrics();
   const num = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
-  return { count: num(/^quiver_batch_size_count (\S+)$/m), vectors: num(/^quiver_batch_size_sum (\S+)$/m), ofOne: num(/^quiver_batch_size_bucket\{le="1"\} (\S+)$/m), afterIdle: num(/^quiver_batch_idle_seconds_count (\S+)$/m) };
+  return {
+    count: num(/^quiver_batch_size_count (\S+)$/m),
+    vectors: num(/^quiver_batch_size_sum (\S+)$/m),
+    ofOne: num(/^quiver_batch_size_bucket\{le="1"\} (\S+)$/m),
+    afterIdle: num(/^quiver_batch_idle_seconds_count (\S+)$/m),
+    waited: num(/^quiver_batch_wait_seconds_sum (\S+)$/m),
+  };
 }
 
 async function since(before: Awaited<ReturnType<typeof calls>>) {
   const now = await calls();
   return { count: now.count - before.count, vectors: now.vectors - before.vectors, ofOne: now.ofOne - before.ofOne, afterIdle: now.afterIdle - before.afterIdle };
 }
+
+/** Seconds the searches waited for an engine call since `before`, summed. */
+const waitedSince = async (before: Awaited<ReturnType<typeof calls>>) => (await calls()).waited - before.waited;
 
 const search = (v: number[] | number[][]) => querySpec({ vector: v, k: 5 } as never);
 
@@ -65,6 +79,26 @@ describe("search batcher", () => {
     expect(await since(before)).toEqual({ count: 2, vectors: 19, ofOne: 0, afterIdle: 0 });
   });
 
+  it("sends a ready batch in its turn, half an engine call after the running one starts, not in step with it", async () => {
+    const b = createSearchBatcher({ batchMax: 64, slots: 2 });
+    await slow.vectorSearch(slowVectors[0]).limit(5).toArrow();
+    const before = await calls();
+    const t0 = performance.now();
+    await b.run(slow, search(slowVectors.slice(0, 10)), "slow");
+    const callMs = performance.now() - t0;
+    await new Promise((r) => setImmediate(r));
+    // Just answered: a client's 10-vector search runs at once, and 9 single searches are a fair
+    // share of the 19 in flight. Without turns they left in the same tick and both calls ran in
+    // step; in turn, they leave half an engine call later (or when the 10 end, if sooner).
+    const t1 = performance.now();
+    const tenMs = b.run(slow, search(slowVectors.slice(10, 20)), "slow").then(() => performance.now() - t1);
+    await Promise.all([tenMs, ...slowVectors.slice(0, 9).map((v) => b.run(slow, search(v), "slow"))]);
+    const { count, vectors: n, ofOne } = await since(before);
+    expect({ count, vectors: n, ofOne }).toEqual({ count: 3, vectors: 29, ofOne: 0 });
+    const meanWaitMs = ((await waitedSince(before)) * 1000) / 9;
+    expect(meanWaitMs).toBeGreaterThan(Math.min(callMs, await tenMs) / 4);
+  });
+
   it("with one slot, the searches that waited leave together when the engine frees (after no idle time to speak of)", async () => {
     const b = createSearchBatcher({ batchMax: 64, slots: 1 });
     const before = await calls();
@@ -85,7 +119,8 @@ describe("search batcher", () => {
     // The 8 clients come back: the first finds the engine idle, yet 7 searches are on their way,
     // so it waits for them; they leave as 4 + 4 (the fair share of 8 with two slots), not 1 + 7.
     await Promise.all(vectors.slice(0, 8).map((v) => b.run(table, search(v), "t")));
-    expect(await since(before)).toEqual({ count: 2, vectors: 8, ofOne: 0, afterIdle: 1 });
+    const { count, vectors: n, ofOne } = await since(before);
+    expect({ count, vectors: n, ofOne }).toEqual({ count: 2, vectors: 8, ofOne: 0 });
   });
 
   it("sends a waiting search once the searches it waited for fail to come back within half an engine call", async () => {
