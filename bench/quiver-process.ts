@@ -5,6 +5,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { V8_FLAGS } from "../src/util/v8-flags.js";
 
 export interface QuiverProcess {
   url: string;
@@ -18,14 +19,15 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** A Quiver server on `dataDir`; unless `args` name one, a state directory of its own (servers compared on one data directory are replicas). */
 export function startQuiver(dataDir: string, key: string, args: string[] = []): Promise<QuiverProcess> {
   const state = args.includes("--state-dir") ? [] : ["--state-dir", mkdtempSync(path.join(tmpdir(), "quiver-bench-state-"))];
-  return startServer(path.resolve(here, "../src/main.js"), ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...state, ...args]);
+  return startServer([...V8_FLAGS, path.resolve(here, "../src/main.js")], ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...state, ...args]);
 }
 
-export const startEcho = (): Promise<QuiverProcess> => startServer(path.resolve(here, "echo-server.js"), []);
+export const startEcho = (): Promise<QuiverProcess> => startServer([path.resolve(here, "echo-server.js")], []);
 
-/** A node script that prints `listening on http://host:port` once it listens. */
-async function startServer(script: string, args: string[]): Promise<QuiverProcess> {
-  const proc = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+/** A node script (after node's own flags) that prints `listening on http://host:port` once it listens. */
+async function startServer(node: string[], args: string[]): Promise<QuiverProcess> {
+  const script = node[node.length - 1];
+  const proc = spawn(process.execPath, [...node, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = "";
     proc.stdout!.on("data", (d) => {

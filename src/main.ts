@@ -10,6 +10,7 @@ import { startServer } from "./server.js";
 import { createServices } from "./services.js";
 import { loadUws } from "./util/runtime.js";
 import { reclaim } from "./operations/admin.js";
+import { hasV8Flags, V8_FLAGS } from "./util/v8-flags.js";
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -32,6 +33,9 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`listening on http://${config.host}:${server.port}\n`);
   log.info("started", { dataDir: config.dataDir, workers: config.workers, port: server.port, pid: process.pid });
+  if (!hasV8Flags()) {
+    log.warn("node was started without Quiver's V8 flags (npm start passes them): queries lose throughput", { flags: V8_FLAGS.join(" "), see: "docs/operations.md" });
+  }
 
   let stopping = false;
   const stop = async (signal: string) => {

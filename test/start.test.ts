@@ -1,5 +1,6 @@
 // `npm start` runs the built server as it is: the build happens at install (`prepare`), not at
-// every start, so an unchanged checkout starts without compiling anything.
+// every start, so an unchanged checkout starts without compiling anything; and node gets
+// Quiver's V8 flags (src/util/v8-flags.ts), which only its command line can give.
 import { spawn } from "node:child_process";
 import { mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,7 +11,7 @@ import { removeDir } from "./helpers/quiver.js";
 const root = path.resolve(__dirname, "..");
 
 describe("npm start", () => {
-  it("serves the built dist/ without rebuilding it", async () => {
+  it("serves the built dist/ without rebuilding it, with Quiver's V8 flags", async () => {
     const built = path.join(root, "dist/src/main.js");
     const before = statSync(built).mtimeMs;
     const dataDir = mkdtempSync(path.join(tmpdir(), "quiver-start-"));
@@ -38,6 +39,8 @@ describe("npm start", () => {
       });
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect(out).not.toMatch(/tsc/);
+      // A server started without them says so at warn level, the level this one runs at.
+      expect(out).not.toContain("without Quiver's V8 flags");
       expect(statSync(built).mtimeMs).toBe(before);
     } finally {
       process.kill(-npm.pid!, "SIGTERM");

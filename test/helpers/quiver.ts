@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
+import { V8_FLAGS } from "../../src/util/v8-flags.js";
 
 export const ADMIN_KEY = "test-admin-key";
 export const WRITE_KEY = "test-write-key";
@@ -98,7 +99,7 @@ export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
   if (opts.seed) await opts.seed(dataDir);
   const env = serverEnv(opts);
   const where = opts.dataUri ? ["--data-dir", opts.dataUri, "--state-dir", dataDir] : ["--data-dir", dataDir];
-  const proc = spawn(process.execPath, [MAIN, "--port", "0", ...where, ...(opts.args ?? [])], {
+  const proc = spawn(process.execPath, [...V8_FLAGS, MAIN, "--port", "0", ...where, ...(opts.args ?? [])], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });
