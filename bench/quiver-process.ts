@@ -19,15 +19,14 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** A Quiver server on `dataDir`; unless `args` name one, a state directory of its own (servers compared on one data directory are replicas). */
 export function startQuiver(dataDir: string, key: string, args: string[] = []): Promise<QuiverProcess> {
   const state = args.includes("--state-dir") ? [] : ["--state-dir", mkdtempSync(path.join(tmpdir(), "quiver-bench-state-"))];
-  return startServer([...V8_FLAGS, path.resolve(here, "../src/main.js")], ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...state, ...args]);
+  return startServer(path.resolve(here, "../src/main.js"), ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...state, ...args], V8_FLAGS);
 }
 
-export const startEcho = (): Promise<QuiverProcess> => startServer([path.resolve(here, "echo-server.js")], []);
+export const startEcho = (): Promise<QuiverProcess> => startServer(path.resolve(here, "echo-server.js"), []);
 
-/** A node script (after node's own flags) that prints `listening on http://host:port` once it listens. */
-async function startServer(node: string[], args: string[]): Promise<QuiverProcess> {
-  const script = node[node.length - 1];
-  const proc = spawn(process.execPath, [...node, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+/** A node script, run with node's flags `flags`, that prints `listening on http://host:port` once it listens. */
+async function startServer(script: string, args: string[], flags: string[] = []): Promise<QuiverProcess> {
+  const proc = spawn(process.execPath, [...flags, script, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = "";
     proc.stdout!.on("data", (d) => {

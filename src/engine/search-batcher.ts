@@ -73,10 +73,10 @@ const keyOf = (s: QuerySpec) => JSON.stringify({ ...s, vectors: s.vectors![0].le
  * How long a free slot still waits for its turn, in ms: a call starts no sooner than an engine
  * call's share (1/slots) after the group's last one. Calls that start together contend for the
  * engine's same stages at once and return together, so their searches come back, and leave again,
- * together: two slots in step ran 0.80–0.83 of one call's throughput in process, two taking turns
- * 0.92–0.93 (docs/design.md, Query batching).
+ * together: in process, with a 2.5 ms pause after each call, two slots in step ran 0.80–0.83 of one
+ * call's throughput, two taking turns 0.92–0.93 (docs/design.md, Query batching).
  */
-function turnWait(g: Pick<Group, "running" | "callMs" | "lastStart">, slots: number, now: number): number {
+function turnWait(g: Group, slots: number, now: number): number {
   return g.running > 0 ? g.lastStart + g.callMs / slots - now : 0;
 }
 

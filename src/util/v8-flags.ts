@@ -8,4 +8,4 @@
 export const V8_FLAGS = ["--single-threaded-gc"];
 
 /** Whether this process was started with them (the start log says so). */
-export const hasV8Flags = (execArgv: string[] = process.execArgv): boolean => V8_FLAGS.every((f) => execArgv.includes(f));
+export const hasV8Flags = (): boolean => V8_FLAGS.every((f) => process.execArgv.includes(f));
