@@ -13,6 +13,8 @@ type FileModule = typeof import("apache-arrow/ipc/metadata/file");
 export const { FileBlock, Footer } = createRequire(import.meta.url)("apache-arrow/ipc/metadata/file") as FileModule;
 type FileBlock = InstanceType<FileModule["FileBlock"]>;
 type Footer = InstanceType<FileModule["Footer"]>;
+type MessageModule = typeof import("apache-arrow/ipc/metadata/message");
+const { Message } = createRequire(import.meta.url)("apache-arrow/ipc/metadata/message") as MessageModule;
 
 export const MAGIC = Buffer.from("ARROW1\0\0");
 export const TAIL_MAGIC = Buffer.from("ARROW1");
@@ -50,13 +52,26 @@ function schemaMessage(b: Buffer, end: number): Buffer {
   return b.subarray(start, end);
 }
 
+/** Rows in an engine buffer's record batches, read from their message headers. */
+function rowsOf(b: Buffer, p: Parsed): number {
+  let rows = 0;
+  for (const blk of p.blocks) {
+    const start = Number(blk.offset);
+    rows += Number((Message.decode(b.subarray(start + 8, start + blk.metaDataLength)).header() as { length: bigint | number }).length);
+  }
+  return rows;
+}
+
 /**
- * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null.
- * `first` is checked at once (so a bad one fails before any byte is sent); the chunks are then
- * the header, each batch message in turn, and the footer.
+ * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null, or
+ * until `most` rows (the query's limit) have come: the engine's last pull, which only says the
+ * end, is then skipped (~70 µs a search). `first` is checked at once (so a bad one fails before
+ * any byte is sent); the chunks are then the header, each batch message in turn, and the footer.
  */
-export function ipcFile(first: Buffer, next: () => Promise<Buffer | null>): AsyncGenerator<Uint8Array> {
-  return chunks(first, parse(first), next);
+export function ipcFile(first: Buffer, next: () => Promise<Buffer | null>, most: number | null = null): AsyncGenerator<Uint8Array> {
+  const head = parse(first);
+  const complete = most !== null && rowsOf(first, head) === most;
+  return chunks(first, head, complete ? async () => null : next);
 }
 
 /**

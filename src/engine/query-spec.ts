@@ -47,3 +47,13 @@ export function topK(spec: QuerySpec): boolean {
   if (spec.vectors === null && spec.fts === null) return false;
   return ((spec.k ?? 10) + spec.offset) * Math.max(1, spec.vectors?.length ?? 1) <= TOP_K_ROWS;
 }
+
+/**
+ * The most rows the engine can answer for `spec` by its limit: k for each query vector of a vector
+ * search, k for a full-text search or a scan. null when k is not given, or for hybrid search
+ * (whose fused answer is the reranker's).
+ */
+export function mostRows(spec: QuerySpec): number | null {
+  if (spec.k === null || spec.k <= 0 || (spec.vectors !== null && spec.fts !== null)) return null;
+  return spec.k * (spec.vectors !== null && spec.multi ? spec.vectors.length : 1);
+}

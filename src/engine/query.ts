@@ -7,7 +7,7 @@ import { emptyIpcFile, ipcFile } from "./ipc-out.js";
 import { arrow } from "./arrow.js";
 import { rowEncoder } from "./json-rows.js";
 import { translateQueryError } from "./query-errors.js";
-import type { FtsSpec, QuerySpec } from "./query-spec.js";
+import { mostRows, type FtsSpec, type QuerySpec } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
 /** A query's answer: the chunks of one Arrow IPC file. */
@@ -200,7 +200,7 @@ export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string)
   try {
     const r = await start(table, s, name);
     if (!r.first) return [await emptyResult(r.q)];
-    return ipcFile(r.first, r.next);
+    return ipcFile(r.first, r.next, mostRows(s));
   } catch (err) {
     translateQueryError(err, name, expressionField(s));
   }

@@ -52,6 +52,18 @@ describe("inputs that were 500s", () => {
     expect([body.status, detail(body)]).toEqual([400, "body: nested more than 64 arrays or objects deep, the limit (--max-json-depth)"]);
   });
 
+  it("the depth limit counts nesting, not brackets: 64 deep passes, 65 is refused, brackets in strings do not count", async () => {
+    const DEPTH = "body: nested more than 64 arrays or objects deep, the limit (--max-json-depth)";
+    const at = async (body: string) => {
+      const r = await send("/v1/table/f$t/count_rows", body);
+      return r.status === 200 ? 200 : detail(r);
+    };
+    // 64 deep gets past the depth check to the schema (context maps names to strings).
+    expect(await at(`{"context": ${deep(63)}}`)).toBe("context.a: must be string");
+    expect(await at(`{"context": ${deep(64)}}`)).toBe(DEPTH);
+    expect(await at(`{"context": {"a": "${"[{".repeat(100)}"}}`)).toBe(200);
+  });
+
   it("version() and other column-free expressions in columns are 400 naming columns", async () => {
     for (const expr of ["version()", "now()", "1"]) {
       const o = await send("/v1/table/f$t/query", { columns: { v: expr }, k: 5 });

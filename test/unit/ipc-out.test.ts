@@ -40,6 +40,18 @@ describe("IPC re-framing", () => {
     expect(chunks[0]).toBe(only);
   });
 
+  it("a first buffer holding the query's limit of rows is the answer: the engine is not asked again", async () => {
+    const only = batchFile(0, 10);
+    let asked = 0;
+    const chunks: Uint8Array[] = [];
+    for await (const c of ipcFile(only, async () => (asked++, null), 10)) chunks.push(c);
+    expect(asked).toBe(0);
+    expect(chunks).toEqual([only]);
+    // Fewer rows than the limit: the engine may have more, so it is asked.
+    for await (const c of ipcFile(batchFile(0, 9), async () => (asked++, null), 10)) chunks.push(c);
+    expect(asked).toBe(1);
+  });
+
   it("a large first buffer streams before the engine's next is asked for", async () => {
     const big = batchFile(0, 150_000);
     expect(big.length).toBeGreaterThan(1024 * 1024);

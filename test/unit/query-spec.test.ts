@@ -1,5 +1,6 @@
 // Normalising a validated query request (either wire shape) to the engine's QuerySpec, in process.
 import { describe, expect, it } from "vitest";
+import { mostRows } from "../../src/engine/query-spec.js";
 import { querySpec } from "../../src/operations/query-spec.js";
 import type { QueryRequest } from "../../src/schemas/query.js";
 
@@ -41,5 +42,14 @@ describe("query spec", () => {
     const tree = { match: { terms: "fox", column: "text" } };
     expect(spec({ full_text_query: { structured_query: { query: tree } } }).fts).toEqual({ query: tree, columns: null });
     expect(() => spec({ full_text_query: { structured_query: { query: { match: { terms: "a" }, phrase: { terms: "b" } } } } })).toThrow(/exactly one of/);
+  });
+
+  it("the most rows the engine's limit allows: k a query vector, none known for hybrid or without k", () => {
+    expect(mostRows(spec({ vector: { single_vector: [1, 2] } }))).toBe(10);
+    expect(mostRows(spec({ vector: { multi_vector: [[1, 2], [3, 4], [5, 6]] }, k: 4 }))).toBe(12);
+    expect(mostRows(spec({ full_text_query: { string_query: { query: "fox" } }, k: 3, offset: 5 }))).toBe(3);
+    expect(mostRows(spec({ vector: [1, 2], full_text_query: { string_query: { query: "fox" } } }))).toBeNull();
+    expect(mostRows(spec({ k: 9223372036854775807 }))).toBeNull();
+    expect(mostRows(spec({ k: 0, vector: [1, 2] }))).toBeNull();
   });
 });
