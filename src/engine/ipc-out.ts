@@ -64,14 +64,17 @@ function rowsOf(b: Buffer, p: Parsed): number {
 
 /**
  * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null, or
- * until `most` rows (the query's limit) have come: the engine's last pull, which only says the
- * end, is then skipped (~70 µs a search). `first` is checked at once (so a bad one fails before
+ * until `most` rows (the query's limit) have come: the answer then does not wait for the engine's
+ * last pull, which only says the end (~70 µs a search). `first` is checked at once (so a bad one fails before
  * any byte is sent); the chunks are then the header, each batch message in turn, and the footer.
  */
 export function ipcFile(first: Buffer, next: () => Promise<Buffer | null>, most: number | null = null): AsyncGenerator<Uint8Array> {
   const head = parse(first);
-  const complete = most !== null && rowsOf(first, head) === most;
-  return chunks(first, head, complete ? async () => null : next);
+  if (most === null || rowsOf(first, head) !== most) return chunks(first, head, next);
+  // The pull still runs, off the answer's path, so the engine ends its stream itself rather than
+  // when the garbage collector drops it.
+  next().catch(() => undefined);
+  return chunks(first, head, async () => null);
 }
 
 /**
