@@ -15,6 +15,7 @@ type FileBlock = InstanceType<FileModule["FileBlock"]>;
 type Footer = InstanceType<FileModule["Footer"]>;
 type MessageModule = typeof import("apache-arrow/ipc/metadata/message");
 const { Message } = createRequire(import.meta.url)("apache-arrow/ipc/metadata/message") as MessageModule;
+type BatchHeader = InstanceType<MessageModule["RecordBatch"]>;
 
 export const MAGIC = Buffer.from("ARROW1\0\0");
 export const TAIL_MAGIC = Buffer.from("ARROW1");
@@ -52,15 +53,14 @@ function schemaMessage(b: Buffer, end: number): Buffer {
   return b.subarray(start, end);
 }
 
-/** Rows in an engine buffer's record batches, read from their message headers. */
-function rowsOf(b: Buffer, p: Parsed): number {
-  let rows = 0;
-  for (const blk of p.blocks) {
-    const start = Number(blk.offset);
-    rows += Number((Message.decode(b.subarray(start + 8, start + blk.metaDataLength)).header() as { length: bigint | number }).length);
-  }
-  return rows;
+/** The header (length, nodes, buffers) of the record batch message at `block` of IPC file `b`. */
+export function batchHeader(b: Buffer, block: FileBlock): BatchHeader {
+  const start = Number(block.offset);
+  return Message.decode(b.subarray(start + 8, start + block.metaDataLength)).header() as BatchHeader;
 }
+
+/** Rows in an engine buffer's record batches, read from their message headers. */
+const rowsOf = (b: Buffer, p: Parsed): number => p.blocks.reduce((n, blk) => n + Number(batchHeader(b, blk).length), 0);
 
 /**
  * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null, or

@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import type { DataType, Field, Schema } from "apache-arrow";
 import { arrow } from "./arrow.js";
-import { FileBlock, Footer, MAGIC, TAIL_MAGIC, frameMessage } from "./ipc-out.js";
+import { FileBlock, Footer, MAGIC, TAIL_MAGIC, batchHeader, frameMessage } from "./ipc-out.js";
 
 // The CommonJS copy's metadata classes, as ipc-out.ts explains.
 type MessageModule = typeof import("apache-arrow/ipc/metadata/message");
@@ -212,8 +212,7 @@ export function splitByQuery(ipc: Uint8Array, counts: number[], column: string):
 
   for (const block of footer.recordBatches()) {
     const start = Number(block.offset);
-    const meta = file.subarray(start + 8, start + block.metaDataLength);
-    const header = Message.decode(meta).header() as InstanceType<MessageModule["RecordBatch"]>;
+    const header = batchHeader(file, block);
     const body = file.subarray(start + block.metaDataLength, start + block.metaDataLength + Number(block.bodyLength));
     const reader: Reader = { nodes: header.nodes, buffers: header.buffers, body, node: 0, buffer: 0 };
     // The query_index column's values, to find each query's runs of rows.
