@@ -43,6 +43,12 @@ export interface WriteOf {
   byCachedHandle?: boolean;
 }
 
+/** The version an engine result says its commit made, when it says. */
+function versionOf(r: unknown): number | null {
+  const v = (r as { version?: unknown } | undefined)?.version;
+  return typeof v === "number" ? v : null;
+}
+
 /** Rows an engine result says its commit touched (update, delete and merge results do). */
 function rowsOf(r: unknown): number | null {
   const o = (r ?? {}) as Record<string, unknown>;
@@ -119,6 +125,17 @@ export async function openTables(root: string, consistencyMs: number, objectStor
     if (Date.now() - c.checkedAt >= consistencyMs || (minVersion !== undefined && (await t.version()) < minVersion)) await recheck(c, t);
     return t;
   }
+  /**
+   * A request opens its handle before it commits. When the cache replaced that handle in between
+   * (an eviction after a job's commit), the replacement may predate this commit and would answer
+   * reads without it until the interval ran out: it is dropped before the write is answered.
+   */
+  async function dropIfBehind(objectId: string, version: number | null): Promise<void> {
+    const c = cache.get(objectId);
+    if (!c || version === null) return;
+    const known = await c.handle.then((t) => t.version()).catch(() => -1);
+    if (known < version && cache.get(objectId) === c) cache.delete(objectId);
+  }
   const writes = keyedSerial();
   const commits = createCommits();
 
@@ -149,13 +166,15 @@ export async function openTables(root: string, consistencyMs: number, objectStor
       const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
         const c = namedBranch(branch) ? undefined : cache.get(entry.objectId);
         if (c) await recheck(c, await c.handle);
-        return commit();
+        const r = await commit();
+        if (!namedBranch(branch)) await dropIfBehind(entry.objectId, versionOf(r));
+        return r;
       });
-      const version = (r as { version?: unknown } | undefined)?.version;
+      const version = versionOf(r);
       commits.announce({
         table: entry,
         branch: namedBranch(branch) ?? null,
-        version: typeof version === "number" ? version : null,
+        version,
         change: of.change,
         rows: of.rows ?? rowsOf(r),
         byCachedHandle: of.byCachedHandle ?? true,
