@@ -28,3 +28,17 @@ it("a commit through an evicted handle is read by the next request, within the c
   tables.plain.close();
   tables.namespaced.close();
 });
+
+it("so is one whose engine call does not say the version it made (an index drop)", async () => {
+  await (await lancedb.connect(dir)).createTable("u", abRows(0, 3));
+  const tables = await openTables(dir, 60_000);
+  const entry: Entry = { id: ["u"], objectId: "u", type: "table", location: "u.lance", properties: {} };
+  const requestHandle = await tables.open(entry);
+  await requestHandle.createIndex("a");
+  tables.evict(entry.objectId);
+  expect((await (await tables.open(entry)).listIndices()).map((i) => i.name)).toEqual(["a_idx"]);
+  await tables.write(entry, null, { change: "index" }, () => requestHandle.dropIndex("a_idx"));
+  expect(await (await tables.open(entry)).listIndices()).toEqual([]);
+  tables.plain.close();
+  tables.namespaced.close();
+});

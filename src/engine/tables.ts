@@ -132,9 +132,10 @@ export async function openTables(root: string, consistencyMs: number, objectStor
    */
   async function dropIfBehind(objectId: string, version: number | null): Promise<void> {
     const c = cache.get(objectId);
-    if (!c || version === null) return;
-    const known = await c.handle.then((t) => t.version()).catch(() => -1);
-    if (known < version && cache.get(objectId) === c) cache.delete(objectId);
+    if (!c) return;
+    // A commit that does not say its version (an index drop, a restore) is rare: drop the handle.
+    const known = version === null ? -1 : await c.handle.then((t) => t.version()).catch(() => -1);
+    if (known < (version ?? 0) && cache.get(objectId) === c) cache.delete(objectId);
   }
   const writes = keyedSerial();
   const commits = createCommits();
