@@ -11,6 +11,14 @@
 //                                   committed, carrying `x-quiver-min-version: <that version>`, so
 //                                   the token forces the re-check
 //   quiver, interval 0              a second server at --consistency-interval-ms 0
+//   engine, after a pause           LanceDB in process (never re-checks), each read after 250 ms of
+//                                   nothing (untimed): what a pause costs with no check at all
+//   quiver 200 ms, after a pause    a server at --consistency-interval-ms 200, each read after 250 ms
+//                                   of nothing (untimed): its catalog and table were re-checked
+//                                   ahead (src/util/keep-fresh.ts)
+//   quiver 200 ms, keep-fresh 0, after a pause   the same with --keep-fresh-ms 0: the read waits
+//                                   for both checks (the pause is what a default server's reads
+//                                   more than 1 s apart meet)
 // The commits (untimed) are deletes that match no row: each commits a version and leaves the data
 // as it was (one fragment). A re-check lists the table's versions, so its cost grows with their
 // number: after each commit the bench removes the older versions (untimed), and every read meets a
@@ -40,7 +48,7 @@ const ROUNDS = Number(values.rounds);
 
 const READS = ["search k=10", "count_rows"] as const;
 type Read = (typeof READS)[number];
-const VARIANTS = ["engine", "engine, interval 0", "engine, interval 0, after commit", "quiver", "quiver, after commit", "quiver + token, after commit", "quiver, interval 0"] as const;
+const VARIANTS = ["engine", "engine, interval 0", "engine, interval 0, after commit", "quiver", "quiver, after commit", "quiver + token, after commit", "quiver, interval 0", "engine, after a pause", "quiver 200 ms, after a pause", "quiver 200 ms, keep-fresh 0, after a pause"] as const;
 type Variant = (typeof VARIANTS)[number];
 /** Each ratio: one variant's median over another's. */
 const RATIOS: [Variant, Variant][] = [
@@ -52,14 +60,19 @@ const RATIOS: [Variant, Variant][] = [
   ["quiver + token, after commit", "engine"],
   ["quiver, interval 0", "engine, interval 0"],
   ["quiver, interval 0", "engine"],
+  ["quiver 200 ms, after a pause", "engine, after a pause"],
+  ["quiver 200 ms, keep-fresh 0, after a pause", "quiver 200 ms, after a pause"],
 ];
+const PAUSE_MS = 250;
 
 /** One store's readers: each variant's timed read (after its untimed preparation). Its servers join `servers`. */
 async function readers(store: Store, servers: QuiverProcess[]) {
   const quiver = await startOn(store, ["--max-json-body", String(64 << 20)]); // for the rows in one request
   servers.push(quiver);
   const quiver0 = await startOn(store, ["--consistency-interval-ms", "0"]);
-  servers.push(quiver0);
+  const kept = await startOn(store, ["--consistency-interval-ms", "200"]);
+  const unkept = await startOn(store, ["--consistency-interval-ms", "200", "--keep-fresh-ms", "0"]);
+  servers.push(quiver0, kept, unkept);
   await fill(quiver, N, DIM, N);
   // Where Quiver put it (on an object store, under a random prefix): `<root>/<name>.lance`.
   const { location } = JSON.parse(await call(quiver, "describe", {})) as { location: string };
@@ -81,6 +94,7 @@ async function readers(store: Store, servers: QuiverProcess[]) {
   const onQuiver = (q: QuiverProcess, headers: () => Record<string, string> = () => ({})) => (read: Read, i: number) =>
     read === "count_rows" ? call(q, "count_rows", {}, headers()) : search(q, DIM, i, headers());
   let token = 0;
+  const pause = () => new Promise((r) => setTimeout(r, PAUSE_MS));
   const run: Record<Variant, { before?: () => Promise<unknown>; read: (read: Read, i: number) => Promise<unknown> }> = {
     engine: { read: onEngine(engine) },
     "engine, interval 0": { read: onEngine(engine0) },
@@ -89,6 +103,9 @@ async function readers(store: Store, servers: QuiverProcess[]) {
     "quiver, after commit": { before: commit, read: onQuiver(quiver) },
     "quiver + token, after commit": { before: async () => (token = await commit()), read: onQuiver(quiver, () => ({ "x-quiver-min-version": String(token) })) },
     "quiver, interval 0": { read: onQuiver(quiver0) },
+    "engine, after a pause": { before: pause, read: onEngine(engine) },
+    "quiver 200 ms, after a pause": { before: pause, read: onQuiver(kept) },
+    "quiver 200 ms, keep-fresh 0, after a pause": { before: pause, read: onQuiver(unkept) },
   };
   return {
     async time(v: Variant, read: Read, i: number): Promise<number> {

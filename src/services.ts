@@ -74,8 +74,9 @@ export async function createServices(config: Config, credential: (key: string) =
         })
       : p;
   const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
-  const catalog = await openCatalog(manifest, config.consistencyIntervalMs, config.dataDir);
-  const tables = await reach(openTables(config.dataDir, config.consistencyIntervalMs, config.storageOptions));
+  const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
+  const catalog = await openCatalog(manifest, freshness, config.dataDir);
+  const tables = await reach(openTables(config.dataDir, freshness, config.storageOptions));
   const pool = createWorkerPool(config);
   const compute = createCompute(config);
   const system = openSystemTables(config.dataDir, config.storageOptions);
@@ -136,6 +137,8 @@ export async function createServices(config: Config, credential: (key: string) =
       auto.close();
       refreshes.close();
       maintenance.close();
+      catalog.close();
+      tables.close();
       await jobs.close();
       await Promise.all([pool.destroy(), compute.close()]);
     },

@@ -17,7 +17,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 it("a commit through an evicted handle is read by the next request, within the consistency interval", async () => {
   await (await lancedb.connect(dir)).createTable("t", abRows(0, 3));
   // A minute: only the cache's own bookkeeping can make the next read see the commit.
-  const tables = await openTables(dir, 60_000);
+  const tables = await openTables(dir, { intervalMs: 60_000, keepMs: 0 });
   const entry: Entry = { id: ["t"], objectId: "t", type: "table", location: "t.lance", properties: {} };
   const requestHandle = await tables.open(entry);
   tables.evict(entry.objectId);
@@ -31,7 +31,7 @@ it("a commit through an evicted handle is read by the next request, within the c
 
 it("so is one whose engine call does not say the version it made (an index drop)", async () => {
   await (await lancedb.connect(dir)).createTable("u", abRows(0, 3));
-  const tables = await openTables(dir, 60_000);
+  const tables = await openTables(dir, { intervalMs: 60_000, keepMs: 0 });
   const entry: Entry = { id: ["u"], objectId: "u", type: "table", location: "u.lance", properties: {} };
   const requestHandle = await tables.open(entry);
   await requestHandle.createIndex("a");

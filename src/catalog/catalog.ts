@@ -7,6 +7,7 @@ import { recordCatalogRefresh } from "../metrics.js";
 import { ApiError, type ErrorCode } from "../errors.js";
 import { log } from "../log.js";
 import { serialQueue } from "../util/serial.js";
+import { keepFresh, type Freshness } from "../util/keep-fresh.js";
 import { lanceNameOf } from "./locations.js";
 import { objectIdOf, SEP } from "./names.js";
 import { scanRootDatasets } from "./root-listing.js";
@@ -98,9 +99,11 @@ export interface Catalog {
   insert(entry: Entry, conflictCode: ErrorCode): Promise<void>;
   upsert(entry: Entry): Promise<void>;
   remove(entries: Entry[]): Promise<void>;
+  /** Stop re-checking in the background. */
+  close(): void;
 }
 
-export async function openCatalog(table: ManifestStore, consistencyMs: number, root: string): Promise<Catalog> {
+export async function openCatalog(table: ManifestStore, freshness: Freshness, root: string): Promise<Catalog> {
   /** The manifest's rows. */
   let manifest = new Map<string, Entry>();
   /** Root datasets found in the data directory (locations), whether or not a row points at them. */
@@ -108,7 +111,8 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
   /** What reads see: the manifest, plus root datasets no row points at (manifest rows win). */
   let entries = new Map<string, Entry>();
   let version = -1;
-  let checkedAt = 0;
+  /** When reads last asked for the catalog, and when its last check ended. */
+  const kept = { usedAt: 0, checkedAt: 0 };
   let pending: Promise<void> | null = null;
   let sortedTables: Entry[] | null = null;
 
@@ -144,18 +148,22 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
   };
   await Promise.all([load(), scan()]);
   merge();
-  checkedAt = Date.now();
+  kept.checkedAt = Date.now();
 
-  const check = async () => {
+  const check = async (ahead = false) => {
     // Counted in the debug log, so the cost of re-checks after misses can be seen.
-    log.debug("catalog check", {});
+    log.debug("catalog check", { ahead });
     recordCatalogRefresh();
     const [latest, listingChanged] = await Promise.all([table.latestVersion(), scan()]);
     const manifestChanged = latest !== version;
     if (manifestChanged) await load();
     if (manifestChanged || listingChanged) merge();
-    checkedAt = Date.now();
+    kept.checkedAt = Date.now();
   };
+  const stopKeeping = keepFresh(freshness, () => [kept], () => {
+    pending ??= check(true).finally(() => (pending = null));
+    return pending.catch((err: unknown) => log.debug("catalog check failed", { error: String(err) }));
+  });
 
   /** After our own commit: advance in step, or reload when another writer slipped in between. */
   const committed = async (newVersion: number, apply: () => void) => {
@@ -172,7 +180,8 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
 
   const catalog: Catalog = {
     refresh(force = false) {
-      if (!force && Date.now() - checkedAt < consistencyMs) return Promise.resolve();
+      kept.usedAt = Date.now();
+      if (!force && kept.usedAt - kept.checkedAt < freshness.intervalMs) return Promise.resolve();
       pending ??= check().finally(() => (pending = null));
       return pending;
     },
@@ -232,6 +241,7 @@ export async function openCatalog(table: ManifestStore, consistencyMs: number, r
       const v = await table.remove(rows.map((e) => e.objectId));
       await committed(v, () => rows.forEach((e) => manifest.delete(e.objectId)));
     },
+    close: stopKeeping,
   };
   return catalog;
 }

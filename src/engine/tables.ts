@@ -8,6 +8,8 @@ import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
 import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
 import { removeTree } from "../util/store-files.js";
+import { keepFresh, type Freshness } from "../util/keep-fresh.js";
+import { log } from "../log.js";
 
 /**
  * An open LanceDB table. Outside src/engine/ it is only held and handed back to engine functions:
@@ -78,11 +80,13 @@ export interface Tables {
   commits: Commits;
   /** Delete a table's data directory (never outside the data directory). */
   removeData(entry: Entry): Promise<void>;
+  /** Stop re-checking cached handles in the background. */
+  close(): void;
   plain: lancedb.Connection;
   namespaced: lancedb.Connection;
 }
 
-export async function openTables(root: string, consistencyMs: number, objectStore: Record<string, string> = {}): Promise<Tables> {
+export async function openTables(root: string, freshness: Freshness, objectStore: Record<string, string> = {}): Promise<Tables> {
   useStorageOptions(objectStore);
   // Tables Quiver creates get stable row ids: materialized views need them on their source, and
   // they record when each row was last updated, which tells a backfill which values are stale.
@@ -100,29 +104,43 @@ export async function openTables(root: string, consistencyMs: number, objectStor
     { root, extraProperties: namespaceProperties(objectStore) },
     { storageOptions },
   );
-  /** A cached latest main: when storage was last checked for newer commits, and the check running. */
+  /** A cached latest main: when it was last read, when storage was last checked for newer commits, and the check running. */
   interface Cached {
+    objectId: string;
     handle: Promise<lancedb.Table>;
+    usedAt: number;
     checkedAt: number;
     checking: Promise<void> | null;
   }
   const cache = new Map<string, Cached>();
-  const recheck = (c: Cached, t: lancedb.Table) =>
+  const recheck = (c: Cached, t: lancedb.Table, ahead = false) =>
     (c.checking ??= (async () => {
       const at = Date.now();
+      if (log.enabled("debug")) log.debug("table check", { table: c.objectId, ahead });
       await t.checkoutLatest();
       c.checkedAt = at;
     })().finally(() => (c.checking = null)));
+  /**
+   * Tables whose main branch is committing: not re-checked ahead, since a check between a commit
+   * and the version the engine reports for it can make that another process's later commit.
+   */
+  const committing = new Set<string>();
+  const checkAhead = async (c: Cached) => {
+    if (committing.has(c.objectId)) return;
+    await c.handle.then((t) => recheck(c, t, true)).catch((err: unknown) => log.debug("table check failed", { table: c.objectId, error: String(err) }));
+  };
+  const stopKeeping = keepFresh(freshness, () => cache.values(), checkAhead);
   async function latest(entry: Entry, minVersion: number | undefined): Promise<lancedb.Table> {
     let c = cache.get(entry.objectId);
     if (!c) {
       const handle = openRaw(entry, {});
-      const fresh: Cached = { handle, checkedAt: Date.now(), checking: null };
+      const fresh: Cached = { objectId: entry.objectId, handle, usedAt: 0, checkedAt: Date.now(), checking: null };
       cache.set(entry.objectId, (c = fresh));
       handle.catch(() => cache.get(entry.objectId) === fresh && cache.delete(entry.objectId));
     }
     const t = await c.handle;
-    if (Date.now() - c.checkedAt >= consistencyMs || (minVersion !== undefined && (await t.version()) < minVersion)) await recheck(c, t);
+    c.usedAt = Date.now();
+    if (c.usedAt - c.checkedAt >= freshness.intervalMs || (minVersion !== undefined && (await t.version()) < minVersion)) await recheck(c, t);
     return t;
   }
   /**
@@ -165,11 +183,17 @@ export async function openTables(root: string, consistencyMs: number, objectStor
     commits,
     async write(entry, branch, of, commit) {
       const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
-        const c = namedBranch(branch) ? undefined : cache.get(entry.objectId);
-        if (c) await recheck(c, await c.handle);
-        const r = await commit();
-        if (!namedBranch(branch)) await dropIfBehind(entry.objectId, versionOf(r));
-        return r;
+        if (namedBranch(branch)) return commit();
+        committing.add(entry.objectId);
+        try {
+          const c = cache.get(entry.objectId);
+          if (c) await recheck(c, await c.handle);
+          const r = await commit();
+          await dropIfBehind(entry.objectId, versionOf(r));
+          return r;
+        } finally {
+          committing.delete(entry.objectId);
+        }
       });
       const version = versionOf(r);
       commits.announce({
@@ -187,5 +211,6 @@ export async function openTables(root: string, consistencyMs: number, objectStor
       if (!entry.location) return;
       await removeTree(resolveLocation(root, entry.location));
     },
+    close: stopKeeping,
   };
 }

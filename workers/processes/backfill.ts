@@ -17,6 +17,7 @@ import { firstFragments, planRows, readRows, refreshSqlColumn, writeValues, type
 import { ipcFileBytes } from "../../src/engine/ipc-out.js";
 import { countRows, tableVersion } from "../../src/engine/table-info.js";
 import { namedBranch, openTables, type TableHandle, type Tables } from "../../src/engine/tables.js";
+import { CHECK_EVERY_READ } from "../../src/util/keep-fresh.js";
 import { usesStableRowIds } from "../../src/engine/versions.js";
 import { udfInSandbox } from "../compute-answers.js";
 import type { Compute } from "../compute-client.js";
@@ -146,7 +147,7 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
 }
 
 serveJob<BackfillRequest, BackfillMessage>(async (req, send, stopping) => {
-  const tables = await openTables(req.root, 0, req.storage);
+  const tables = await openTables(req.root, CHECK_EVERY_READ, req.storage);
   const writer = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
   const c = req.compute;
   if (c.kind === "sql") await runSql(req, writer, send);

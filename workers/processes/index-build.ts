@@ -5,11 +5,12 @@
 // work, and the build never commits.
 import { buildIndex } from "../../src/engine/indexes.js";
 import { openTables } from "../../src/engine/tables.js";
+import { CHECK_EVERY_READ } from "../../src/util/keep-fresh.js";
 import type { BuildMessage, BuildRequest } from "../protocol.js";
 import { serveJob } from "./job-process.js";
 
 serveJob<BuildRequest, BuildMessage>(async (m) => {
-  const tables = await openTables(m.root, 0, m.storage);
+  const tables = await openTables(m.root, CHECK_EVERY_READ, m.storage);
   const table = await tables.open(m.entry, m.spec.branch ? { branch: m.spec.branch } : {});
   await buildIndex(table, m.spec.column, m.spec.kind, m.spec.params, m.spec.name);
 });

@@ -6,6 +6,7 @@
 import type { Entry } from "../../src/catalog/catalog.js";
 import { cleanupCutoff, optimizeTable, tableFigures, type OptimizeResult, type TableFigures } from "../../src/engine/maintenance.js";
 import { openTables } from "../../src/engine/tables.js";
+import { CHECK_EVERY_READ } from "../../src/util/keep-fresh.js";
 import { serveJob } from "./job-process.js";
 
 export interface MaintenanceRequest {
@@ -31,7 +32,7 @@ export interface MaintenanceProgress {
 export type MaintenanceMessage = { type: "progress"; progress: MaintenanceProgress };
 
 serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, send, stopping) => {
-  const tables = await openTables(req.root, 0, req.storage);
+  const tables = await openTables(req.root, CHECK_EVERY_READ, req.storage);
   const table = await tables.open(req.entry, { branch: req.branch, fresh: true });
   await send({ type: "progress", progress: { phase: "optimizing", before: await tableFigures(table) } });
   if (stopping()) return;

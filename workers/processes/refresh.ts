@@ -16,6 +16,7 @@ import { toJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js
 import { columnValues, indexPartitions, refreshQueryView, rowIdsWhere, sourceRows, sourceRowsWithIds } from "../../src/engine/views.js";
 import { countRows, tableSchema, tableVersion } from "../../src/engine/table-info.js";
 import { namedBranch, openTables, type TableHandle } from "../../src/engine/tables.js";
+import { CHECK_EVERY_READ } from "../../src/util/keep-fresh.js";
 import { addRows, mergeRows } from "../../src/engine/writes.js";
 import { usesStableRowIds } from "../../src/engine/versions.js";
 import { FAIL, recordFailure, underPolicy, type Failures } from "../../src/compute/error-handling.js";
@@ -166,7 +167,7 @@ const failed = (f: Failures) => (f.rows_failed > 0 ? { rows_failed: f.rows_faile
 let committing = false;
 
 serveJob<RefreshRequest, RefreshMessage>(async (req, send) => {
-  const tables = await openTables(req.root, 0, req.storage);
+  const tables = await openTables(req.root, CHECK_EVERY_READ, req.storage);
   const view = await tables.open(req.view, { fresh: true });
   const def = req.definition;
   let result: RefreshResult;
