@@ -53,7 +53,7 @@ export const options = [
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
-  { key: "keep-fresh-ms", kind: "int", def: 10_000, min: 0, doc: "how long after its last read the catalog and a cached table keep being re-checked in the background (at three quarters of the consistency interval), so a read after a pause does not wait for storage (0: never; off below a 200 ms interval)" },
+  { key: "keep-fresh-ms", kind: "int", def: 10_000, min: 0, doc: "how long after its last read a cached table, the catalog and the view definitions keep being re-checked in the background (at three quarters of the consistency interval), so a read after a pause does not wait for storage (0: never; off below a 200 ms interval)" },
   { key: "managed-versioning", kind: "bool", def: false, doc: "tell LanceDB's REST namespace client that tables' versions are managed here: it then commits each version through `version/create` (and reads versions through Quiver), so Quiver sees every commit at once" },
   { key: "index-builds", kind: "int", def: 1, min: 1, doc: "index builds running at once; more wait as Queued" },
   { key: "backfill-jobs", kind: "int", def: 2, min: 1, doc: "column backfills running at once; more wait as Queued" },

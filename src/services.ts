@@ -80,7 +80,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const pool = createWorkerPool(config);
   const compute = createCompute(config);
   const system = openSystemTables(config.dataDir, config.storageOptions);
-  const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, config.consistencyIntervalMs), openClaims(system)]));
+  const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir);
   const backfills = { catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
@@ -139,6 +139,7 @@ export async function createServices(config: Config, credential: (key: string) =
       maintenance.close();
       catalog.close();
       tables.close();
+      views.close();
       await jobs.close();
       await Promise.all([pool.destroy(), compute.close()]);
     },

@@ -13,6 +13,8 @@ import { errorPolicy, type ErrorHandlingBody, type ErrorPolicy } from "./error-h
 import { checkExpression, type ExpressionLimits } from "../schemas/expression.js";
 import { migrateLog } from "../util/json-log.js";
 import { sqlString, type SystemTables } from "../util/system-table.js";
+import { keepFresh, type Freshness } from "../util/keep-fresh.js";
+import { log } from "../log.js";
 
 export type ViewKind = "query" | "udtf" | "chunker";
 
@@ -217,12 +219,14 @@ export interface Views {
   ofSource(id: readonly string[]): Promise<ViewRecord[]>;
   put(rec: ViewRecord): Promise<void>;
   forget(location: string): Promise<void>;
+  /** Stop re-reading the store in the background. */
+  close(): void;
 }
 
 /** The lines of the local file earlier releases kept. */
 type Line = ViewRecord | { forget: string };
 
-export async function openViews(store: SystemTables, stateDir: string, maxAgeMs: number): Promise<Views> {
+export async function openViews(store: SystemTables, stateDir: string, freshness: Freshness): Promise<Views> {
   const table = await store.open("views", []);
   const row = (rec: ViewRecord) => ({ key: rec.location, doc: JSON.stringify(rec) });
   await migrateLog<Line>(path.join(stateDir, "views.jsonl"), async (lines) => {
@@ -231,16 +235,24 @@ export async function openViews(store: SystemTables, stateDir: string, maxAgeMs:
     else kept.set(l.location, l);
     await table.upsert([...kept.values()].map(row));
   });
-  let snapshot: { at: number; byLocation: Map<string, ViewRecord> } = { at: -Infinity, byLocation: new Map() };
+  let byLocation = new Map<string, ViewRecord>();
+  /** When the snapshot was last asked for, and when its last read started. */
+  const kept = { usedAt: 0, checkedAt: -Infinity };
   let loading: Promise<Map<string, ViewRecord>> | null = null;
-  const load = () =>
+  const load = (ahead = false) =>
     (loading ??= (async () => {
       const at = Date.now();
+      log.debug("views check", { ahead });
       const rows = await table.select();
-      snapshot = { at, byLocation: new Map(rows.map((r) => [r.key as string, JSON.parse(r.doc as string) as ViewRecord])) };
-      return snapshot.byLocation;
+      byLocation = new Map(rows.map((r) => [r.key as string, JSON.parse(r.doc as string) as ViewRecord]));
+      kept.checkedAt = at;
+      return byLocation;
     })().finally(() => (loading = null)));
-  const current = () => (Date.now() - snapshot.at < maxAgeMs ? snapshot.byLocation : load());
+  const current = () => {
+    kept.usedAt = Date.now();
+    return kept.usedAt - kept.checkedAt < freshness.intervalMs ? byLocation : load();
+  };
+  const close = keepFresh(freshness, () => [kept], () => load(true).then(() => undefined, (err: unknown) => log.debug("views check failed", { error: String(err) })));
   return {
     async get(location, fresh = false) {
       if (!fresh) return (await current()).get(location);
@@ -250,12 +262,13 @@ export async function openViews(store: SystemTables, stateDir: string, maxAgeMs:
     ofSource: async (id) => [...(await current()).values()].filter((v) => v.definition.source && sameId(v.definition.source.table, id)),
     async put(rec) {
       await table.upsert([row(rec)]);
-      snapshot.byLocation.set(rec.location, rec);
+      byLocation.set(rec.location, rec);
     },
     async forget(location) {
       await table.deleteWhere(`key = ${sqlString(location)}`);
-      snapshot.byLocation.delete(location);
+      byLocation.delete(location);
     },
+    close,
   };
 }
 

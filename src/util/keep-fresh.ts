@@ -1,9 +1,9 @@
-// Re-checks ahead of need for what is cached within a consistency interval (the catalog, open table
-// handles). A read finding its cache older than the interval waits for a storage check (on an
-// object store, a listing: a round trip). So while something is still being read, it is re-checked
-// in the background once three quarters of an interval old, and a read after a pause finds it
-// fresh. Reads keep their own check for when this falls behind: a cache is never read older than
-// the interval.
+// Re-checks ahead of need for what is cached within a consistency interval (the catalog, the view
+// definitions, open table handles). A read finding its cache older than the interval waits for a
+// storage check (on an object store, a listing: a round trip). So while something is still being
+// read, it is re-checked in the background once three quarters of an interval old, and a read
+// after a pause finds it fresh. Reads keep their own check for when this falls behind: a cache is
+// never read older than the interval.
 
 /** How stale a cache may be read, and how long after its last read it is kept fresh (0: not). */
 export interface Freshness {
