@@ -141,7 +141,7 @@ export async function createServices(config: Config, credential: (key: string) =
       tables.close();
       views.close();
       await jobs.close();
-      await Promise.all([pool.destroy(), compute.close()]);
+      await Promise.all([pool.destroy(), compute.close(), claims.close()]);
     },
   };
 }

@@ -4,6 +4,7 @@
 import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openClaims } from "../src/catalog/claims.js";
 import { openSystemTables } from "../src/engine/system-tables.js";
 import { useStorageOptions } from "../src/util/store-files.js";
 import { startAzurite, type Azurite } from "./helpers/azurite.js";
@@ -65,5 +66,19 @@ describe("a replica that died while it created a system table", () => {
     const table = await openSystemTables(root, {}).open("t", COLUMNS);
     await table.upsert([{ key: "k", state: "new", doc: "{}" }]);
     expect((await table.select()).map((r) => r.key)).toEqual(["k"]);
+  });
+});
+
+describe("claims of table directories being created", () => {
+  it("a release under way when the server closes is finished before close returns (nothing of ours writes the store after)", async () => {
+    const root = tempDataDir();
+    dirs.push(root);
+    useStorageOptions({});
+    const claims = await openClaims(openSystemTables(root, {}));
+    const release = await claims.hold("t.lance");
+    expect(await claims.held()).toEqual(new Set(["t.lance"]));
+    release();
+    await claims.close();
+    expect(await claims.held()).toEqual(new Set());
   });
 });

@@ -14,6 +14,8 @@ export interface Claims {
   hold(location: string): Promise<() => void>;
   /** Locations some replica holds now. */
   held(): Promise<Set<string>>;
+  /** Wait for the releases under way (a shutdown: nothing of ours writes the store after it). */
+  close(): Promise<void>;
 }
 
 export async function openClaims(store: SystemTables): Promise<Claims> {
@@ -21,6 +23,7 @@ export async function openClaims(store: SystemTables): Promise<Claims> {
     { name: "location", type: "string" },
     { name: "expires", type: "number" },
   ]);
+  const releasing = new Set<Promise<void>>();
   return {
     async hold(location) {
       const key = randomUUID();
@@ -34,12 +37,17 @@ export async function openClaims(store: SystemTables): Promise<Claims> {
         done = true;
         clearInterval(timer);
         // Left behind, the claim lapses by itself.
-        table.deleteWhere(`key = ${sqlString(key)}`).catch((err: unknown) => log.warn("claim not released", { location, error: String(err) }));
+        const release = table.deleteWhere(`key = ${sqlString(key)}`).catch((err: unknown) => log.warn("claim not released", { location, error: String(err) }));
+        releasing.add(release);
+        void release.finally(() => releasing.delete(release));
       };
     },
     async held() {
       const rows = await table.select(`expires > ${Date.now()}`);
       return new Set(rows.map((r) => r.location as string));
+    },
+    async close() {
+      await Promise.all(releasing);
     },
   };
 }
