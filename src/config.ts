@@ -247,7 +247,27 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   cfg.stateDir = cfg.stateDir === undefined ? privateDirOf(cfg.dataDir) : path.resolve(cfg.stateDir);
   if (!["on", "off"].includes(cfg.autoMaintenance)) throw new Error(`auto-maintenance must be on or off, got ${JSON.stringify(cfg.autoMaintenance)}`);
   if (!["read", "write", "admin"].includes(cfg.locationRole)) throw new Error(`location-role must be read, write or admin, got ${JSON.stringify(cfg.locationRole)}`);
+  checkEngineEnvironment(env);
   return cfg;
+}
+
+/**
+ * LanceDB reads these from the environment when it first needs its CPU runtime, and a value it
+ * cannot take panics there: that search fails, and every later write and search with it (measured,
+ * docs/operations.md). Checked at start instead, so a typo is one line and no server.
+ */
+const ENGINE_COUNTS: [name: string, least: number][] = [
+  ["LANCE_CPU_THREADS", 1],
+  ["LANCE_IO_CORE_RESERVATION", 0],
+];
+
+function checkEngineEnvironment(env: NodeJS.ProcessEnv): void {
+  for (const [name, least] of ENGINE_COUNTS) {
+    const v = env[name];
+    if (v !== undefined && !(/^\d{1,9}$/.test(v) && Number(v) >= least)) {
+      throw new Error(`${name} (read by LanceDB from the environment) must be a whole number of at least ${least}, got ${JSON.stringify(v)}`);
+    }
+  }
 }
 
 /** Storage options: repeated `--storage-option key=value` > QUIVER_STORAGE_OPTIONS (a JSON object) > the config file's `storage-options`. */

@@ -237,7 +237,7 @@ export async function openViews(store: SystemTables, stateDir: string, freshness
   });
   let byLocation = new Map<string, ViewRecord>();
   /** When the snapshot was last asked for, and when its last read started. */
-  const kept = { usedAt: 0, checkedAt: -Infinity };
+  const age = { usedAt: 0, checkedAt: -Infinity };
   let loading: Promise<Map<string, ViewRecord>> | null = null;
   const load = (ahead = false) =>
     (loading ??= (async () => {
@@ -245,14 +245,14 @@ export async function openViews(store: SystemTables, stateDir: string, freshness
       log.debug("views check", { ahead });
       const rows = await table.select();
       byLocation = new Map(rows.map((r) => [r.key as string, JSON.parse(r.doc as string) as ViewRecord]));
-      kept.checkedAt = at;
+      age.checkedAt = at;
       return byLocation;
     })().finally(() => (loading = null)));
   const current = () => {
-    kept.usedAt = Date.now();
-    return kept.usedAt - kept.checkedAt < freshness.intervalMs ? byLocation : load();
+    age.usedAt = Date.now();
+    return age.usedAt - age.checkedAt < freshness.intervalMs ? byLocation : load();
   };
-  const close = keepFresh(freshness, () => [kept], () => load(true).then(() => undefined, (err: unknown) => log.debug("views check failed", { error: String(err) })));
+  const close = keepFresh(freshness, () => [age], () => load(true).then(() => undefined, (err: unknown) => log.debug("views check failed", { error: String(err) })));
   return {
     async get(location, fresh = false) {
       if (!fresh) return (await current()).get(location);
