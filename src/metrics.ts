@@ -101,6 +101,14 @@ const catalogRefreshes = new Counter({
   help: "Checks of the catalog for changes made by other processes",
   registers: [registry],
 });
+const FRESHNESS_CACHES = ["table", "catalog", "views"] as const;
+const freshnessChecks = new Counter({
+  name: "quiver_freshness_checks_total",
+  help: "Re-checks of cached state against storage for other processes' changes, by cache; ahead=true: in the background before a read needed one (--keep-fresh-ms)",
+  labelNames: ["cache", "ahead"] as const,
+  registers: [registry],
+});
+for (const cache of FRESHNESS_CACHES) for (const ahead of ["true", "false"]) freshnessChecks.inc({ cache, ahead }, 0);
 
 /** What maintenance looks at, per table branch (src/engine/maintenance.ts, tableFigures). */
 export interface TableFigureSample {
@@ -187,6 +195,7 @@ export function recordRequest(operation: string, status: number, seconds: number
 export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
 export const recordJobRows = (kind: string, rows: number) => rows > 0 && jobRows.inc({ kind }, rows);
 export const recordCatalogRefresh = () => catalogRefreshes.inc();
+export const recordFreshnessCheck = (cache: (typeof FRESHNESS_CACHES)[number], ahead: boolean) => freshnessChecks.inc({ cache, ahead: String(ahead) });
 
 /** One engine call of batchable searches: its query vectors, and how long each search waited for it. */
 export function recordSearchBatch(vectors: number, waitsSeconds: number[]): void {

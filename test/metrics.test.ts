@@ -4,6 +4,7 @@
 import { Float64, Int64, Table, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
+import { sample } from "./helpers/metrics.js";
 import { logLine, READ_KEY, request, serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
@@ -11,17 +12,6 @@ import { settle } from "./helpers/transactions.js";
 const q = serverForFile({ args: ["--ingest-inline-max-bytes", "0", "--consistency-interval-ms", "0", "--access-log-sample", "1", "--workers", "1"], env: { QUIVER_LOG_LEVEL: "info" } });
 // Scraped without a credential; successes never logged, failures always.
 const open = serverForFile({ args: ["--metrics-public", "--access-log-sample", "0"], env: { QUIVER_LOG_LEVEL: "info" } });
-
-/** The value of one sample: `name{labels}` (labels matched as a subset), or undefined. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
-  }
-  return undefined;
-}
 
 const scrape = async () => {
   const r = await q.call("GET", "/metrics", undefined, { "x-api-key": READ_KEY });

@@ -3,7 +3,7 @@
 // per consistency interval (writes by other processes, e.g. LanceDB itself); writes go through
 // one in-process queue and the manifest's atomic insert-if-absent. The catalog owns the manifest's
 // row type and the storage interface it needs; src/engine/manifest-table.ts implements it on Lance.
-import { recordCatalogRefresh } from "../metrics.js";
+import { recordCatalogRefresh, recordFreshnessCheck } from "../metrics.js";
 import { ApiError, type ErrorCode } from "../errors.js";
 import { log } from "../log.js";
 import { serialQueue } from "../util/serial.js";
@@ -154,6 +154,7 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
     // Counted in the debug log, so the cost of re-checks after misses can be seen.
     log.debug("catalog check", { ahead });
     recordCatalogRefresh();
+    recordFreshnessCheck("catalog", ahead);
     const [latest, listingChanged] = await Promise.all([table.latestVersion(), scan()]);
     const manifestChanged = latest !== version;
     if (manifestChanged) await load();

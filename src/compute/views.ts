@@ -15,6 +15,7 @@ import { migrateLog } from "../util/json-log.js";
 import { sqlString, type SystemTables } from "../util/system-table.js";
 import { keepFresh, type Freshness } from "../util/keep-fresh.js";
 import { log } from "../log.js";
+import { recordFreshnessCheck } from "../metrics.js";
 
 export type ViewKind = "query" | "udtf" | "chunker";
 
@@ -242,7 +243,7 @@ export async function openViews(store: SystemTables, stateDir: string, freshness
   const load = (ahead = false) =>
     (loading ??= (async () => {
       const at = Date.now();
-      log.debug("views check", { ahead });
+      recordFreshnessCheck("views", ahead);
       const rows = await table.select();
       byLocation = new Map(rows.map((r) => [r.key as string, JSON.parse(r.doc as string) as ViewRecord]));
       age.checkedAt = at;

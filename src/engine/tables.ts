@@ -10,6 +10,7 @@ import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
 import { removeTree } from "../util/store-files.js";
 import { keepFresh, type Freshness } from "../util/keep-fresh.js";
 import { log } from "../log.js";
+import { recordFreshnessCheck } from "../metrics.js";
 
 /**
  * An open LanceDB table. Outside src/engine/ it is only held and handed back to engine functions:
@@ -116,7 +117,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   const recheck = (c: Cached, t: lancedb.Table, ahead = false) =>
     (c.checking ??= (async () => {
       const at = Date.now();
-      if (log.enabled("debug")) log.debug("table check", { table: c.objectId, ahead });
+      recordFreshnessCheck("table", ahead);
       await t.checkoutLatest();
       c.checkedAt = at;
     })().finally(() => (c.checking = null)));
