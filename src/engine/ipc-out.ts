@@ -63,10 +63,11 @@ export function batchHeader(b: Buffer, block: FileBlock): BatchHeader {
 const rowsOf = (b: Buffer, p: Parsed): number => p.blocks.reduce((n, blk) => n + Number(batchHeader(b, blk).length), 0);
 
 /**
- * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null, or
- * until `most` rows (the query's limit) have come: the answer then does not wait for the engine's
- * last pull, which only says the end (~70 µs a search). `first` is checked at once (so a bad one fails before
- * any byte is sent); the chunks are then the header, each batch message in turn, and the footer.
+ * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null. When
+ * `first` alone holds `most` rows (the query's limit), the answer does not wait for the engine's
+ * last pull, which only says the end (~70 µs a search). `first` is checked at once (so a bad one
+ * fails before any byte is sent); the chunks are then the header, each batch message in turn, and
+ * the footer.
  */
 export function ipcFile(first: Buffer, next: () => Promise<Buffer | null>, most: number | null = null): AsyncGenerator<Uint8Array> {
   const head = parse(first);
