@@ -6,6 +6,7 @@ import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { invalid } from "../errors.js";
 import { expressionFault, type ExpressionLimits } from "./expression.js";
 import { matchMode } from "./mode.js";
+import { refNameFault, type RefKind } from "../util/ref-names.js";
 
 // passContext: a validator is called with the server's expression limits as `this`.
 const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false, passContext: true });
@@ -50,6 +51,19 @@ const expressionKeyword: FuncKeywordDefinition = {
   },
 };
 for (const a of [ajv, coercing]) a.addKeyword(expressionKeyword);
+
+/** A branch or tag name, which becomes a path in the table's directory (src/util/ref-names.ts). */
+const refKeyword: FuncKeywordDefinition = {
+  keyword: "x-ref",
+  type: "string",
+  errors: true,
+  validate: function check(kind: RefKind, data: string): boolean {
+    const fault = refNameFault(kind, data);
+    if (fault !== null) (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: "x-ref", message: fault, params: {} }];
+    return fault === null;
+  },
+};
+for (const a of [ajv, coercing]) a.addKeyword(refKeyword);
 
 /** `/vector/single_vector/0` → `vector.single_vector[0]` */
 function fieldPath(instancePath: string, extra?: string): string {

@@ -4,9 +4,10 @@
 // features work the same on both. Paths are absolute local paths or `s3://`, `gs://`, `az://` URIs.
 // Put-if-absent is the store's own: a hard link locally (the name appears whole or not at all), a
 // conditional PUT (`If-None-Match: *`) on an object store.
-import { link, lstat, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { link, lstat, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { isRemote } from "../config.js";
+import { invalid } from "../errors.js";
 import type { ObjectStore } from "./object-stores/object-store.js";
 import { openAzure } from "./object-stores/azure.js";
 import { openGcs } from "./object-stores/gcs.js";
@@ -31,6 +32,25 @@ export interface FileInfo {
 
 /** `rel` (slash-separated) inside `dir`. */
 export const joinPath = (dir: string, rel: string) => (isRemote(dir) ? `${dir.replace(/\/+$/, "")}/${rel}` : path.join(dir, rel));
+
+/**
+ * `rel` inside `dir`, checked after joining: the result must lie below `dir`, so a name that
+ * became part of `rel` (a branch, a tag) cannot reach a sibling table or the catalog even if it
+ * passed its own check. On an object store, where a URL library may resolve `..` or the store keep
+ * it as text, no segment may be `.`, `..` or empty.
+ */
+export function joinInside(dir: string, rel: string): string {
+  const joined = joinPath(dir, rel);
+  if (!isInside(dir, rel, joined)) throw invalid(`${JSON.stringify(rel)} is not a path inside the table's directory`);
+  return joined;
+}
+
+function isInside(dir: string, rel: string, joined: string): boolean {
+  if (rel.includes("\u0000")) return false;
+  if (isRemote(dir)) return rel.split("/").every((s) => s !== "" && s !== "." && s !== "..");
+  const r = path.relative(path.resolve(dir), path.resolve(joined));
+  return r !== "" && r !== ".." && !r.startsWith(`..${path.sep}`) && !path.isAbsolute(r);
+}
 
 /** The first of `names` given in the options, or in the environment as `env`. */
 function option(names: string[], env: string[] = []): string | undefined {
@@ -94,6 +114,20 @@ export async function readBytes(file: string): Promise<Buffer> {
   if (!isRemote(file)) return readFile(file);
   const { store, key } = await objectOf(file);
   return store.get(key);
+}
+
+/** The last `n` bytes of a file (fewer when it is shorter); on an object store the object is read whole. */
+export async function readTail(file: string, n: number): Promise<Buffer> {
+  if (isRemote(file)) return (await readBytes(file)).subarray(-n);
+  const fd = await open(file, "r");
+  try {
+    const { size } = await fd.stat();
+    const out = Buffer.alloc(Math.min(n, size));
+    await fd.read(out, 0, out.length, size - out.length);
+    return out;
+  } finally {
+    await fd.close();
+  }
 }
 
 /** Write `data` at `file` unless something is there already: false when it is. */
