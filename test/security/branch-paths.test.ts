@@ -12,7 +12,8 @@ import { ADMIN_KEY, serverForFile } from "../helpers/quiver.js";
 const W1 = "k-w1";
 const W2 = "k-w2";
 const R1 = "k-r1";
-const q = serverForFile({ env: { QUIVER_API_KEYS: `${ADMIN_KEY}:admin,${W1}:write:ns1,${W2}:write:ns2,${R1}:read:ns1` } });
+const A1 = "k-a1";
+const q = serverForFile({ env: { QUIVER_API_KEYS: `${ADMIN_KEY}:admin,${W1}:write:ns1,${W2}:write:ns2,${R1}:read:ns1,${A1}:admin:ns1` } });
 
 const post = (p: string, body: unknown, key = W1) => q.call("POST", p, body, { "x-api-key": key });
 const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ id: from + i, s: `v${from + i}` }));
@@ -173,5 +174,20 @@ describe("staged manifests", () => {
     expect(await versionsOf("ns1$m")).toEqual([1, 2]);
     expect((await post("/v1/table/ns1$m/count_rows", {}, R1)).json).toBe(3);
     expect(readdirSync(path.join(dir, "_versions")).filter((n) => n.includes("deleted"))).toEqual([]);
+  });
+});
+
+describe("registered locations", () => {
+  it("the catalog's own directory, or one inside it, cannot be registered as a table, whatever the key", async () => {
+    const was = await state();
+    for (const key of [A1, ADMIN_KEY]) {
+      for (const location of ["__manifest", "./__manifest", `${q.dataDir}/__manifest`, "__manifest/data", "__manifest.lance"]) {
+        const r = await post("/v1/table/ns1$cat/register", { location }, key);
+        expect([400, 403], `${location}: ${r.text}`).toContain(r.status);
+        expect(r.json.detail).toMatch(/^location\b/);
+      }
+    }
+    expect((await post("/v1/table/ns1$cat/exists", {}, ADMIN_KEY)).status).toBe(404);
+    expect(await state()).toEqual(was);
   });
 });
