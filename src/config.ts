@@ -37,6 +37,7 @@ export const options = [
   { key: "max-body-readers-per-address", kind: "int", def: 32, min: 1, doc: "request bodies arriving at once from one client address; more are answered 503 Slow down" },
   { key: "max-body-readers-per-credential", kind: "int", def: 64, min: 1, doc: "request bodies arriving at once for one credential; more are answered 503 Slow down" },
   { key: "max-identity-body-readers", kind: "int", def: 16, min: 1, doc: "request bodies arriving at once from clients that send no credential header (their credential is the JSON body's `identity`, read up to max-json-body); more are answered 503 Slow down" },
+  { key: "max-identity-body", kind: "int", def: 64 << 10, min: 2, doc: "largest JSON body from a client that sends no credential header, bytes: its credential is the body's `identity`, and the body is read and parsed before anything knows who sent it; a larger one is answered 413 at once, unread (send x-api-key or Authorization instead)" },
   { key: "body-timeout-ms", kind: "int", def: 8000, min: 100, doc: "time a request body may take to arrive, plus its size at body-min-rate; past it the answer is 408 and the connection is closed (kept below uWS's own ~10 s cut of stalled uploads, which answers nothing)" },
   { key: "body-min-rate", kind: "int", def: 65_536, min: 1, doc: "slowest body upload accepted, bytes per second: a body of N bytes gets body-timeout-ms + N / body-min-rate seconds" },
   { key: "response-idle-ms", kind: "int", def: 30_000, min: 100, doc: "a client that takes no response bytes for this long is disconnected" },
@@ -83,6 +84,7 @@ export const options = [
   { key: "jwt-audience", kind: "string", def: undefined, doc: "required `aud` of bearer JWTs" },
   { key: "jwt-role-claim", kind: "string", def: "role", doc: "JWT claim holding the role (string or array; highest wins)" },
   { key: "jwt-prefix-claim", kind: "string", def: "namespaces", doc: "JWT claim holding namespace prefixes (array or `|`-separated); absent means all" },
+  { key: "jwt-max-lifetime-s", kind: "int", def: 86_400, min: 1, doc: "longest a bearer JWT may be valid, seconds: `exp` is required, and a token whose `exp` lies further than this past its `iat` (or past now) is refused with 401" },
   { key: "log-level", kind: "string", def: "info", doc: "debug, info, warn or error" },
   { key: "access-log-sample", kind: "number", def: 0.01, min: 0, max: 1, doc: "share of successful requests logged with one access line at level info (0 to 1; at level debug, every request)" },
   { key: "access-log-error-sample", kind: "number", def: 1, min: 0, max: 1, doc: "share of failed requests (status 400 and up) logged with one access line at level info" },
@@ -113,6 +115,7 @@ export interface Config {
   maxBodyReadersPerAddress: number;
   maxBodyReadersPerCredential: number;
   maxIdentityBodyReaders: number;
+  maxIdentityBody: number;
   maxExpressionLength: number;
   maxExpressionCost: number;
   bodyTimeoutMs: number;
@@ -159,6 +162,7 @@ export interface Config {
   jwtAudience?: string;
   jwtRoleClaim: string;
   jwtPrefixClaim: string;
+  jwtMaxLifetimeS: number;
   logLevel: string;
   accessLogSample: number;
   accessLogErrorSample: number;

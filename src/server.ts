@@ -122,7 +122,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       if (gate) {
         const place = readers.take(address, subjectOf(a.caller));
         if ("refusal" in place) throw refusalError(place.refusal);
-        body = gate.admit(r.body!.limit, r.body!.what);
+        body = gate.admit(a.body!);
         await body.catch(() => undefined);
         place.release();
         if (x.aborted) return;
