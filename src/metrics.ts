@@ -255,4 +255,19 @@ gauge(
 );
 
 export const metricsContentType = registry.contentType;
-export const renderMetrics = () => registry.metrics();
+
+// Labels whose value is a catalog object's id: a series carrying one tells of that object (a
+// table's size, its name), so it is shown only to a scrape that may see the object.
+const OBJECT_LABEL = /[{,](?:table|namespace)="((?:[^"\\]|\\.)*)"/g;
+const unescapeLabel = (v: string) => v.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+
+/**
+ * The text exposition; with `visible`, without the series labelled with an object (a table or
+ * namespace, by its object id) that `visible` refuses.
+ */
+export async function renderMetrics(visible?: (objectId: string) => boolean): Promise<string> {
+  const text = await registry.metrics();
+  if (!visible) return text;
+  const shown = (line: string) => line.startsWith("#") || [...line.matchAll(OBJECT_LABEL)].every((m) => visible(unescapeLabel(m[1])));
+  return text.split("\n").filter(shown).join("\n");
+}
