@@ -20,8 +20,29 @@ const q = JSON.stringify;
 const describe = (v: unknown) => (typeof v === "string" ? q(v.length > 40 ? v.slice(0, 40) + "…" : v) : Array.isArray(v) ? "an array" : v === null ? "null" : typeof v === "object" ? "an object" : String(v));
 const misfit = (at: string, want: string, v: unknown) => invalid(`${at}: expected ${want}, got ${describe(v)}`);
 
+// A row's keys become the properties of the objects rows are built in, where `__proto__` sets the
+// prototype instead (a column or struct field lost, or a 500): refused, found by a walk only when
+// the text holds the name at all. A schema's field of that name is refused by fromJsonField.
+const PROTO = "__proto__";
+
+/** 400 naming the first `__proto__` key in `v` (a row, or a value in one), at `at`. */
+function refuseProtoKeys(v: unknown, at: string): void {
+  if (!v || typeof v !== "object") return;
+  if (Array.isArray(v)) return v.forEach((x, i) => refuseProtoKeys(x, `${at}[${i}]`));
+  for (const [k, x] of Object.entries(v)) {
+    if (k === PROTO) throw invalid(`${at}: ${q(PROTO)} cannot be a column or field name`);
+    refuseProtoKeys(x, `${at}.${k}`);
+  }
+}
+
 /** Parse a body of JSON rows (array, `{schema, rows}` object, or NDJSON lines). */
 export function parseJsonRows(text: string, ndjson: boolean): JsonRows {
+  const rows = parseRows(text, ndjson);
+  if (text.includes(`"${PROTO}"`)) rows.rows.forEach((r, i) => refuseProtoKeys(r, `rows[${i}]`));
+  return rows;
+}
+
+function parseRows(text: string, ndjson: boolean): JsonRows {
   if (ndjson) {
     const rows: Record<string, unknown>[] = [];
     text.split("\n").forEach((line, i) => {
@@ -79,10 +100,12 @@ function int64(signed: boolean): Read {
   };
 }
 
-const SPECIAL: Record<string, number> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+const SPECIAL = new Map([["NaN", NaN], ["Infinity", Infinity], ["-Infinity", -Infinity]]);
 const float: Read = (v, at) => {
+  // JSON has no infinite numbers: one here is a literal past float64's range (1e400), not a value to store.
+  if (typeof v === "number" && !Number.isFinite(v)) throw invalid(`${at}: a number outside the range of a 64-bit float; send "Infinity" or "-Infinity" for an infinite value`);
   if (typeof v === "number") return v;
-  if (typeof v === "string" && v in SPECIAL) return SPECIAL[v];
+  if (typeof v === "string" && SPECIAL.has(v)) return SPECIAL.get(v);
   throw misfit(at, "a number", v);
 };
 

@@ -8,10 +8,13 @@ import { expressionFault, type ExpressionLimits } from "./expression.js";
 import { matchMode } from "./mode.js";
 import { refNameFault, type RefKind } from "../util/ref-names.js";
 
-// passContext: a validator is called with the server's expression limits as `this`.
-const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false, passContext: true });
+// passContext: a validator is called with the server's expression limits as `this`. strictNumbers:
+// a number literal past float64's range (1e400) parses as Infinity, which no number field takes;
+// verbose keeps the value in the error, so the answer can say why.
+const options = { allErrors: false, useDefaults: true, strict: false, strictNumbers: true, verbose: true, passContext: true } as const;
+const ajv = new Ajv({ ...options, coerceTypes: false });
 // Query parameters are strings on the wire: "10" is coerced to 10, "true" to true, one value to a list.
-const coercing = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: "array", strict: false, passContext: true });
+const coercing = new Ajv({ ...options, coerceTypes: "array" });
 
 const modeKeyword: FuncKeywordDefinition = {
   keyword: "x-mode",
@@ -91,6 +94,8 @@ const depth = (e: ErrorObject) => (e.instancePath === "" ? 0 : e.instancePath.sp
  * type, the answer lists the types the value may have (null, the "optional" branch, left out).
  */
 function pick(errors: ErrorObject[]): string {
+  const infinite = errors.find((e) => e.keyword === "type" && typeof e.data === "number" && !Number.isFinite(e.data));
+  if (infinite) return `${fieldPath(infinite.instancePath)}: a number outside the range of a 64-bit float`;
   if (!errors.some(isUnion)) return describeError(errors[0]);
   const unionPaths = new Set(errors.filter(isUnion).map((e) => e.instancePath));
   const typeMiss = (e: ErrorObject) => e.keyword === "type" && unionPaths.has(e.instancePath);
