@@ -33,6 +33,8 @@ export const options = [
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
   { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
   { key: "max-expression-cost", kind: "int", def: 160, min: 1, doc: "most operators, keyword operators and parentheses in one SQL expression (a bound on its depth, over which the engine recurses; the lowest crash measured is at 689, see docs/security.md); more are answered 400" },
+  { key: "max-expression-array", kind: "int", def: 1024, min: 1, doc: "most elements (array items or characters) one value of a SQL expression may build in one row, through array_repeat, repeat, lpad, rpad, array_resize, range and the like, whose sizes must then be literals; more are answered 400 (see docs/security.md, Expression memory)" },
+  { key: "max-expression-copies", kind: "int", def: 16, min: 1, doc: "most times one value of a SQL expression may hold one column's value (repeat(s, n), concat(s, s, …), replace growing s); more are answered 400" },
   { key: "max-body-readers", kind: "int", def: 128, min: 1, doc: "requests whose body is still arriving; they hold no execution slot, and more are answered 503 Slow down" },
   { key: "max-body-readers-per-address", kind: "int", def: 32, min: 1, doc: "request bodies arriving at once from one client address; more are answered 503 Slow down" },
   { key: "max-body-readers-per-credential", kind: "int", def: 64, min: 1, doc: "request bodies arriving at once for one credential; more are answered 503 Slow down" },
@@ -115,6 +117,8 @@ export interface Config {
   maxIdentityBodyReaders: number;
   maxExpressionLength: number;
   maxExpressionCost: number;
+  maxExpressionArray: number;
+  maxExpressionCopies: number;
   bodyTimeoutMs: number;
   bodyMinRate: number;
   responseIdleMs: number;

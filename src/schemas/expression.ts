@@ -6,8 +6,9 @@
 // expression can parse to: every operator, keyword operator, opening parenthesis and CASE branch
 // counts one, since each can add one level.
 import { invalid } from "../errors.js";
+import { expressionSizeFault, type SizeLimits } from "./expression-size.js";
 
-export interface ExpressionLimits {
+export interface ExpressionLimits extends SizeLimits {
   /** Characters. */
   maxExpressionLength: number;
   /** `expressionCost` units. */
@@ -47,7 +48,7 @@ export function expressionCost(text: string): number {
   return cost;
 }
 
-/** What is wrong with an expression past either bound (naming the limit), or null. */
+/** What is wrong with an expression past any bound (naming the limit), or null. */
 export function expressionFault(text: string, limits: ExpressionLimits): string | null {
   if (text.length > limits.maxExpressionLength) {
     return `expression of ${text.length} characters is longer than the limit of ${limits.maxExpressionLength} (--max-expression-length)`;
@@ -56,10 +57,11 @@ export function expressionFault(text: string, limits: ExpressionLimits): string 
   if (cost > limits.maxExpressionCost) {
     return `expression too complex: ${cost} operators, keywords and parentheses, past the limit of ${limits.maxExpressionCost} (--max-expression-cost)`;
   }
-  return null;
+  // Sized only once its depth is known to be bounded: the sizing recurses over its brackets.
+  return expressionSizeFault(text, limits);
 }
 
-/** 400 naming `field` and the limit, for an expression past either bound. */
+/** 400 naming `field` and the limit, for an expression past any bound. */
 export function checkExpression(field: string, text: string, limits: ExpressionLimits): void {
   const fault = expressionFault(text, limits);
   if (fault !== null) throw invalid(`${field}: ${fault}`);
