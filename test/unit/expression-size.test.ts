@@ -3,6 +3,7 @@
 // number counts nothing. test/security/expression-memory.test.ts drives it over HTTP.
 import { describe, expect, it } from "vitest";
 import { expressionSizeFault } from "../../src/schemas/expression-size.js";
+import { checkExpression, checkSqlBody } from "../../src/schemas/expression.js";
 
 const limits = { maxExpressionArray: 1024, maxExpressionCopies: 16 };
 const fault = (e: string) => expressionSizeFault(e, limits);
@@ -85,5 +86,12 @@ describe("expression sizing", () => {
     expect(fault("$$ ' $$ || array_repeat(id, 99) || '")).toMatch(/^\$ \(placeholders and dollar-quoted strings/);
     expect(fault("s.x || s.y")).toBe(null);
     expect(fault("tags[1] || 'x'")).toBe(null);
+  });
+
+  it("SQL udtf bodies (run by sql.js in the sandbox, not by the engine) are bounded in shape only", () => {
+    const all = { ...limits, maxExpressionLength: 65_536, maxExpressionCost: 160 };
+    const body = `SELECT ${Array(20).fill("x").join(", ")}, '${"y".repeat(2000)}' AS note FROM source`;
+    expect(() => checkSqlBody("udtf_spec.udtf.sql", body, all)).not.toThrow();
+    expect(() => checkExpression("filter", body, all)).toThrow(/^filter: the expression (builds up to \d+ elements|holds column "x" up to 20 times)/);
   });
 });
