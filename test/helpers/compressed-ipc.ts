@@ -38,8 +38,10 @@ const lz4 = (b: Uint8Array) => compressFrameSync(Buffer.from(b.buffer, b.byteOff
 compressionRegistry.set(CompressionType.LZ4_FRAME, { encode: lz4, decode: (b) => decompressFrameSync(Buffer.from(b.buffer, b.byteOffset, b.byteLength)) });
 compressionRegistry.set(CompressionType.ZSTD, { encode: (b) => zstdFrame(b), decode: (b) => decompress(b) });
 
-// apache-arrow 21's metadata classes (the package entry first: it patches their decoders in).
-const meta = createRequire(import.meta.url)("apache-arrow-codecs/ipc/metadata/message") as typeof import("apache-arrow-codecs/ipc/metadata/message");
+// apache-arrow 21's CommonJS metadata classes (the package entry first: it patches their decoders in).
+const require = createRequire(import.meta.url);
+require("apache-arrow-codecs");
+const meta = require("apache-arrow-codecs/ipc/metadata/message") as typeof import("apache-arrow-codecs/ipc/metadata/message");
 
 /** Each compressed buffer of a compressed stream: its frame (after the 8-byte length) and where that length is. */
 export function compressedBuffers(ipc: Uint8Array): { frame: Buffer; lengthAt: number }[] {
