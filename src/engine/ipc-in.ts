@@ -47,11 +47,12 @@ const DICTIONARY_BATCH = 2;
 export function isPlainIpc(raw: Uint8Array): boolean {
   try {
     let message!: InstanceType<MessageModule["Message"]>;
-    // apache-arrow 18 throws on a compressed batch's header.
     const bodyLength = (m: Uint8Array) => Number((message = Message.decode(m)).bodyLength);
     for (const _ of ipcMessages(raw, bodyLength)) {
       if (message.headerType === DICTIONARY_BATCH) return false;
-      if (message.isSchema() && message.header().dictionaries.size > 0) return false;
+      // apache-arrow 18 throws reading a compressed batch's header.
+      const header = message.header();
+      if (message.isSchema() && (header as A.Schema).dictionaries.size > 0) return false;
     }
     return true;
   } catch {

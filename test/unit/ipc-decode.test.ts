@@ -8,7 +8,7 @@ import { arrow } from "../../src/engine/arrow.js";
 import { lz4Bounds, zstdBounds } from "../../src/engine/codec-frames.js";
 import { plainDictionaries } from "../../src/engine/dictionaries.js";
 import { decompressIpc } from "../../src/engine/ipc-codecs.js";
-import { normaliseIpc } from "../../src/engine/ipc-in.js";
+import { isPlainIpc, normaliseIpc } from "../../src/engine/ipc-in.js";
 import { compressIpc, compressedBuffers, zstdFrame, zstdRun } from "../helpers/compressed-ipc.js";
 
 const MB = 1 << 20;
@@ -52,6 +52,18 @@ describe("compressed bodies", () => {
       const out = arrow.tableFromIPC(decompressIpc(compressIpc(plain, codec), 256 * MB));
       expect(json(out), codec).toEqual(json(rowsTable(1000)));
     }
+  });
+
+  it("the file format is read as well as the stream, compressed or not; only a plain body counts as plain", () => {
+    const file = arrow.tableToIPC(rowsTable(300), "file");
+    expect(isPlainIpc(file)).toBe(true);
+    expect(json(normaliseIpc(file, MB).table)).toEqual(json(rowsTable(300)));
+    const zeros = new arrow.Table({ z: arrow.vectorFromArray(new Array(4000).fill(0), new arrow.Int32()) });
+    const compressed = compressIpc(arrow.tableToIPC(zeros, "stream"), "zstd");
+    expect(isPlainIpc(compressed)).toBe(false);
+    expect(isPlainIpc(arrow.tableToIPC(new arrow.Table({ s: arrow.vectorFromArray(["a", "b"]) }), "stream"))).toBe(false);
+    expect(isPlainIpc(Buffer.from("not arrow at all"))).toBe(false);
+    expect(json(normaliseIpc(compressed, MB).table)).toEqual(json(zeros));
   });
 
   it("the declared lengths are summed against the limit before anything is decompressed", () => {
