@@ -30,9 +30,12 @@ export const options = [
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
+  { key: "max-decoded-body", kind: "int", def: 256 << 20, min: 1, max: 2 ** 31 - 1, doc: "most bytes an Arrow IPC request body may decode to, its compressed buffers and dictionary-encoded columns expanded (checked from its metadata before either is); more are answered 400 (see docs/security.md, Bounded decoding)" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
   { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
   { key: "max-expression-cost", kind: "int", def: 160, min: 1, doc: "most operators, keyword operators and parentheses in one SQL expression (a bound on its depth, over which the engine recurses; the lowest crash measured is at 689, see docs/security.md); more are answered 400" },
+  { key: "max-expression-array", kind: "int", def: 1024, min: 1, doc: "most elements (array items or characters) one value of a SQL expression may build in one row, through array_repeat, repeat, lpad, rpad, array_resize, range and the like, whose sizes must then be literals; more are answered 400 (see docs/security.md, Expression memory)" },
+  { key: "max-expression-copies", kind: "int", def: 16, min: 1, doc: "most times one value of a SQL expression may hold one column's value (repeat(s, n), concat(s, s, …), replace growing s); more are answered 400" },
   { key: "max-body-readers", kind: "int", def: 128, min: 1, doc: "requests whose body is still arriving; they hold no execution slot, and more are answered 503 Slow down" },
   { key: "max-body-readers-per-address", kind: "int", def: 32, min: 1, doc: "request bodies arriving at once from one client address; more are answered 503 Slow down" },
   { key: "max-body-readers-per-credential", kind: "int", def: 64, min: 1, doc: "request bodies arriving at once for one credential; more are answered 503 Slow down" },
@@ -52,7 +55,7 @@ export const options = [
   { key: "batch-max", kind: "int", def: 64, min: 0, doc: "most concurrent vector searches on one table sent to the engine as one multi-vector search (0: no batching); see Query batching" },
   { key: "batch-slots", kind: "int", def: 2, min: 1, doc: "engine calls one group of compatible vector searches runs at once; a free one takes the waiting searches once they are 1/slots (rounded down) of the group's searches in flight, counting those just answered (their clients are about to send the next); the calls take turns, starting at least 1/slots of an engine call apart" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
-  { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
+  { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "plain Arrow IPC request bodies up to this size are decoded on the main thread; larger ones, and compressed or dictionary-encoded ones of any size, in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
   { key: "keep-fresh-ms", kind: "int", def: 10_000, min: 0, doc: "how long after its last read a cached table, the catalog and the view definitions keep being re-checked in the background (at three quarters of the consistency interval), so a read after a pause does not wait for storage (0: never; off below a 200 ms interval)" },
   { key: "managed-versioning", kind: "bool", def: false, doc: "tell LanceDB's REST namespace client that tables' versions are managed here: it then commits each version through `version/create` (and reads versions through Quiver), so Quiver sees every commit at once" },
@@ -106,6 +109,7 @@ export interface Config {
   workers: number;
   maxJsonBody: number;
   maxArrowBody: number;
+  maxDecodedBody: number;
   maxJsonDepth: number;
   maxInFlight: number;
   batchMax: number;
@@ -118,6 +122,8 @@ export interface Config {
   maxIdentityBody: number;
   maxExpressionLength: number;
   maxExpressionCost: number;
+  maxExpressionArray: number;
+  maxExpressionCopies: number;
   bodyTimeoutMs: number;
   bodyMinRate: number;
   responseIdleMs: number;

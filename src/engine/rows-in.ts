@@ -168,9 +168,40 @@ function reader(t: A.DataType): Read {
   throw invalid(`schema: columns of type ${t} cannot be written from JSON rows; send Arrow IPC`);
 }
 
-/** `rows` as a table of `schema`; every key of every row must be a column. */
-export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string): A.Table {
+/** Bytes a null of type `t` takes once built (at most 8 for a number or an offset). */
+function slotBytes(t: A.DataType): number {
+  const D = arrow.DataType;
+  if (D.isFixedSizeList(t)) return (t as A.FixedSizeList).listSize * slotBytes(t.children[0].type);
+  if (D.isFixedSizeBinary(t)) return (t as A.FixedSizeBinary).byteWidth;
+  if (D.isStruct(t)) return t.children.reduce((n, c) => n + slotBytes(c.type), 0);
+  return D.isDecimal(t) ? 32 : 8;
+}
+
+/** Bytes `v` (of type `t`) takes once built, counting what its nulls take. */
+function builtBytes(v: unknown, t: A.DataType): number {
+  const D = arrow.DataType;
+  if (v !== null && v !== undefined) {
+    if ((D.isFixedSizeList(t) || D.isList(t)) && Array.isArray(v)) return v.reduce((n: number, x) => n + builtBytes(x, t.children[0].type), 0);
+    if (D.isStruct(t) && typeof v === "object") return t.children.reduce((n, c) => n + builtBytes((v as Record<string, unknown>)[c.name], c.type), 0);
+  }
+  return slotBytes(t);
+}
+
+/** Whether `t` holds a fixed-size list or binary, whose nulls take their whole size. */
+const hasFixedSize = (t: A.DataType): boolean => arrow.DataType.isFixedSizeList(t) || arrow.DataType.isFixedSizeBinary(t) || (t.children ?? []).some((c) => hasFixedSize(c.type));
+
+/**
+ * `rows` as a table of `schema`; every key of every row must be a column. A null of a fixed-size
+ * type is built at its full size, so a schema's sizes times the rows are held to `maxDecoded`
+ * bytes before anything is built (a null row of a list of 10^9 floats was 4 GB from 9 bytes).
+ */
+export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string, maxDecoded: number): A.Table {
   if (rows.length === 0) return new arrow.Table(new arrow.Schema(schema.fields) as never);
+  let built = 0;
+  for (const f of schema.fields.filter((f) => hasFixedSize(f.type))) {
+    for (const r of rows) built += builtBytes(r[f.name], f.type);
+    if (built > maxDecoded) throw invalid(`rows: column ${q(f.name)} of type ${f.type} builds ${built} bytes or more, past the limit of ${maxDecoded} (--max-decoded-body)`);
+  }
   const names = new Set(schema.fields.map((f) => f.name));
   rows.forEach((r, i) => {
     const extra = Object.keys(r).find((k) => !names.has(k));
@@ -241,7 +272,7 @@ function infer(values: unknown[], what: string): A.DataType {
 }
 
 /** The table for a create from JSON rows: the schema given with the rows, or the one they imply. */
-export function createTableFromRows(body: JsonRows, table: string): A.Table {
+export function createTableFromRows(body: JsonRows, table: string, maxDecoded: number): A.Table {
   const schema = body.schema ? fromJsonSchema(body.schema) : inferSchema(body.rows);
-  return rowsToTable(body.rows, schema, table);
+  return rowsToTable(body.rows, schema, table, maxDecoded);
 }

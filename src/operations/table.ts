@@ -83,7 +83,7 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
   tableName(id);
   const mode: "create" | "exist_ok" | "overwrite" = args.mode ?? "create";
   const properties = propertiesOf(args.properties);
-  const data = rows ? storable(createTableFromRows(rows, objectIdOf(id))) : await svc.pool.ingest(raw);
+  const data = rows ? storable(createTableFromRows(rows, objectIdOf(id), svc.config.maxDecodedBody)) : await svc.pool.ingest(raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
   if (!existingTable(svc, id)) return createNew(svc, principal, id, data, properties ?? {});
