@@ -87,7 +87,7 @@ function datasetSection(r: Report): string {
     if (l.index) rows.push([`index ${esc(l.index.type)} ${esc(JSON.stringify(l.index.params))} build s`, l.index.build_s]);
     rows.push(["fragments after the load", l.after.fragments]);
   }
-  return `<h2>Dataset and load phase</h2>${table(["", ""], rows)}`;
+  return `<h2>Dataset and load phase</h2>${table(["figure", "value"], rows)}`;
 }
 
 const pathText = (paths: Record<string, number> | null | undefined) => {
@@ -118,12 +118,14 @@ function sweepSection(r: Report): string {
     lineChart({ title: "Recall against throughput", x: `recall@${k} (bars: 95% interval over the queries)`, y: "searches / s", xFromData: true, series: series((p) => [p.recall!.mean, p.qps.median], (p) => [p.qps.min, p.qps.max]) }),
     lineChart({ title: "Recall against p99 latency", x: `recall@${k}`, y: "p99 ms", xFromData: true, series: series((p) => [p.recall!.mean, p.p99_ms.median], (p) => [p.p99_ms.min, p.p99_ms.max]) }),
   ];
+  // A point whose every answer failed has no latency to show.
+  const answered = (p: SweepPoint, i: Interval) => (p.requests > p.errors ? withRange(i) : "–");
   const rows = s.points.map((p) => [
     esc(p.label),
     withRange(p.qps, 1),
-    withRange(p.p50_ms),
-    withRange(p.p99_ms),
-    withRange(p.service_p99_ms),
+    answered(p, p.p50_ms),
+    answered(p, p.p99_ms),
+    answered(p, p.service_p99_ms),
     p.recall ? `${n(p.recall.mean, 4)} (${n(p.recall.ci95[0], 4)}–${n(p.recall.ci95[1], 4)})` : "–",
     p.recall ? n(p.recall.min, 2) : "–",
     p.recall ? p.recall.search_p50_ms : null,
@@ -138,8 +140,10 @@ const REPEAT_FIGURES: [keyof RepeatRow, string][] = [
   ["throughput", "successful/s"],
   ["errors", "errors"],
   ["p50", "p50 ms"],
+  ["p95", "p95 ms"],
   ["p99", "p99 ms"],
   ["p999", "p99.9 ms"],
+  ["max", "max ms"],
   ["service_p50", "service p50 ms"],
   ["service_p99", "service p99 ms"],
   ["best_rate", "best SLO rate /s"],
@@ -354,10 +358,10 @@ function figures(r: Report): Figure[] {
     f("successful answers / s", run?.throughput, "throughput"),
     f("errors", run?.errors, "errors"),
     f("p50 ms", l?.p50, "p50"),
-    f("p95 ms", l?.p95),
+    f("p95 ms", l?.p95, "p95"),
     f("p99 ms", l?.p99, "p99"),
     f("p99.9 ms", l?.p999, "p999"),
-    f("max ms", l?.max),
+    f("max ms", l?.max, "max"),
     f("service p50 ms", run?.service_ms?.p50, "service_p50"),
     f("service p99 ms", run?.service_ms?.p99, "service_p99"),
     f("mean server CPU (cores)", r.server?.points.length ? r.server.points.reduce((a, p) => a + p.cpu_cores, 0) / r.server.points.length : null, "server_cpu"),

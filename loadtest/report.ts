@@ -72,8 +72,10 @@ export interface RepeatRow {
   throughput: number;
   errors: number;
   p50: number;
+  p95: number;
   p99: number;
   p999: number;
+  max: number;
   service_p50: number;
   service_p99: number;
   best_rate: number | null;

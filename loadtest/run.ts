@@ -48,8 +48,10 @@ function repeatRow(r: RunRecord): RepeatRow {
     throughput: r.run.throughput,
     errors: r.run.errors,
     p50: r.run.latency_ms.p50,
+    p95: r.run.latency_ms.p95,
     p99: r.run.latency_ms.p99,
     p999: r.run.latency_ms.p999,
+    max: r.run.latency_ms.max,
     service_p50: r.run.service_ms.p50,
     service_p99: r.run.service_ms.p99,
     best_rate: r.ramp?.best_rate ?? null,
@@ -183,8 +185,16 @@ async function sweepRun(
   signal?: AbortSignal,
 ): Promise<RunRecord> {
   const needsRecall = o.workloads.some((w) => w.kind === "vector");
-  const recalls: RecallFigures[] | null = needsRecall ? [] : null;
-  for (const params of needsRecall ? sweepPoints(o.sweep) : []) recalls!.push(await measureRecall(o, aux, headers, sources.vectors, truth, params));
+  const recalls: (RecallFigures | null)[] | null = needsRecall ? [] : null;
+  for (const params of needsRecall ? sweepPoints(o.sweep) : []) {
+    // A point the server refuses (a field out of its range) is measured anyway: its errors show in its runs.
+    recalls!.push(
+      await measureRecall(o, aux, headers, sources.vectors, truth, params).catch((e: Error) => {
+        report.warnings.push(`sweep point ${Object.entries(params).map(([k, v]) => `${k}=${v}`).join(" ")}: recall not measured: ${e.message}`);
+        return null;
+      }),
+    );
+  }
   const measured = await measure(o, aux, headers, show, (m) =>
     runSweep(
       o,

@@ -180,7 +180,10 @@ export function lineChart(c: ChartSpec): string {
   for (const k of c.marks ?? []) {
     const x = sx(k.x);
     const y = sy(k.y);
-    parts.push(`<g class="mark"><path d="M${x - 6} ${y - 6}l12 12M${x - 6} ${y + 6}l12 -12" stroke="#111" stroke-width="2.5" fill="none"/><text x="${x}" y="${y - 10}" text-anchor="middle" class="mark-label">${esc(k.label)}</text></g>`);
+    // The label stays inside the plot: beside the cross, on the side with room.
+    const anchor = x > W - m.r - 40 ? "end" : x < m.l + 40 ? "start" : "middle";
+    const ty = y - 10 < m.t + 10 ? y + 20 : y - 10;
+    parts.push(`<g class="mark"><path d="M${x - 6} ${y - 6}l12 12M${x - 6} ${y + 6}l12 -12" stroke="#111" stroke-width="2.5" fill="none"/><text x="${x}" y="${ty}" text-anchor="${anchor}" class="mark-label">${esc(k.label)}</text></g>`);
   }
   if (!pts.length) parts.push(`<text x="${W / 2}" y="${(m.t + H - m.b) / 2}" text-anchor="middle" class="empty">no data</text>`);
   parts.push("</svg>");

@@ -29,7 +29,7 @@ export async function runSweep(
   o: Options,
   m: Measuring,
   load: (sink: Sink, seconds: number, params: Record<string, unknown>) => Load,
-  recalls: RecallFigures[] | null,
+  recalls: (RecallFigures | null)[] | null,
   signal?: AbortSignal,
 ): Promise<{ driven: Driven; sweep: SweepFigures }> {
   const names = o.sweep.map((a) => a.name);
