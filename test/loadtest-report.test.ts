@@ -156,6 +156,14 @@ describe("quiver-loadtest reports", () => {
     expect(await page.locator("g.legend-item text").allTextContents()).toContain("A: a.json");
     expect(await chartProblems()).toEqual([]);
     expect(await row.locator("td").nth(4).textContent()).toBe("one run each: no noise estimate (--repeat)");
+    // The same two reports as runs of two hosts at once: one report, counts added, histograms merged.
+    const m = await cli(["--merge", path.join(dir, "a.json"), path.join(dir, "b.json"), "--out", path.join(dir, "merged")]);
+    expect(m.code, m.stderr).toBe(0);
+    const merged = JSON.parse(readFileSync(path.join(dir, "merged.json"), "utf8")) as Report;
+    expect(merged.merged).toEqual({ parts: 2, sources: [path.join(dir, "a.json"), path.join(dir, "b.json")] });
+    expect([merged.run!.requests, merged.run!.connections]).toEqual([ra.run!.requests + rb.run!.requests, 6]);
+    expect(merged.run!.latency_ms.count).toBe(ra.run!.latency_ms.count + rb.run!.latency_ms.count);
+    expect(existsSync(path.join(dir, "merged.html"))).toBe(true);
   });
 
   it("--dataset loads a table, builds its index and sweeps recall against throughput, with intervals; a second run reuses both", async () => {
