@@ -12,6 +12,7 @@ import type { Caller, Incoming, Outgoing, Pipeline, Route } from "./http/pipelin
 import { refusalError, type Refusal } from "./http/refusals.js";
 import { createResponseBudget } from "./http/response-budget.js";
 import { log } from "./log.js";
+import { recordInFlight } from "./metrics.js";
 import type { Services } from "./services.js";
 import { releaseAbandoned } from "./util/native-memory.js";
 import { loadUws } from "./util/runtime.js";
@@ -130,7 +131,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       if (admitted) {
         const refused = admission.slotless();
         if (refused) throw refusalError(refused);
-        counts.inFlight++;
+        recordInFlight(++counts.inFlight);
         slot = true;
       }
       inc.largeResult = async () => {

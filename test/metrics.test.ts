@@ -48,10 +48,18 @@ describe("GET /metrics", () => {
     expect(sample(text, "quiver_request_duration_seconds_bucket", { operation: "DescribeNamespace", le: "10" })).toBe(count);
     // The scrape itself holds an admission slot.
     expect(sample(text, "quiver_requests_in_flight")).toBe(1);
+    expect(sample(text, "quiver_in_flight_max")).toBeGreaterThanOrEqual(1);
     for (const reason of ["in_flight", "draining", "pool_queue", "rate_limit"]) expect(sample(text, "quiver_unavailable_total", { reason })).toBe(0);
     // Unmatched paths are counted under one name, not one series per path.
     await q.call("GET", "/no/such/path");
     expect(sample(await scrape(), "quiver_requests_total", { operation: "unmatched", status_class: "4xx" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("the most requests in flight over the last second, where the in-flight gauge sees only the scrape", async () => {
+    await Promise.all(Array.from({ length: 16 }, () => q.call("POST", "/v1/namespace/%24/describe", {})));
+    const text = await scrape();
+    expect(sample(text, "quiver_requests_in_flight")).toBe(1);
+    expect(sample(text, "quiver_in_flight_max")).toBeGreaterThanOrEqual(2);
   });
 
   it("pool task time by task kind, open tables, catalog refreshes, jobs by state and rows processed by jobs", async () => {
