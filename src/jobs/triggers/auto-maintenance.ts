@@ -149,11 +149,12 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
 
   /** When the next automatic job of table branch `k` may start. */
   const nextStart = (k: string) => Math.max((lastStart.get(k) ?? 0) + deps.settings.cooldownMs, notBefore.get(k) ?? 0);
-  const wait = (entry: Entry, branch: string | null) => Math.max(CHECK_DELAY_MS, nextStart(keyOf(entry, branch)) - Date.now());
 
+  // A look decides when a job may start (and keeps the lag gauge): one that must wait arms the next
+  // look for then, and commits meanwhile find that look armed.
   const sweep = deps.settings.sweepMs > 0
     ? setInterval(() => {
-        for (const entry of deps.catalog.allTables()) if (entry.location) arm(entry, null, wait(entry, null));
+        for (const entry of deps.catalog.allTables()) if (entry.location) arm(entry, null, CHECK_DELAY_MS);
       }, deps.settings.sweepMs)
     : null;
   sweep?.unref();
@@ -162,7 +163,7 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     committed({ table, branch, change }) {
       if (!MAINTAIN_AFTER.has(change) || !settingsFor(table, deps.settings).enabled) return;
       if (change === "backfill") rewritten.add(keyOf(table, branch));
-      arm(table, branch, wait(table, branch));
+      arm(table, branch, CHECK_DELAY_MS);
     },
     close() {
       if (sweep) clearInterval(sweep);
