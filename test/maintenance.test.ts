@@ -46,6 +46,16 @@ function calls(s: () => Quiver) {
 const { post, insert, versions, maintain } = calls(() => q);
 const count = async (id: string, body: Record<string, unknown> = {}) => (await post(id, "count_rows", body)).json as number;
 
+/** `what()` once `ok` holds of it, or after `ms` whatever it is then. */
+async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 90_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await what();
+    if (ok(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Whether an automatic maintenance job of `table` succeeds within a minute. */
 async function maintainedByItself(table: string): Promise<boolean> {
   for (const end = Date.now() + 60_000; Date.now() < end; ) {
@@ -344,14 +354,6 @@ describe("automatic maintenance", () => {
   const c = calls(() => a);
   const jobsOf = async (id: string) =>
     ((await a.call("POST", "/v1/jobs/list", { table: [id] })).json.jobs as { job_id: string; job_type: string; status: string }[]).filter((j) => j.job_type === "maintenance");
-  async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 60_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await what();
-      if (ok(v) || Date.now() > end) return v;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
   it("maintains a table once its small fragments reach the threshold, once per cooldown under a stream of writes", async () => {
     expect((await c.post("auto", "create", rows(0, 1))).status).toBe(200);
@@ -471,14 +473,6 @@ describe("automatic maintenance after a backfill, and its metrics", () => {
   const c = calls(() => b);
   const props = (p: Record<string, string>) => `?properties=${encodeURIComponent(JSON.stringify(p))}`;
   const scrape = async () => (await b.call("GET", "/metrics")).text;
-  async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 90_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await what();
-      if (ok(v) || Date.now() > end) return v;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
 
   it("after a backfill ends, the vector index covers every row again, by an automatic job that names its replica", async () => {
     const r = await c.post("bf", "create", rowsIpc(2000, 16, 0), props({ "quiver.maintenance.deleted_percent": "0" }));
