@@ -238,12 +238,13 @@ async function maintenanceJobs(port: number): Promise<number> {
 
 /** Fragments and versions of the mix table, read every second while `running()` (one read at a time). */
 function watchFigures(port: number, running: () => boolean): Promise<{ fragments: number[]; versions: number[] }> {
-  const c = new Conn("127.0.0.1", port);
+  let c = new Conn("127.0.0.1", port);
   const out = { fragments: [] as number[], versions: [] as number[] };
   return (async () => {
     while (running()) {
-      // A second the server refused (past --max-in-flight) has no sample.
-      const r = await c.request("POST", "/v1/table/mix/stats", json, Buffer.from("{}"));
+      // A second the server refused (past --max-in-flight, or closing the connection) has no sample.
+      if (c.closed) c = new Conn("127.0.0.1", port);
+      const r = await c.request("POST", "/v1/table/mix/stats", json, Buffer.from("{}")).catch(() => ({ status: 0, body: Buffer.alloc(0) }));
       if (r.status === 200) {
         const s = JSON.parse(r.body.toString());
         out.fragments.push(s.fragment_stats.num_fragments);

@@ -33,7 +33,9 @@ export async function openLoop(port: number, rate: number, seconds: number, next
   const total = Math.round(rate * seconds);
   const send = (i: number) => {
     const r = next(i);
-    const c = idle.pop() ?? new Conn("127.0.0.1", port);
+    let c = idle.pop();
+    while (c?.closed) c = idle.pop();
+    c ??= new Conn("127.0.0.1", port);
     if (!all.includes(c)) all.push(c);
     const start = performance.now();
     const p = c.request(r.method, r.path, r.headers, r.body).then(

@@ -8,7 +8,9 @@
 // spends at most --maintenance-max-share of its time in automatic jobs, so a write stream cannot
 // keep one busy.
 import type { Catalog, Entry } from "../../catalog/catalog.js";
-import { exportFigures, tableFigures } from "../../engine/maintenance.js";
+import { exportFigures, tableFigures, type TableFigures } from "../../engine/maintenance.js";
+import type { MaintenanceProgress } from "../../../workers/processes/maintenance.js";
+import { tableVersion } from "../../engine/table-info.js";
 import type { Change } from "../../engine/commits.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
@@ -71,6 +73,8 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
   const rewritten = new Set<string>();
   /** Per table branch: since when a threshold is passed. */
   const dueSince = new Map<string, number>();
+  /** Per table branch whose last maintenance job changed nothing: the version then (a job runs again only once something was committed since). */
+  const leftAt = new Map<string, number>();
   const keyOf = (entry: Entry, branch: string | null) => `${entry.objectId}\u0000${branch ?? ""}`;
   const share = Math.min(100, Math.max(1, deps.settings.maxSharePercent)) / 100;
 
@@ -88,15 +92,22 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
   const backfilling = (id: readonly string[], branch: string | null) =>
     deps.jobs.active().some((r) => (r.operation === BACKFILL || r.operation === BACKFILL_TASK) && sameId(r.table, id) && (r.spec as BackfillSpec).branch === branch);
 
-  /** Once the last job seen has ended: the next may start after its duration times (1 - share) / share. */
-  async function paced(k: string): Promise<void> {
+  /**
+   * Once the last job seen has ended: the next may start after its duration times (1 - share) /
+   * share. Whether it just ended having changed none of the figures a threshold reads.
+   */
+  async function paced(k: string): Promise<boolean> {
     const id = lastJob.get(k);
-    if (id === undefined) return;
+    if (id === undefined) return false;
     const r = await deps.jobs.get(id);
-    if (r && r.status !== "Queued" && r.status !== "Running") {
-      lastJob.delete(k);
-      if (r.startedAt !== undefined && r.finishedAt !== undefined) notBefore.set(k, r.finishedAt + ((r.finishedAt - r.startedAt) * (1 - share)) / share);
-    }
+    if (!r || r.status === "Queued" || r.status === "Running") return false;
+    lastJob.delete(k);
+    if (r.startedAt !== undefined && r.finishedAt !== undefined) notBefore.set(k, r.finishedAt + ((r.finishedAt - r.startedAt) * (1 - share)) / share);
+    const { before, after } = (r.progress ?? {}) as MaintenanceProgress;
+    const unindexed = (f: TableFigures) => Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0);
+    const idle = before !== undefined && after !== undefined && before.small_fragments === after.small_fragments && unindexed(before) === unindexed(after) && before.deleted_rows === after.deleted_rows;
+    if (!idle) leftAt.delete(k);
+    return idle;
   }
 
   async function check(entry: Entry, branch: string | null): Promise<void> {
@@ -109,12 +120,14 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
       lastJob.set(k, active.id);
       return arm(current, branch, CHECK_DELAY_MS);
     }
-    await paced(k);
+    const idle = await paced(k);
     // Rows a backfill rewrote are folded into the indexes once it ended: its commits and a compaction would race.
     const afterBackfill = rewritten.has(k) && !backfilling(current.id, branch);
     if (rewritten.has(k) && !afterBackfill) arm(current, branch, CHECK_DELAY_MS);
-    const f = await tableFigures(await deps.tables.open(current, { branch, fresh: true }));
+    const table = await deps.tables.open(current, { branch, fresh: true });
+    const [f, version] = await Promise.all([tableFigures(table), tableVersion(table)]);
     exportFigures(current.objectId, branch, f);
+    if (idle) leftAt.set(k, version);
     const unindexed = Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0);
     const deletedPercent = f.deleted_rows === 0 ? 0 : (100 * f.deleted_rows) / (f.rows + f.deleted_rows);
     const due =
@@ -131,6 +144,11 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     const since = dueSince.get(k) ?? Date.now();
     dueSince.set(k, since);
     recordMaintenanceDue(current.objectId, branch, since);
+    // Past a threshold that the last job could not bring it under (it changed nothing: Lance leaves
+    // fragments folded into the index by different jobs uncompacted, docs/maintenance.md), with
+    // nothing committed since: another job would do the same again. The lag gauge keeps growing,
+    // which is what an operator should see.
+    if (!afterBackfill && leftAt.has(k) && version <= leftAt.get(k)!) return;
     const wait = nextStart(k) - Date.now();
     if (wait > 0) {
       if (afterBackfill) rewritten.add(k);
