@@ -71,12 +71,14 @@ export const options = [
   { key: "auto-refresh-min-rows", kind: "int", def: 1, min: 1, doc: "source rows that must have changed since an auto_refresh view's last refresh before it refreshes again" },
   { key: "auto-refresh-cooldown-ms", kind: "int", def: 5000, min: 0, doc: "least time between two automatic refreshes of one view" },
   { key: "maintenance-jobs", kind: "int", def: 1, min: 1, doc: "table maintenance jobs (compaction, index upkeep, version cleanup) running at once; more wait as Queued; see docs/maintenance.md" },
-  { key: "retain-versions-ms", kind: "int", def: 7 * 86_400_000, min: 0, doc: "versions newer than this are never removed by maintenance, so time travel within it works (default 7 days); see docs/maintenance.md" },
+  { key: "retain-versions-ms", kind: "int", def: 7 * 86_400_000, min: 0, doc: "versions newer than this are not removed by maintenance (unless past --maintenance-max-versions), so time travel within it works (default 7 days); see docs/maintenance.md" },
+  { key: "maintenance-max-versions", kind: "int", def: 100, min: 0, doc: "versions a table branch keeps at most: maintenance removes older ones even inside --retain-versions-ms (tagged versions, branch starts, a view's source version and versions read explicitly stay); every re-check of a table lists its versions; 0: no bound" },
   { key: "auto-maintenance", kind: "string", def: "on", doc: "on: maintain tables by themselves after commits and on the sweep; off: only on request (a table's `quiver.maintenance` property overrides it); see docs/maintenance.md" },
   { key: "maintenance-small-fragments", kind: "int", def: 20, min: 0, doc: "small fragments (under Lance's compaction target) a table branch may hold before it is maintained (0: never for this reason)" },
   { key: "maintenance-unindexed-rows", kind: "int", def: 10_000, min: 0, doc: "rows its indexes do not cover yet (all indexes together) a table branch may hold before it is maintained (0: never for this reason)" },
   { key: "maintenance-deleted-percent", kind: "int", def: 10, min: 0, max: 100, doc: "deleted rows, as a percentage of the rows their fragments hold, a table branch may carry before it is maintained (compaction rewrites such fragments without them; 0: never for this reason)" },
-  { key: "maintenance-cooldown-ms", kind: "int", def: 60_000, min: 0, doc: "least time between two automatic maintenance jobs of one table branch" },
+  { key: "maintenance-cooldown-ms", kind: "int", def: 0, min: 0, doc: "least time between the starts of two automatic maintenance jobs of one table branch (0: none; --maintenance-max-share paces them)" },
+  { key: "maintenance-max-share", kind: "int", def: 50, min: 1, max: 100, doc: "most of its time, in percent, a table branch spends in automatic maintenance: after a job that took d, the next waits d x (100 - share) / share; while a threshold is passed the next starts as soon as that allows" },
   { key: "maintenance-sweep-ms", kind: "int", def: 600_000, min: 0, doc: "how often every table's main branch is checked (tables other processes write); 0: no sweep" },
   { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
   { key: "location-role", kind: "string", def: "read", doc: "least role whose table descriptions carry the table's storage location (read, write or admin); a client given it can open the files itself, see Security" },
@@ -155,6 +157,8 @@ export interface Config {
   maintenanceUnindexedRows: number;
   maintenanceDeletedPercent: number;
   maintenanceCooldownMs: number;
+  maintenanceMaxShare: number;
+  maintenanceMaxVersions: number;
   maintenanceSweepMs: number;
   refreshJobs: number;
   autoRefreshMinRows: number;

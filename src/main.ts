@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   // After listening: a second start on a taken port must fail before touching the data directory.
   await services.jobs.start();
   await reclaim(services, "start");
-  watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, openTables: services.tables.openHandles });
+  watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles });
   if (auth.generatedKey) {
     process.stdout.write(
       `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.stateDir)}):\n  ${auth.generatedKey}\n`,

@@ -192,6 +192,65 @@ export function recordRequest(operation: string, status: number, seconds: number
   if (status === 503) unavailable.inc({ reason: reason ?? "other" });
 }
 
+/** Why a job record became Failed (the replica that stored it counts it). */
+const JOB_FAILURE_REASONS = ["error", "restart", "shutdown", "replica_lost", "unknown_kind"] as const;
+export type JobFailureReason = (typeof JOB_FAILURE_REASONS)[number];
+const jobFailures = new Counter({
+  name: "quiver_job_failures_total",
+  help: "Jobs this replica recorded as Failed, by kind and reason: error (the job's own), restart or shutdown (a kind that cannot resume, interrupted here), replica_lost (a kind that cannot resume, whose replica stopped renewing its lease), unknown_kind",
+  labelNames: ["kind", "reason"] as const,
+  registers: [registry],
+  collect() {
+    // Every kind's reasons from the start, so an alert's rate has a series before the first failure.
+    for (const { kind } of sources?.jobsHere() ?? []) for (const reason of JOB_FAILURE_REASONS) this.inc({ kind, reason }, 0);
+  },
+});
+const jobTakeovers = new Counter({
+  name: "quiver_job_lease_takeovers_total",
+  help: "Jobs this replica took over from another replica whose lease lapsed (it died or lost the store), by kind",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+  collect() {
+    for (const { kind } of sources?.jobsHere() ?? []) this.inc({ kind }, 0);
+  },
+});
+const maintenanceDuration = new Histogram({
+  name: "quiver_maintenance_duration_seconds",
+  help: "Maintenance jobs run by this replica, from start to end, by result (succeeded, failed)",
+  labelNames: ["result"] as const,
+  buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+  registers: [registry],
+});
+
+export const recordJobFailure = (kind: string, reason: JobFailureReason) => jobFailures.inc({ kind, reason });
+export const recordJobTakeover = (kind: string) => jobTakeovers.inc({ kind });
+export const recordMaintenanceDuration = (result: "succeeded" | "failed", seconds: number) => maintenanceDuration.observe({ result }, seconds);
+
+// Per table branch past a maintenance threshold: since when (ms since the epoch), as this replica's
+// last automatic check found it. Bounded like the figures.
+const overdue = new Map<string, { table: string; branch: string; since: number }>();
+
+/** The automatic check found `table`'s `branch` past a threshold since `since`, or (null) not past any. */
+export function recordMaintenanceDue(table: string, branch: string | null, since: number | null): void {
+  const key = `${table}\u0000${branch ?? ""}`;
+  overdue.delete(key);
+  if (since === null) return;
+  overdue.set(key, { table, branch: branch ?? "main", since });
+  if (overdue.size > MAX_TABLES) overdue.delete(overdue.keys().next().value!);
+}
+
+new Gauge({
+  name: "quiver_maintenance_lag_seconds",
+  help: "Per table branch past a maintenance threshold (small fragments, unindexed rows, deleted rows, versions kept): how long it has been, as this replica's automatic checks found; no series when under every threshold",
+  labelNames: ["table", "branch"] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    const now = Date.now();
+    for (const { table, branch, since } of overdue.values()) this.set({ table, branch }, (now - since) / 1000);
+  },
+});
+
 export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
 export const recordJobRows = (kind: string, rows: number) => rows > 0 && jobRows.inc({ kind }, rows);
 export const recordCatalogRefresh = () => catalogRefreshes.inc();
@@ -214,6 +273,8 @@ export interface MetricSources {
   pool(): { threads: number; busy: number; queued: number };
   /** Job records by kind and state (index builds are kind `create_index`), zeros included. */
   jobs(): { kind: string; state: string; count: number }[];
+  /** This replica's own runs and slots, by kind, zeros included. */
+  jobsHere(): { kind: string; running: number; slots: number }[];
   openTables(): number;
 }
 
@@ -273,6 +334,22 @@ gauge(
     for (const { kind, state, count } of sources!.jobs()) g.set({ kind, state }, count);
   },
   ["kind", "state"],
+);
+gauge(
+  "quiver_replica_jobs_running",
+  "Background jobs this replica runs now (it holds their lease), by kind; quiver_jobs counts the whole store, the same on every replica",
+  (g) => {
+    for (const { kind, running } of sources!.jobsHere()) g.set({ kind }, running);
+  },
+  ["kind"],
+);
+gauge(
+  "quiver_replica_job_slots",
+  "Jobs of each kind this replica runs at once at most (--index-builds, --backfill-jobs, ...)",
+  (g) => {
+    for (const { kind, slots } of sources!.jobsHere()) g.set({ kind }, slots);
+  },
+  ["kind"],
 );
 
 export const metricsContentType = registry.contentType;

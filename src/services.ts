@@ -83,7 +83,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir);
-  const backfills = { catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
+  const backfills = { catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs, jobs: () => jobs };
   const jobs: Jobs = await reach(openJobs(
     system,
     privateDir,
@@ -92,7 +92,7 @@ export async function createServices(config: Config, credential: (key: string) =
       backfillKind(backfills),
       backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, limit: config.maintenanceJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, limit: config.maintenanceJobs }),
     ],
     engineReason,
     { ...config, replica },
@@ -109,6 +109,7 @@ export async function createServices(config: Config, credential: (key: string) =
       unindexedRows: config.maintenanceUnindexedRows,
       deletedPercent: config.maintenanceDeletedPercent,
       cooldownMs: config.maintenanceCooldownMs,
+      maxSharePercent: config.maintenanceMaxShare,
       sweepMs: config.maintenanceSweepMs,
     },
   });

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { sample } from "./helpers/metrics.js";
 import { logLine, READ_KEY, request, serverForFile } from "./helpers/quiver.js";
-import { settle } from "./helpers/transactions.js";
+import { settle, until } from "./helpers/transactions.js";
 
 // Every access line logged; every Arrow upload decoded in the pool; the catalog checked on every request.
 const q = serverForFile({ args: ["--ingest-inline-max-bytes", "0", "--consistency-interval-ms", "0", "--access-log-sample", "1", "--workers", "1"], env: { QUIVER_LOG_LEVEL: "info" } });
@@ -83,6 +83,30 @@ describe("GET /metrics", () => {
     expect(sample(text, "quiver_jobs", { kind: "backfill", state: "Succeeded" })).toBe(1);
     expect(sample(text, "quiver_jobs", { kind: "create_index", state: "Running" })).toBe(0);
     expect(sample(text, "quiver_job_rows_processed_total", { kind: "backfill" })).toBe(1000);
+  });
+
+  it("job failures by kind and reason, every reason from the start; this replica's running jobs and slots beside the store's", async () => {
+    const start = await scrape();
+    for (const reason of ["error", "restart", "shutdown", "replica_lost", "unknown_kind"]) expect(sample(start, "quiver_job_failures_total", { kind: "create_index", reason })).toBe(0);
+    expect(sample(start, "quiver_job_lease_takeovers_total", { kind: "backfill_task" })).toBe(0);
+    expect(sample(start, "quiver_replica_job_slots", { kind: "backfill" })).toBe(2);
+    const failedBefore = sample(start, "quiver_job_failures_total", { kind: "backfill", reason: "error" })!;
+    expect((await q.call("POST", "/v1/table/mf/create", rows(100))).status).toBe(200);
+    const add = (name: string, udf: string) => ({ new_columns: [{ name, virtual_column: { udf_backend: "js", udf, input_columns: ["x"], outputs: [{ column: name, data_type: { type: "float64" }, nullable: true }] } }] });
+    expect((await q.call("POST", "/v1/table/mf/add_columns", add("bad", "(x) => { throw new Error('no'); }"))).status).toBe(200);
+    const bad = await q.call("POST", "/v1/table/mf/backfill_column", { column: "bad" });
+    expect(bad.status, bad.text).toBe(202);
+    expect((await settle(q, bad.json.job_id, 60_000)).status).toBe("Failed");
+    expect(sample(await scrape(), "quiver_job_failures_total", { kind: "backfill", reason: "error" })).toBe(failedBefore + 1);
+    // A backfill that runs until canceled: this replica runs one while it lasts.
+    expect((await q.call("POST", "/v1/table/mf/add_columns", add("slow", "(x) => { const t = Date.now(); while (Date.now() - t < 50) {} return x; }"))).status).toBe(200);
+    const slow = await q.call("POST", "/v1/table/mf/backfill_column", { column: "slow", task_size: 1, concurrency: 1, checkpoint_size: 1 });
+    expect((await until(q, slow.json.job_id, (s) => s === "Running", 60_000)).status).toBe("Running");
+    const during = await scrape();
+    expect(sample(during, "quiver_replica_jobs_running", { kind: "backfill" })).toBe(1);
+    expect(sample(during, "quiver_jobs", { kind: "backfill", state: "Running" })).toBe(1);
+    expect((await q.call("POST", "/v1/jobs/cancel", { job_id: slow.json.job_id })).json.status).toBe("Canceled");
+    expect(sample(await scrape(), "quiver_replica_jobs_running", { kind: "backfill" })).toBe(0);
   });
 
   it("process memory and event-loop delay", async () => {
