@@ -4,6 +4,7 @@
 // several hosts (--merge). Exit codes: 0 done, 2 bad option or input, 3 a --threshold failed, 1 else.
 import { readFileSync, writeFileSync } from "node:fs";
 import { GENERATOR_ENV } from "./generators.js";
+import { childGate } from "./handshake.js";
 import { comparePage, reportPage } from "./html.js";
 import { badInput, isBadInput } from "./input-error.js";
 import { mergeReports } from "./merge.js";
@@ -28,7 +29,12 @@ async function main(argv: string[]): Promise<number> {
   // A generator started by --generators: options from the environment, the report on stdout.
   const child = process.env[GENERATOR_ENV];
   if (child) {
-    process.stdout.write(JSON.stringify(await runLoadtest(JSON.parse(child) as Options)));
+    const gate = childGate();
+    try {
+      process.stdout.write(JSON.stringify(await runLoadtest(JSON.parse(child) as Options, process.stderr, undefined, gate)));
+    } finally {
+      gate.close();
+    }
     return 0;
   }
   let cmd;

@@ -5,6 +5,7 @@
 import { closedLoop, DISCARD, openLoop, type Load, type Sink } from "./drive.js";
 import { loadDataset, type Dataset } from "./datasets.js";
 import { runGenerators } from "./generators.js";
+import type { Gate } from "./handshake.js";
 import { baseHeaders, callJson, client, type Client } from "./http.js";
 import { loadPhase } from "./load-phase.js";
 import { measure } from "./measure.js";
@@ -73,7 +74,8 @@ function repeats(records: RunRecord[]): NonNullable<Report["repeats"]> {
 }
 
 /** `signal` stops the measured part early; the report then covers what ran (`interrupted`). */
-export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.stderr, signal?: AbortSignal): Promise<Report> {
+/** `gate`: where a generator child waits for its parent (--generators), once ready and once warm. */
+export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.stderr, signal?: AbortSignal, gate?: Gate): Promise<Report> {
   const started = new Date();
   const headers = baseHeaders(o.apiKey, o.headers);
   const aux = client(o.url, 1, o.timeout * 1000);
@@ -123,6 +125,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       report.warnings.push("recall: the query vectors were sampled from the table's own rows (--sampled-queries): each finds itself, so recall reads higher than for queries the table does not hold");
     }
     if (o.startAt !== null) await sleepUntil(o.startAt);
+    await gate?.ready();
     if (o.metrics) await touchStats(aux, headers, o.table);
     const records: RunRecord[] = [];
     if (o.mode === "recall") {
@@ -137,6 +140,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       const firstRate = o.mode === "ramp" ? o.rampStart : o.rate;
       const drive = (ld: Load, rate: number) => (o.mode === "closed" ? closedLoop(ld) : openLoop(ld, rate));
       let first = o.warmup > 0 ? (await drive(l(DISCARD, o.warmup, 0), firstRate)).sent : 0;
+      await gate?.warmed();
       for (let r = 0; r < o.repeat && !(r > 0 && signal?.aborted); r++) {
         const measured = await measure(o, aux, headers, show, async (m) => {
           const round = o.repeat > 1 ? ` ${r + 1}/${o.repeat}` : "";
@@ -210,14 +214,16 @@ async function sweepRun(
 
 /** The loops of --generators child processes, merged, with the server scraped by this process over the same time. */
 async function generatorRun(o: Options, aux: Client, headers: Record<string, string>, out: NodeJS.WritableStream, report: Report): Promise<RunRecord> {
-  // Time for the children to start and read their sources before the common start.
-  const startAt = Date.now() + 3000;
-  const children = runGenerators(o, startAt, (line) => out.write(`${line}\n`));
-  children.catch(() => undefined);
-  await sleepUntil(startAt + o.warmup * 1000);
+  const children = runGenerators(o, (line) => out.write(`${line}\n`));
+  children.reports.catch(() => undefined);
+  // Sources read: the warmups start together; warm: the loops start once the first sample is taken.
+  await children.waiting();
+  children.go();
+  await children.waiting();
   const measured = await measure(o, aux, headers, progress(true), async (m) => {
     m.tick.label = `${o.generators} generators`;
-    const reports = await children;
+    children.go();
+    const reports = await children.reports;
     return { driven: { sent: 0, seconds: m.tick.elapsed(), unsent: 0, late: 0, max_backlog: 0 }, reports };
   });
   const run = mergeRuns(measured.reports.map((r) => r.run!));
