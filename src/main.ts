@@ -26,19 +26,9 @@ async function main(): Promise<void> {
   await services.jobs.start();
   await reclaim(services, "start");
   watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining }, config.replicaName);
-  if (auth.generatedKey) {
-    process.stdout.write(
-      `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.stateDir)}):\n  ${auth.generatedKey}\n`,
-    );
-  }
-  process.stdout.write(`listening on http://${config.host}:${server.port}\n`);
-  log.info("started", { dataDir: config.dataDir, workers: config.workers, port: server.port, pid: process.pid });
-  if (!hasV8Flags()) {
-    log.warn("node was started without Quiver's V8 flags (npm start passes them): queries lose throughput", { flags: V8_FLAGS.join(" "), see: "docs/operations.md" });
-  }
-
   // SIGTERM (what process managers and orchestrators send) drains for --drain-delay-ms first;
   // SIGINT (Ctrl-C at a terminal, where no balancer waits) and a second signal skip the delay.
+  // Set before "listening" is printed: a signal sent as soon as it is seen drains too.
   let skipDelay!: () => void;
   const skip = new Promise<void>((resolve) => (skipDelay = resolve));
   let stopping = false;
@@ -53,6 +43,16 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
+  if (auth.generatedKey) {
+    process.stdout.write(
+      `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.stateDir)}):\n  ${auth.generatedKey}\n`,
+    );
+  }
+  process.stdout.write(`listening on http://${config.host}:${server.port}\n`);
+  log.info("started", { dataDir: config.dataDir, workers: config.workers, port: server.port, pid: process.pid });
+  if (!hasV8Flags()) {
+    log.warn("node was started without Quiver's V8 flags (npm start passes them): queries lose throughput", { flags: V8_FLAGS.join(" "), see: "docs/operations.md" });
+  }
 }
 
 main().catch((err: unknown) => {

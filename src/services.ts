@@ -26,6 +26,8 @@ import { autoBackfill, autoRefresh } from "./jobs/triggers/after-commit.js";
 import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { replicaId } from "./util/replica-id.js";
 import { lockStateDir } from "./util/state-lock.js";
+import { createContainerOf, useStorageOptions } from "./util/store-files.js";
+import { log } from "./log.js";
 import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 
@@ -84,6 +86,10 @@ export async function createServices(config: Config, credential: (key: string) =
           throw new Error(`cannot open the data directory ${config.dataDir}: ${engineReason(err).replace(/\s*\n\s*/g, " ")}`);
         })
       : p;
+  if (config.remote) {
+    useStorageOptions(config.storageOptions);
+    if (await reach(createContainerOf(config.dataDir))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
+  }
   const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
