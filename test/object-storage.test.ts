@@ -6,7 +6,7 @@
 // put, a declared table's marker, orphan reclaim). Plus: an unreachable S3 endpoint fails the start
 // in bounded time with one line.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
@@ -181,15 +181,19 @@ describe("a Quiver server on Azurite (az://)", () => {
     expect(sample(mine, "quiver_object_store_request_duration_seconds_count", { store: "az", operation: "list_children" })).toBe(1);
   });
 
-  it("a container that does not exist is made at start, with one warning saying so", async () => {
-    const fresh = await startQuiver({ dataUri: "az://made-at-start/quiver", args: [...optionArgs(az.storageOptions()), "--auto-maintenance", "off"], env: { QUIVER_LOG_LEVEL: "warn" } });
+  it("a container that does not exist is made at start, with one warning saying so; storage options from a config file (docs/operations.md's example)", async () => {
+    const config = path.join(mkdtempSync(path.join(tmpdir(), "quiver-config-")), "r0.json");
+    writeFileSync(config, JSON.stringify({ "replica-name": "r0", "storage-options": az.storageOptions() }), { mode: 0o600 });
+    const fresh = await startQuiver({ dataUri: "az://made-at-start/quiver", args: ["--config", config, "--auto-maintenance", "off"], env: { QUIVER_LOG_LEVEL: "warn" } });
     try {
+      expect(fresh.proc.spawnargs.join(" ")).not.toContain(az.storageOptions().account_key);
       expect(fresh.stderr()).toContain('"msg":"created the data directory\'s container, which did not exist","dataDir":"az://made-at-start/quiver"');
       expect((await fresh.call("POST", "/v1/namespace/made/create", {})).status).toBe(200);
       expect((await fresh.call("POST", "/v1/namespace/made/exists", {})).status).toBe(200);
     } finally {
       await fresh.stop();
       removeDir(fresh.dataDir);
+      rmSync(path.dirname(config), { recursive: true, force: true });
     }
   }, 60_000);
 
