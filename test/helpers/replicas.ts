@@ -47,7 +47,8 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   const ports: number[] = [];
   const stateDirs: string[] = [];
   let storageArgs: string[] = [];
-  const replicaArgs = (i: number, more: string[] = []) => ["--port", String(ports[i]), "--auto-maintenance", "off", ...(opts.args ?? []), ...storageArgs, ...more];
+  // Each named as HAProxy names it (r0, r1, …): its metrics' replica label and the start of its id.
+  const replicaArgs = (i: number, more: string[] = []) => ["--port", String(ports[i]), "--replica-name", `r${i}`, "--auto-maintenance", "off", ...(opts.args ?? []), ...storageArgs, ...more];
 
   // The lease goes by environment: a replica that does not know the option yet ignores it, where an
   // unknown flag would stop its start.
