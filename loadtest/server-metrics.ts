@@ -75,7 +75,8 @@ export interface ServerPoint {
   serving_share: number | null;
 }
 
-const gauge = (s: Scrape, name: string, scale = 1) => (s.has(name) ? s.get(name)! * scale : null);
+/** A gauge's value (summed over its series: a server labels each with its replica's name); null when the server has none. */
+const gauge = (s: Scrape, name: string, scale = 1) => ([...s.keys()].some((k) => k === name || k.startsWith(`${name}{`)) ? sum(s, name) * scale : null);
 
 /** Mean of a `*batch*` histogram or summary over the interval, from its _sum and _count. */
 function batchMean(prev: Scrape, cur: Scrape): number | null {

@@ -1,7 +1,7 @@
 // Configuration: flags > environment (QUIVER_*) > JSON config file > defaults, validated once at startup.
 // The option table below is the single definition; the README's configuration table mirrors it.
 import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
@@ -51,7 +51,8 @@ export const options = [
   { key: "rate-limit-concurrent", kind: "int", def: 0, min: 0, doc: "requests in flight per credential; more are answered 503 Slow down (0: no limit)" },
   { key: "idempotency-window-ms", kind: "int", def: 86_400_000, min: 1000, doc: "how long a mutation's result is kept under its Idempotency-Key, so a retry returns it instead of applying again" },
   { key: "orphan-min-age-ms", kind: "int", def: 3_600_000, min: 0, doc: "unreferenced table directories younger than this are never reclaimed (on start, or by POST /v1/admin/reclaim)" },
-  { key: "shutdown-deadline-ms", kind: "int", def: 30_000, min: 0, doc: "on SIGTERM, how long requests in flight may take to finish before the process exits" },
+  { key: "drain-delay-ms", kind: "int", def: 10_000, min: 0, doc: "on SIGTERM, how long the server keeps serving (answers closing their connections) while `/readyz` answers 503, so load balancers take it out of rotation before it stops listening; longer than the balancer's check interval × failures to mark a server down (HAProxy's defaults: 2 s × 3). SIGINT, or a second signal, skips it" },
+  { key: "shutdown-deadline-ms", kind: "int", def: 30_000, min: 0, doc: "after the drain delay, how long requests in flight may take to finish before the process exits" },
   { key: "batch-max", kind: "int", def: 64, min: 0, doc: "most concurrent vector searches on one table sent to the engine as one multi-vector search (0: no batching); see Query batching" },
   { key: "batch-slots", kind: "int", def: 2, min: 1, doc: "engine calls one group of compatible vector searches runs at once; a free one takes the waiting searches once they are 1/slots (rounded down) of the group's searches in flight, counting those just answered (their clients are about to send the next); the calls take turns, starting at least 1/slots of an engine call apart" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
@@ -94,6 +95,7 @@ export const options = [
   { key: "access-log-sample", kind: "number", def: 0.01, min: 0, max: 1, doc: "share of successful requests logged with one access line at level info (0 to 1; at level debug, every request)" },
   { key: "access-log-error-sample", kind: "number", def: 1, min: 0, max: 1, doc: "share of failed requests (status 400 and up) logged with one access line at level info" },
   { key: "metrics-public", kind: "bool", def: false, doc: "serve `GET /metrics` without a credential (otherwise it needs the read role)" },
+  { key: "replica-name", kind: "string", def: hostname(), doc: "this replica's name: the `replica` label of every metric series, and where a job ran (default: the host name; give replicas sharing a host their own)" },
   { key: "config", kind: "string", def: undefined, doc: "JSON file with any of these keys (kebab-case)" },
 ] as const satisfies readonly Option[];
 
@@ -136,6 +138,7 @@ export interface Config {
   rateLimitConcurrent: number;
   idempotencyWindowMs: number;
   orphanMinAgeMs: number;
+  drainDelayMs: number;
   shutdownDeadlineMs: number;
   ingestInlineMaxBytes: number;
   consistencyIntervalMs: number;
@@ -177,6 +180,7 @@ export interface Config {
   accessLogSample: number;
   accessLogErrorSample: number;
   metricsPublic: boolean;
+  replicaName: string;
 }
 
 /** Quiver's own state inside a local data directory (keys, job records, links) when no --state-dir is given; never a table. */

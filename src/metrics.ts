@@ -162,6 +162,7 @@ for (const [field, what] of TABLE_GAUGES) {
 const UNAVAILABLE_REASONS = [
   "in_flight",
   "draining",
+  "not_ready",
   "pool_queue",
   "body_readers",
   "address_body_readers",
@@ -251,6 +252,63 @@ new Gauge({
   },
 });
 
+/**
+ * Commits that lost a race with another writer (another replica, a job process, LanceDB's own
+ * client) and were answered 409 ConcurrentModification, after the engine's own retries: `data`
+ * (insert, merge, update, delete), `schema` (column and metadata changes), `version` (a managed
+ * version someone else committed first).
+ */
+const COMMIT_CONFLICTS = ["data", "schema", "version"] as const;
+const commitConflicts = new Counter({
+  name: "quiver_commit_conflicts_total",
+  help: "Commits that lost a race with another writer and were answered 409, by kind (data, schema, version)",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+for (const kind of COMMIT_CONFLICTS) commitConflicts.inc({ kind }, 0);
+
+/**
+ * Commit attempts repeated after a lost race, as far as this process sees them: LanceDB's own
+ * retries of a merge insert (its attempts past the first) on tables (`table`), the shared system
+ * tables (`system`) and the catalog (`catalog`); a combined group commit that failed, whose writes
+ * were then committed one by one (`group_commit`, one per write).
+ */
+const COMMIT_RETRIES = ["table", "system", "catalog", "group_commit"] as const;
+const commitRetries = new Counter({
+  name: "quiver_commit_retries_total",
+  help: "Commit attempts repeated after a failed or lost commit, by kind (table, system and catalog: LanceDB's merge-insert retries; group_commit: writes of a failed combined commit committed alone)",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+for (const kind of COMMIT_RETRIES) commitRetries.inc({ kind }, 0);
+
+export const recordCommitConflict = (kind: (typeof COMMIT_CONFLICTS)[number]) => commitConflicts.inc({ kind });
+export const recordCommitRetries = (kind: (typeof COMMIT_RETRIES)[number], n: number) => n > 0 && commitRetries.inc({ kind }, n);
+
+/**
+ * Quiver's own requests to an object store (its files beside LanceDB's, src/util/store-files.ts);
+ * LanceDB's reads and writes of tables run in its native code and are not seen here.
+ */
+const objectStoreLatency = new Histogram({
+  name: "quiver_object_store_request_duration_seconds",
+  help: "Quiver's own object-store requests (managed versions' manifests, markers, _refs records, listings for orphan reclaim and sizes; not LanceDB's table I/O), by store (s3, gs, az) and operation, failed ones included",
+  labelNames: ["store", "operation"] as const,
+  buckets: LATENCY,
+  registers: [registry],
+});
+const objectStoreErrors = new Counter({
+  name: "quiver_object_store_errors_total",
+  help: "Quiver's own object-store requests that failed (an error from the store or the network; a missing object looked up is not one), by store and operation",
+  labelNames: ["store", "operation"] as const,
+  registers: [registry],
+});
+
+export function recordObjectStoreRequest(store: string, operation: string, seconds: number, failed: boolean): void {
+  objectStoreLatency.observe({ store, operation }, seconds);
+  // At 0 from the first request, so an alert on the error rate has a series to read.
+  objectStoreErrors.inc({ store, operation }, failed ? 1 : 0);
+}
+
 export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
 export const recordJobRows = (kind: string, rows: number) => rows > 0 && jobRows.inc({ kind }, rows);
 export const recordCatalogRefresh = () => catalogRefreshes.inc();
@@ -276,16 +334,20 @@ export interface MetricSources {
   /** This replica's own runs and slots, by kind, zeros included. */
   jobsHere(): { kind: string; running: number; slots: number }[];
   openTables(): number;
+  /** Whether the server is draining for a shutdown. */
+  draining(): boolean;
 }
 
 let sources: MetricSources | null = null;
 
 /**
  * Where the state gauges read from; also starts the process metrics (memory, CPU, event-loop delay
- * from perf_hooks.monitorEventLoopDelay, GC). Called once by the server process, not by jobs' child
- * processes, which record nothing anyone scrapes.
+ * from perf_hooks.monitorEventLoopDelay, GC). Every series carries `replica`: this replica's name
+ * (--replica-name), so series of several replicas stay apart where they are gathered. Called once
+ * by the server process, not by jobs' child processes, which record nothing anyone scrapes.
  */
-export function watch(s: MetricSources): void {
+export function watch(s: MetricSources, replica: string): void {
+  registry.setDefaultLabels({ replica });
   if (!sources) collectDefaultMetrics({ register: registry });
   sources = s;
 }
@@ -327,6 +389,7 @@ gauge("quiver_pool_threads", "Worker-pool threads started", (g) => g.set(sources
 gauge("quiver_pool_threads_busy", "Worker-pool threads running a task", (g) => g.set(sources!.pool().busy));
 gauge("quiver_pool_queue_length", "Worker-pool tasks waiting for a thread", (g) => g.set(sources!.pool().queued));
 gauge("quiver_open_table_handles", "Cached open table handles", (g) => g.set(sources!.openTables()));
+gauge("quiver_draining", "1 while the server drains for a shutdown (readiness answers 503), else 0", (g) => g.set(sources!.draining() ? 1 : 0));
 gauge(
   "quiver_jobs",
   "Background jobs kept (up to the store's retention), by kind and state; index builds are kind create_index",

@@ -187,14 +187,14 @@ export function sendBody(
   });
 }
 
-export function sendEmpty(x: Exchange, status: number, headers: Record<string, string> = {}): void {
+export function sendEmpty(x: Exchange, status: number, headers: Record<string, string> = {}, closeConnection = false): void {
   if (x.aborted || x.done) return;
   x.done = true;
   x.res.cork(() => {
     head(x, status, null, headers);
     // 204 must not carry a Content-Length; other statuses say 0.
-    if (status === 204) x.res.endWithoutBody();
-    else x.res.end();
+    if (status === 204) x.res.endWithoutBody(undefined, closeConnection);
+    else x.res.end(undefined, closeConnection);
   });
 }
 

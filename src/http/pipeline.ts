@@ -190,7 +190,7 @@ function encode(result: OpResult, head: Head): Outgoing {
   const { headers, op, context } = head;
   switch (result.kind) {
     case "json":
-      return { status: result.status ?? 200, headers, op, context, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(result.body) };
+      return { status: result.status ?? 200, headers, op, context, reason: result.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(result.body) };
     case "empty":
       return { status: result.status, headers, op, context, kind: "empty" };
     case "bytes":

@@ -10,6 +10,7 @@ import type { Static } from "@sinclair/typebox";
 import { authoriseObject, type Principal } from "../auth/principal.js";
 import { requireTable } from "../catalog/lookup.js";
 import { namedBranch } from "../engine/tables.js";
+import { recordCommitConflict } from "../metrics.js";
 import { listTags } from "../engine/refs.js";
 import { isManifestFile, manifestCandidates, manifestPathOut, publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
 import { fileInfo, removeFile } from "../util/store-files.js";
@@ -67,7 +68,10 @@ async function createVersion(svc: Services, id: string[], req: VersionRequest): 
   const published = await publishedVersions(dir, branch);
   const latest = published.length ? published[published.length - 1] : null;
   const on = branch ? ` on branch ${q(branch)}` : "";
-  const taken = () => new ApiError(Code.ConcurrentModification, `version ${req.version} of table ${q(entry.objectId)}${on} exists already (latest ${latest}); another writer committed first`);
+  const taken = () => {
+    recordCommitConflict("version");
+    return new ApiError(Code.ConcurrentModification, `version ${req.version} of table ${q(entry.objectId)}${on} exists already (latest ${latest}); another writer committed first`);
+  };
   if (latest !== null && req.version <= latest) throw taken();
   if (latest !== null && req.version > latest + 1) throw invalid(`version: ${req.version} skips version ${latest + 1} of table ${q(entry.objectId)}${on}`);
   const published$ = await publishManifest(dir, staged, req.version, req.naming_scheme ?? "V2", branch);

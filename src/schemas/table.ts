@@ -32,4 +32,6 @@ export const RenameTable = Type.Object({
   ...common,
   new_table_name: Type.String({ minLength: 1 }),
   new_namespace_id: Opt(Type.Array(Type.String())),
+  /** LanceDB's remote client's name for new_namespace_id. */
+  new_namespace: Opt(Type.Array(Type.String())),
 });

@@ -1,5 +1,8 @@
 // ajv, compiled once per schema, for JSON bodies and (coercing strings) query parameters.
-// Unknown fields are ignored (real clients send extras); the `x-mode` keyword accepts mode strings case-insensitively in PascalCase or snake_case
+// A request body's unknown top-level fields are refused, naming them (a misspelt field must not be
+// silently ignored: `count_rows {"filter": …}` once counted every row); the schemas list what the
+// lance-namespace spec and LanceDB's clients send. Inside a body, unknown fields are ignored.
+// The `x-mode` keyword accepts mode strings case-insensitively in PascalCase or snake_case
 // and rewrites them to their canonical snake_case spelling.
 import { Ajv, type ErrorObject, type FuncKeywordDefinition, type ValidateFunction } from "ajv";
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
@@ -117,6 +120,28 @@ export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   return (data: unknown, limits?: ExpressionLimits) => {
     if (!fn.call(limits, data)) throw invalid(pick(fn.errors!));
     return data as Static<S>;
+  };
+}
+
+/** The top-level fields a body schema names; null when it takes others too (its `additionalProperties` say of what kind). */
+function fieldsOf(schema: TSchema): string[] | null {
+  if (schema.type !== "object" || schema.additionalProperties !== undefined || !schema.properties) return null;
+  return Object.keys(schema.properties as object);
+}
+
+/** A request body's validator: `compile`, after refusing top-level fields the schema does not name. */
+export function compileBody<S extends TSchema>(schema: S): Validator<Static<S>> {
+  const validate = compile(schema);
+  const fields = fieldsOf(schema);
+  if (fields === null) return validate;
+  const known = new Set(fields);
+  return (data: unknown, limits?: ExpressionLimits) => {
+    const unknown = data !== null && typeof data === "object" && !Array.isArray(data) ? Object.keys(data).filter((k) => !known.has(k)) : [];
+    if (unknown.length > 0) {
+      const named = unknown.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 64))).join(", ") + (unknown.length > 5 ? `, … (${unknown.length} in all)` : "");
+      throw invalid(`body: unknown field${unknown.length > 1 ? "s" : ""} ${named}; this operation takes ${fields.join(", ")}`);
+    }
+    return validate(data, limits);
   };
 }
 

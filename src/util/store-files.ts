@@ -8,8 +8,9 @@ import { link, lstat, open, readdir, readFile, rename, rm, stat, writeFile } fro
 import path from "node:path";
 import { isRemote } from "../config.js";
 import { invalid } from "../errors.js";
+import { recordObjectStoreRequest } from "../metrics.js";
 import type { ObjectStore } from "./object-stores/object-store.js";
-import { openAzure } from "./object-stores/azure.js";
+import { createContainerIfMissing, openAzure } from "./object-stores/azure.js";
 import { openGcs } from "./object-stores/gcs.js";
 import { openS3 } from "./object-stores/s3.js";
 
@@ -68,15 +69,49 @@ async function objectOf(uri: string): Promise<{ store: ObjectStore; key: string 
   const [scheme, bucket, key] = [m[1].toLowerCase() as keyof typeof OPEN, m[2], m[3]];
   let open = stores.get(`${scheme}://${bucket}`);
   if (!open) {
-    open = OPEN[scheme](bucket, option);
+    open = OPEN[scheme](bucket, option).then((store) => measured(scheme, store));
     stores.set(`${scheme}://${bucket}`, open);
     open.catch(() => stores.delete(`${scheme}://${bucket}`));
   }
   return { store: await open, key };
 }
 
+/** The store with each call timed and counted by operation (quiver_object_store_*, src/metrics.ts). */
+function measured(scheme: string, store: ObjectStore): ObjectStore {
+  const timed =
+    <A extends unknown[], R>(operation: string, call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const started = performance.now();
+      let failed = true;
+      try {
+        const r = await call(...args);
+        failed = false;
+        return r;
+      } finally {
+        recordObjectStoreRequest(scheme, operation, (performance.now() - started) / 1000, failed);
+      }
+    };
+  return {
+    children: timed("list_children", store.children),
+    objects: timed("list", store.objects),
+    head: timed("head", store.head),
+    get: timed("get", store.get),
+    putIfAbsent: timed("put_if_absent", store.putIfAbsent),
+    remove: timed("remove", store.remove),
+  };
+}
+
 const missingLocally = (err: unknown) => ["ENOENT", "ENOTDIR", "ENAMETOOLONG"].includes((err as NodeJS.ErrnoException).code ?? "");
 const dirKey = (key: string) => (key === "" || key.endsWith("/") ? key : `${key}/`);
+
+/**
+ * An `az://` data directory's container, created when it does not exist (true then). Buckets of
+ * the other stores are left to their owners (creating one picks a region, billing, policies).
+ */
+export async function createContainerOf(uri: string): Promise<boolean> {
+  const m = /^az:\/\/([^/]+)/i.exec(uri);
+  return m ? createContainerIfMissing(m[1], option) : false;
+}
 
 /** Names directly inside `dir`, a directory's with a trailing slash; none when `dir` does not exist. */
 export async function listNames(dir: string): Promise<string[]> {
