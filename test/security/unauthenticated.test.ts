@@ -79,18 +79,18 @@ describe("bodies without a credential header", () => {
   const identity = { api_key: R1 };
 
   it("a small body carrying `identity` still authenticates (lance-namespace clients)", async () => {
-    const r = await request(`${q.url}/v1/table/ns1$t/count_rows`, "POST", { identity, pad: "x".repeat(30_000) });
+    const r = await request(`${q.url}/v1/table/ns1$t/count_rows`, "POST", { identity, context: { pad: "x".repeat(30_000) } });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toBe(2);
   });
 
   it("one announced past --max-identity-body is 413 at once, unread, naming the limit; with a header the same body is read", async () => {
     const started = Date.now();
-    const raw = await announce("/v1/table/ns1$t/count_rows", 1 << 20, `{"identity":{"api_key":"${R1}"},"pad":"`);
+    const raw = await announce("/v1/table/ns1$t/count_rows", 1 << 20, `{"identity":{"api_key":"${R1}"},"context":{"pad":"`);
     expect(statusOf(raw)).toBe(413);
     expect(Date.now() - started).toBeLessThan(4_000);
     expect(JSON.parse(bodyOf(raw)).detail).toMatch(/^JSON body larger than the limit of 65536 bytes \(--max-identity-body, .*send x-api-key or Authorization/);
-    const big = { identity, pad: "x".repeat(1 << 19) };
+    const big = { identity, context: { pad: "x".repeat(1 << 19) } };
     expect((await request(`${q.url}/v1/table/ns1$t/count_rows`, "POST", big)).status).toBe(413);
     expect((await request(`${q.url}/v1/table/ns1$t/count_rows`, "POST", big, { "x-api-key": R1 })).json).toBe(2);
   });
