@@ -21,7 +21,7 @@
 //
 //   node dist/bench/maintenance.js [--case stream,backfill,mix,azurite] [--rows 100000] [--dim 128]
 //     [--inserts 2000] [--clients 8] [--wait 120] [--rate auto|200] [--mix 60] [--insert-pct 10]
-//     [--insert-rows 20] [--azurite-s 60] [--rounds 1] [--compare]
+//     [--insert-rows 20] [--azurite-s 60] [--rounds 1] [--compare] [--server-args "--flag value ..."]
 import * as lancedb from "@lancedb/lancedb";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -49,8 +49,11 @@ const { values } = parseArgs({
     "azurite-s": { type: "string", default: "60" },
     rounds: { type: "string", default: "1" },
     compare: { type: "boolean", default: false },
+    "server-args": { type: "string", default: "" },
   },
 });
+/** Flags every server of the run gets besides the case's own (e.g. "--maintenance-max-index-segments 0"). */
+const SERVER_ARGS = values["server-args"]!.split(" ").filter(Boolean);
 const ROWS = Number(values.rows);
 const DIM = Number(values.dim);
 const INSERTS = Number(values.inserts);
@@ -82,7 +85,7 @@ async function seededDir(): Promise<string> {
 
 /** Run `work` against a Quiver on `dataDir` started with `args`; stopped and the directory removed after. */
 async function withQuiver(dataDir: string, args: string[], work: (port: number) => Promise<void>): Promise<void> {
-  const q = await startQuiver(dataDir, KEY, args);
+  const q = await startQuiver(dataDir, KEY, [...SERVER_ARGS, ...args]);
   try {
     await work(Number(new URL(q.url).port));
   } finally {
@@ -228,18 +231,20 @@ async function seedMix(c: Conn) {
   await untilSucceeded(c, json, m.job_id, performance.now());
 }
 
-/** How many maintenance jobs of the mix table there were (on a connection of its own: an idle one may have been closed). */
-async function maintenanceJobs(port: number): Promise<number> {
+/** How many maintenance jobs of the mix table there were, and how many rebuilt an index (on a connection of its own: an idle one may have been closed). */
+async function maintenanceJobs(port: number): Promise<{ count: number; rebuilds: number }> {
   const c = new Conn("127.0.0.1", port);
-  const jobs = (await post(c, json, "/v1/jobs/list", { table: ["mix"] })).jobs.filter((j: { job_type: string }) => j.job_type === "maintenance").length;
+  const jobs = (await post(c, json, "/v1/jobs/list", { table: ["mix"] })).jobs.filter((j: { job_type: string }) => j.job_type === "maintenance");
+  let rebuilds = 0;
+  for (const j of jobs) if ((await post(c, json, `/v1/transaction/${j.job_id}/describe`, {})).properties?.indexes_rebuilt) rebuilds++;
   c.close();
-  return jobs;
+  return { count: jobs.length, rebuilds };
 }
 
 /** Fragments and versions of the mix table, read every second while `running()` (one read at a time). */
-function watchFigures(port: number, running: () => boolean): Promise<{ fragments: number[]; versions: number[] }> {
+function watchFigures(port: number, running: () => boolean): Promise<{ fragments: number[]; versions: number[]; segments: number[] }> {
   let c = new Conn("127.0.0.1", port);
-  const out = { fragments: [] as number[], versions: [] as number[] };
+  const out = { fragments: [] as number[], versions: [] as number[], segments: [] as number[] };
   return (async () => {
     while (running()) {
       // A second the server refused (past --max-in-flight, or closing the connection) has no sample.
@@ -249,6 +254,8 @@ function watchFigures(port: number, running: () => boolean): Promise<{ fragments
         const s = JSON.parse(r.body.toString());
         out.fragments.push(s.fragment_stats.num_fragments);
         out.versions.push(s.maintenance.versions_kept);
+        // The most segments of a vector index (servers before index_segments was shown: none).
+        out.segments.push(Math.max(0, ...Object.values((s.maintenance.index_segments ?? {}) as Record<string, number>)));
       }
       await sleep(1000);
     }
@@ -302,7 +309,7 @@ async function mix(port: number) {
   console.log(`mix: queries/s per second ${perS.join(" ")}`);
   console.log(`mix: min ${Math.min(...perS)} = ${(Math.min(...perS) / base).toFixed(2)}x quiet, median ${median(perS)}; seconds under 0.5x: ${perS.filter((n) => n < base / 2).length}; errors ${JSON.stringify(Object.fromEntries(loaded.errors))}`);
   console.log(`fragments per second ${f.fragments.join(" ")}`);
-  console.log(`fragments peak ${Math.max(...f.fragments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; inserts ${ins.length}, p50 ${ins[Math.floor(ins.length / 2)]?.toFixed(1)} ms, p99 ${ins[Math.floor(ins.length * 0.99)]?.toFixed(1)} ms; maintenance jobs ${jobs}`);
+  console.log(`fragments peak ${Math.max(...f.fragments)}, index segments peak ${Math.max(...f.segments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; inserts ${ins.length}, p50 ${ins[Math.floor(ins.length / 2)]?.toFixed(1)} ms, p99 ${ins[Math.floor(ins.length * 0.99)]?.toFixed(1)} ms; maintenance jobs ${jobs.count}, index rebuilds ${jobs.rebuilds}`);
 }
 
 async function azuriteInserts(port: number) {
@@ -333,7 +340,7 @@ async function azuriteInserts(port: number) {
   const jobs = await maintenanceJobs(port);
   console.log(`${lat.length} single-row inserts from 8 clients in ${seconds} s: p50 ${lat[Math.floor(lat.length / 2)]?.toFixed(0)} ms, p99 ${lat[Math.floor(lat.length * 0.99)]?.toFixed(0)} ms, max ${lat.at(-1)?.toFixed(0)} ms; errors ${errors.length}`);
   console.log(`fragments per second ${f.fragments.join(" ")}`);
-  console.log(`fragments peak ${Math.max(...f.fragments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; maintenance jobs ${jobs}`);
+  console.log(`fragments peak ${Math.max(...f.fragments)}, index segments peak ${Math.max(...f.segments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; maintenance jobs ${jobs.count}, index rebuilds ${jobs.rebuilds}`);
   for (const x of conns) x.close();
 }
 

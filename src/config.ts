@@ -73,6 +73,7 @@ export const options = [
   { key: "auto-refresh-cooldown-ms", kind: "int", def: 5000, min: 0, doc: "least time between two automatic refreshes of one view" },
   { key: "maintenance-jobs", kind: "int", def: 1, min: 1, doc: "table maintenance jobs (compaction, index upkeep, version cleanup) running at once; more wait as Queued; see docs/maintenance.md" },
   { key: "retain-versions-ms", kind: "int", def: 7 * 86_400_000, min: 0, doc: "versions newer than this are not removed by maintenance (unless past --maintenance-max-versions), so time travel within it works (default 7 days); see docs/maintenance.md" },
+  { key: "maintenance-max-index-segments", kind: "int", def: 16, min: 0, doc: "segments a vector index may have before maintenance rebuilds it whole with its build's parameters (each fold of new rows adds one, and fragments of different segments are never compacted together); 0: never; see docs/maintenance.md" },
   { key: "maintenance-max-versions", kind: "int", def: 100, min: 0, doc: "versions a table branch keeps at most: maintenance removes older ones even inside --retain-versions-ms (tagged versions, branch starts, a view's source version and versions read explicitly stay); every re-check of a table lists its versions; 0: no bound" },
   { key: "auto-maintenance", kind: "string", def: "on", doc: "on: maintain tables by themselves after commits and on the sweep; off: only on request (a table's `quiver.maintenance` property overrides it); see docs/maintenance.md" },
   { key: "maintenance-small-fragments", kind: "int", def: 20, min: 0, doc: "small fragments (under Lance's compaction target) a table branch may hold before it is maintained (0: never for this reason)" },
@@ -162,6 +163,7 @@ export interface Config {
   maintenanceCooldownMs: number;
   maintenanceMaxShare: number;
   maintenanceMaxVersions: number;
+  maintenanceMaxIndexSegments: number;
   maintenanceSweepMs: number;
   refreshJobs: number;
   autoRefreshMinRows: number;

@@ -8,6 +8,7 @@ import { openCatalog, type Catalog } from "./catalog/catalog.js";
 import { openClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { openSystemTables, type SystemTables } from "./engine/system-tables.js";
+import { openIndexSpecs } from "./engine/index-specs.js";
 import { engineReason } from "./engine/messages.js";
 import { withDeadline } from "./engine/storage.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
@@ -18,6 +19,7 @@ import { backfillKind } from "./jobs/kinds/backfill.js";
 import { backfillTaskKind } from "./jobs/kinds/backfill-task.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { maintenanceKind } from "./jobs/kinds/maintenance.js";
+import { stopSpares } from "./jobs/kinds/background.js";
 import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
@@ -97,7 +99,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const pool = createWorkerPool(config);
   const compute = createCompute(config);
   const system = openSystemTables(config.dataDir, config.storageOptions);
-  const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system)]));
+  const [valueVersions, views, claims, indexSpecs] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
@@ -105,11 +107,11 @@ export async function createServices(config: Config, credential: (key: string) =
     system,
     privateDir,
     [
-      indexBuildKind({ catalog, tables, limit: config.indexBuilds }),
+      indexBuildKind({ catalog, tables, specs: indexSpecs, limit: config.indexBuilds }),
       backfillKind(backfills),
       backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, limit: config.maintenanceJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, limit: config.maintenanceJobs }),
     ],
     engineReason,
     { ...config, replica },
@@ -127,6 +129,7 @@ export async function createServices(config: Config, credential: (key: string) =
       deletedPercent: config.maintenanceDeletedPercent,
       cooldownMs: config.maintenanceCooldownMs,
       maxSharePercent: config.maintenanceMaxShare,
+      maxIndexSegments: config.maintenanceMaxIndexSegments,
       sweepMs: config.maintenanceSweepMs,
     },
   });
@@ -155,6 +158,7 @@ export async function createServices(config: Config, credential: (key: string) =
       auto.close();
       refreshes.close();
       maintenance.close();
+      stopSpares();
       catalog.close();
       tables.close();
       views.close();

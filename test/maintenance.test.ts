@@ -546,3 +546,66 @@ describe("the versions bound", () => {
     expect((await c.post("vb", "count_rows", { version: left[0] })).status).toBe(200);
   }, 120_000);
 });
+
+describe("vector index segments", () => {
+  // Each fold of new rows adds a segment to a vector index, and Lance never compacts fragments of
+  // different segments together: past the bound, a job rebuilds the index first.
+  let v: Quiver;
+  beforeAll(async () => {
+    v = await startQuiver({
+      args: ["--workers", "1", "--auto-maintenance", "off", "--maintenance-max-index-segments", "3"],
+      seed: async (dir) => {
+        const t = await seedIndexTable(dir, "elsewhere", 2000, 16);
+        await t.createIndex("vec", { config: lancedb.Index.ivfFlat({ numPartitions: 4, distanceType: "cosine" }) });
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await v.stop();
+    removeDir(v.dataDir);
+  });
+  const c = calls(() => v);
+  const segments = async (id: string) => (await c.post(id, "index/vec_idx/stats", {})).json;
+  const figures = async (id: string) => (await c.post(id, "stats", {})).json;
+  /** Folds (an insert of 5 rows and a maintenance job each) until the index has 4 segments, none rebuilding it; the rows inserted. */
+  async function folds(id: string): Promise<number> {
+    let rows = 2000;
+    for (let i = 0; i < 8 && (await segments(id)).num_indices < 4; i++) {
+      expect((await c.post(id, "insert", rowsIpc(5, 16, rows))).status).toBe(200);
+      rows += 5;
+      expect((await c.maintain(id)).indexes_rebuilt).toBeUndefined();
+    }
+    expect((await segments(id)).num_indices).toBe(4);
+    return rows;
+  }
+
+  it("an index Quiver built is rebuilt with its recorded parameters once folds split it past the bound; its fragments then compact", async () => {
+    expect((await c.post("seg", "create", rowsIpc(2000, 16, 0))).status).toBe(200);
+    const ix = await c.post("seg", "create_index", { column: "vec", index_type: "IVF_PQ", num_partitions: 4, num_sub_vectors: 4, distance_type: "dot" });
+    expect(ix.status, ix.text).toBe(200);
+    expect((await settle(v, ix.json.transaction_id, 120_000)).status).toBe("Succeeded");
+    const rows = await folds("seg");
+    const split = await figures("seg");
+    expect(split.maintenance.index_segments).toEqual({ vec_idx: 4 });
+    expect(split.fragment_stats.num_fragments).toBeGreaterThanOrEqual(3);
+
+    const done = await c.maintain("seg");
+    expect(done.indexes_rebuilt).toMatch(/^vec_idx \(4 segments; its recorded parameters; \d+ ms\)$/);
+    const after = await segments("seg");
+    expect(after).toMatchObject({ num_indices: 1, num_unindexed_rows: 0, num_indexed_rows: rows, distance_type: "dot" });
+    const f = await figures("seg");
+    expect(f.fragment_stats.num_fragments).toBe(1);
+    expect(f.maintenance.index_segments).toEqual({ vec_idx: 1 });
+    expect((await c.post("seg", "count_rows", {})).json).toBe(rows);
+    const hits = await c.post("seg", "query", { vector: { single_vector: Array.from({ length: 16 }, (_, i) => Math.sin(i)) }, k: 5, vector_column: "vec", columns: { column_names: ["id"] } });
+    expect(hits.status, hits.text).toBe(200);
+  }, 240_000);
+
+  it("one built elsewhere is rebuilt with LanceDB's defaults and keeps its distance type", async () => {
+    await folds("elsewhere");
+    const done = await c.maintain("elsewhere");
+    expect(done.indexes_rebuilt).toMatch(/^vec_idx \(4 segments; LanceDB's defaults; \d+ ms\)$/);
+    expect(await segments("elsewhere")).toMatchObject({ index_type: "IVF_FLAT", distance_type: "cosine", num_indices: 1, num_unindexed_rows: 0 });
+    expect((await figures("elsewhere")).fragment_stats.num_fragments).toBe(1);
+  }, 240_000);
+});

@@ -17,6 +17,9 @@ import type { UdfRequest } from "./threads/udf.js";
 
 export type JobCommand<R> = { type: "start"; request: R } | { type: "stop" } | MayCommit;
 
+/** A job process that got no `start` this long after it began ends (one started ahead and never used). */
+export const UNUSED_EXIT_MS = 60_000;
+
 /**
  * Asked by a job process right before a commit, and answered with `ok`: whether the job is still
  * this replica's to run, with no cancel asked (checked against the job record at that moment).

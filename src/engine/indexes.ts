@@ -67,7 +67,7 @@ export function indexKind(raw: string): string {
   return name;
 }
 
-export const isVectorKind = (kind: string) => INDEX_KINDS[kind].vector;
+export const isVectorKind = (kind: string) => INDEX_KINDS[kind]?.vector === true;
 
 // The engine's FTS languages, exactly as it spells them (anything else aborts the process).
 const LANGUAGES = ["Arabic", "Danish", "Dutch", "English", "Finnish", "French", "German", "Greek", "Hungarian", "Italian", "Norwegian", "Portuguese", "Romanian", "Russian", "Spanish", "Swedish", "Tamil", "Turkish"];
@@ -166,9 +166,12 @@ export interface IndexBuildSpec {
   branch: string | null;
 }
 
-/** Build index `name` on `column`; resolves when it is committed. */
-export async function buildIndex(table: lancedb.Table, column: string, kind: string, params: IndexParams, name: string): Promise<void> {
-  await table.createIndex(column, { config: engineIndex(kind, params), name, replace: false });
+/**
+ * Build index `name` on `column`; resolves when it is committed. With `replace`, an index of that
+ * name is replaced in the same commit (queries use the old one until then).
+ */
+export async function buildIndex(table: lancedb.Table, column: string, kind: string, params: IndexParams, name: string, replace = false): Promise<void> {
+  await table.createIndex(column, { config: engineIndex(kind, params), name, replace });
 }
 
 /** The upstream friendly type name of an engine index type (listIndices' `indexType`). */

@@ -2,9 +2,12 @@
 // deleted rows, folds rows added since an index was built into the index (vector, scalar, FTS),
 // and removes versions older than a cutoff. LanceDB 0.39's Node API runs compaction and index
 // upkeep together; the cleanup is skipped by a cutoff no version is older than (the epoch).
+// Each fold adds a segment to a vector index, and Lance compacts only fragments that the same
+// segments cover, so a vector index past a number of segments is rebuilt whole first.
 import type * as lancedb from "@lancedb/lancedb";
 import { recordTableFigures } from "../metrics.js";
-import { errorText, isCommitConflict } from "./messages.js";
+import { buildIndex, friendlyType, isVectorKind, type IndexBuildSpec, type IndexParams } from "./indexes.js";
+import { engineReason, errorText, isCommitConflict } from "./messages.js";
 import { listVersions } from "./version-list.js";
 
 /** What maintenance looks at and changes, per table and branch. */
@@ -19,12 +22,19 @@ export interface TableFigures {
   unindexed_rows: Record<string, number>;
   /** Rows deleted but still in their fragments (read past on every scan until a compaction). */
   deleted_rows: number;
+  /** Segments of each vector index (one per fold since its build), by index name. */
+  index_segments: Record<string, number>;
 }
 
 export async function tableFigures(table: lancedb.Table): Promise<TableFigures> {
   const [s, versions, indexes] = await Promise.all([table.stats(), listVersions(table), table.listIndices()]);
   const unindexed: Record<string, number> = {};
-  for (const ix of indexes) unindexed[ix.name] = (await table.indexStats(ix.name))?.numUnindexedRows ?? 0;
+  const segments: Record<string, number> = {};
+  for (const ix of indexes) {
+    const st = await table.indexStats(ix.name);
+    unindexed[ix.name] = st?.numUnindexedRows ?? 0;
+    if (isVectorKind(friendlyType(ix.indexType))) segments[ix.name] = st?.numIndices ?? 1;
+  }
   const f: TableFigures = {
     fragments: s.fragmentStats.numFragments,
     small_fragments: s.fragmentStats.numSmallFragments,
@@ -34,6 +44,7 @@ export async function tableFigures(table: lancedb.Table): Promise<TableFigures> 
     unindexed_rows: unindexed,
     // The manifest's count of rows in deletion files (Lance's own version metadata).
     deleted_rows: Number(versions[versions.length - 1]?.metadata.total_deletion_file_rows ?? 0),
+    index_segments: segments,
   };
   return f;
 }
@@ -96,6 +107,48 @@ export async function optimizeTable(table: lancedb.Table, cleanupBefore: (() => 
     versions_removed: oldVersionsRemoved,
     bytes_removed: bytesRemoved,
   };
+}
+
+/** A vector index rebuilt whole by maintenance. */
+export interface RebuiltIndex {
+  name: string;
+  /** Its segments before. */
+  segments: number;
+  /** Its own build's parameters (recorded when Quiver built it), or LanceDB's defaults with its distance type. */
+  params: "recorded" | "defaults";
+  ms: number;
+  /** Why the rebuild failed (the index is left as it was). */
+  error?: string;
+}
+
+/**
+ * Rebuild each vector index of `table` that has more than `maxSegments` segments (0: never), with
+ * the parameters of its recorded build where the record matches it (same type and column), else
+ * LanceDB's defaults with the index's distance type. The rebuilt index replaces the old one in one
+ * commit, covering every row with one segment; rows written meanwhile are left for the fold.
+ */
+export async function rebuildSegmentedIndexes(table: lancedb.Table, maxSegments: number, recorded: readonly IndexBuildSpec[]): Promise<RebuiltIndex[]> {
+  if (maxSegments <= 0) return [];
+  const rebuilt: RebuiltIndex[] = [];
+  for (const ix of await table.listIndices()) {
+    const kind = friendlyType(ix.indexType);
+    if (!isVectorKind(kind)) continue;
+    const st = await table.indexStats(ix.name);
+    const segments = st?.numIndices ?? 1;
+    if (segments <= maxSegments) continue;
+    const column = ix.columns[0];
+    const own = recorded.find((s) => s.name === ix.name && s.kind === kind && s.column === column);
+    const params: IndexParams = own?.params ?? (st?.distanceType ? { distance_type: st.distanceType } : {});
+    const started = performance.now();
+    const done = (error?: string): RebuiltIndex => ({ name: ix.name, segments, params: own ? "recorded" : "defaults", ms: Math.round(performance.now() - started), ...(error ? { error } : {}) });
+    try {
+      await buildIndex(table, column, kind, params, ix.name, true);
+      rebuilt.push(done());
+    } catch (err) {
+      rebuilt.push(done(engineReason(err)));
+    }
+  }
+  return rebuilt;
 }
 
 /**

@@ -4,7 +4,7 @@
 // goes away (its IPC channel closes, even on SIGKILL: the job must not outlive it).
 import { engineReason } from "../../src/engine/messages.js";
 import { createCompute, type Compute } from "../compute-client.js";
-import type { ComputeSize, EndMessage, JobCommand, MayCommit } from "../protocol.js";
+import { UNUSED_EXIT_MS, type ComputeSize, type EndMessage, type JobCommand, type MayCommit } from "../protocol.js";
 
 export type Send<M> = (m: M | EndMessage | MayCommit) => Promise<void>;
 
@@ -26,6 +26,7 @@ export interface JobControl<M> {
  */
 export function serveJob<R, M>(run: (req: R, job: JobControl<M>) => Promise<void>, exitOnStop?: () => boolean): void {
   process.on("disconnect", () => process.exit(1));
+  const unused = setTimeout(() => process.exit(0), UNUSED_EXIT_MS);
   let stopping = false;
   let answer: ((ok: boolean) => void) | null = null;
   const send: Send<M> = (msg) => new Promise((resolve) => process.send!(msg, () => resolve()));
@@ -47,6 +48,7 @@ export function serveJob<R, M>(run: (req: R, job: JobControl<M>) => Promise<void
       if (exitOnStop?.()) process.exit(0);
       return;
     }
+    clearTimeout(unused);
     void run(m.request, { send, stopping: () => stopping, mayCommit })
       .then(
         () => send({ type: "done" }),

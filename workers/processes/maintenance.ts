@@ -4,7 +4,8 @@
 // update that conflicts with a write is retried by the engine or fails without losing the write.
 // Re-running it after a crash is safe: each step commits atomically, and a rerun finds less to do.
 import type { Entry } from "../../src/catalog/catalog.js";
-import { cleanupCutoff, optimizeTable, tableFigures, type OptimizeResult, type TableFigures } from "../../src/engine/maintenance.js";
+import type { IndexBuildSpec } from "../../src/engine/indexes.js";
+import { cleanupCutoff, optimizeTable, rebuildSegmentedIndexes, tableFigures, type OptimizeResult, type RebuiltIndex, type TableFigures } from "../../src/engine/maintenance.js";
 import { openTables } from "../../src/engine/tables.js";
 import { CHECK_EVERY_READ } from "../../src/util/keep-fresh.js";
 import { serveJob } from "./job-process.js";
@@ -20,11 +21,16 @@ export interface MaintenanceRequest {
    * committed before `keptFrom` (ms since the epoch; null: no bound); null: keep every version.
    */
   cleanup: { retainMs: number; maxVersions: number; keptFrom: number | null } | null;
+  /** A vector index with more segments than this is rebuilt first (0: never). */
+  maxIndexSegments: number;
+  /** The recorded builds of the table branch's indexes (their parameters for a rebuild). */
+  indexSpecs: IndexBuildSpec[];
 }
 
 export interface MaintenanceProgress {
-  phase?: "optimizing" | "done";
+  phase?: "rebuilding" | "optimizing" | "done";
   before?: TableFigures;
+  rebuilt?: RebuiltIndex[];
   after?: TableFigures;
   result?: OptimizeResult;
 }
@@ -34,7 +40,13 @@ export type MaintenanceMessage = { type: "progress"; progress: MaintenanceProgre
 serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, { send, stopping }) => {
   const tables = await openTables(req.root, CHECK_EVERY_READ, req.storage);
   const table = await tables.open(req.entry, { branch: req.branch, fresh: true });
-  await send({ type: "progress", progress: { phase: "optimizing", before: await tableFigures(table) } });
+  const before = await tableFigures(table);
+  if (Object.values(before.index_segments).some((n) => req.maxIndexSegments > 0 && n > req.maxIndexSegments)) {
+    await send({ type: "progress", progress: { phase: "rebuilding", before } });
+    if (stopping()) return;
+    const rebuilt = await rebuildSegmentedIndexes(table, req.maxIndexSegments, req.indexSpecs);
+    await send({ type: "progress", progress: { phase: "optimizing", rebuilt } });
+  } else await send({ type: "progress", progress: { phase: "optimizing", before } });
   if (stopping()) return;
   const c = req.cleanup;
   const result = await optimizeTable(table, c === null ? null : () => cleanupCutoff(table, c.retainMs, c.keptFrom ?? Infinity, c.maxVersions));

@@ -1,5 +1,6 @@
-// Job kind "maintenance": compaction, index upkeep and version cleanup of one table branch, in a
-// child process at the lowest CPU priority (workers/processes/maintenance.ts). The server decides what the
+// Job kind "maintenance": compaction, index upkeep (rebuilding a vector index split into too many
+// segments) and version cleanup of one table branch, in a child process at the lowest CPU priority
+// (workers/processes/maintenance.ts). The server decides what the
 // cleanup keeps (src/compute/retention.ts) before the process starts. A run interrupted by a
 // restart runs again from the start: every step is idempotent.
 import type { MaintenanceMessage, MaintenanceProgress, MaintenanceRequest } from "../../../workers/processes/maintenance.js";
@@ -9,6 +10,7 @@ import { objectIdOf, sameId } from "../../catalog/names.js";
 import { ApiError, Code } from "../../errors.js";
 import { keptVersions, type RetentionInputs } from "../../compute/retention.js";
 import { exportFigures, keptBound, tableFigures } from "../../engine/maintenance.js";
+import type { IndexSpecs } from "../../engine/index-specs.js";
 import { treeSize } from "../../util/store-files.js";
 import { namedBranch, type TableHandle, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
@@ -38,6 +40,10 @@ export interface MaintenanceDeps {
   retainMs: number;
   /** Versions a table branch keeps at most besides those kept for a reason (0: no bound). */
   maxVersions: number;
+  /** Segments a vector index may have before a job rebuilds it (0: never). */
+  maxIndexSegments: number;
+  /** The recorded builds of indexes (a rebuild's parameters). */
+  specs: IndexSpecs;
   limit: number;
 }
 
@@ -69,13 +75,21 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         }
       }
       await job.report({ cleanup });
-      const run: MaintenanceRequest = { root: tables.root, storage: tables.storageOptions, entry, branch: spec.branch, cleanup: request };
+      const run: MaintenanceRequest = {
+        root: tables.root,
+        storage: tables.storageOptions,
+        entry,
+        branch: spec.branch,
+        cleanup: request,
+        maxIndexSegments: deps.maxIndexSegments,
+        indexSpecs: await deps.specs.of(entry.objectId, spec.branch),
+      };
       const started = performance.now();
       const running = runInBackground<MaintenanceRequest, MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
         await job.report(m.progress as Record<string, unknown>);
         if (m.progress.after) exportFigures(entry.objectId, namedBranch(spec.branch) ?? null, m.progress.after);
         if (m.progress.phase === "done") tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "maintenance", rows: null, byCachedHandle: false });
-      });
+      }, { spare: true });
       const took = (result: "succeeded" | "failed") => () => recordMaintenanceDuration(result, (performance.now() - started) / 1000);
       running.done.then(took("succeeded"), took("failed"));
       return running;
@@ -95,6 +109,9 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         unindexed_rows_after: unindexed(p.after),
         versions_removed: str(p.result?.versions_removed),
         bytes_removed: str(p.result?.bytes_removed),
+        indexes_rebuilt: p.rebuilt
+          ?.map((r) => `${r.name} (${r.segments} segments; ${r.params === "recorded" ? "its recorded parameters" : "LanceDB's defaults"}; ${r.error ? `failed: ${r.error}` : `${r.ms} ms`})`)
+          .join(", "),
       };
     },
   };
@@ -121,6 +138,7 @@ export async function maintenanceFigures(deps: { jobs: Jobs; tables: Tables }, e
   return {
     small_fragments: f.small_fragments,
     unindexed_rows: f.unindexed_rows,
+    index_segments: f.index_segments,
     deleted_rows: f.deleted_rows,
     versions_kept: f.versions,
     bytes_on_disk: await treeSize(tableDir(deps.tables.root, entry)),

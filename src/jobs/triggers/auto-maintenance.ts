@@ -1,6 +1,7 @@
 // When maintenance runs by itself: after a data commit (subscribed to the after-commit event), and on a
 // periodic sweep of every table (for tables other processes write). A table branch is maintained
-// when its small fragments, the rows its indexes do not cover or its share of deleted rows reach a threshold (deployment
+// when its small fragments, the rows its indexes do not cover, its share of deleted rows or the
+// segments of a vector index reach a threshold (deployment
 // flags; a table's properties may override them or turn automatic maintenance "off"), and after a
 // backfill ended when any index misses a row (a backfill rewrites the rows it computes, which its
 // indexes then do not cover). At most one maintenance job per table branch is active; the next
@@ -37,6 +38,8 @@ export interface AutoMaintenanceSettings {
   cooldownMs: number;
   /** The most of its time, in percent, a table branch spends in automatic jobs. */
   maxSharePercent: number;
+  /** Segments a vector index may have before a job rebuilds it (0: never). */
+  maxIndexSegments: number;
   sweepMs: number;
 }
 
@@ -61,6 +64,10 @@ function settingsFor(entry: Entry, s: AutoMaintenanceSettings): AutoMaintenanceS
 // while a job of the table branch is active (maintenance, or the backfill whose end is awaited),
 // the check looks again this often, from the job list it already has.
 const CHECK_DELAY_MS = 1000;
+// While a maintenance job of the table branch runs, its end is looked for this often (in the job
+// list this replica holds): under a write stream, every moment between a job's end and the next
+// start adds small fragments that every query searches one by one (docs/maintenance.md).
+const JOB_END_POLL_MS = 100;
 
 export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Catalog; settings: AutoMaintenanceSettings }): Trigger {
   const timers = new Map<string, NodeJS.Timeout>();
@@ -102,8 +109,10 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     const r = await deps.jobs.get(id);
     if (!r || r.status === "Queued" || r.status === "Running") return false;
     lastJob.delete(k);
-    if (r.startedAt !== undefined && r.finishedAt !== undefined) notBefore.set(k, r.finishedAt + ((r.finishedAt - r.startedAt) * (1 - share)) / share);
-    const { before, after } = (r.progress ?? {}) as MaintenanceProgress;
+    const { before, after, rebuilt } = (r.progress ?? {}) as MaintenanceProgress;
+    // An index rebuild is paced by the folds that split the index (one per --maintenance-max-index-segments of them), not by the share.
+    const rebuilding = (rebuilt ?? []).reduce((ms, x) => ms + x.ms, 0);
+    if (r.startedAt !== undefined && r.finishedAt !== undefined) notBefore.set(k, r.finishedAt + (Math.max(0, r.finishedAt - r.startedAt - rebuilding) * (1 - share)) / share);
     const unindexed = (f: TableFigures) => Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0);
     const idle = before !== undefined && after !== undefined && before.small_fragments === after.small_fragments && unindexed(before) === unindexed(after) && before.deleted_rows === after.deleted_rows;
     if (!idle) leftAt.delete(k);
@@ -118,7 +127,7 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     const active = activeMaintenance(deps.jobs, current.id, branch);
     if (active) {
       lastJob.set(k, active.id);
-      return arm(current, branch, CHECK_DELAY_MS);
+      return arm(current, branch, JOB_END_POLL_MS);
     }
     const idle = await paced(k);
     // Rows a backfill rewrote are folded into the indexes once it ended: its commits and a compaction would race.
@@ -132,6 +141,7 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     const deletedPercent = f.deleted_rows === 0 ? 0 : (100 * f.deleted_rows) / (f.rows + f.deleted_rows);
     const due =
       (s.smallFragments > 0 && f.small_fragments >= s.smallFragments) ||
+      (s.maxIndexSegments > 0 && Object.values(f.index_segments).some((n) => n > s.maxIndexSegments)) ||
       (s.unindexedRows > 0 && unindexed >= s.unindexedRows) ||
       (s.deletedPercent > 0 && deletedPercent >= s.deletedPercent) ||
       (afterBackfill && unindexed > 0);
@@ -162,7 +172,7 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     });
     if (job) lastJob.set(k, job.id);
     // Looks again once it ended, in case the stream passed a threshold meanwhile.
-    arm(current, branch, CHECK_DELAY_MS);
+    arm(current, branch, JOB_END_POLL_MS);
   }
 
   /** When the next automatic job of table branch `k` may start. */
