@@ -151,5 +151,5 @@ serveJob<BackfillRequest, BackfillMessage>(async (req, send, stopping) => {
   const writer = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
   const c = req.compute;
   if (c.kind === "sql") await runSql(req, writer, send);
-  else await withCompute(req, (compute) => runUdf(req, c.udf, tables, writer, compute, send, stopping));
+  else await withCompute(req, req.entry.objectId, (compute) => runUdf(req, c.udf, tables, writer, compute, send, stopping));
 });

@@ -40,6 +40,7 @@ export interface BackfillDeps {
   versions: ValueVersions;
   workers: number;
   workerHeapMb: number;
+  unsafeSharedSandbox: boolean;
   limits: UdfLimits;
   limit: number;
   /** The job scheduler, to queue a split backfill's tasks and follow them. */
@@ -81,6 +82,7 @@ export async function runBackfill(deps: BackfillDeps, job: JobContext<BackfillSp
     others: await Promise.all([...others.values()].map(async (k) => ({ column: k.column, fresh: [...(await versions.get(k))] }))),
     workers: deps.workers,
     workerHeapMb: deps.workerHeapMb,
+    unsafeSharedSandbox: deps.unsafeSharedSandbox,
   };
   return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
     if (m.tracked) {

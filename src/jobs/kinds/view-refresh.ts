@@ -33,6 +33,7 @@ export interface ViewRefreshDeps {
   views: Views;
   workers: number;
   workerHeapMb: number;
+  unsafeSharedSandbox: boolean;
   timeoutMs: number;
   limit: number;
   /** The API key with this stable id as configured now (src/auth/authenticate.ts). */
@@ -92,6 +93,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         timeoutMs: deps.timeoutMs,
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
+        unsafeSharedSandbox: deps.unsafeSharedSandbox,
       };
       return runInBackground<RefreshRequest, RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async (m) => {
         if (m.type === "step") return job.report({ ...m.step });
