@@ -10,9 +10,11 @@
 // - its bytes break the channel's protocol (a malformed or oversized frame, an answer to a task it
 //   was not given);
 // - it is stopped (SIGSTOP), runs more threads than it started with (a Worker that user code
-//   made), or keeps computing with no task in flight.
-// Its stdout and stderr go to one log line (at most OUTPUT_BYTES of them, JSON-escaped), never to
-// the owner's own output. What a task answers is only data to check (workers/compute-answers.ts).
+//   made), or keeps computing with no task in flight;
+// - it writes more than OUTPUT_MAX_BYTES to its stdout and stderr, which go to one log line (at
+//   most OUTPUT_BYTES of them, JSON-escaped), never to the owner's own output: it cannot write,
+//   forge lines in or truncate its owner's log.
+// What a task answers is only data to check (workers/compute-answers.ts).
 import type { ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
@@ -57,8 +59,10 @@ export const MAX_ANSWER_BYTES = 512 << 20;
 const DEADLINE_GRACE_MS = 5_000;
 /** How long a sandbox may take to start (a loaded machine at nice 19 is slow). */
 const START_MS = 60_000;
-/** How much of a sandbox's stdout and stderr is logged. */
+/** How much of a sandbox's stdout and stderr is logged, and how long after its first byte; how much it may write. */
 const OUTPUT_BYTES = 2048;
+const OUTPUT_WAIT_MS = 1000;
+const OUTPUT_MAX_BYTES = 1 << 20;
 // The watch: how often, and how many looks in a row past a bound kill it.
 const WATCH_MS = 500;
 const STRIKES = 3;
@@ -93,32 +97,36 @@ interface Waiting {
   settle(a: ComputeAnswer): void;
 }
 
-/** Up to `max` bytes of `streams` (the sandbox's stdout and stderr) into one log line, when full or when they end. */
-function captureOutput(streams: (Readable | null)[], fields: () => Record<string, unknown>): void {
+/**
+ * The sandbox's stdout and stderr into one log line: what came in the second after the first
+ * byte, up to OUTPUT_BYTES (or less, when the streams end first). What follows is read and
+ * dropped, up to OUTPUT_MAX_BYTES in all, past which `tooMuch` is called (its owner kills it).
+ */
+function captureOutput(streams: (Readable | null)[], fields: () => Record<string, unknown>, tooMuch: () => void): void {
   const kept: Buffer[] = [];
   let size = 0;
+  let total = 0;
+  let timer: NodeJS.Timeout | null = null;
   let logged = false;
-  let open = streams.filter((s) => s).length;
-  const flush = (cut: boolean) => {
-    if (logged || size === 0) return;
+  const flush = () => {
+    if (logged) return;
     logged = true;
-    log.warn("the compute sandbox wrote to its output", { ...fields(), output: Buffer.concat(kept).toString("utf8"), cut });
+    if (timer) clearTimeout(timer);
+    if (size > 0) log.warn("the compute sandbox wrote to its output", { ...fields(), output: Buffer.concat(kept).toString("utf8"), bytes: size });
   };
   for (const s of streams) {
     if (!s) continue;
     s.on("error", () => undefined);
     s.on("data", (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > OUTPUT_MAX_BYTES) tooMuch();
       if (logged) return;
       kept.push(chunk.subarray(0, OUTPUT_BYTES - size));
       size += Math.min(chunk.length, OUTPUT_BYTES - size);
-      if (size < OUTPUT_BYTES) return;
-      flush(true);
-      // Past the bound nothing more is read: a sandbox that keeps writing blocks or fails itself.
-      for (const t of streams) t?.destroy();
+      timer ??= setTimeout(flush, OUTPUT_WAIT_MS);
+      if (size >= OUTPUT_BYTES) flush();
     });
-    s.once("close", () => {
-      if (--open === 0) flush(false);
-    });
+    s.once("close", flush);
   }
 }
 
@@ -164,23 +172,30 @@ export function createCompute(options: SandboxOptions): SpareCompute {
     schedule();
   }
 
-  /** Look at `pid` (the sandbox's node) every WATCH_MS; `baseline`: its threads when it said it was ready, before any task. */
-  function watch(sb: Sandbox, pid: number, baseline: number): void {
+  /**
+   * Look at the sandbox every WATCH_MS from its start: its launcher `outer` and, once started,
+   * `node()` (its node process); `baseline()`: node's threads when it said it was ready, before
+   * any task (null before that).
+   */
+  function watch(sb: Sandbox, outer: number, node: () => number | null, baseline: () => number | null): void {
     let last: ProcessLook | null = null;
-    let wasIdle = sb.running.size === 0;
+    let wasIdle = true;
     const strikes = { stopped: 0, threads: 0, idle: 0 };
     const strike = (k: keyof typeof strikes, over: boolean) => (strikes[k] = over ? strikes[k] + 1 : 0) >= STRIKES;
+    const stopped = (p: ProcessLook | null) => p !== null && (p.state === "T" || p.state === "t");
     const tick = setInterval(() => {
-      const now = sb.dead ? null : lookAt(pid);
-      if (!now) return clearInterval(tick);
-      const idleCpu = last !== null && wasIdle && sb.running.size === 0 && now.cpuMs - last.cpuMs > IDLE_CPU_SHARE * WATCH_MS;
+      if (sb.dead) return clearInterval(tick);
+      const pid = node();
+      const now = pid === null ? null : lookAt(pid);
+      const base = baseline();
+      const idleCpu = now !== null && last !== null && wasIdle && sb.running.size === 0 && now.cpuMs - last.cpuMs > IDLE_CPU_SHARE * WATCH_MS;
       // A task under a node:vm time limit (JavaScript, WebAssembly, SQL) has a watchdog thread while it runs.
-      const allowed = baseline + [...sb.running.values()].filter((r) => r.watchdog).length;
-      if (strike("stopped", now.state === "T" || now.state === "t")) kill(sb, "it was stopped (SIGSTOP)");
-      else if (strike("threads", now.threads > allowed)) kill(sb, `it ran ${now.threads - allowed} threads more than its pool and its tasks' time limits need (user code started its own)`);
+      const allowed = base === null ? Infinity : base + [...sb.running.values()].filter((r) => r.watchdog).length;
+      if (strike("stopped", stopped(now) || (pid !== outer && stopped(lookAt(outer))))) kill(sb, "it was stopped (SIGSTOP)");
+      else if (strike("threads", now !== null && now.threads > allowed)) kill(sb, `it ran ${now!.threads - allowed} threads more than its pool and its tasks' time limits need (user code started its own)`);
       else if (strike("idle", idleCpu)) kill(sb, "it kept computing with no task in flight");
       last = now;
-      wasIdle = sb.running.size === 0;
+      wasIdle = base !== null && sb.running.size === 0;
     }, WATCH_MS);
     tick.unref();
   }
@@ -195,16 +210,19 @@ export function createCompute(options: SandboxOptions): SpareCompute {
     const sb: Sandbox = { child, channel, ready, settleReady, running, startedAt: Date.now(), dead: false };
     const startTimer = setTimeout(() => kill(sb, `it did not start within ${START_MS} ms`), START_MS);
     startTimer.unref();
+    // Under unshare the sandbox's node is the launcher's one child; without namespaces, the launcher itself.
+    let nodePid: number | null = launch.mode === "namespaces" ? null : (child.pid ?? null);
+    const node = () => (nodePid ??= child.pid === undefined ? null : childOf(child.pid));
+    let threads: number | null = null;
+    if (child.pid !== undefined) watch(sb, child.pid, node, () => threads);
     const reader = answerReader(
       { outputBytes: MAX_ANSWER_BYTES, errorBytes: 16 * MAX_ERROR_CHARS },
       (id) => running.get(id)?.awaited ?? null,
       {
         ready() {
           clearTimeout(startTimer);
-          // Under unshare the sandbox's node is its one child; without namespaces, the process itself.
-          const pid = launch.mode === "namespaces" ? childOf(child.pid!) : child.pid!;
-          const baseline = pid === null ? null : lookAt(pid);
-          if (baseline) watch(sb, pid!, baseline.threads);
+          const pid = node();
+          threads = pid === null ? null : (lookAt(pid)?.threads ?? null);
           settleReady();
         },
         answer(id, a) {
@@ -227,7 +245,7 @@ export function createCompute(options: SandboxOptions): SpareCompute {
     channel.on("close", () => setTimeout(() => kill(sb, "it closed its channel"), 1000).unref());
     child.on("error", (err) => kill(sb, `it could not be started (${err.message})`));
     child.once("exit", (code, signal) => kill(sb, `its process ended (${signal ?? `exit code ${code}`})`));
-    captureOutput([child.stdout, child.stderr], fields);
+    captureOutput([child.stdout, child.stderr], fields, () => kill(sb, `it wrote more than ${OUTPUT_MAX_BYTES} bytes to its output`));
     return sb;
   }
 

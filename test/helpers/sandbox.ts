@@ -35,16 +35,16 @@ export async function twoTenants(q: Pick<Quiver, "url">, n = 5): Promise<void> {
 }
 
 export const jsColumn = (udf: string, type = "utf8") => ({ udf_backend: "js", udf, input_columns: ["x"], outputs: [{ column: "y", data_type: { type }, nullable: true }] });
-export const pyColumn = (udf: string) => ({ udf_backend: "python", udf, input_columns: ["x"], outputs: [{ column: "y", data_type: { type: "utf8" }, nullable: true }] });
+export const pyColumn = (udf: string, name?: string) => ({ udf_backend: "python", udf, ...(name ? { udf_name: name } : {}), input_columns: ["x"], outputs: [{ column: "y", data_type: { type: "utf8" }, nullable: true }] });
 
 let columns = 0;
-/** add_columns of one virtual column (a fresh name each time) to `table`, with `key`; and how long it took, ms. */
-export async function addColumn(q: Pick<Quiver, "url">, table: string, vc: { outputs: { column: string }[] }, key: string, timeoutMs?: number): Promise<Reply & { ms: number }> {
+/** add_columns of one virtual column (a fresh name each time) to `table`, with `key`; the column's name, and how long it took, ms. */
+export async function addColumn(q: Pick<Quiver, "url">, table: string, vc: { outputs: { column: string }[] }, key: string, timeoutMs?: number): Promise<Reply & { column: string; ms: number }> {
   const started = Date.now();
   const name = `c${++columns}`;
   const virtual_column = { ...vc, outputs: [{ ...vc.outputs[0], column: name }] };
   const r = await post(q, `/v1/table/${table}/add_columns`, { new_columns: [{ name, virtual_column }] }, key, timeoutMs);
-  return { ...r, ms: Date.now() - started };
+  return { ...r, column: name, ms: Date.now() - started };
 }
 
 /**
@@ -86,11 +86,25 @@ export function sandboxProcesses(root: number | null): SandboxProcess[] {
   return out;
 }
 
-/** The CPU time the sandboxes under `root` use over `ms`, ms. */
-export async function sandboxCpu(root: number, ms: number): Promise<number> {
-  const before = new Map(sandboxProcesses(root).map((p) => [p.pid, p.cpuMs]));
-  await new Promise((r) => setTimeout(r, ms));
-  return sandboxProcesses(root).reduce((n, p) => n + p.cpuMs - (before.get(p.pid) ?? p.cpuMs), 0);
+/**
+ * Threads of the sandboxes under `root` that are runnable in at least 8 of 10 looks over a second:
+ * ones that spin (a loaded machine may not run them, but they stay runnable).
+ */
+export async function spinningThreads(root: number): Promise<number> {
+  const runnable = new Map<string, number>();
+  for (let i = 0; i < 10; i++) {
+    for (const p of sandboxProcesses(root)) {
+      try {
+        for (const tid of readdirSync(`/proc/${p.pid}/task`)) {
+          if (readFileSync(`/proc/${p.pid}/task/${tid}/stat`, "utf8").split(") ")[1][0] === "R") runnable.set(tid, (runnable.get(tid) ?? 0) + 1);
+        }
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+    await sleep(100);
+  }
+  return [...runnable.values()].filter((n) => n >= 8).length;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
