@@ -164,8 +164,8 @@ export function createCompute(options: SandboxOptions): SpareCompute {
       r.settle({ error: `${why}; the compute sandbox was stopped` });
     }
     sb.running.clear();
-    // A sandbox that dies before it answered anything much delays the next start, so a tenant
-    // whose code kills its sandbox on purpose cannot make the host start sandboxes back to back.
+    // A sandbox that dies within 30 s of its start delays the next start, so a tenant whose code
+    // kills its sandbox on purpose cannot make the host start sandboxes back to back.
     restartDelay = Date.now() - sb.startedAt < 30_000 ? Math.min(RESTART_MAX_MS, Math.max(RESTART_MS, restartDelay * 2)) : 0;
     restartAt = Date.now() + restartDelay;
     if (!closed) log.warn("compute sandbox stopped", { ...fields(), why });

@@ -98,17 +98,18 @@ export function isolation(unsafeShared: boolean): Promise<Isolation> {
     return iso;
   })();
   return probed.then((iso) => {
-    if (iso.mode !== "refused" || !unsafeShared) return iso;
-    warnUnsafe(iso.why);
-    return { mode: "unsafe", drop: process.getuid?.() === 0 };
+    if (iso.mode !== "refused") return iso;
+    warnOnce(unsafeShared, iso.why);
+    return unsafeShared ? { mode: "unsafe", drop: process.getuid?.() === 0 } : iso;
   });
 }
 
 let warned = false;
-function warnUnsafe(why: string): void {
+function warnOnce(unsafeShared: boolean, why: string): void {
   if (warned) return;
   warned = true;
-  log.warn("compute sandbox: --unsafe-shared-sandbox: user code runs without namespaces; escaped code can reach host files, sockets and processes its user can", { why });
+  if (unsafeShared) log.warn("compute sandbox: --unsafe-shared-sandbox: user code runs without namespaces; escaped code can reach host files, sockets and processes its user can", { why });
+  else log.warn(refusal(why));
 }
 
 /** The refusal, in words, of a host that cannot isolate sandboxes. */

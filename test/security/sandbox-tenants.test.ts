@@ -131,6 +131,29 @@ describe("a backfill's sandbox, stopped", () => {
   });
 });
 
+describe("with one tenant sandbox at a time (--tenant-sandboxes 1)", () => {
+  it("tenants take turns: a busy tenant's sandbox is not taken, an idle one is replaced, never handed over", { timeout: 120_000 }, async () => {
+    const s = await startQuiver({ args: [...ARGS, "--tenant-sandboxes", "1"], env: { QUIVER_API_KEYS: TENANT_KEYS } });
+    try {
+      await twoTenants(s);
+      for (const [t, key] of [["ns1$t", W1], ["ns2$t", W2], ["ns1$t", W1]]) {
+        expect((await addColumn(s, t, jsColumn("(x) => String(x)"), key, 60_000)).status).toBe(200);
+        // The tenant's sandbox and the spare.
+        expect(sandboxProcesses(s.proc.pid!).length).toBeLessThanOrEqual(2);
+      }
+      const slow = addColumn(s, "ns1$t", spinningAtCheck(1500), W1, 60_000);
+      await sleep(300);
+      const waited = await addColumn(s, "ns2$t", jsColumn("(x) => String(x)"), W2, 60_000);
+      expect(waited.status).toBe(200);
+      expect(waited.ms).toBeGreaterThan(800);
+      expect((await slow).status).toBe(200);
+    } finally {
+      await s.stop();
+      removeDir(s.dataDir);
+    }
+  });
+});
+
 describe("when the server dies", () => {
   it("its sandboxes die with it, stopped ones and a job's too", { timeout: 120_000 }, async () => {
     const s = await startQuiver({ args: ARGS, env: { QUIVER_API_KEYS: TENANT_KEYS } });
