@@ -268,7 +268,7 @@ export function createCompute(options: SandboxOptions): SpareCompute {
   /** The sandbox, started when there is none; null (and every waiting task failed) where user code is refused. */
   function sandboxNow(): Promise<Sandbox | null> {
     if (sandbox && !sandbox.dead) return Promise.resolve(sandbox);
-    launching ??= isolation(options.unsafeSharedSandbox)
+    launching ??= (options.isolation ? Promise.resolve(options.isolation) : isolation(options.unsafeSharedSandbox))
       .then((iso) => {
         if (iso.mode === "refused") {
           for (const w of waiting.splice(0)) w.settle({ error: refusal(iso.why) });

@@ -10,6 +10,7 @@ import type { Entry } from "../src/catalog/catalog.js";
 import type { UdfDefinition } from "../src/compute/udf.js";
 import type { ViewDefinition } from "../src/compute/views.js";
 import type { IndexBuildSpec } from "../src/engine/indexes.js";
+import type { Isolation } from "./sandbox-launch.js";
 import type { TableRequest } from "./threads/table-functions.js";
 import type { UdfRequest } from "./threads/udf.js";
 
@@ -26,6 +27,8 @@ export interface ComputeSize {
   workerHeapMb: number;
   /** --unsafe-shared-sandbox: where namespaces are unavailable, run user code in the weaker sandbox instead of refusing it. */
   unsafeSharedSandbox: boolean;
+  /** How sandboxes start on this host, as the server found out: a job process need not look again. */
+  isolation?: Isolation;
 }
 
 /** The job's spec as the server keeps it (see BackfillSpec in src/jobs/kinds/backfill.ts). */

@@ -5,6 +5,7 @@
 // and a run that resumes after a restart skips every row already written. With --backfill-tasks
 // N a client's backfill is split into N tasks (./backfill-task.ts) that any replica may run, and
 // the backfill's own run follows them.
+import { isolation } from "../../../workers/sandbox-launch.js";
 import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/protocol.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
@@ -83,6 +84,8 @@ export async function runBackfill(deps: BackfillDeps, job: JobContext<BackfillSp
     workers: deps.workers,
     workerHeapMb: deps.workerHeapMb,
     unsafeSharedSandbox: deps.unsafeSharedSandbox,
+    // Found once by the server: the job process starts its sandbox without looking again.
+    isolation: runnable(vc) === "sql" ? undefined : await isolation(deps.unsafeSharedSandbox),
   };
   return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
     if (m.tracked) {
