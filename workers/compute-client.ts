@@ -326,12 +326,12 @@ export function createCompute(options: SandboxOptions): SpareCompute {
       closed = true;
       if (pump) clearTimeout(pump);
       for (const w of waiting.splice(0)) w.settle({ error: "the compute sandbox was closed" });
-      await launching;
+      // Killed now, before anything is awaited (a job process may exit right after); a start
+      // under way starts nothing once closed.
       const sb = sandbox;
-      if (!sb || sb.dead) return;
-      const exited = new Promise((resolve) => sb.child.once("exit", resolve));
-      kill(sb, "its owner closed it");
-      if (sb.child.exitCode === null && sb.child.signalCode === null) await exited;
+      const exited = sb && !sb.dead && sb.child.exitCode === null && sb.child.signalCode === null ? new Promise((resolve) => sb.child.once("exit", resolve)) : null;
+      if (sb) kill(sb, "its owner closed it");
+      await Promise.all([exited, launching]);
     },
   };
 }

@@ -6,9 +6,9 @@
 // to go idle, in turn. Each tenant's tasks queue in its own sandbox, `workers` running at once and
 // `admitted` admitted at most (more are 503 at once), so one tenant's slow code costs another
 // only its share of the CPU. Sandboxes idle for IDLE_MS are closed. One more is kept started and
-// unassigned, so a tenant's first check does not wait for a process to start (1-2.5 s measured on
-// the shared 2-core machine); a tenant takes it before it ever runs code, and a new spare starts. A backfill or view refresh
-// runs in a job process with a sandbox of its own (workers/processes/job-process.ts).
+// unassigned, so a tenant's first check does not wait for a process to start (seconds on a loaded
+// machine); a tenant takes it before it ever runs code, and a new spare starts. A backfill or view
+// refresh runs in a job process with a sandbox of its own (workers/processes/job-process.ts).
 import { createCompute, type Compute, type SandboxOptions, type SpareCompute } from "./compute-client.js";
 
 export interface TenantCompute {
@@ -32,6 +32,7 @@ export function createTenantCompute(options: Omit<SandboxOptions, "tenant"> & { 
 
   /** The tenant's sandbox, with one more task counted, made when a place is free or idle; null when every place is busy. */
   function claim(tenant: string): Compute | null {
+    if (closed) return null;
     let e = live.get(tenant);
     if (!e) {
       if (live.size >= options.sandboxes) {
@@ -84,7 +85,7 @@ export function createTenantCompute(options: Omit<SandboxOptions, "tenant"> & { 
   const of = (tenant: string): TenantTasks => ({
     async run(task, deadlineMs) {
       // A tenant without a sandbox queues behind those already waiting for one.
-      const now = closed ? null : live.has(tenant) || turns.length === 0 ? claim(tenant) : null;
+      const now = live.has(tenant) || turns.length === 0 ? claim(tenant) : null;
       const compute = closed ? null : (now ?? (await new Promise<Compute | null>((take) => turns.push({ tenant, take }))));
       if (!compute) return { error: "the compute sandbox was closed" };
       try {
