@@ -26,8 +26,19 @@ import { autoBackfill, autoRefresh } from "./jobs/triggers/after-commit.js";
 import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { replicaId } from "./util/replica-id.js";
 import { createTenantCompute, type TenantCompute } from "../workers/compute-tenants.js";
+import { lockStateDir } from "./util/state-lock.js";
+import { createContainerOf, useStorageOptions } from "./util/store-files.js";
+import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 import type { ComputeSize } from "../workers/protocol.js";
+
+/** Where a shutdown is. */
+export interface Lifecycle {
+  /** From the signal on: readiness answers 503, and every answer closes its connection. */
+  draining: boolean;
+  /** Once the server stopped listening (after the drain delay): new requests are refused. */
+  closed: boolean;
+}
 
 export interface Services {
   config: Config;
@@ -53,8 +64,8 @@ export interface Services {
   views: Views;
   /** Versions reads opened explicitly, kept by cleanups for a while. */
   readLeases: ReadLeases;
-  /** Set by the front end while it drains for a shutdown (readiness answers 503). */
-  lifecycle: { draining: boolean };
+  /** Set by the front end as it shuts down (src/server.ts, drain). */
+  lifecycle: Lifecycle;
   /** Release what the services hold (called after the server drained). */
   close(): Promise<void>;
 }
@@ -69,6 +80,8 @@ const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHea
 export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
   const privateDir = config.stateDir;
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
+  // Before anything is opened: of two starts on one state directory, one goes on.
+  await lockStateDir(privateDir);
   // An object store that does not answer (a wrong endpoint, a network cut) fails the start in
   // bounded time with one line, instead of LanceDB's retries for minutes.
   const reach = <T>(p: Promise<T>) =>
@@ -77,6 +90,10 @@ export async function createServices(config: Config, credential: (key: string) =
           throw new Error(`cannot open the data directory ${config.dataDir}: ${engineReason(err).replace(/\s*\n\s*/g, " ")}`);
         })
       : p;
+  if (config.remote) {
+    useStorageOptions(config.storageOptions);
+    if (await reach(createContainerOf(config.dataDir))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
+  }
   const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
@@ -88,7 +105,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const system = openSystemTables(config.dataDir, config.storageOptions);
   const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system)]));
   const readLeases = createReadLeases();
-  const replica = replicaId(privateDir);
+  const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, ...sandboxSize(config), limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
   const jobs: Jobs = await reach(openJobs(
     system,
@@ -98,7 +115,7 @@ export async function createServices(config: Config, credential: (key: string) =
       backfillKind(backfills),
       backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, ...sandboxSize(config), timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, limit: config.maintenanceJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, limit: config.maintenanceJobs }),
     ],
     engineReason,
     { ...config, replica },
@@ -115,6 +132,7 @@ export async function createServices(config: Config, credential: (key: string) =
       unindexedRows: config.maintenanceUnindexedRows,
       deletedPercent: config.maintenanceDeletedPercent,
       cooldownMs: config.maintenanceCooldownMs,
+      maxSharePercent: config.maintenanceMaxShare,
       sweepMs: config.maintenanceSweepMs,
     },
   });
@@ -138,7 +156,7 @@ export async function createServices(config: Config, credential: (key: string) =
     valueVersions,
     views,
     readLeases,
-    lifecycle: { draining: false },
+    lifecycle: { draining: false, closed: false },
     async close() {
       auto.close();
       refreshes.close();
