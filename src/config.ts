@@ -67,6 +67,8 @@ export const options = [
   { key: "max-queued-jobs-per-credential", kind: "int", def: 32, min: 1, doc: "background jobs (index builds, backfills, view refreshes) one credential may have Queued at once; more are answered 503 Slow down with Retry-After" },
   { key: "max-queued-jobs-per-table", kind: "int", def: 16, min: 1, doc: "background jobs one table (or view) may have Queued at once, whoever submitted them; more are answered 503 Slow down with Retry-After" },
   { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript, Python or WebAssembly UDF may run on one batch before its job fails" },
+  { key: "tenant-sandboxes", kind: "int", def: 8, min: 1, doc: "tenants (top-level namespaces) whose user code has a compute sandbox process of its own in the server at once, for the checks of add_columns, alter_columns and view create; another tenant waits for one to go idle (docs/security.md)" },
+  { key: "unsafe-shared-sandbox", kind: "bool", def: false, doc: "where the host cannot isolate the compute sandbox (Linux namespaces through util-linux, as root or with unprivileged user namespaces), run user code anyway in a weaker sandbox that shares the host's files, processes and signals, instead of refusing it (docs/security.md)" },
   { key: "udf-wasm-memory-mb", kind: "int", def: 256, min: 1, doc: "largest memory a WebAssembly UDF instance may grow to" },
   { key: "refresh-jobs", kind: "int", def: 2, min: 1, doc: "materialized-view refreshes running at once; more wait as Queued" },
   { key: "auto-refresh-min-rows", kind: "int", def: 1, min: 1, doc: "source rows that must have changed since an auto_refresh view's last refresh before it refreshes again" },
@@ -153,6 +155,8 @@ export interface Config {
   maxQueuedJobsPerTable: number;
   udfTimeoutMs: number;
   udfWasmMemoryMb: number;
+  tenantSandboxes: number;
+  unsafeSharedSandbox: boolean;
   autoBackfillDelayMs: number;
   maintenanceJobs: number;
   retainVersionsMs: number;

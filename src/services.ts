@@ -27,11 +27,12 @@ import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
 import { autoBackfill, autoRefresh } from "./jobs/triggers/after-commit.js";
 import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { replicaId } from "./util/replica-id.js";
+import { createTenantCompute, type TenantCompute } from "../workers/compute-tenants.js";
 import { lockStateDir } from "./util/state-lock.js";
 import { createContainerOf, useStorageOptions } from "./util/store-files.js";
 import { log } from "./log.js";
-import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
+import type { ComputeSize } from "../workers/protocol.js";
 
 /** Where a shutdown is. */
 export interface Lifecycle {
@@ -57,8 +58,8 @@ export interface Services {
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
   pool: WorkerPool;
-  /** The compute sandbox process, where UDF and table-function checks run (started on first use). */
-  compute: Compute;
+  /** The compute sandbox processes, one per tenant, where UDF and table-function checks run (started on first use). */
+  compute: TenantCompute;
   /** Which commits wrote each virtual column's values (what a backfill may skip). */
   valueVersions: ValueVersions;
   /** Materialized views' definitions and last refreshes. */
@@ -70,6 +71,9 @@ export interface Services {
   /** Release what the services hold (called after the server drained). */
   close(): Promise<void>;
 }
+
+/** The compute sandboxes' size, and how they may start (these three only: the configuration holds keys). */
+const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHeapMb: c.workerHeapMb, unsafeSharedSandbox: c.unsafeSharedSandbox });
 
 /**
  * `credential` answers what the API key with a stable id may do now (src/auth/authenticate.ts):
@@ -97,12 +101,14 @@ export async function createServices(config: Config, credential: (key: string) =
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
   const tables = await reach(openTables(config.dataDir, freshness, config.storageOptions));
   const pool = createWorkerPool(config);
-  const compute = createCompute(config);
+  // A tenant's checks queue in its own sandbox: a few per worker, so one tenant's slow code holds
+  // few of the server's request slots; the sandboxes yield the CPU to the server's own work.
+  const compute = createTenantCompute({ ...sandboxSize(config), sandboxes: config.tenantSandboxes, admitted: config.workers * 4, niceness: 10 });
   const system = openSystemTables(config.dataDir, config.storageOptions);
   const [valueVersions, views, claims, indexSpecs] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir, config.replicaName);
-  const backfills = { catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
+  const backfills = { catalog, tables, versions: valueVersions, ...sandboxSize(config), limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
   const jobs: Jobs = await reach(openJobs(
     system,
     privateDir,
@@ -110,7 +116,7 @@ export async function createServices(config: Config, credential: (key: string) =
       indexBuildKind({ catalog, tables, specs: indexSpecs, limit: config.indexBuilds }),
       backfillKind(backfills),
       backfillTaskKind(backfills),
-      viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
+      viewRefreshKind({ catalog, tables, views, ...sandboxSize(config), timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
       maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, limit: config.maintenanceJobs }),
     ],
     engineReason,

@@ -3,13 +3,15 @@
 //   them): the server sends `start` with the job's request, then possibly `stop`; the process
 //   answers with progress messages of the job's own shape and ends with `done` or `error`; before
 //   each commit it asks `may-commit`, which the server answers in order after the progress before;
-// - the compute sandbox (workers/processes/compute.ts): its owner sends `task`s, each answered by
-//   one `reply` with the same id; the sandbox says `ready` once, when its pool is up.
+// - the compute sandbox (workers/processes/compute.ts): its owner sends tasks, each answered once
+//   under the same id; the sandbox says `ready` once, when its pool is up. They travel as frames of
+//   workers/sandbox-channel.ts, whose reader treats every byte from the sandbox as hostile.
 import type { ErrorPolicy, FailedRow } from "../src/compute/error-handling.js";
 import type { Entry } from "../src/catalog/catalog.js";
 import type { UdfDefinition } from "../src/compute/udf.js";
 import type { ViewDefinition } from "../src/compute/views.js";
 import type { IndexBuildSpec } from "../src/engine/indexes.js";
+import type { Isolation } from "./sandbox-launch.js";
 import type { TableRequest } from "./threads/table-functions.js";
 import type { UdfRequest } from "./threads/udf.js";
 
@@ -29,10 +31,14 @@ export type MayCommit = { type: "may-commit"; ok?: boolean };
 /** The end of a run, after any number of progress messages of the job's own shape. */
 export type EndMessage = { type: "done" } | { type: "error"; message: string };
 
-/** What every job process that computes user code is told: the size of its compute sandbox. */
+/** What every job process that computes user code is told: the size of its compute sandbox, and how it may start one. */
 export interface ComputeSize {
   workers: number;
   workerHeapMb: number;
+  /** --unsafe-shared-sandbox: where namespaces are unavailable, run user code in the weaker sandbox instead of refusing it. */
+  unsafeSharedSandbox: boolean;
+  /** How sandboxes start on this host, as the server found out: a job process need not look again. */
+  isolation?: Isolation;
 }
 
 /** The job's spec as the server keeps it (see BackfillSpec in src/jobs/kinds/backfill.ts). */
@@ -148,8 +154,8 @@ export type BuildMessage = never;
 
 export type ComputeTask = { name: "udf"; request: UdfRequest } | { name: "table"; request: TableRequest };
 
-/** The owner's message: run one task, to be aborted past `deadlineMs` of running. */
-export type ComputeCommand = { type: "task"; id: number; deadlineMs: number } & ComputeTask;
-
-/** The sandbox's answer to task `id`: IPC stream bytes (the computed columns), or a failure in words. */
-export type ComputeMessage = { type: "ready" } | { type: "reply"; id: number; output: Uint8Array } | { type: "reply"; id: number; error: string } | { type: "reply"; id: number; ok: true };
+/**
+ * The owner's task frame's header (workers/sandbox-channel.ts): run one task, to be aborted past
+ * `deadlineMs` of running; the request's `input` bytes travel after the header, outside it.
+ */
+export type ComputeCommand = { id: string; deadlineMs: number } & ComputeTask;

@@ -1,42 +1,45 @@
-// How the compute sandbox process (workers/processes/compute.ts) is started, so that an escape from
-// the JavaScript sandbox inside it gains nothing (docs/security.md, "Where untrusted code runs"):
-// - an empty environment: no QUIVER_* variable, no key, nothing of the server's;
-// - Node's permission model: reads only of Quiver's own code (dist/ and node_modules/ of the
-//   install, not the data directory, key files or configuration), worker threads for its pool,
-//   and nothing else: no file writes, no child processes, no native addons;
-// - as root: under uid/gid 65534 (nobody), in a network namespace of its own (`unshare -n`), so it
-//   reaches no address, not even loopback; where either is unavailable (no unshare, or an install
-//   that uid 65534 cannot read, such as one under a 0700 directory), one log line says so.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
+// How a compute sandbox process (workers/processes/compute.ts) is started, so that code that
+// escapes the JavaScript or Python sandbox inside it, and holds its `process`, reaches nothing
+// (docs/security.md, "Where untrusted code runs"). Through util-linux (setpriv, unshare) and a
+// shell step (workers/sandbox-root.ts), it runs
+// - in its own PID namespace, as its pid 1: it sees and signals no other process (not even its
+//   own pid 1: signals from inside to a namespace's init are dropped, so it cannot stop itself);
+// - in its own mount namespace, chrooted to a read-only tmpfs root holding only what Node needs:
+//   no host Unix socket, data directory, key file or log is there to open;
+// - in its own network and IPC namespaces: no address, not even loopback, no shared memory;
+// - as uid/gid 65534 (as root; else as the server's user mapped to root in a user namespace of its
+//   own) with no capabilities and no_new_privs;
+// - with an empty environment, Node's permission model (reads of dist/ and node_modules/ only,
+//   worker threads for its pool; no writes, child processes or addons), and only its channel (fd
+//   3) and output pipes inherited: a descriptor the server inherited without close-on-exec is
+//   replaced by /dev/null before the sandbox's exec;
+// - killed with its parent (the server or a job process): a parent-death signal at each step, and
+//   unshare's --kill-child, whose pid 1's end ends the whole namespace.
+// Where that cannot be set up (no unshare, not root and no unprivileged user namespaces, not
+// Linux), user code is refused, unless --unsafe-shared-sandbox runs it in a weaker sandbox that
+// shares the host's files, processes and signals (one warning line says so).
+import { execFile, spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { existsSync, openSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { log } from "../src/log.js";
+import { installPaths, mountPoint, rootBinds, ROOT_SCRIPT, type Bind } from "./sandbox-root.js";
 
 const UNPRIVILEGED = 65534;
 const find = (names: string[]) => names.find((p) => existsSync(p));
 const UNSHARE = find(["/usr/bin/unshare", "/bin/unshare"]);
 const SETPRIV = find(["/usr/bin/setpriv", "/bin/setpriv"]);
-
-/** The folders the sandbox may read: the built code (dist/) and the install's node_modules/. */
-function readablePaths(): string[] {
-  // dist/workers/sandbox-launch.js → dist/
-  const dist = fileURLToPath(new URL("../", import.meta.url));
-  const piscina = createRequire(import.meta.url).resolve("piscina");
-  const modules = piscina.slice(0, piscina.lastIndexOf(`${path.sep}node_modules${path.sep}`) + "/node_modules/".length);
-  // A node_modules/ next to the install that is a symlink (a worktree's, say) is stat-ed by the
-  // module resolver before it follows the link: its own path must be readable too.
-  const beside = path.resolve(dist, "..", "node_modules");
-  return beside === modules.replace(/[\\/]$/, "") ? [dist, modules] : [dist, modules, beside];
-}
+const NICE = find(["/usr/bin/nice", "/bin/nice"]);
+const SH = find(["/bin/sh", "/usr/bin/sh"]);
+const CHAIN_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /** Node's flags for the sandbox: the permission model (its flag's name depends on the version). */
 function sandboxFlags(): string[] {
   const major = Number(process.versions.node.split(".")[0]);
   return [
     major >= 22 ? "--permission" : "--experimental-permission",
-    ...readablePaths().map((p) => `--allow-fs-read=${path.join(p, "*")}`),
+    ...installPaths().map((p) => `--allow-fs-read=${path.join(p, "*")}`),
     "--allow-worker",
     // Expected: the permission model (experimental on Node 20) and --allow-worker warn at every start.
     "--disable-warning=ExperimentalWarning",
@@ -44,49 +47,123 @@ function sandboxFlags(): string[] {
   ];
 }
 
-let netnsChecked: boolean | null = null;
-/** Whether `unshare -n` works here (root, and a kernel that allows it); checked once, logged once if not. */
-function netns(): boolean {
-  if (netnsChecked !== null) return netnsChecked;
-  const root = process.getuid?.() === 0;
-  netnsChecked = root && !!UNSHARE && !!SETPRIV && spawnSync(UNSHARE!, ["-n", "true"], { stdio: "ignore", env: {} }).status === 0;
-  if (!netnsChecked) {
-    log.warn("compute sandbox: network isolation is off (needs root and unshare -n from util-linux); user code can open connections", {
-      root,
-      unshare: UNSHARE ?? null,
-    });
-  }
-  return netnsChecked;
-}
+/** How this host starts sandboxes: isolated (namespaces, `binds` in its root), the weaker unsafe way, or not at all. */
+export type Isolation = { mode: "namespaces"; root: boolean; drop: boolean; binds: Bind[]; mountAt: string } | { mode: "unsafe"; drop: boolean } | { mode: "refused"; why: string };
 
-let dropChecked: boolean | null = null;
-/**
- * Whether uid 65534 can run Quiver's code (node, dist/, node_modules/): not when the install sits
- * under a directory others cannot enter. Checked once by trying; logged once if not.
- */
-function canDropPrivileges(): boolean {
-  if (dropChecked !== null) return dropChecked;
-  const files = [fileURLToPath(import.meta.url), createRequire(import.meta.url).resolve("piscina")];
+/** Whether uid 65534 can read Quiver's code (not when the install sits under a directory others cannot enter). */
+async function canDropPrivileges(): Promise<boolean> {
+  const files = [fileURLToPath(import.meta.url), path.join(installPaths()[1], "piscina", "package.json")];
   const probe = `const fs = require("fs"); for (const f of ${JSON.stringify(files)}) fs.accessSync(f, fs.constants.R_OK);`;
-  dropChecked = spawnSync(process.execPath, ["-e", probe], { uid: UNPRIVILEGED, gid: UNPRIVILEGED, stdio: "ignore", env: {} }).status === 0;
-  if (!dropChecked) {
-    log.warn("compute sandbox: runs as root, not as uid 65534, which cannot read the install; make its path readable by others (chmod o+rX) to drop privileges", {
-      install: readablePaths()[0],
-    });
-  }
-  return dropChecked;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["-e", probe], { uid: UNPRIVILEGED, gid: UNPRIVILEGED, stdio: "ignore", env: {} });
+    child.once("error", () => resolve(false));
+    child.once("exit", (code) => resolve(code === 0));
+  });
 }
 
-/** Start `entry` as a sandbox process with `args`, an IPC channel (advanced serialization) and stderr inherited. */
-export function launchSandbox(entry: URL, args: string[]): ChildProcess {
-  const node = [process.execPath, ...sandboxFlags(), fileURLToPath(entry), ...args];
-  const options = { env: {}, stdio: ["ignore", "ignore", "inherit", "ipc"] as ["ignore", "ignore", "inherit", "ipc"], serialization: "advanced" as const };
-  const root = process.getuid?.() === 0;
-  if (root && netns()) {
-    const drop = canDropPrivileges() ? [SETPRIV!, `--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups", "--no-new-privs", "--"] : [];
-    return spawn(UNSHARE!, ["-n", "--", ...drop, ...node], options);
+/** The steps before node: parent-death signal, priority, namespaces, the root, then the user it runs as. */
+function chain(iso: Extract<Isolation, { mode: "namespaces" }>, niceness: number): string[] {
+  const user = iso.root && iso.drop ? [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups"] : [];
+  return [
+    SETPRIV!, "--pdeathsig", "KILL", "--",
+    ...(NICE && niceness > 0 ? [NICE, "-n", String(niceness)] : []),
+    UNSHARE!, ...(iso.root ? [] : ["--map-root-user"]), "--mount", "--net", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc", "--",
+    SH!, "-c", ROOT_SCRIPT, "sh", iso.mountAt, ...iso.binds.flat(), "--",
+    SETPRIV!, ...user, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL", "--",
+  ];
+}
+
+let probed: Promise<Isolation> | null = null;
+
+/** How sandboxes start here: checked once by starting one that only prints Node's version. */
+export function isolation(unsafeShared: boolean): Promise<Isolation> {
+  probed ??= (async (): Promise<Isolation> => {
+    const root = process.getuid?.() === 0;
+    const drop = root && (await canDropPrivileges());
+    if (process.platform !== "linux" || !UNSHARE || !SETPRIV || !SH) return { mode: "refused", why: "it needs Linux with util-linux's unshare and setpriv" };
+    const binds = await rootBinds([process.execPath, SETPRIV]);
+    const mountAt = mountPoint(binds);
+    if (!mountAt) return { mode: "refused", why: "no folder to mount its root on lies outside the install" };
+    const iso = { mode: "namespaces" as const, root, drop, binds, mountAt };
+    try {
+      const argv = [...chain(iso, 0), process.execPath, "--version"];
+      await promisify(execFile)(argv[0], argv.slice(1), { env: { PATH: CHAIN_PATH }, cwd: "/", timeout: 30_000 });
+    } catch (err) {
+      const e = err as { stderr?: string; message?: string };
+      return { mode: "refused", why: `starting one failed (${String(e.stderr || e.message).trim().split("\n").slice(-2).join(" ").slice(0, 300)}); it needs root, or unprivileged user namespaces` };
+    }
+    if (root && !drop) {
+      log.warn("compute sandbox: runs as root without capabilities, not as uid 65534, which cannot read the install; make its path readable by others (chmod o+rX)", { install: installPaths()[0] });
+    }
+    return iso;
+  })();
+  return probed.then((iso) => {
+    if (iso.mode !== "refused") return iso;
+    warnOnce(unsafeShared, iso.why);
+    return unsafeShared ? { mode: "unsafe", drop: process.getuid?.() === 0 } : iso;
+  });
+}
+
+let warned = false;
+function warnOnce(unsafeShared: boolean, why: string): void {
+  if (warned) return;
+  warned = true;
+  if (unsafeShared) log.warn("compute sandbox: --unsafe-shared-sandbox: user code runs without namespaces; escaped code can reach host files, sockets and processes its user can", { why });
+  else log.warn(refusal(why));
+}
+
+/** The refusal, in words, of a host that cannot isolate sandboxes. */
+export const refusal = (why: string) =>
+  `user code is refused: this host cannot isolate the compute sandbox (${why}); start Quiver with --unsafe-shared-sandbox to run it in a weaker sandbox that shares the host's files, processes and signals`;
+
+let devNull: number | null = null;
+
+/**
+ * The descriptors a child would inherit besides its stdio: this process's open ones without
+ * close-on-exec (Node's own all have it; one inherited by the server may not). Each is replaced
+ * by /dev/null in the child.
+ */
+function stdioWithoutLeaks(stdio: ("ignore" | "pipe")[]): StdioOptions {
+  let leaked: number[] = [];
+  try {
+    leaked = readdirSync("/proc/self/fd").map(Number).filter((fd) => {
+      if (fd < stdio.length) return false;
+      try {
+        const flags = /flags:\s*([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"));
+        return flags !== null && (parseInt(flags[1], 8) & 0o2000000) === 0;
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    // No /proc: nothing to look at (and no namespaces either).
   }
-  if (root && canDropPrivileges()) return spawn(node[0], node.slice(1), { ...options, uid: UNPRIVILEGED, gid: UNPRIVILEGED });
-  netns();
-  return spawn(node[0], node.slice(1), options);
+  if (leaked.length === 0) return stdio;
+  devNull ??= openSync("/dev/null", "r");
+  const out: (string | number)[] = [...stdio];
+  for (const fd of leaked) {
+    while (out.length < fd) out.push("ignore");
+    out[fd] = devNull;
+  }
+  return out as StdioOptions;
+}
+
+/**
+ * Start `entry` with `args` as a sandbox process: its channel is stdio[3], its stdout and stderr
+ * are pipes (the owner reads a bounded amount of them), it leads a process group of its own (a
+ * kill of the group ends it all), at `niceness`.
+ */
+export function launchSandbox(iso: Exclude<Isolation, { mode: "refused" }>, entry: URL, args: string[], niceness: number): ChildProcess {
+  const node = [process.execPath, ...sandboxFlags(), fileURLToPath(entry), ...args];
+  const options = { stdio: stdioWithoutLeaks(["ignore", "pipe", "pipe", "pipe"]), detached: true, cwd: "/" };
+  if (iso.mode === "namespaces") {
+    const argv = [...chain(iso, niceness), ...node];
+    return spawn(argv[0], argv.slice(1), { ...options, env: { PATH: CHAIN_PATH } });
+  }
+  const prefix = [
+    ...(SETPRIV ? [SETPRIV, ...(iso.drop ? [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups", "--no-new-privs"] : []), "--pdeathsig", "KILL", "--"] : []),
+    ...(NICE && niceness > 0 ? [NICE, "-n", String(niceness)] : []),
+  ];
+  const argv = [...prefix, ...node];
+  return spawn(argv[0], argv.slice(1), { ...options, env: {} });
 }

@@ -11,6 +11,13 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export const objectIdOf = (id: readonly string[]) => id.join(SEP);
 
+/**
+ * Whose an object is, for where its user code runs: the top-level namespace of its id (an object
+ * id as the manifest holds it; "" for an object at the root). Different tenants' code never shares
+ * a sandbox process (docs/security.md).
+ */
+export const tenantOf = (objectId: string) => (objectId.includes(SEP) ? objectId.slice(0, objectId.indexOf(SEP)) : "");
+
 export const sameId = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((s, i) => s === b[i]);
 
 /** Check one object name; `what` names the request field in the 400. */

@@ -21,6 +21,7 @@ import { declareSqlColumns } from "../engine/computed-columns.js";
 import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { requireTable } from "../catalog/lookup.js";
+import { tenantOf } from "../catalog/names.js";
 import { openAt, refuseView } from "./table-ref.js";
 import { json } from "./types.js";
 
@@ -171,7 +172,7 @@ async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Fiel
   if ((kind === "js" || kind === "python") && !jsShape(vc.dataType!)) throw invalid(`${at}.outputs[0].data_type: a ${kind === "js" ? "JavaScript" : "Python"} UDF cannot produce ${q(vc.dataType)}`);
   fromJsonType(vc.dataType!, vc.column);
   if (kind === null) return;
-  const error = await checkInSandbox(svc.compute, { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);
+  const error = await checkInSandbox(svc.compute.of(tenantOf(entry.objectId)), { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);
   if (error !== null) throw invalid(`${at}.udf: ${error}`);
 }
 

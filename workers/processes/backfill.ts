@@ -162,5 +162,5 @@ serveJob<BackfillRequest, BackfillMessage>(async (req, job) => {
   const writer = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
   const c = req.compute;
   if (c.kind === "sql") await runSql(req, writer, job);
-  else await withCompute(req, (compute) => runUdf(req, c.udf, tables, writer, compute, job));
+  else await withCompute(req, req.entry.objectId, (compute) => runUdf(req, c.udf, tables, writer, compute, job));
 });

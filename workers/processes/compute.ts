@@ -1,20 +1,27 @@
 // The compute sandbox: the one process where user code (JavaScript, Python and WebAssembly UDFs,
-// udtf and chunker bodies, SQL table functions) runs. It is started by workers/compute-client.ts through
-// workers/sandbox-launch.ts (no secrets, Node's permission model, an unprivileged user, no
-// network) and holds nothing worth reaching: no LanceDB handle, no key, no file it could write. It
-// runs its owner's tasks in a Piscina pool of `workers` threads, at most one task per thread at a
-// time (the others wait here, so a task's deadline counts from when it starts running); each task
+// udtf and chunker bodies, SQL table functions) runs, for one tenant only. It is started by
+// workers/compute-client.ts through workers/sandbox-launch.ts (its own namespaces and root, no
+// secrets, Node's permission model, an unprivileged user) and holds nothing worth reaching: no
+// LanceDB handle, no key, no file it could write. It runs its owner's tasks in a Piscina pool of
+// `workers` threads, one task per thread at a time (the owner sends no more than that); each task
 // is aborted past its deadline (Piscina then terminates the thread), the backstop behind the time
-// limits the tasks set themselves. It exits when its owner goes away (the IPC channel closes).
+// limits the tasks set themselves, and the owner's own deadline is behind that. Tasks and answers
+// cross fd 3 as frames of workers/sandbox-channel.ts; the process exits when its owner closes it.
+import { access } from "node:fs/promises";
+import net from "node:net";
+import type { Worker } from "node:worker_threads";
 import { Piscina } from "piscina";
-import { ownBuffer } from "../../src/util/own-buffer.js";
-import type { ComputeCommand, ComputeMessage } from "../protocol.js";
+import { boundedText } from "../../src/util/bounded-text.js";
+import type { ComputeCommand } from "../protocol.js";
+import { ANSWER, answerFrame, taskReader } from "../sandbox-channel.js";
 import type { TableReply } from "../threads/table-functions.js";
 import type { UdfTaskReply } from "../threads/udf.js";
 
 const { workers, workerHeapMb } = JSON.parse(process.argv[2]) as { workers: number; workerHeapMb: number };
 
-process.on("disconnect", () => process.exit(0));
+const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+channel.on("error", () => process.exit(0));
+channel.on("close", () => process.exit(0));
 
 const pool = new Piscina({
   // dist/workers/processes/compute.js → dist/workers/threads/compute-tasks.js
@@ -27,7 +34,11 @@ const pool = new Piscina({
   resourceLimits: { maxOldGenerationSizeMb: workerHeapMb },
 });
 
-const send = (m: ComputeMessage): void => void process.send!(m);
+const send = (parts: Uint8Array[]): void => {
+  channel.cork();
+  for (const p of parts) channel.write(p);
+  channel.uncork();
+};
 
 /** What ran: "the UDF", "the udtf", "the chunker". */
 const subject = (m: ComputeCommand) => (m.name === "udf" ? "the UDF" : `the ${m.request.kind}`);
@@ -39,7 +50,7 @@ function failure(err: unknown, m: ComputeCommand, aborted: "time" | "memory" | n
   if (e?.code === "ERR_WORKER_OUT_OF_MEMORY" || /out of memory|memory limit/i.test(String(e?.message))) {
     return `${subject(m)} ran out of memory: it exceeded the worker heap limit (--worker-heap-mb ${workerHeapMb}); its worker was replaced`;
   }
-  return `${subject(m)} failed: ${String(e?.message ?? err)}`;
+  return `${subject(m)} failed: ${boundedText(String(e?.message ?? err))}`;
 }
 
 /** A Python task's time limit, in ms; null for other tasks. */
@@ -74,6 +85,13 @@ function pythonTimer(limitMs: number, overMemory: () => void): { buffer: Int32Ar
   return { buffer, stop: () => clearInterval(tick) };
 }
 
+/** The answer to task `id`: its output bytes, ok, or its failure (a few KB at most). */
+function answer(id: string, r: UdfTaskReply | TableReply, m: ComputeCommand): void {
+  if (r instanceof Uint8Array) return send(answerFrame(ANSWER.output, id, r));
+  if (r.ok) return send(answerFrame(ANSWER.ok, id));
+  send(answerFrame(ANSWER.error, id, Buffer.from(boundedText(r.error ?? `${subject(m)} failed`))));
+}
+
 function runTask(m: ComputeCommand): Promise<void> {
   const abort = new AbortController();
   let aborted: "time" | "memory" | null = null;
@@ -82,15 +100,15 @@ function runTask(m: ComputeCommand): Promise<void> {
     abort.abort();
   };
   const timer = setTimeout(() => stop("time"), m.deadlineMs);
-  const input = m.request.op === "run" ? ownBuffer(m.request.input!) : undefined;
+  const input = m.request.op === "run" ? m.request.input! : undefined;
   const limit = pythonLimit(m);
   const python = limit === null ? null : pythonTimer(limit, () => stop("memory"));
   const request = { ...m.request, ...(input ? { input } : {}), ...(python ? { interrupt: python.buffer } : {}) };
   return pool
     .run(request, { name: m.name, signal: abort.signal, transferList: input ? [input.buffer as ArrayBuffer] : [] })
     .then(
-      (r: UdfTaskReply | TableReply) => send(r instanceof Uint8Array ? { type: "reply", id: m.id, output: r } : r.ok ? { type: "reply", id: m.id, ok: true } : { type: "reply", id: m.id, error: r.error ?? `${subject(m)} failed` }),
-      (err: unknown) => send({ type: "reply", id: m.id, error: failure(err, m, aborted) }),
+      (r: UdfTaskReply | TableReply) => answer(m.id, r, m),
+      (err: unknown) => send(answerFrame(ANSWER.error, m.id, Buffer.from(failure(err, m, aborted)))),
     )
     .finally(() => {
       clearTimeout(timer);
@@ -110,16 +128,18 @@ function next(): void {
   }
 }
 
-process.on("message", (m: ComputeCommand) => {
-  waiting.push(m);
-  next();
-});
+channel.on(
+  "data",
+  taskReader((header, input) => {
+    const m = header as ComputeCommand;
+    if (input) (m.request as { input?: Uint8Array }).input = input;
+    waiting.push(m);
+    next();
+  }),
+);
 
-// Ready once every thread has loaded its tasks: a deadline must not count a thread's start.
-let started = 0;
-const onCreate = () => {
-  if (++started < workers) return;
-  pool.off("workerCreate", onCreate);
-  send({ type: "ready" });
-};
-pool.on("workerCreate", onCreate);
+// Ready once every thread is online and libuv's thread pool has started (Python's loader reads
+// files through it): from then on the process's thread count is fixed, and the owner, which
+// counts it from outside, takes any thread more as one that user code started.
+const online = pool.threads.map((w: Worker) => new Promise((resolve) => w.once("online", resolve)));
+void Promise.all([...online, access(new URL(import.meta.url))]).then(() => send(answerFrame(ANSWER.ready)));

@@ -1,7 +1,10 @@
 // The shared frame of a job's child process (a backfill, a view refresh, an index build): it takes
 // one request, runs it, reports progress messages, asks before each commit whether it may still
 // commit, and exits when done, when told to stop (after the step in progress), or when the server
-// goes away (its IPC channel closes, even on SIGKILL: the job must not outlive it).
+// goes away (its IPC channel closes, even on SIGKILL: the job must not outlive it). A stop kills
+// the job's compute sandbox at once: what it was computing would not be committed, and a sandbox
+// that does not answer (stopped, wedged) must not hold the stop up.
+import { tenantOf } from "../../src/catalog/names.js";
 import { engineReason } from "../../src/engine/messages.js";
 import { createCompute, type Compute } from "../compute-client.js";
 import { UNUSED_EXIT_MS, type ComputeSize, type EndMessage, type JobCommand, type MayCommit } from "../protocol.js";
@@ -19,6 +22,9 @@ export interface JobControl<M> {
    */
   mayCommit(): Promise<boolean>;
 }
+
+/** The compute sandboxes this job started and has not closed yet. */
+const sandboxes = new Set<Compute>();
 
 /**
  * `exitOnStop`, when given and true at the stop, ends the process at once instead: for work that
@@ -45,6 +51,7 @@ export function serveJob<R, M>(run: (req: R, job: JobControl<M>) => Promise<void
     }
     if (m.type === "stop") {
       stopping = true;
+      for (const c of sandboxes) void c.close();
       if (exitOnStop?.()) process.exit(0);
       return;
     }
@@ -58,13 +65,19 @@ export function serveJob<R, M>(run: (req: R, job: JobControl<M>) => Promise<void
   });
 }
 
-/** Run `work` with a compute sandbox of `size` (starting while `work` reads its first rows), closed afterwards. */
-export async function withCompute<T>(size: ComputeSize, work: (compute: Compute) => Promise<T>): Promise<T> {
-  const compute = createCompute(size);
+/**
+ * Run `work` with a compute sandbox of `size` for the code of object `objectId` (starting while
+ * `work` reads its first rows), closed afterwards.
+ */
+export async function withCompute<T>(size: ComputeSize, objectId: string, work: (compute: Compute) => Promise<T>): Promise<T> {
+  // One job's tasks, `concurrency` in flight at most: a generous bound.
+  const compute = createCompute({ ...size, tenant: tenantOf(objectId), admitted: size.workers * 64, niceness: 0 });
+  sandboxes.add(compute);
   compute.warm();
   try {
     return await work(compute);
   } finally {
+    sandboxes.delete(compute);
     await compute.close();
   }
 }

@@ -187,7 +187,7 @@ serveJob<RefreshRequest, RefreshMessage>(async (req, { send }) => {
       };
     };
     const refresh = def.kind === "udtf" ? refreshUdtf : refreshChunker;
-    result = await withCompute(req, (compute) => refresh(req, compute, view, source, sourceVersion, started));
+    result = await withCompute(req, req.view.objectId, (compute) => refresh(req, compute, view, source, sourceVersion, started));
   }
   await send({ type: "progress", result });
 }, () => !committing);

@@ -10,6 +10,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import type { PyodideAPI } from "pyodide";
 import type { Shape } from "../../src/compute/udf.js";
+import { MAX_ERROR_CHARS } from "../../src/util/bounded-text.js";
 import type { Plain, Sandbox } from "./sandbox.js";
 
 // Set up once per interpreter: the import guard, and the drivers that call user functions and
@@ -42,9 +43,12 @@ _user_builtins["__import__"] = _guarded_import
 
 def _message(e):
     try:
-        return type(e).__name__ + ": " + str(e)
+        m = type(e).__name__ + ": " + str(e)
     except BaseException:
         return "an exception that cannot be shown"
+    if len(m) > ${MAX_ERROR_CHARS}:
+        m = m[:${MAX_ERROR_CHARS}] + "… (" + str(len(m) - ${MAX_ERROR_CHARS}) + " more characters cut)"
+    return m
 
 # Compiled functions by number: the JavaScript side holds the number, never a proxy of a function.
 _functions = {}
@@ -59,7 +63,8 @@ def _keep(fn):
     return {"fn": _next[0]}
 
 def _load(source, name):
-    ns = {"__builtins__": _user_builtins, "__name__": "udf"}
+    # A copy per function: one function's code cannot change another's builtins (its __import__, say).
+    ns = {"__builtins__": dict(_user_builtins), "__name__": "udf"}
     try:
         exec(compile(source, "udf.py", "exec"), ns)
     except KeyboardInterrupt:

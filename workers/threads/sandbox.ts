@@ -8,6 +8,7 @@
 // data properties, so no user code (a getter, a proxy trap) ever runs outside that limit.
 import vm from "node:vm";
 import type { Shape } from "../../src/compute/udf.js";
+import { MAX_ERROR_CHARS } from "../../src/util/bounded-text.js";
 
 const DRIVER = `(() => {
   "use strict";
@@ -35,9 +36,11 @@ const DRIVER = `(() => {
   harden(async function () {});
 
   let job = null;
+  // What user code threw, in words, cut to a few KB here (a thrown 100 MB string stays inside).
   const fail = (row, e) => {
     let m;
     try { m = e instanceof Error ? Str(e.message) : Str(e); } catch { m = "a value that cannot be shown"; }
+    if (m.length > ${MAX_ERROR_CHARS}) m = m.slice(0, ${MAX_ERROR_CHARS}) + "… (" + (m.length - ${MAX_ERROR_CHARS}) + " more characters cut)";
     return { error: m, row };
   };
   const check = (v, s, row) => {

@@ -5,6 +5,7 @@
 // and a run that resumes after a restart skips every row already written. With --backfill-tasks
 // N a client's backfill is split into N tasks (./backfill-task.ts) that any replica may run, and
 // the backfill's own run follows them.
+import { isolation } from "../../../workers/sandbox-launch.js";
 import type { BackfillMessage, BackfillProgress, BackfillRequest, BackfillRun } from "../../../workers/protocol.js";
 import type { Catalog } from "../../catalog/catalog.js";
 import { requireTable } from "../../catalog/lookup.js";
@@ -41,6 +42,7 @@ export interface BackfillDeps {
   versions: ValueVersions;
   workers: number;
   workerHeapMb: number;
+  unsafeSharedSandbox: boolean;
   limits: UdfLimits;
   limit: number;
   /** The job scheduler, to queue a split backfill's tasks and follow them. */
@@ -80,6 +82,9 @@ export async function runBackfill(deps: BackfillDeps, job: JobContext<BackfillSp
     others: await Promise.all([...others.values()].map(async (k) => ({ column: k.column, fresh: [...(await versions.get(k))] }))),
     workers: deps.workers,
     workerHeapMb: deps.workerHeapMb,
+    unsafeSharedSandbox: deps.unsafeSharedSandbox,
+    // Found once by the server: the job process starts its sandbox without looking again.
+    isolation: runnable(vc) === "sql" ? undefined : await isolation(deps.unsafeSharedSandbox),
   };
   // Rows counted once, where they are computed (a split backfill's own record only sums its tasks').
   let counted = (job.rec.progress as BackfillProgress | undefined)?.rows_done ?? 0;

@@ -3,6 +3,7 @@
 // rows written, source and view versions) is recorded as the view's last refresh. A refresh
 // interrupted by a restart runs again: each kind's refresh is idempotent (a rebuild replaces the
 // contents in one commit; a chunker's merge is keyed by source row and child).
+import { isolation } from "../../../workers/sandbox-launch.js";
 import type { RefreshMessage, RefreshRequest, RefreshResult, RefreshStep } from "../../../workers/protocol.js";
 import { allows, type Principal } from "../../auth/principal.js";
 import type { Catalog } from "../../catalog/catalog.js";
@@ -34,6 +35,7 @@ export interface ViewRefreshDeps {
   views: Views;
   workers: number;
   workerHeapMb: number;
+  unsafeSharedSandbox: boolean;
   timeoutMs: number;
   limit: number;
   /** The API key with this stable id as configured now (src/auth/authenticate.ts). */
@@ -93,6 +95,9 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         timeoutMs: deps.timeoutMs,
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
+        unsafeSharedSandbox: deps.unsafeSharedSandbox,
+        // Found once by the server: the job process starts its sandbox without looking again.
+        isolation: def.kind === "query" ? undefined : await isolation(deps.unsafeSharedSandbox),
       };
       return runInBackground<RefreshRequest, RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async (m) => {
         if (m.type === "step") return job.report({ ...m.step });
