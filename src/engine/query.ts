@@ -123,8 +123,14 @@ function applyFts(q: Builder, fts: FtsSpec, defaultColumn: () => string): void {
 function applyVector(q: lancedb.VectorQuery, s: QuerySpec): void {
   if (s.vectorColumn !== null) q.column(s.vectorColumn);
   if (s.distanceType !== null) q.distanceType(s.distanceType as "l2");
-  if (s.minNprobes !== null) q.minimumNprobes(s.minNprobes);
-  if (s.maxNprobes !== null) q.maximumNprobes(s.maxNprobes);
+  // The engine checks each bound against the other one it holds (both 20 by default) as it is
+  // set, so a minimum above 20 set before its maximum was refused: both are set at once, then the
+  // maximum widened.
+  if (s.minNprobes !== null && s.maxNprobes !== null) {
+    q.nprobes(s.minNprobes);
+    if (s.maxNprobes !== s.minNprobes) q.maximumNprobes(s.maxNprobes);
+  } else if (s.minNprobes !== null) q.minimumNprobes(s.minNprobes);
+  else if (s.maxNprobes !== null) q.maximumNprobes(s.maxNprobes);
   if (s.ef !== null) q.ef(s.ef);
   if (s.refineFactor !== null) q.refineFactor(s.refineFactor);
   if (s.lowerBound !== null || s.upperBound !== null) q.distanceRange(s.lowerBound ?? undefined, s.upperBound ?? undefined);
