@@ -27,6 +27,7 @@ import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { replicaId } from "./util/replica-id.js";
 import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
+import { createServingIndexes, type ServingIndexes } from "../workers/serving.js";
 
 export interface Services {
   config: Config;
@@ -40,6 +41,8 @@ export interface Services {
   appends: GroupCommit;
   /** Runs queries, batching concurrent compatible vector searches into one engine call. */
   searches: SearchBatcher;
+  /** Vector searches answered in the worker pool from in-memory indexes kept at the tables' latest versions. */
+  serving: ServingIndexes;
   /** Background work (index builds, backfills, view refreshes) tracked as durable transactions. */
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
@@ -112,7 +115,9 @@ export async function createServices(config: Config, credential: (key: string) =
       sweepMs: config.maintenanceSweepMs,
     },
   });
-  // What follows every commit: one subscriber a line.
+  const serving = createServingIndexes(config, tables);
+  // What follows every commit: one subscriber a line; the serving index's update before the write is answered.
+  tables.commits.subscribeAwaited(serving.committed);
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);
@@ -126,6 +131,7 @@ export async function createServices(config: Config, credential: (key: string) =
     tables,
     appends: createGroupCommit(tables),
     searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
+    serving,
     jobs,
     pool,
     compute,
@@ -134,6 +140,7 @@ export async function createServices(config: Config, credential: (key: string) =
     readLeases,
     lifecycle: { draining: false },
     async close() {
+      await serving.close();
       auto.close();
       refreshes.close();
       maintenance.close();

@@ -189,6 +189,15 @@ async function emptyResult(q: Builder): Promise<Uint8Array> {
   return emptyIpcFile(schema as never);
 }
 
+/** The schema of the engine's answer to `spec` (its plan's output, nothing run). */
+export async function searchSchema(table: lancedb.Table, s: QuerySpec, name: string): Promise<unknown> {
+  try {
+    return await (await build(table, s, name)).outputSchema();
+  } catch (err) {
+    translateQueryError(err, name, expressionField(s));
+  }
+}
+
 /** Start a query: the engine's first result buffer (null when there is none) and a pull for the next. */
 async function start(table: lancedb.Table, s: QuerySpec, name: string) {
   const q = await build(table, s, name);
@@ -224,6 +233,10 @@ export async function runQueryJson(table: lancedb.Table, s: QuerySpec, name: str
     translateQueryError(err, name, expressionField(s));
   }
 }
+
+/** An answer already made as one Arrow IPC file (the serving index's), as JSON rows. */
+export const jsonAnswer = (ipc: Uint8Array, lines: boolean): AsyncIterable<Uint8Array> =>
+  jsonRows(Buffer.from(ipc.buffer, ipc.byteOffset, ipc.byteLength), async () => null, lines);
 
 async function* jsonRows(first: Buffer | null, next: () => Promise<Buffer | null>, lines: boolean): AsyncGenerator<Uint8Array> {
   let encode: ReturnType<typeof rowEncoder> | null = null;

@@ -197,7 +197,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
         }
       });
       const version = versionOf(r);
-      commits.announce({
+      await commits.announce({
         table: entry,
         branch: namedBranch(branch) ?? null,
         version,
