@@ -13,7 +13,8 @@ const BATCH_MAX = 16;
 
 const q = serverForFile(
   {
-    args: ["--batch-max", String(BATCH_MAX), "--batch-slots", "1"],
+    // The engine's batching is what these tests check: the serving index would answer instead.
+    args: ["--batch-max", String(BATCH_MAX), "--batch-slots", "1", "--serving", "off"],
     env: { QUIVER_LOG_LEVEL: "debug" },
     seed: async (dataDir) => {
       const db = await lancedb.connectNamespace("dir", { root: dataDir });

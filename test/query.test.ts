@@ -18,6 +18,8 @@ const qv = queryVectors(SPEC, 20).map((v) => Array.from(v));
 
 const q = inProcessForFile(
   {
+    // Every answer is compared with LanceDB's own: the engine's path (test/serving.test.ts covers the serving index's).
+    args: ["--serving", "off"],
     seed: async (dataDir) => {
       db = await lancedb.connectNamespace("dir", { root: dataDir });
       await db.createNamespace(["ns1"]);

@@ -37,8 +37,10 @@ export interface ServingIndex {
   maxRowId: number;
   /** Versions this process committed as inserts, not yet synced (the cheap sync reads only new rows). */
   inserts: Set<number>;
-  /** Set while slots get new row ids in place: searches wait for LanceDB until it is done. */
+  /** Set while slots get new row ids in place: searches go to LanceDB until it is done. */
   exclusive: boolean;
+  /** How many times slots got new row ids: a search that began before one is not answered from the index. */
+  moves: number;
   /** Searches in flight, and who waits for none to be. */
   searching: number;
   drained: (() => void) | null;
@@ -89,6 +91,7 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
     maxRowId: -1,
     inserts: new Set(),
     exclusive: false,
+    moves: 0,
     searching: 0,
     drained: null,
     dirty: true,
@@ -233,6 +236,7 @@ async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], gon
     ix.exclusive = true;
     if (ix.searching > 0) await new Promise<void>((resolve) => (ix.drained = resolve));
     for (const s of r.remapSlots) ix.rowSlots.delete(Number(rowIdOf(g, s)));
+    ix.moves++;
     r.remapSlots.forEach((s, i) => {
       setRowId(g, s, r.remapIds[i]);
       ix.rowSlots.set(Number(r.remapIds[i]), s);

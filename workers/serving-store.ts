@@ -87,6 +87,7 @@ export async function loadIndex(
     maxRowId: -1,
     inserts: new Set(),
     exclusive: false,
+    moves: 0,
     searching: 0,
     drained: null,
     dirty: false,

@@ -40,6 +40,8 @@ export interface ServingIndexes {
 export interface At {
   version?: number | null;
   branch?: string | null;
+  /** The version the request's token asks to see (x-quiver-min-version). */
+  minVersion?: number | null;
 }
 
 type Status = "checking" | "building" | "ready" | "memory" | "disabled" | "failed" | "none";
@@ -56,6 +58,8 @@ interface TableState {
   writer: Promise<void>;
   /** The highest version a sync was asked for. */
   target: number;
+  /** Versions this process committed whose writes wait for the index before they are answered. */
+  awaiting: Set<number>;
   generation: number;
   rebuilding: boolean;
   plans: Map<string, Promise<Plan>>;
@@ -114,7 +118,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, generation: 0, rebuilding: false, plans: new Map(), since: Date.now() };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), generation: 0, rebuilding: false, plans: new Map(), since: Date.now() };
     st.status = "checking";
     st.since = Date.now();
     states.set(entry.objectId, st);
@@ -232,8 +236,23 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     st: TableState;
     ix: ServingIndex;
     version: number;
+    /** The index's moves when the search began (see ServingIndex.moves). */
+    moves: number;
     k: number;
     ef: number;
+  }
+
+  /**
+   * Whether the versions after the index's up to `current` are commits of writes this process has
+   * not answered yet (they wait for the index): a search may then still be answered at the index's
+   * version, as none of their clients has been told of them. A version another process committed,
+   * which a write's re-check may have brought in, is no later than a read without a token may see
+   * (the consistency interval); a token's version is checked by the caller.
+   */
+  function unanswered(st: TableState, version: number, current: number): boolean {
+    if (tables.writesInFlight(st.entry.objectId) > 0) return true;
+    for (let v = version + 1; v <= current; v++) if (!st.awaiting.has(v)) return false;
+    return true;
   }
 
   /** The reason LanceDB answers `spec` whatever the index's state, or null. */
@@ -248,6 +267,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   async function route(entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<Route | { reason: string | null }> {
     if (spec.vectors === null || spec.fts !== null) return { reason: null };
+    if (!enabled(entry)) return { reason: "disabled" };
     const optional = optionReason(spec, at);
     if (optional) return { reason: optional };
     let st = states.get(entry.objectId);
@@ -257,7 +277,6 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       states.delete(entry.objectId);
       st = undefined;
     }
-    if (!enabled(entry)) return { reason: "disabled" };
     if (!st || ((st.status === "failed" || st.status === "memory" || st.status === "disabled") && Date.now() - st.since > RETRY_MS)) st = start(entry, table, st);
     if (st.status !== "ready" || !st.ix) {
       const reasons: Record<Status, string> = { checking: "not_built", building: "not_built", ready: "not_built", memory: "memory", disabled: "disabled", failed: "failed", none: "not_indexed" };
@@ -270,7 +289,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     if (spec.vectors.some((v) => v.length !== ix.graph.dim)) return { reason: "option:vector" };
     if (ix.exclusive) return { reason: "syncing" };
     const current = at.version ?? (await tableVersion(table));
-    if (current !== ix.version) {
+    if (current !== ix.version && !(at.version == null && ix.version >= (at.minVersion ?? 0) && unanswered(st, ix.version, current))) {
       if (at.version == null && current > ix.version) void requestSync(st, current);
       return { reason: at.version != null ? "version" : "stale" };
     }
@@ -280,7 +299,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     if (spec.refineFactor) ef = Math.max(ef, wanted * spec.refineFactor);
     const probes = spec.maxNprobes ?? spec.minNprobes;
     if (probes && probes > ENGINE_PROBES) ef = Math.max(ef, Math.ceil((config.servingEf * probes) / ENGINE_PROBES));
-    return { st, ix, version: ix.version, k, ef };
+    return { st, ix, version: ix.version, moves: ix.moves, k, ef };
   }
 
   /** The answer's shape for this projection: the engine's own output schema, each field's source. */
@@ -361,7 +380,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         return { reason: spec.filter !== null ? "filter" : "plan" };
       }
       // A sync that moved rows (new row ids in place) may have run meanwhile: then LanceDB answers.
-      if (ix.exclusive || ix.version !== version || st.ix !== ix) {
+      // Rows added or retired since are no matter: the search reads the index at its version.
+      if (ix.exclusive || ix.moves !== r.moves || st.ix !== ix) {
         recordSearchPath("engine", "stale");
         return { reason: "stale" };
       }
@@ -399,7 +419,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
     async explain(entry, table, spec, at) {
       const r = await route(entry, table, spec, at);
-      if ("reason" in r) return r.reason === null ? null : `QuiverSearchPath: engine (reason: ${r.reason})`;
+      // Where no serving index is in play the plan is the engine's alone, as LanceDB's clients expect.
+      if ("reason" in r) return r.reason === null || r.reason === "disabled" || r.reason === "not_indexed" ? null : `QuiverSearchPath: engine (reason: ${r.reason})`;
       const { ix } = r;
       const how = spec.bypassVectorIndex ? "exact (every row measured)" : `HNSW m=${GRAPH_M} ef_construction=${EF_CONSTRUCTION} ef=${r.ef}`;
       const filter = spec.filter === null ? "" : `, filter ${spec.prefilter ? "before" : "after"} the search (a row bitmap evaluated by LanceDB)`;
@@ -420,7 +441,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         return;
       }
       if (c.change === "insert" && c.version !== null && st.ix) st.ix.inserts.add(c.version);
-      await requestSync(st, c.version);
+      if (c.version === null) return requestSync(st, null);
+      st.awaiting.add(c.version);
+      try {
+        await requestSync(st, c.version);
+      } finally {
+        st.awaiting.delete(c.version!);
+      }
     },
 
     async close() {

@@ -77,6 +77,8 @@ export interface Tables {
    * LanceDB's commit-conflict retries are spared).
    */
   write<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T>;
+  /** Writes to a table's main branch queued, committing or not yet answered (their after-commit work running). */
+  writesInFlight(objectId: string): number;
   /** The after-commit event: writes announce themselves; jobs and version publishing announce theirs. */
   commits: Commits;
   /** Delete a table's data directory (never outside the data directory). */
@@ -158,6 +160,34 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   }
   const writes = keyedSerial();
   const commits = createCommits();
+  const inFlight = new Map<string, number>();
+
+  /** One commit in the table branch's turn, then the after-commit event (see `write`). */
+  async function writeOf<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T> {
+    const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
+      if (namedBranch(branch)) return commit();
+      committing.add(entry.objectId);
+      try {
+        const c = cache.get(entry.objectId);
+        if (c) await recheck(c, await c.handle);
+        const r = await commit();
+        await dropIfBehind(entry.objectId, versionOf(r));
+        return r;
+      } finally {
+        committing.delete(entry.objectId);
+      }
+    });
+    const version = versionOf(r);
+    await commits.announce({
+      table: entry,
+      branch: namedBranch(branch) ?? null,
+      version,
+      change: of.change,
+      rows: of.rows ?? rowsOf(r),
+      byCachedHandle: of.byCachedHandle ?? true,
+    });
+    return r;
+  }
 
   const openRaw = (entry: Entry, options: { version?: number; branch?: string }) => {
     const name = entry.location ? lanceNameOf(entry.location) : null;
@@ -182,30 +212,17 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     },
     openHandles: () => cache.size,
     commits,
+    writesInFlight: (objectId) => inFlight.get(objectId) ?? 0,
     async write(entry, branch, of, commit) {
-      const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
-        if (namedBranch(branch)) return commit();
-        committing.add(entry.objectId);
-        try {
-          const c = cache.get(entry.objectId);
-          if (c) await recheck(c, await c.handle);
-          const r = await commit();
-          await dropIfBehind(entry.objectId, versionOf(r));
-          return r;
-        } finally {
-          committing.delete(entry.objectId);
-        }
-      });
-      const version = versionOf(r);
-      await commits.announce({
-        table: entry,
-        branch: namedBranch(branch) ?? null,
-        version,
-        change: of.change,
-        rows: of.rows ?? rowsOf(r),
-        byCachedHandle: of.byCachedHandle ?? true,
-      });
-      return r;
+      if (namedBranch(branch)) return writeOf(entry, branch, of, commit);
+      inFlight.set(entry.objectId, (inFlight.get(entry.objectId) ?? 0) + 1);
+      try {
+        return await writeOf(entry, branch, of, commit);
+      } finally {
+        const n = inFlight.get(entry.objectId)! - 1;
+        if (n === 0) inFlight.delete(entry.objectId);
+        else inFlight.set(entry.objectId, n);
+      }
     },
     async removeData(entry) {
       cache.delete(entry.objectId);

@@ -20,14 +20,14 @@ const JSON_ROWS = { json: "application/json", ndjson: "application/x-ndjson" } a
 /** Which path answered a vector search: `serving` (the serving index) or `engine; reason=<why>`. */
 export const SEARCH_PATH_HEADER = "x-quiver-search-path";
 
-export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, gone, largeResult }) => {
+export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, gone, largeResult, minVersion }) => {
   const spec: QuerySpec = querySpec(body);
   const { entry, table, name } = await target(svc, id, body);
   // A top-k search answers a few rows and the engine holds little for it: only scans wait for a
   // turn, so concurrent searches still run together (and batch).
   if (!topK(spec)) await largeResult();
   const contentType = rowFormat === "arrow" ? ARROW_FILE : JSON_ROWS[rowFormat];
-  const served = await svc.serving.search(entry, table, spec, body, rowFormat);
+  const served = await svc.serving.search(entry, table, spec, { version: body.version, branch: body.branch, minVersion }, rowFormat);
   if ("chunks" in served) return { kind: "bytes", contentType, headers: { [SEARCH_PATH_HEADER]: "serving" }, chunks: served.chunks };
   const headers = served.reason === null ? undefined : { [SEARCH_PATH_HEADER]: `engine; reason=${served.reason}` };
   if (rowFormat === "arrow") return { kind: "bytes", contentType, headers, chunks: await svc.searches.run(table, spec, name, gone) };
