@@ -53,6 +53,7 @@ export const options = [
   { key: "serving", kind: "string", def: "on", doc: "on: vector searches of a table's indexed vector column are answered in the worker pool from a serving index (HNSW, in memory, one copy shared by the workers) where it can, LanceDB answering the rest; off: LanceDB answers every search (a table's `quiver.serving` property overrides it); see docs/design.md, Serving index" },
   { key: "serving-memory-mb", kind: "int", def: 2048, min: 0, doc: "most memory all serving indexes together may hold; a table whose index would not fit is served by LanceDB (one log line, and `quiver_serving_tables{state=\"memory\"}`)" },
   { key: "serving-ef", kind: "int", def: 64, min: 1, doc: "candidates a serving-index search keeps (HNSW's ef); a request's own `ef`, `nprobes` or `refine_factor` raises it, never lowers it" },
+  { key: "batch-measure-ms", kind: "int", def: 30_000, min: 0, doc: "how often batching is measured against sending searches alone (a second of each); it stays on only where batched searches take measurably less time (0: never measured, batching stays on)" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
@@ -111,6 +112,7 @@ export interface Config {
   maxInFlight: number;
   batchMax: number;
   batchSlots: number;
+  batchMeasureMs: number;
   maxQueue: number;
   serving: string;
   servingMemoryMb: number;

@@ -203,6 +203,14 @@ export function recordSearchBatch(vectors: number, waitsSeconds: number[]): void
   for (const w of waitsSeconds) batchWait.observe(w);
 }
 
+const batchChosen = new Gauge({
+  name: "quiver_batch_chosen",
+  help: "1 while concurrent vector searches the engine answers are batched, 0 while they go alone: measured every 30 s, batching kept only where it measurably shortens searches",
+  registers: [registry],
+});
+batchChosen.set(1);
+export const recordBatchChoice = (batching: boolean) => batchChosen.set(batching ? 1 : 0);
+
 /** The engine had no batchable search running for this long before a batch started. */
 export function recordSearchIdle(seconds: number): void {
   batchIdle.observe(seconds);

@@ -11,6 +11,7 @@ import { openSystemTables, type SystemTables } from "./engine/system-tables.js";
 import { engineReason } from "./engine/messages.js";
 import { withDeadline } from "./engine/storage.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
+import { CHOICE, createBatchChoice } from "./engine/batch-choice.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
@@ -130,7 +131,7 @@ export async function createServices(config: Config, credential: (key: string) =
     claims,
     tables,
     appends: createGroupCommit(tables),
-    searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
+    searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots, choice: createBatchChoice({ ...CHOICE, everyMs: config.batchMeasureMs }) }),
     serving,
     jobs,
     pool,

@@ -50,6 +50,9 @@ export interface ServingIndex {
 
 export const NO_VECTOR = -1;
 
+/** Slots one link task of a build takes: small enough that every thread stays busy to the end. */
+const LINK_TASK = 2000;
+
 /** An index that does not fit the memory it may take. */
 export class TooBig extends Error {}
 
@@ -96,10 +99,21 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
     drained: null,
     dirty: true,
   };
-  const none = { removed: new Int32Array(0), changedIds: new BigUint64Array(0), changedSlots: new Int32Array(0) };
+  const none = { removed: new Int32Array(0), changedIds: new BigUint64Array(0), changedSlots: new Int32Array(0), link: false };
   const vectorless: bigint[] = [];
   try {
+    // Rows written by one thread as the engine hands them out; then linked by all of them.
     for await (const batch of readRows(t, layout.names)) vectorless.push(...(await pool.apply({ index: ix.ref, vectorColumn: v.column, version, batches: [batch], ...none })).vectorless);
+    const count = slotCount(ix.graph);
+    if (count > 0) await pool.link(ix.ref, 0, 1);
+    let next = 1;
+    const linker = async () => {
+      for (let from = next; from < count; from = next) {
+        next = Math.min(count, from + LINK_TASK);
+        await pool.link(ix.ref, from, next);
+      }
+    };
+    await Promise.all(Array.from({ length: pool.size }, linker));
   } catch (err) {
     throw err instanceof RangeError || /memory|grow/i.test(String(err)) ? new TooBig(String(err)) : err;
   }
@@ -215,6 +229,7 @@ async function apply(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: num
     removed: Int32Array.from(removed),
     changedIds: BigUint64Array.from(changedIds),
     changedSlots: Int32Array.from(changedSlots),
+    link: true,
   });
   return { ...r, firstNew };
 }

@@ -7,15 +7,19 @@ import { Piscina } from "piscina";
 import type { Applied, AnswerPlan } from "../src/engine/serving-rows.js";
 import { LANES } from "../src/engine/serving-graph.js";
 import { recordPoolTask } from "../src/metrics.js";
-import type { ApplyTask, FoundRows, IndexRef, SearchQuery, SearchTask } from "./threads/serving.js";
+import type { ApplyTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask } from "./threads/serving.js";
 
 export interface ServingPool {
   /** Write rows into an index (the caller keeps one writer at a time per index). */
   apply(task: ApplyTask): Promise<Applied>;
+  /** Link written slots [from, to) of an index (tasks of one build run on every thread at once). */
+  link(index: IndexRef, from: number, to: number): Promise<void>;
   /** One search: an IPC answer, or the rows found when `hitsOnly`. */
   search(index: IndexRef, plan: AnswerPlan, query: SearchQuery, hitsOnly: boolean): Promise<Uint8Array | FoundRows>;
   /** Threads, tasks running, searches waiting. */
   stats(): { threads: number; busy: number; queued: number };
+  /** Threads the pool runs (tasks at once). */
+  size: number;
   destroy(): Promise<void>;
 }
 
@@ -94,6 +98,20 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
         next();
       }
     },
+    async link(index, from, to) {
+      running++;
+      const lane = lanes.pop()!;
+      const started = performance.now();
+      try {
+        const task: LinkTask = { index, lane, from, to };
+        await pool.run(task, { name: "servingLink" });
+      } finally {
+        lanes.push(lane);
+        running--;
+        recordPoolTask("serving_link", (performance.now() - started) / 1000);
+        next();
+      }
+    },
     search(index, plan, query, hitsOnly) {
       return new Promise((resolve, reject) => {
         const key = `${index.key}\u0000${plan.key}\u0000${hitsOnly}`;
@@ -105,6 +123,7 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
       });
     },
     stats: () => ({ threads: pool.threads.length, busy: running, queued }),
+    size,
     destroy: () => pool.destroy(),
   };
 }

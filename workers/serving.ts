@@ -288,7 +288,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     if (spec.distanceType !== null && spec.distanceType !== ix.metric) return { reason: "option:distance_type" };
     if (spec.vectors.some((v) => v.length !== ix.graph.dim)) return { reason: "option:vector" };
     if (ix.exclusive) return { reason: "syncing" };
-    const current = at.version ?? (await tableVersion(table));
+    const current = at.version ?? tables.knownVersion(entry.objectId, table) ?? (await tableVersion(table));
     if (current !== ix.version && !(at.version == null && ix.version >= (at.minVersion ?? 0) && unanswered(st, ix.version, current))) {
       if (at.version == null && current > ix.version) void requestSync(st, current);
       return { reason: at.version != null ? "version" : "stale" };

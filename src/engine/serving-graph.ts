@@ -30,6 +30,8 @@ const H = {
   LANE_BYTES: 13,
   COLUMNS_AT: 14,
   TOMBSTONES: 15,
+  /** Held while the entry point and top level change (threads link rows at once while building). */
+  LOCK: 16,
 } as const;
 const MAGIC = 0x51564958;
 const FORMAT = 1;
@@ -44,8 +46,8 @@ export const LANES = 64;
 /** Vectors one kernel call measures at most (a lane's address and output room). */
 const BATCH = 256;
 const PAGE = 65536;
-/** Record fields after the links: level, upper links' address, row id (low, high), born, died, norm. */
-const META = { LEVEL: 0, UPPER: 1, ROW_LO: 2, ROW_HI: 3, BORN: 4, DIED: 5, NORM: 6 } as const;
+/** Record fields after the links: level, upper links' address, row id (low, high), born, died, norm, and the lock of its link lists. */
+const META = { LEVEL: 0, UPPER: 1, ROW_LO: 2, ROW_HI: 3, BORN: 4, DIED: 5, NORM: 6, LOCK: 7 } as const;
 const META_BYTES = 32;
 /** `died` of a row still alive. */
 const ALIVE = 0x7fffffff;
@@ -560,8 +562,9 @@ function passingSlots(bits: Uint32Array, limit: number, passing: number): Int32A
  * scale. `lane` is this task's scratch lane (1..LANES-1 for searches).
  */
 export function search(g: Graph, lane: number, query: ArrayLike<number>, o: SearchOptions): { slots: Int32Array; distances: Float32Array } {
-  refresh(g);
+  // The count first: the memory holding every slot below it has grown by then.
   const limit = slotCount(g);
+  refresh(g);
   const qNorm = placeQuery(g, lane, query);
   const during: Admit = o.postfilter ? { ...o, bits: null } : o;
   const k = Math.max(1, o.k);
@@ -645,38 +648,72 @@ function addLink(g: Graph, n: number, slot: number, level: number): void {
   setLinks(g, n, level, select(g, order.map((i) => cand[i]), order.map((i) => ds[i]), max));
 }
 
-/** Link a written slot (`newSlot`) into the graph. Writer only: one at a time per index. */
-export function link(g: Graph, slot: number): void {
-  refresh(g);
-  const mL = 1 / Math.log(g.m);
-  const level = Math.min(16, Math.floor(-Math.log(nextRandom(g) + 1e-12) * mL));
+/** Draw a written slot's level and give it its upper link lists. Writer only, before `link`. */
+export function assignLevel(g: Graph, slot: number): void {
+  const level = Math.min(16, Math.floor(-Math.log(nextRandom(g) + 1e-12) / Math.log(g.m)));
   const meta = metaWord(g, slot, 0);
   if (level > 0) g.i32[meta + META.UPPER] = allocate(g, level * (g.m + 1) * 4);
   g.i32[meta + META.LEVEL] = level;
+}
+
+/** Take the lock word at Int32 index `w`, waiting while another thread holds it. */
+function lock(g: Graph, w: number): void {
+  while (Atomics.compareExchange(g.i32, w, 0, 1) !== 0) Atomics.wait(g.i32, w, 1, 1);
+}
+
+function unlock(g: Graph, w: number): void {
+  Atomics.store(g.i32, w, 0);
+  Atomics.notify(g.i32, w, 1);
+}
+
+/**
+ * Link a written slot (`newSlot`, `assignLevel`) into the graph, from scratch lane `lane`. Several
+ * threads may link different slots at once (a build): a node's link lists change under its lock,
+ * the entry point under the header's; searches read lists without locks (a list is written before
+ * its count, so a reader sees valid links of either list).
+ */
+export function link(g: Graph, slot: number, lane: number): void {
+  const limit = slotCount(g);
+  refresh(g);
+  const level = levelOf(g, slot);
+  lock(g, H.LOCK);
   const entry = g.i32[H.ENTRY];
+  const top = g.i32[H.MAX_LEVEL];
   if (entry < 0) {
     g.i32[H.MAX_LEVEL] = level;
     Atomics.store(g.i32, H.ENTRY, slot);
-    return;
+    return unlock(g, H.LOCK);
   }
-  const top = g.i32[H.MAX_LEVEL];
-  const limit = slot + 1;
-  // The writer's lane holds the new vector, as a query.
-  const qNorm = placeQuery(g, 0, g.f32.subarray(recordAt(g, slot) >> 2, (recordAt(g, slot) >> 2) + g.dim));
+  // A node above the top level becomes the entry point: no other may do so meanwhile.
+  const raises = level > top;
+  if (!raises) unlock(g, H.LOCK);
+  const at = recordAt(g, slot) >> 2;
+  const qNorm = placeQuery(g, lane, g.f32.subarray(at, at + g.dim));
   let cur = entry;
-  let curD = scale(g, measureOne(g, 0, cur), cur, qNorm);
-  for (let l = top; l > level; l--) [cur, curD] = greedy(g, 0, qNorm, cur, curD, l, limit);
+  let curD = scale(g, measureOne(g, lane, cur), cur, qNorm);
+  for (let l = top; l > level; l--) [cur, curD] = greedy(g, lane, qNorm, cur, curD, l, limit);
+  const own = metaWord(g, slot, META.LOCK);
   for (let l = Math.min(level, top); l >= 0; l--) {
-    beam(g, 0, qNorm, cur, curD, g.i32[H.EF_CONSTRUCTION], l, limit, null, Infinity);
+    beam(g, lane, qNorm, cur, curD, g.i32[H.EF_CONSTRUCTION], l, limit, null, Infinity);
     const found = drain();
-    const near = select(g, found.slots, found.distances, l === 0 ? g.m0 : g.m);
+    const near = select(g, found.slots.filter((s) => s !== slot), found.distances.filter((_, i) => found.slots[i] !== slot), l === 0 ? g.m0 : g.m);
+    lock(g, own);
     setLinks(g, slot, l, near);
-    for (const n of near) addLink(g, n, slot, l);
-    cur = found.slots[0];
-    curD = found.distances[0];
+    unlock(g, own);
+    for (const n of near) {
+      const w = metaWord(g, n, META.LOCK);
+      lock(g, w);
+      addLink(g, n, slot, l);
+      unlock(g, w);
+    }
+    if (found.slots.length > 0) {
+      cur = found.slots[0];
+      curD = found.distances[0];
+    }
   }
-  if (level > top) {
+  if (raises) {
     g.i32[H.MAX_LEVEL] = level;
     Atomics.store(g.i32, H.ENTRY, slot);
+    unlock(g, H.LOCK);
   }
 }

@@ -6,7 +6,7 @@ import type { DataType, Field, RecordBatch, Schema } from "apache-arrow";
 import { arrow } from "./arrow.js";
 import { FileBlock, Footer, MAGIC, TAIL_MAGIC } from "./ipc-out.js";
 import { batchMessage, footerTemplate, newWriter, node, put, schemaMessage, widthOf, type Writer } from "./ipc-split.js";
-import { allocate, link, newSlot, recordAt, rowIdOf, type Graph } from "./serving-graph.js";
+import { allocate, assignLevel, link, newSlot, recordAt, rowIdOf, type Graph } from "./serving-graph.js";
 
 const T = arrow.Type;
 
@@ -142,10 +142,11 @@ function equalBytes(a: Uint8Array, at: number, b: Uint8Array, from: number, n: n
  * Apply a batch of rows (with `_rowid`, the vector column and the cached columns) at `version`: a
  * row equal to a `known.changed` slot of its row id is left as it is; one equal to a removed slot
  * is that slot under a new row id (returned, not written: searches may be reading it); any other
- * is written to a new slot born at `version` and linked into the graph, and the slot it replaces,
- * if any, returned to be retired. Rows without a vector are not indexed (no distance to answer).
+ * is written to a new slot born at `version` and (with `linkNow`) linked into the graph, and the
+ * slot it replaces, if any, returned to be retired. Rows without a vector are not indexed (no
+ * distance to answer).
  */
-export function applyBatch(g: Graph, columns: CachedColumn[], batch: RecordBatch, vectorColumn: string, version: number, known: Known, out: Applied): void {
+export function applyBatch(g: Graph, columns: CachedColumn[], batch: RecordBatch, vectorColumn: string, version: number, known: Known, out: Applied, linkNow: boolean): void {
   const rowIds = batch.getChild("_rowid")!.data[0];
   const vec = batch.getChild(vectorColumn)!.data[0];
   const child = vec.children[0];
@@ -180,7 +181,9 @@ export function applyBatch(g: Graph, columns: CachedColumn[], batch: RecordBatch
     const slot = newSlot(g, values, from, rowId, version);
     const base = recordAt(g, slot) + g.columnsAt;
     columns.forEach((c, j) => writeValue(g, c, datas[j], i, base));
-    link(g, slot);
+    assignLevel(g, slot);
+    // A build links its rows afterwards, in several threads at once (workers/serving-pool.ts).
+    if (linkNow) link(g, slot, 0);
     out.written++;
   }
 }

@@ -79,6 +79,11 @@ export interface Tables {
   write<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T>;
   /** Writes to a table's main branch queued, committing or not yet answered (their after-commit work running). */
   writesInFlight(objectId: string): number;
+  /**
+   * The version cached handle `t` of a table holds, as last read (at its open, re-checks and this
+   * process's commits), without asking the engine; null for another handle or before it is known.
+   */
+  knownVersion(objectId: string, t: TableHandle): number | null;
   /** The after-commit event: writes announce themselves; jobs and version publishing announce theirs. */
   commits: Commits;
   /** Delete a table's data directory (never outside the data directory). */
@@ -111,6 +116,9 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   interface Cached {
     objectId: string;
     handle: Promise<lancedb.Table>;
+    /** The handle once open, and the version it holds as last read (-1 until read). */
+    table: lancedb.Table | null;
+    version: number;
     usedAt: number;
     checkedAt: number;
     checking: Promise<void> | null;
@@ -121,6 +129,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       const at = Date.now();
       recordFreshnessCheck("table", ahead);
       await t.checkoutLatest();
+      c.version = await t.version();
       c.checkedAt = at;
     })().finally(() => (c.checking = null)));
   /**
@@ -137,9 +146,13 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     let c = cache.get(entry.objectId);
     if (!c) {
       const handle = openRaw(entry, {});
-      const fresh: Cached = { objectId: entry.objectId, handle, usedAt: 0, checkedAt: Date.now(), checking: null };
+      const fresh: Cached = { objectId: entry.objectId, handle, table: null, version: -1, usedAt: 0, checkedAt: Date.now(), checking: null };
       cache.set(entry.objectId, (c = fresh));
-      handle.catch(() => cache.get(entry.objectId) === fresh && cache.delete(entry.objectId));
+      handle.then(async (t) => {
+        const v = await t.version();
+        if (fresh.version < 0) fresh.version = v;
+        fresh.table = t;
+      }, () => cache.get(entry.objectId) === fresh && cache.delete(entry.objectId));
     }
     const t = await c.handle;
     c.usedAt = Date.now();
@@ -157,6 +170,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     // A commit that does not say its version (an index drop, a restore) is rare: drop the handle.
     const known = version === null ? -1 : await c.handle.then((t) => t.version()).catch(() => -1);
     if (known < (version ?? 0) && cache.get(objectId) === c) cache.delete(objectId);
+    else c.version = Math.max(c.version, known);
   }
   const writes = keyedSerial();
   const commits = createCommits();
@@ -213,6 +227,10 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     openHandles: () => cache.size,
     commits,
     writesInFlight: (objectId) => inFlight.get(objectId) ?? 0,
+    knownVersion(objectId, t) {
+      const c = cache.get(objectId);
+      return c && c.table === t && c.version >= 0 ? c.version : null;
+    },
     async write(entry, branch, of, commit) {
       if (namedBranch(branch)) return writeOf(entry, branch, of, commit);
       inFlight.set(entry.objectId, (inFlight.get(entry.objectId) ?? 0) + 1);

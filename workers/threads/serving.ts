@@ -3,7 +3,7 @@
 // as the Arrow IPC file the engine would send, so the main thread only passes bytes on.
 import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../../src/engine/arrow.js";
-import { graphOf, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
+import { graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
 import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn } from "../../src/engine/serving-rows.js";
 
 /** An index as a task names it: its memory, and a key for this thread's view of it. */
@@ -41,6 +41,8 @@ export interface ApplyTask {
   /** Rows still there that may have changed: their row ids and slots. */
   changedIds: BigUint64Array;
   changedSlots: Int32Array;
+  /** Link each new row at once (a sync); a build links them afterwards, in several threads (servingLink). */
+  link: boolean;
 }
 
 /** Write rows into the index (serving-rows.ts, applyBatch). One writer at a time per index. */
@@ -50,9 +52,23 @@ export function servingApply(task: ApplyTask): Applied {
   const known = knownOf(g, task.removed, task.changedIds, task.changedSlots);
   const out: Applied = { remapSlots: [], remapIds: [], replaced: [], written: 0, vectorless: [] };
   for (const bytes of task.batches) {
-    for (const batch of arrow.tableFromIPC(bytes).batches) applyBatch(g, task.index.columns, batch, task.vectorColumn, task.version, known, out);
+    for (const batch of arrow.tableFromIPC(bytes).batches) applyBatch(g, task.index.columns, batch, task.vectorColumn, task.version, known, out, task.link);
   }
   return out;
+}
+
+export interface LinkTask {
+  index: IndexRef;
+  lane: number;
+  /** Slots [from, to) to link: written, with their levels, not linked yet. */
+  from: number;
+  to: number;
+}
+
+/** Link written slots into the graph; other threads link other slots of the same index meanwhile. */
+export function servingLink(task: LinkTask): void {
+  const g = viewOf(task.index);
+  for (let s = task.from; s < task.to; s++) link(g, s, task.lane);
 }
 
 /** One search: its query vectors and what it admits. */
