@@ -307,6 +307,41 @@ describe("LanceDB answers", () => {
   });
 });
 
+describe("replicas", () => {
+  it("two replicas on one data directory each keep their own index and follow each other's commits", async () => {
+    const v = qsSmall[7];
+    const b = await startInProcess({ dataDir: q.dataDir, args: ["--state-dir", `${q.dataDir}-replica-b`, "--consistency-interval-ms", "0"] });
+    try {
+      const servedBy = async (s: { call: typeof q.call }, headers: Record<string, string>) => {
+        for (let i = 0; i < 600; i++) {
+          const r = await s.call("POST", "/v1/table/dots/query", { vector: { single_vector: v }, k: 5, with_row_id: true }, headers);
+          if (r.headers.get(PATH) === "serving") return fromIPC(r.bytes);
+          await new Promise((res) => setTimeout(res, 50));
+        }
+        throw new Error("never served");
+      };
+      await servedBy(q, {});
+      await servedBy(b, {});
+      // A write through each replica is seen by the other's index at the version it answered.
+      for (const [writer, reader, id] of [[q, b, 30_000], [b, q, 30_001]] as const) {
+        const one = new arrow.Table({
+          id: arrow.vectorFromArray([id], new arrow.Int32()),
+          text: arrow.vectorFromArray(["replica"], new arrow.Utf8()),
+          category: arrow.vectorFromArray(["beta"], new arrow.Utf8()),
+          vector: arrow.vectorFromArray([Float32Array.from(v, (x) => x * (id - 29_997))], new arrow.FixedSizeList(SMALL.dim, new arrow.Field("item", new arrow.Float32(), true))),
+        });
+        const w = await writer.call("POST", "/v1/table/dots/insert", ipc(one));
+        expect(w.status, w.text).toBe(200);
+        const got = await servedBy(reader, { "x-quiver-min-version": String(w.json.version) });
+        expect(col(got, "id")).toContain(id);
+        expectSame(got, await exact("dots", v, (x) => x.distanceType("dot").limit(5).withRowId()));
+      }
+    } finally {
+      await b.stop();
+    }
+  });
+});
+
 describe("restarts", () => {
   it("a restart loads the saved index and answers from it at once", async () => {
     const v = qsSmall[6];

@@ -299,7 +299,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     if (spec.refineFactor) ef = Math.max(ef, wanted * spec.refineFactor);
     const probes = spec.maxNprobes ?? spec.minNprobes;
     if (probes && probes > ENGINE_PROBES) ef = Math.max(ef, Math.ceil((config.servingEf * probes) / ENGINE_PROBES));
-    return { st, ix, version: ix.version, moves: ix.moves, k, ef };
+    // Past this a walk is about as wide as the rows; the heaps it allocates stay bounded.
+    return { st, ix, version: ix.version, moves: ix.moves, k, ef: Math.min(ef, MOST_ROWS) };
   }
 
   /** The answer's shape for this projection: the engine's own output schema, each field's source. */
@@ -402,6 +403,11 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       let answer: Uint8Array | FoundRows;
       try {
         answer = await poolOf().search(ix.ref, plan, query, plan.hitsOnly);
+      } catch (err) {
+        // A search that failed in its thread is a bug to fix, not the client's failure: LanceDB answers.
+        log.error("serving index: search failed; LanceDB answers", { table: entry.objectId, error: String((err as Error)?.stack ?? err) });
+        recordSearchPath("engine", "error");
+        return { reason: "error" };
       } finally {
         if (--ix.searching === 0 && ix.drained) {
           ix.drained();
