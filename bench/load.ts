@@ -14,7 +14,9 @@
 //      call of as many vectors as there are clients, the engine's limit for batching), alternating
 //      rounds; medians, ratios, the issues' bounds, and from the batched server's /metrics the
 //      batch sizes, the engine's idle time between batches and the searches' wait;
-//   4. the serving index with each worker count of --serving-workers, at the levels of
+//   4. the serving index under a write stream (8 clients inserting 2,000 single rows, each found by
+//      the next search carrying its version; then deleted), against the quiet table, second by second;
+//   5. the serving index with each worker count of --serving-workers, at the levels of
 //      --worker-levels (each server loads the index the first one saved).
 // On the first dataset also: other operations (multi-vector search, count, describe, a mix), and
 // namespace describe against a bare uWS echo, alternating rounds, as ratios of req/s and of server
@@ -24,7 +26,7 @@
 //        [--rounds 3] [--duration 10] [--warmup 2] [--concurrency 32] [--echo-concurrency 64]
 //        [--kinds vector_filter,fts,hybrid] [--ops multi_vector,count,describe,mix] [--workers N]
 //        [--batch-max N] [--batch-slots N] [--gaussian-clusters 64] [--serving-workers 1,2,4]
-//        [--worker-levels 32,128]
+//        [--worker-levels 32,128] [--write-stream on|off]
 import * as lancedb from "@lancedb/lancedb";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -54,13 +56,14 @@ const { values } = parseArgs({
     "gaussian-clusters": { type: "string", default: "64" },
     "serving-workers": { type: "string", default: "1,2,4" },
     "worker-levels": { type: "string", default: "32,128" },
+    "write-stream": { type: "string", default: "on" },
     k: { type: "string", default: "10" },
     rounds: { type: "string", default: "3" },
     nprobes: { type: "string", default: "20" },
   },
 });
 const { dataDir, spec } = datasetArgs();
-const LEVELS = String(values.levels).split(",").map(Number);
+const LEVELS = String(values.levels).split(",").filter(Boolean).map(Number);
 const C = Number(values.concurrency);
 const ECHO_C = Number(values["echo-concurrency"]);
 const D = Number(values.duration);
@@ -441,6 +444,85 @@ async function workerCounts(w: Workload, state: string, out: string[], bounds: s
   }
 }
 
+/** Latencies of a closed loop of vector searches, each with the second it ended in, and how many the serving index answered. */
+async function timedSearches(w: Workload, url: URL, c: number, seconds: number) {
+  const conns = Array.from({ length: c }, () => new Conn(url.hostname, Number(url.port)));
+  const samples: { at: number; ms: number }[] = [];
+  let served = 0;
+  const start = performance.now();
+  const stopAt = start + seconds * 1000;
+  await Promise.all(
+    conns.map(async (conn, loop) => {
+      for (let i = 0; performance.now() < stopAt; i++) {
+        const t0 = performance.now();
+        const r = await conn.request("POST", QUERY, HEADERS, w.ops.vector.bodies[(loop * 31 + i) % w.ops.vector.bodies.length]);
+        if (r.status !== 200) throw new Error(`search: ${r.status} ${r.body.toString().slice(0, 200)}`);
+        if (r.head.includes(`${PATH_HEADER}: serving`)) served++;
+        samples.push({ at: Math.floor((t0 - start) / 1000), ms: performance.now() - t0 });
+      }
+    }),
+  );
+  conns.forEach((x) => x.close());
+  const bySecond = new Map<number, number[]>();
+  for (const x of samples) bySecond.set(x.at, [...(bySecond.get(x.at) ?? []), x.ms]);
+  const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))];
+  return { qps: samples.length / seconds, p50: median(samples.map((x) => x.ms)), p99: p99(samples.map((x) => x.ms)), perSecond: [...bySecond.keys()].sort((a, b) => a - b).map((k) => p99(bySecond.get(k)!)), served: served / samples.length };
+}
+
+/**
+ * The serving index under a write stream: searches at C in flight alone, then while 8 clients
+ * insert 2,000 single rows (JSON), each followed by a search carrying its version that must find
+ * it; then the rows are deleted and a search carrying the delete's version must find none.
+ */
+async function writeStream(w: Workload, url: URL, out: string[], bounds: string[]): Promise<void> {
+  const FIRST = 10_000_000;
+  const writers = 8;
+  const each = 250;
+  console.log(`\nthe serving index under a write stream: ${C} searches in flight alone, then while ${writers} clients insert ${writers * each} single rows (${w.name})`);
+  const quiet = await timedSearches(w, url, C, D);
+  let missed = 0;
+  let inserted = 0;
+  const writing = Promise.all(
+    Array.from({ length: writers }, async (_, k) => {
+      const conn = new Conn(url.hostname, Number(url.port));
+      try {
+        for (let i = 0; i < each; i++) {
+          const id = FIRST + k * each + i;
+          const vector = w.vectors[(k * each + i) % w.vectors.length];
+          const ins = await conn.request("POST", `/v1/table/${BENCH_TABLE}/insert`, HEADERS, Buffer.from(JSON.stringify([{ id, text: "stream", category: "beta", vector }])));
+          if (ins.status !== 200) throw new Error(`insert: ${ins.status} ${ins.body.toString().slice(0, 200)}`);
+          inserted++;
+          const token = `x-quiver-min-version: ${JSON.parse(ins.body.toString()).version}\r\n`;
+          const r = await conn.request("POST", QUERY, HEADERS + token, Buffer.from(JSON.stringify({ vector: { single_vector: vector }, k: 1, filter: `id = ${id}`, columns: { column_names: ["id"] } })));
+          const { arrow } = await import("../src/engine/arrow.js");
+          if (r.status !== 200 || Number(arrow.tableFromIPC(r.body).getChild("id")?.get(0)) !== id) missed++;
+        }
+      } finally {
+        conn.close();
+      }
+    }),
+  );
+  const busy = await timedSearches(w, url, C, D);
+  const started = performance.now();
+  await writing;
+  const writeS = (performance.now() - started) / 1000;
+  const conn = new Conn(url.hostname, Number(url.port));
+  const del = await conn.request("POST", `/v1/table/${BENCH_TABLE}/delete`, HEADERS, Buffer.from(JSON.stringify({ predicate: `id >= ${FIRST}` })));
+  const token = `x-quiver-min-version: ${JSON.parse(del.body.toString()).version}\r\n`;
+  const after = await conn.request("POST", QUERY, HEADERS + token, Buffer.from(JSON.stringify({ vector: { single_vector: w.vectors[0] }, k: 10, filter: `id >= ${FIRST}`, columns: { column_names: ["id"] } })));
+  const { arrow } = await import("../src/engine/arrow.js");
+  const left = after.status === 200 ? arrow.tableFromIPC(after.body).numRows : -1;
+  conn.close();
+  const worst = Math.max(...busy.perSecond) / median(quiet.perSecond);
+  const row = (name: string, m: typeof quiet) => `| ${w.name} | ${name} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f1(Math.max(...m.perSecond))} | ${f2(m.served)} |`;
+  out.push(row("quiet", quiet), row(`while ${writers} clients insert (${inserted} rows in the phase and ${f1(writeS)} s after)`, busy));
+  console.log(out.slice(-2).join("\n"));
+  bounds.push(
+    `${w.name}: under the write stream, p99 ${f2(busy.p99 / quiet.p99)}x the quiet table's, the worst second's ${f2(worst)}x the quiet seconds' median (bound ≤ 1.5: ${bound(worst <= 1.5)}); ` +
+      `acknowledged rows not found by the next search carrying their version: ${missed} of ${inserted}; deleted rows answered: ${left} (bounds 0: ${bound(missed === 0 && left === 0)})`,
+  );
+}
+
 /** Describe against the bare uWS echo, alternating rounds: ratios by req/s and by server CPU. */
 async function describeAgainstEcho(w: Workload, servers: Servers, echo: QuiverProcess, bounds: string[]): Promise<void> {
   console.log(`\nnamespace describe (API key) against a bare uWS echo, ${ECHO_C} connections, ${ROUNDS} alternating rounds`);
@@ -476,6 +558,7 @@ async function main() {
   const kindRows: string[] = [];
   const levelRows: string[] = [];
   const workerRows: string[] = [];
+  const streamRows: string[] = [];
   const bounds: string[] = [];
   for (const [n, w] of sets.entries()) {
     console.log(`\n== dataset: ${w.name}, ${w.dataDir} (${spec.rows} x ${spec.dim})`);
@@ -525,12 +608,15 @@ async function main() {
           await httpPhase(w, servers.batched, `${op} batched`, op, C);
           if (op === "multi_vector") await httpPhase(w, servers.unbatched, `${op} unbatched`, op, C);
         }
-        const echo = await startEcho();
-        procs.push(echo);
-        await describeAgainstEcho(w, servers, echo, bounds);
+        if (String(values.ops).split(",").includes("describe")) {
+          const echo = await startEcho();
+          procs.push(echo);
+          await describeAgainstEcho(w, servers, echo, bounds);
+        }
       }
       await kinds(w, table, servers, kindRows, bounds);
       await levels(w, table, servers, levelRows, bounds);
+      if (values["write-stream"] !== "off") await writeStream(w, servers.serving, streamRows, bounds);
       await serving.stop();
       await workerCounts(w, state, workerRows, bounds);
     } finally {
@@ -550,6 +636,10 @@ async function main() {
   console.log("| data | in flight | | QPS | p50 ms | p99 ms | QPS / one worker |");
   console.log("|---|---|---|---|---|---|---|");
   for (const r of workerRows) console.log(r);
+  console.log(`\nthe serving index under a write stream, ${C} searches in flight, ${D} s phases`);
+  console.log("| data | | QPS | p50 ms | p99 ms | worst second's p99 ms | share served by the index |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const r of streamRows) console.log(r);
   console.log("\nthe issues' bounds (medians):");
   for (const b of bounds) console.log(`  ${b}`);
 }

@@ -184,9 +184,12 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       const want = Math.max(st.target, x ?? (await tableVersion(await tables.open(st.entry))));
       st.target = want;
       if (ix.version >= want) return;
+      const t0 = performance.now();
       const plan = await planSync(poolOf(), ix, await at(st.entry)(want), want);
+      const t1 = performance.now();
       if (plan.rows > AWAITED_ROWS) release();
       await plan.run();
+      if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version: want, rows: plan.rows, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
       if (wornOut(ix) && !st.rebuilding) void rebuild(st);
     });
     st.writer = job.catch((err: unknown) => {
