@@ -119,6 +119,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const serving = createServingIndexes(config, tables);
   // What follows every commit: one subscriber a line; the serving index's update before the write is answered.
   tables.commits.subscribeAwaited(serving.committed);
+  tables.onRemoved(serving.forget);
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);

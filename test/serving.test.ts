@@ -4,6 +4,8 @@
 // filters; every path by which LanceDB answers instead; the memory bound; a restart.
 import * as lancedb from "@lancedb/lancedb";
 import type { Table as EsmTable } from "apache-arrow";
+import { readdirSync } from "node:fs";
+import path2 from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { arrow } from "../src/engine/arrow.js";
 import { batch, batches, queryVectors, rng, vectorSource } from "../bench/dataset.js";
@@ -33,6 +35,8 @@ const q = inProcessForFile(
       await (await db.createTable("addr", small, [])).createIndex("vector", ivf());
       await (await db.createTable("versions", small, [])).createIndex("vector", ivf());
       await (await db.createTable("off", small, [])).createIndex("vector", ivf());
+      await (await db.createTable("changes", small, [])).createIndex("vector", ivf());
+      await (await db.createTable("dropme", small, [])).createIndex("vector", ivf());
     },
   },
   180_000,
@@ -304,6 +308,39 @@ describe("LanceDB answers", () => {
     } finally {
       await s.stop();
     }
+  });
+});
+
+describe("schema and index changes", () => {
+  it("a column added is answered (taken from LanceDB by row id); a dropped vector index, and a dropped table, end the index", async () => {
+    const v = qsSmall[8];
+    await served("changes", { vector: { single_vector: v } });
+    const add = await post("changes", "add_columns", { new_columns: [{ name: "twice", expression: "id * 2" }] });
+    expect(add.status, add.text).toBe(200);
+    const got = await served("changes", { vector: { single_vector: v }, with_row_id: true });
+    const want = await exact("changes", v, (x) => x.withRowId());
+    expectSame(got, want);
+    expect(col(got, "twice")).toEqual(col(want, "twice"));
+    expect(col(got, "_rowid")).toEqual(col(want, "_rowid"));
+    // A full-text index changes nothing here: the serving index still answers at once.
+    const fts = await q.call("POST", "/v1/table/changes/create_index", { column: "text", index_type: "FTS" });
+    expect(fts.status, fts.text).toBeLessThan(300);
+    for (let i = 0; i < 200 && (await q.call("POST", "/v1/table/changes/index/list", {})).json.indexes.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await answer("changes", { vector: { single_vector: v } })).path).toBe("serving");
+    const drop = await q.call("POST", "/v1/table/changes/index/vector_idx/drop", {});
+    expect(drop.status, drop.text).toBeLessThan(300);
+    let path = "";
+    for (let i = 0; i < 100 && path !== "engine; reason=not_indexed"; i++) path = (await answer("changes", { vector: { single_vector: v } })).path;
+    expect(path).toBe("engine; reason=not_indexed");
+    // A dropped table's saved index (written after its build) goes with it.
+    const saved = () => readdirSync(path2.join(q.dataDir, ".quiver", "serving")).length;
+    const before = saved();
+    await served("dropme", { vector: { single_vector: v } });
+    for (let i = 0; i < 100 && saved() === before; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(saved()).toBe(before + 1);
+    expect((await q.call("POST", "/v1/table/dropme/drop", {})).status).toBe(200);
+    for (let i = 0; i < 100 && saved() > before; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(saved()).toBe(before);
   });
 });
 

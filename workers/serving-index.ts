@@ -70,7 +70,7 @@ const estimate = (rows: number, dim: number, columnBytes: number) => rows * (Mat
 
 /**
  * Build the index of column `v` from table handle `t` (its version): rows read from the engine in
- * batches, written and linked by one pool thread. Cached columns are left out when the index would
+ * batches and written by one pool thread, then linked by all of them at once. Cached columns are left out when the index would
  * not fit `maxBytes` with them (answers then take their columns from the engine); TooBig when it
  * does not fit without.
  */
@@ -81,24 +81,8 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
   if (estimate(rows, v.dim, layout.bytes) > maxBytes) layout = await layoutOf(t, v, false);
   if (estimate(rows, v.dim, 0) > maxBytes) throw new TooBig(`about ${Math.round(estimate(rows, v.dim, 0) / 2 ** 20)} MiB`);
   const memory = createGraphMemory({ dim: v.dim, metric: v.metric, m: GRAPH_M, efConstruction: EF_CONSTRUCTION, columnBytes: layout.bytes, maxBytes });
-  const ix: ServingIndex = {
-    entry,
-    column: v.column,
-    metric: v.metric,
-    ref: { key, memory, columns: layout.columns },
-    graph: graphOf(memory),
-    names: layout.names,
-    version,
-    slotsAtVersion: 0,
-    rowSlots: new Map(),
-    maxRowId: -1,
-    inserts: new Set(),
-    exclusive: false,
-    moves: 0,
-    searching: 0,
-    drained: null,
-    dirty: true,
-  };
+  const ix = indexOf(entry, v.column, v.metric, { key, memory, columns: layout.columns }, layout.names, version);
+  ix.dirty = true;
   const none = { removed: new Int32Array(0), changedIds: new BigUint64Array(0), changedSlots: new Int32Array(0), link: false };
   const vectorless: bigint[] = [];
   try {
@@ -120,6 +104,28 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
   indexRows(ix);
   for (const id of vectorless) ix.rowSlots.set(Number(id), NO_VECTOR);
   return ix;
+}
+
+/** The main thread's record of an index memory answering at `version` (its row ids not mapped yet: `indexRows`). */
+export function indexOf(entry: Entry, column: string, metric: IndexedVectors["metric"], ref: IndexRef, names: string[], version: number): ServingIndex {
+  return {
+    entry,
+    column,
+    metric,
+    ref,
+    graph: graphOf(ref.memory),
+    names,
+    version,
+    slotsAtVersion: 0,
+    rowSlots: new Map(),
+    maxRowId: -1,
+    inserts: new Set(),
+    exclusive: false,
+    moves: 0,
+    searching: 0,
+    drained: null,
+    dirty: false,
+  };
 }
 
 /** Fill `rowSlots` and `maxRowId` from the slots alive at the index's version (after a build or a load). */

@@ -7,10 +7,10 @@ import { createHash } from "node:crypto";
 import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import type { Entry } from "../src/catalog/catalog.js";
-import { graphOf, loadGraphMemory, refresh, usedBytes } from "../src/engine/serving-graph.js";
+import { loadGraphMemory, refresh, usedBytes } from "../src/engine/serving-graph.js";
 import type { CachedColumn } from "../src/engine/serving-rows.js";
 import type { IndexedVectors } from "../src/engine/serving-source.js";
-import { indexRows, type ServingIndex } from "./serving-index.js";
+import { indexOf, indexRows, type ServingIndex } from "./serving-index.js";
 
 const MAGIC = "QVSERVE1";
 
@@ -74,24 +74,7 @@ export async function loadIndex(
   const body = bytes.subarray(Math.ceil((12 + length) / 8) * 8);
   if (body.byteLength > maxBytes) return null;
   const memory = loadGraphMemory(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), maxBytes);
-  const ix: ServingIndex = {
-    entry,
-    column,
-    metric: header.metric,
-    ref: { key, memory, columns: header.columns },
-    graph: graphOf(memory),
-    names: header.names,
-    version: header.version,
-    slotsAtVersion: 0,
-    rowSlots: new Map(),
-    maxRowId: -1,
-    inserts: new Set(),
-    exclusive: false,
-    moves: 0,
-    searching: 0,
-    drained: null,
-    dirty: false,
-  };
+  const ix = indexOf(entry, column, header.metric, { key, memory, columns: header.columns }, header.names, header.version);
   indexRows(ix);
   return ix;
 }

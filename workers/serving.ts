@@ -12,7 +12,7 @@ import { arrow } from "../src/engine/arrow.js";
 import { jsonAnswer } from "../src/engine/query.js";
 import type { QuerySpec } from "../src/engine/query-spec.js";
 import { slotCount, tombstones } from "../src/engine/serving-graph.js";
-import type { AnswerPlan, Source } from "../src/engine/serving-rows.js";
+import { columnLayout, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
 import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../src/engine/serving-source.js";
 import { tableVersion } from "../src/engine/table-info.js";
 import type { TableHandle, Tables } from "../src/engine/tables.js";
@@ -34,6 +34,8 @@ export interface ServingIndexes {
   explain(entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<string | null>;
   /** After-commit subscriber the write waits for: the table's index brought to the commit's version. */
   committed(commit: Commit): Promise<void>;
+  /** A table was dropped: its index and its saved file go. */
+  forget(entry: Entry): void;
   close(): Promise<void>;
 }
 
@@ -226,6 +228,30 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     } finally {
       st.rebuilding = false;
     }
+  }
+
+  /** Drop a table's index, its state and its saved file, once its writes are done; its next search starts again. */
+  function forget(st: TableState): void {
+    states.delete(st.entry.objectId);
+    st.writer = st.writer.then(() => {
+      drop(st);
+      return removeSaved(config.stateDir, st.entry.objectId, st.vector?.column ?? "");
+    });
+  }
+
+  /**
+   * After a schema or index change: whether the index still is the table's, i.e. its column is
+   * still indexed with its distance and every cached column is still there with its type (a column
+   * added is answered by a take; a scalar or full-text index changes nothing here).
+   */
+  async function stillFits(st: TableState): Promise<boolean> {
+    const ix = st.ix;
+    if (!ix) return false;
+    const latest = await tables.open(st.entry);
+    const now = (await indexedVectors(latest)).find((v) => v.column === ix.column);
+    if (!now || now.metric !== ix.metric || now.dim !== ix.graph.dim) return false;
+    const { columns } = columnLayout((await schemaOf(latest)).fields, ix.column);
+    return ix.ref.columns.every((c) => columns.some((n) => n.name === c.name && n.kind === c.kind && n.width === c.width && n.size === c.size));
   }
 
   const saver = setInterval(() => {
@@ -440,14 +466,12 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       const st = states.get(c.table.objectId);
       if (!st || c.branch !== null) return;
       if (c.change === "schema" || c.change === "index" || c.change === "overwrite") {
-        // Cached columns or the index's distance may no longer be the table's: start again.
-        st.writer = st.writer.then(() => {
-          drop(st);
-          st.plans.clear();
-          states.delete(c.table.objectId);
-          return removeSaved(config.stateDir, c.table.objectId, st.vector?.column ?? "");
-        });
-        return;
+        st.plans.clear();
+        if (c.change === "overwrite" || !(await stillFits(st))) {
+          // The index's column, its distance or a cached column's type is no longer the table's: start again.
+          forget(st);
+          return;
+        }
       }
       if (c.change === "insert" && c.version !== null && st.ix) st.ix.inserts.add(c.version);
       if (c.version === null) return requestSync(st, null);
@@ -457,6 +481,11 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       } finally {
         st.awaiting.delete(c.version!);
       }
+    },
+
+    forget(entry) {
+      const st = states.get(entry.objectId);
+      if (st && st.entry.location === entry.location) forget(st);
     },
 
     async close() {

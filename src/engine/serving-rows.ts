@@ -351,11 +351,5 @@ export function encodeAnswer(g: Graph, columns: CachedColumn[], plan: AnswerPlan
   new DataView(tail.buffer).setInt32(0, footer.byteLength, true);
   tail.set(TAIL_MAGIC, 4);
   parts.push(footer, tail);
-  const out = new Uint8Array(parts.reduce((s, b) => s + b.byteLength, 0));
-  let at = 0;
-  for (const b of parts) {
-    out.set(b, at);
-    at += b.byteLength;
-  }
-  return out;
+  return Buffer.concat(parts);
 }

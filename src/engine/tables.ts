@@ -88,6 +88,8 @@ export interface Tables {
   commits: Commits;
   /** Delete a table's data directory (never outside the data directory). */
   removeData(entry: Entry): Promise<void>;
+  /** Be told of each table whose data is removed (a drop), after the removal. */
+  onRemoved(listener: (entry: Entry) => void): void;
   /** Stop re-checking cached handles in the background. */
   close(): void;
   plain: lancedb.Connection;
@@ -175,6 +177,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   const writes = keyedSerial();
   const commits = createCommits();
   const inFlight = new Map<string, number>();
+  const removed: ((entry: Entry) => void)[] = [];
 
   /** One commit in the table branch's turn, then the after-commit event (see `write`). */
   async function writeOf<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T> {
@@ -244,8 +247,11 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     },
     async removeData(entry) {
       cache.delete(entry.objectId);
-      if (!entry.location) return;
-      await removeTree(resolveLocation(root, entry.location));
+      if (entry.location) await removeTree(resolveLocation(root, entry.location));
+      for (const l of removed) l(entry);
+    },
+    onRemoved(listener) {
+      removed.push(listener);
     },
     close: stopKeeping,
   };
