@@ -344,6 +344,30 @@ describe("schema and index changes", () => {
   });
 });
 
+describe("rebuilds", () => {
+  it("an index a third tombstones is built again beside the current one, which serves until the swap", async () => {
+    const v = qs[9];
+    await served("items", { vector: { single_vector: v } });
+    const ins = await post("items", "insert", ipc(rows(ITEMS, 40_000, 1_200, 77)));
+    expect(ins.status, ins.text).toBe(200);
+    const del = await post("items", "delete", { predicate: "id < 1500" });
+    expect(del.status, del.text).toBe(200);
+    const token = { "x-quiver-min-version": String(del.json.version) };
+    // Answered at once from the worn index, then from the new one without its tombstones.
+    expect((await answer("items", { vector: { single_vector: v } }, token)).path).toBe("serving");
+    let tombstones = await metricValue(q, "quiver_serving_index_tombstones", { table: "items" });
+    expect(tombstones).toBeGreaterThanOrEqual(1500);
+    for (let i = 0; i < 600 && tombstones !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      tombstones = await metricValue(q, "quiver_serving_index_tombstones", { table: "items" });
+    }
+    expect(tombstones).toBe(0);
+    const got = await served("items", { vector: { single_vector: v }, filter: "id >= 1500" }, token);
+    expectSame(got, await exact("items", v, (x) => x.where("id >= 1500")));
+    expect(await metricValue(q, "quiver_serving_index_rows", { table: "items" })).toBe(ITEMS.rows + 1_200 - 1_500);
+  });
+});
+
 describe("replicas", () => {
   it("two replicas on one data directory each keep their own index and follow each other's commits", async () => {
     const v = qsSmall[7];

@@ -192,25 +192,34 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if (plan.rows > AWAITED_ROWS) release();
       await plan.run();
       if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version: want, rows: plan.rows, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
-      if (wornOut(ix) && !st.rebuilding) void rebuild(st);
+      if (wornOut(ix) && !st.rebuilding) void rebuild(st, true);
     });
     st.writer = job.catch((err: unknown) => {
       log.warn("serving index: sync failed; it is built again while LanceDB serves", { table: st.entry.objectId, error: String(err) });
-      void rebuild(st);
+      void rebuild(st, false);
     });
     return Promise.race([st.writer, released]);
   }
 
-  /** A new index built beside the current one (which serves meanwhile), brought to its version, then swapped in. */
-  async function rebuild(st: TableState): Promise<void> {
+  /**
+   * A new index built and brought to the table's version, then swapped in. One worn out by
+   * tombstones (`worn`) keeps serving meanwhile, and stays if the new one cannot be built; one that
+   * cannot follow the table (a sync failed: it is consistent at its version, but stuck there) gives
+   * its memory to the new one at once.
+   */
+  async function rebuild(st: TableState, worn: boolean): Promise<void> {
     if (st.rebuilding || !st.vector || closed) return;
     st.rebuilding = true;
+    if (!worn) {
+      drop(st);
+      st.status = "building";
+    }
     try {
       const latest = await tables.open(st.entry);
       const started = performance.now();
-      const fresh = await buildIndex(poolOf(), st.entry, await at(st.entry)(await tableVersion(latest)), st.vector, Math.max(0, budget() - used(st)), `${st.entry.objectId}\u0000${st.vector.column}\u0000${++st.generation}`);
+      const fresh = await buildIndex(poolOf(), st.entry, await at(st.entry)(await tableVersion(latest)), st.vector, Math.max(0, budget() - used()), `${st.entry.objectId}\u0000${st.vector.column}\u0000${++st.generation}`);
       recordServingBuild((performance.now() - started) / 1000, false);
-      st.writer = st.writer.then(async () => {
+      const swap = st.writer.then(async () => {
         const want = Math.max(st.target, st.ix?.version ?? 0, fresh.version);
         if (fresh.version < want) await (await planSync(poolOf(), fresh, await at(st.entry)(want), want)).run();
         drop(st);
@@ -218,13 +227,18 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         st.status = "ready";
         st.plans.clear();
       });
-      await st.writer;
+      st.writer = swap.catch(() => undefined);
+      await swap;
       void persist(st);
     } catch (err) {
-      st.status = err instanceof TooBig ? "memory" : "failed";
-      st.since = Date.now();
-      drop(st);
-      log.warn("serving index: rebuild failed; LanceDB serves the table's searches", { table: st.entry.objectId, error: String(err) });
+      if (worn && st.ix) {
+        log.warn("serving index: rebuild failed; the current index keeps serving", { table: st.entry.objectId, error: String(err) });
+      } else {
+        st.status = err instanceof TooBig ? "memory" : "failed";
+        st.since = Date.now();
+        drop(st);
+        log.warn("serving index: rebuild failed; LanceDB serves the table's searches", { table: st.entry.objectId, error: String(err) });
+      }
     } finally {
       st.rebuilding = false;
     }
