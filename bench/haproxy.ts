@@ -1,13 +1,16 @@
 // HAProxy (Debian's package) in front of Quiver replicas, for the multi-replica tests and bench:
-// a generated configuration in a temp directory, `haproxy -f cfg -db` in the foreground, ports
-// from the OS, stopped after.
+// the documented configuration (docs/haproxy.cfg) with local ports from the OS, in a temp
+// directory, `haproxy -f cfg -db` in the foreground, stopped after.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 export const HAPROXY = "/usr/sbin/haproxy";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** A free TCP port on 127.0.0.1, as the OS picks it. */
 export async function freePort(): Promise<number> {
@@ -18,49 +21,34 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** docs/haproxy.cfg, from this module's place in the sources (vitest) or in dist/ (the benches). */
+const DOCUMENTED = [path.resolve(here, "../docs/haproxy.cfg"), path.resolve(here, "../../docs/haproxy.cfg")].find((p) => existsSync(p))!;
+
 /**
- * Round robin in HTTP mode; readiness (/readyz) checked every 100 ms as HTTP/1.1 (the server
- * answers HTTP/1.0, HAProxy's default check, with 505), each allowed 2 s to answer; one failure
- * takes a server out (a killed replica refuses at once and leaves within ~100 ms, a draining one
- * answers 503), one success brings it back. A
- * connection that fails is retried on another server for every request (nothing was sent); a
- * request sent to a replica that died before answering is replayed only where that is harmless: a
- * read, or a write under an Idempotency-Key (the replicas share those records).
+ * How fast HAProxy checks readiness: `documented` as docs/haproxy.cfg says (every 2 s, out after
+ * 3 failures, back after 2 successes); `fast` every 100 ms, out after one failure (a killed
+ * replica refuses at once and leaves within ~100 ms), back after one success.
  */
-export function haproxyConfig(front: number, stats: number, servers: number[]): string {
-  return `global
-  maxconn 2048
+export type Checks = "documented" | "fast";
 
-defaults
-  mode http
-  timeout connect 1s
-  timeout client 120s
-  timeout server 120s
-  timeout http-keep-alive 10s
-  # A check waits this long for /readyz (without it, HAProxy allows only \`inter\`, 100 ms, and a
-  # replica busy for a moment on a loaded machine is taken out); a dead replica refuses at once.
-  timeout check 2s
-
-frontend quiver
-  bind 127.0.0.1:${front}
-  default_backend replicas
-  # Which replica answered, for tests and benches that follow one replica's work.
-  http-response set-header x-quiver-replica %s
-
-backend replicas
-  balance roundrobin
-  option httpchk
-  http-check send meth GET uri /readyz ver HTTP/1.1 hdr host quiver
-  http-check expect status 200
-  retries 3
-  option redispatch 1
-  retry-on conn-failure empty-response
-  acl read_op path_end /query /count_rows /describe /exists /list /stats /healthz /readyz
-  acl read_op method GET HEAD
-  acl replayable req.hdr(idempotency-key) -m found
-  http-request disable-l7-retry unless read_op || replayable
-  default-server inter 100ms fastinter 100ms downinter 100ms fall 1 rise 1
-${servers.map((p, i) => `  server r${i} 127.0.0.1:${p} check`).join("\n")}
+/**
+ * The configuration of docs/haproxy.cfg with this test's addresses: the frontend bound to
+ * `front`, one `server rN` line per port of `servers`; a header naming the replica that answered
+ * (for tests and benches that follow one replica's work) and a stats page on `stats`.
+ */
+export function haproxyConfig(front: number, stats: number, servers: number[], checks: Checks = "fast"): string {
+  const lines = readFileSync(DOCUMENTED, "utf8").split("\n");
+  const out: string[] = [];
+  for (const line of lines) {
+    if (/^\s+server /.test(line)) continue;
+    if (/^\s+bind /.test(line)) out.push(`  bind 127.0.0.1:${front}`, "  http-response set-header x-quiver-replica %s");
+    else if (/^\s+default-server /.test(line) && checks === "fast") out.push("  default-server inter 100ms fastinter 100ms downinter 100ms fall 1 rise 1");
+    else out.push(line);
+  }
+  const backend = out.findIndex((l) => l.startsWith("backend "));
+  const end = out.findIndex((l, i) => i > backend && l.trim() === "");
+  out.splice(end === -1 ? out.length : end, 0, ...servers.map((p, i) => `  server r${i} 127.0.0.1:${p} check`));
+  return `${out.join("\n").trimEnd()}
 
 frontend stats
   bind 127.0.0.1:${stats}
@@ -80,11 +68,11 @@ export interface Haproxy {
 }
 
 /** HAProxy over servers on 127.0.0.1 at `ports` (named r0, r1, …); resolves once every one is UP. */
-export async function startHaproxy(ports: number[]): Promise<Haproxy> {
+export async function startHaproxy(ports: number[], checks: Checks = "fast"): Promise<Haproxy> {
   const work = mkdtempSync(path.join(tmpdir(), "quiver-haproxy-"));
   const [front, stats] = [await freePort(), await freePort()];
   const cfg = path.join(work, "haproxy.cfg");
-  writeFileSync(cfg, haproxyConfig(front, stats, ports));
+  writeFileSync(cfg, haproxyConfig(front, stats, ports, checks));
   const proc = spawn(HAPROXY, ["-f", cfg, "-db"], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   proc.stdout!.on("data", (d) => (out += d));

@@ -14,6 +14,8 @@ export class Conn {
   private sock: net.Socket;
   private buf = Buffer.alloc(0);
   private pending: { resolve: (r: Reply) => void; reject: (e: Error) => void } | null = null;
+  /** The socket closed (the server closes idle connections): a request on it fails at once. */
+  closed = false;
 
   constructor(host: string, port: number) {
     this.sock = net.connect({ host, port, noDelay: true });
@@ -22,11 +24,15 @@ export class Conn {
       this.tryParse();
     });
     this.sock.on("error", (e) => this.pending?.reject(e));
-    this.sock.on("close", () => this.pending?.reject(new Error("connection closed")));
+    this.sock.on("close", () => {
+      this.closed = true;
+      this.pending?.reject(new Error("connection closed"));
+    });
   }
 
   request(method: string, path: string, headers: string, body: Buffer | null): Promise<Reply> {
     return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new Error("connection closed"));
       this.pending = { resolve, reject };
       const head = `${method} ${path} HTTP/1.1\r\nhost: x\r\n${headers}content-length: ${body ? body.length : 0}\r\n\r\n`;
       this.sock.write(body ? Buffer.concat([Buffer.from(head), body]) : head);

@@ -137,7 +137,8 @@ async function batchSeries(url: URL): Promise<Map<string, number>> {
     const out = new Map<string, number>();
     for (const l of r.body.toString().split("\n")) {
       const m = /^(quiver_batch_\S+) (\S+)$/.exec(l);
-      if (m) out.set(m[1], Number(m[2]));
+      // Keyed without the replica label every series carries (one server is scraped).
+      if (m) out.set(m[1].replace(/,?replica="[^"]*"/, "").replace("{}", ""), Number(m[2]));
     }
     return out;
   } finally {

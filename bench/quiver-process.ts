@@ -19,7 +19,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** A Quiver server on `dataDir`; unless `args` name one, a state directory of its own (servers compared on one data directory are replicas). */
 export function startQuiver(dataDir: string, key: string, args: string[] = []): Promise<QuiverProcess> {
   const state = args.includes("--state-dir") ? [] : ["--state-dir", mkdtempSync(path.join(tmpdir(), "quiver-bench-state-"))];
-  return startServer(path.resolve(here, "../src/main.js"), ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", ...state, ...args], V8_FLAGS);
+  // No drain delay: no balancer waits for one, and a bench stops its servers between rounds.
+  return startServer(path.resolve(here, "../src/main.js"), ["--port", "0", "--data-dir", dataDir, "--api-keys", `${key}:admin`, "--log-level", "warn", "--drain-delay-ms", "0", ...state, ...args], V8_FLAGS);
 }
 
 export const startEcho = (): Promise<QuiverProcess> => startServer(path.resolve(here, "echo-server.js"), []);

@@ -2,6 +2,7 @@
 // comes from the server's own API with the signed-in key (kept in sessionStorage, sent as
 // x-api-key, never in a URL or a cookie). Query results arrive as Arrow IPC and are read with
 // apache-arrow's browser build (loaded by index.html as the global `Arrow`).
+import { parseMetrics, replicaRates, sum } from "./metrics-rates.js";
 
 interface ArrowTable {
   schema: { fields: { name: string }[] };
@@ -630,56 +631,6 @@ function jobsPage(): void {
 
 // ---- server -------------------------------------------------------------------------------------
 
-interface Sample {
-  labels: Record<string, string>;
-  value: number;
-}
-
-function parseMetrics(text: string): Map<string, Sample[]> {
-  const out = new Map<string, Sample[]>();
-  for (const line of text.split("\n")) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
-    const list = out.get(m[1]) ?? [];
-    list.push({ labels, value: Number(m[3]) });
-    out.set(m[1], list);
-  }
-  return out;
-}
-
-const sum = (m: Map<string, Sample[]>, name: string, keep: (l: Record<string, string>) => boolean = () => true) =>
-  (m.get(name) ?? []).filter((s) => keep(s.labels)).reduce((a, s) => a + s.value, 0);
-
-/** Cumulative latency bucket counts (all operations), by upper bound. */
-function buckets(m: Map<string, Sample[]>): Map<number, number> {
-  const b = new Map<number, number>();
-  for (const s of m.get("quiver_request_duration_seconds_bucket") ?? []) {
-    const le = s.labels.le === "+Inf" ? Infinity : Number(s.labels.le);
-    b.set(le, (b.get(le) ?? 0) + s.value);
-  }
-  return b;
-}
-
-/** The 0.99 quantile of the requests between two scrapes, interpolated within its bucket. */
-function p99(before: Map<number, number>, after: Map<number, number>): number | null {
-  const bounds = [...after.keys()].sort((a, b) => a - b);
-  const counts = bounds.map((le) => (after.get(le) ?? 0) - (before.get(le) ?? 0));
-  const total = counts[counts.length - 1] ?? 0;
-  if (total <= 0) return null;
-  const rank = 0.99 * total;
-  for (let i = 0; i < bounds.length; i++) {
-    if (counts[i] >= rank) {
-      const lo = i ? bounds[i - 1] : 0;
-      const below = i ? counts[i - 1] : 0;
-      if (!Number.isFinite(bounds[i])) return lo;
-      return lo + ((bounds[i] - lo) * (rank - below)) / Math.max(1, counts[i] - below);
-    }
-  }
-  return null;
-}
-
 const WIDTH = 600;
 const HEIGHT = 180;
 const POINTS = 60;
@@ -714,34 +665,29 @@ function serverPage(): void {
     "Server",
     cards,
     h("h2", {}, "Requests per second and p99 latency"),
-    h("p", {}, h("span", { class: "legend-qps" }, "— requests/s"), "   ", h("span", { class: "legend-p99" }, "- - p99 ms"), h("span", { class: "muted" }, " (each scaled to its own maximum; one point every 2 s)")),
+    h("p", {}, h("span", { class: "legend-qps" }, "— requests/s"), "   ", h("span", { class: "legend-p99" }, "- - p99 ms"), h("span", { class: "muted" }, " (of the replica that answered each scrape, since its previous one; each scaled to its own maximum; one point every 2 s)")),
     scale,
     chart,
     summary,
   );
   const qps: (number | null)[] = Array(POINTS).fill(null);
   const lat: (number | null)[] = Array(POINTS).fill(null);
-  let prev: { at: number; total: number; buckets: Map<number, number> } | null = null;
+  const rates = replicaRates();
 
   const card = (label: string, value: string) => h("div", { class: "card" }, h("div", { class: "muted" }, label), h("div", { class: "value" }, value));
 
   async function tick() {
     const text = await (await api("GET", "/metrics")).text();
     const m = parseMetrics(text);
-    const at = performance.now();
-    const total = sum(m, "quiver_requests_total");
-    const b = buckets(m);
-    if (prev) {
-      qps.push((total - prev.total) / ((at - prev.at) / 1000));
-      const q = p99(prev.buckets, b);
-      lat.push(q === null ? null : q * 1000);
-      qps.shift();
-      lat.shift();
-    }
-    prev = { at, total, buckets: b };
+    const { replica, qps: rate, p99Ms } = rates(m, performance.now());
+    qps.push(rate);
+    lat.push(p99Ms);
+    qps.shift();
+    lat.shift();
     const lastQps = qps[POINTS - 1];
     const lastP99 = lat[POINTS - 1];
     cards.replaceChildren(
+      card("Replica", replica || "?"),
       card("In flight", String(sum(m, "quiver_requests_in_flight"))),
       card("Requests/s", lastQps === null ? "…" : lastQps.toFixed(1)),
       card("p99 latency", lastP99 === null ? "—" : `${lastP99.toFixed(1)} ms`),

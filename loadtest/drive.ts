@@ -5,9 +5,14 @@
 // answers do, and times each from when it was due; when every connection is busy, due requests wait
 // in the client and that wait counts in their latency, as it would for users arriving at that rate.
 import type { Client } from "./http.js";
+import type { Recorder } from "./recorder.js";
 import type { Next } from "./workload.js";
 
-export type RecordAnswer = (workload: string, status: number, error: string | undefined, micros: number) => void;
+/** Where a driver reports answers (latency from due, service time from send) and its queue. */
+export type Sink = Pick<Recorder, "record" | "outstanding" | "backlog">;
+
+/** A sink that keeps nothing (the warmup's). */
+export const DISCARD: Sink = { record() {}, outstanding() {}, backlog() {} };
 
 export interface Driven {
   /** Requests sent (all answered before the driver returns). */
@@ -24,7 +29,7 @@ export interface Driven {
 export interface Load {
   client: Client;
   next: (i: number) => Next;
-  record: RecordAnswer;
+  sink: Sink;
   connections: number;
   seconds: number;
   /** The number of the first request (so a run after its warmup goes on through the sources). */
@@ -37,13 +42,17 @@ export async function closedLoop(l: Load): Promise<Driven> {
   const t0 = performance.now();
   const end = t0 + l.seconds * 1000;
   let i = l.first;
+  let outstanding = 0;
   await Promise.all(
     Array.from({ length: l.connections }, async () => {
       while (performance.now() < end && !l.signal?.aborted) {
         const { workload, req } = l.next(i++);
         const sent = performance.now();
+        l.sink.outstanding(++outstanding);
         const a = await l.client.send(req);
-        l.record(workload, a.status, a.error, (performance.now() - sent) * 1000);
+        outstanding--;
+        const us = (performance.now() - sent) * 1000;
+        l.sink.record(workload, a.status, a.error, us, us);
       }
     }),
   );
@@ -69,9 +78,11 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
     const fire = (due: number, now: number) => {
       if (now - due > 1) late++;
       const { workload, req } = l.next(l.first + n++);
-      inFlight++;
+      l.sink.outstanding(++inFlight);
+      const sent = performance.now();
       void l.client.send(req).then((a) => {
-        l.record(workload, a.status, a.error, (performance.now() - due) * 1000);
+        const answered = performance.now();
+        l.sink.record(workload, a.status, a.error, (answered - due) * 1000, (answered - sent) * 1000);
         inFlight--;
         pump();
       });
@@ -92,6 +103,7 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
       }
       const due = Math.min(total, Math.floor((now - t0) / interval) + 1);
       maxBacklog = Math.max(maxBacklog, due - n);
+      l.sink.backlog(Math.max(0, due - n));
       if (stopped || n >= total) {
         if (inFlight === 0) finish();
         return;

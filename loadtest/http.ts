@@ -16,6 +16,8 @@ export interface Answer {
   /** HTTP status, or 0 when no answer came (the error says why). */
   status: number;
   body: Buffer;
+  /** The answer's headers (lower-case names); empty when no answer came. */
+  headers: http.IncomingHttpHeaders;
   error?: string;
 }
 
@@ -40,11 +42,11 @@ export function client(baseUrl: string, connections: number, timeoutMs = 30_000)
           (res) => {
             const parts: Buffer[] = [];
             res.on("data", (d: Buffer) => parts.push(d));
-            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: parts.length === 1 ? parts[0] : Buffer.concat(parts) }));
-            res.on("error", (e) => resolve({ status: 0, body: Buffer.alloc(0), error: errorName(e) }));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: parts.length === 1 ? parts[0] : Buffer.concat(parts), headers: res.headers }));
+            res.on("error", (e) => resolve({ status: 0, body: Buffer.alloc(0), headers: {}, error: errorName(e) }));
           },
         );
-        r.on("error", (e) => resolve({ status: 0, body: Buffer.alloc(0), error: errorName(e) }));
+        r.on("error", (e) => resolve({ status: 0, body: Buffer.alloc(0), headers: {}, error: errorName(e) }));
         r.setTimeout(timeoutMs, () => r.destroy(Object.assign(new Error("timeout"), { code: "timeout" })));
         r.end(req.body);
       });

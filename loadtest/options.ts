@@ -1,8 +1,10 @@
 // The harness's options: command-line flags, optionally over a JSON or YAML workload file (the
 // flags win), checked once here so the rest of the harness reads plain, complete values.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { parse as parseYaml } from "yaml";
+import { DISTANCES, type Distance } from "./ground-truth.js";
+import { parseThresholds, type Threshold } from "./thresholds.js";
 
 export type Mode = "closed" | "open" | "ramp" | "recall";
 export type Accept = "arrow" | "json" | "ndjson";
@@ -58,6 +60,29 @@ export interface Options {
   bisect: number;
   maxErrorRate: number;
   recallQueries: number;
+  /** Recall against query vectors sampled from the table's own rows (each finds itself: recall reads high). */
+  sampledQueries: boolean;
+  /** A dataset to load and search (`lowrank-100k`, `gaussian-20k`, or a vector file); see datasets.ts. */
+  dataset?: string;
+  dim: number;
+  queryCount: number;
+  groundTruth?: string;
+  distance: Distance;
+  datasetDir: string;
+  loadBatch: number;
+  loadConcurrency: number;
+  index: string;
+  indexParams: Record<string, unknown>;
+  reload: boolean;
+  /** Query fields to sweep, each point a closed loop and a recall pass; empty for no sweep. */
+  sweep: { name: string; values: unknown[] }[];
+  /** Runs (sweep: rounds over every point), alternating. */
+  repeat: number;
+  thresholds: Threshold[];
+  /** Child processes sending the load together, their figures merged. */
+  generators: number;
+  /** Wall-clock time (ms since 1970) at which to start, so generators on several hosts start together. */
+  startAt: number | null;
   metrics: boolean;
   metricsPath: string;
   out: string;
@@ -68,11 +93,14 @@ export const HELP = `quiver-loadtest: load-test a Quiver (or any lance-namespace
 
   quiver-loadtest --url http://127.0.0.1:8080 --api-key KEY --table 'ns$docs' [options]
   quiver-loadtest --config workload.yaml [options]
+  quiver-loadtest --dataset lowrank-100k --sweep nprobes=5,10,20,40 refine_factor=0,10 --repeat 3
   quiver-loadtest --compare run-a.json run-b.json [--out compare]
+  quiver-loadtest --merge host-1.json host-2.json [--out merged]
 
   --config FILE          options from a JSON or YAML file (flags given too win)
-  --url URL              the server (http:// or https://)
-  --api-key KEY          sent as Authorization: Bearer KEY (or QUIVER_API_KEY)
+  --url URL              the server (default http://127.0.0.1:8080)
+  --api-key KEY          sent as Authorization: Bearer KEY (default QUIVER_API_KEY, else a local
+                         server's data/.quiver/admin.key when readable)
   --header 'name: value' another request header (repeatable)
   --table ID             the table, levels joined with $ (ns$docs)
   --mode M               closed (default), open, ramp or recall
@@ -105,11 +133,32 @@ export const HELP = `quiver-loadtest: load-test a Quiver (or any lance-namespace
   --step-duration S      ramp: seconds a step (default 5)
   --bisect N             ramp: bisection steps after the first miss (default 4)
   --max-error-rate E     ramp: a step with more errors misses the SLO (default 0.01)
-  --recall-queries N     recall: queries compared with exact search (default 50)
+  --recall-queries N     recall: queries compared with the exact answers (default 100)
+  --sampled-queries      recall with vectors sampled from the table (each finds itself; reads high)
+  --dataset D            load and search a dataset: lowrank-<rows>, gaussian-<rows> (e.g.
+                         lowrank-100k) or a .fvecs/.bvecs/.npy/Arrow file; held-out queries
+  --dim N                dimension of a generated dataset (default 128)
+  --query-count N        held-out query vectors (default 1000)
+  --ground-truth FILE    the dataset's own ground truth (.ivecs); else computed once and stored
+  --distance D           l2 (default), cosine or dot
+  --dataset-dir DIR      where ground truth and queries are stored (default loadtest-data)
+  --load-batch N         rows an insert of the load phase carries (default 10000)
+  --load-concurrency N   inserts in flight in the load phase (default 2)
+  --index T              the vector index built: IVF_PQ (default), IVF_HNSW_SQ, ... or none
+  --index-params JSON    more create_index fields, e.g. '{"num_partitions":256}'
+  --reload               load the dataset again even when the table holds it
+  --sweep F=V,V ...      query fields to sweep, e.g. --sweep nprobes=5,10,20,40 refine_factor=0,10
+  --repeat N             runs (a sweep: rounds), alternating; medians and ranges (default 1)
+  --threshold LIST       e.g. p99<50ms,errors<0.1%,recall>0.95: exit 3 when one fails
+  --generators N         child processes sending the load (closed, open), figures merged
+  --start-at TIME        start at this time (ISO or ms since 1970), e.g. on several hosts
   --no-metrics           do not scrape the server's /metrics
   --metrics-path P       where the metrics are (default /metrics)
   --out PREFIX           writes PREFIX.json and PREFIX.html (default loadtest-<time>)
   --quiet                no progress line
+  --merge A.json B.json  one report from runs on several hosts (histograms merged, rates added)
+
+Exit codes: 0 done (every --threshold held), 2 bad option or input file, 3 a threshold failed, 1 other errors.
 `;
 
 const FLAGS = {
@@ -151,6 +200,24 @@ const FLAGS = {
   bisect: { type: "string" },
   "max-error-rate": { type: "string" },
   "recall-queries": { type: "string" },
+  "sampled-queries": { type: "boolean" },
+  dataset: { type: "string" },
+  dim: { type: "string" },
+  "query-count": { type: "string" },
+  "ground-truth": { type: "string" },
+  distance: { type: "string" },
+  "dataset-dir": { type: "string" },
+  "load-batch": { type: "string" },
+  "load-concurrency": { type: "string" },
+  index: { type: "string" },
+  "index-params": { type: "string" },
+  reload: { type: "boolean" },
+  sweep: { type: "string", multiple: true },
+  repeat: { type: "string" },
+  threshold: { type: "string" },
+  generators: { type: "string" },
+  "start-at": { type: "string" },
+  merge: { type: "boolean" },
   "no-metrics": { type: "boolean" },
   "metrics-path": { type: "string" },
   out: { type: "string" },
@@ -162,7 +229,7 @@ const FLAGS = {
 /** Every flag, for the docs' test (each must be in --help and docs/loadtest.md). */
 export const FLAG_NAMES = Object.keys(FLAGS);
 
-export type Command = { help: true } | { compare: [string, string]; out: string } | { run: Options };
+export type Command = { help: true } | { compare: [string, string]; out: string } | { merge: string[]; out: string } | { run: Options };
 
 /** Reads the command line (and the file it names) into a command; throws naming a bad option. */
 export function parseCommand(argv: string[], env: NodeJS.ProcessEnv = process.env): Command {
@@ -172,12 +239,20 @@ export function parseCommand(argv: string[], env: NodeJS.ProcessEnv = process.en
     if (positionals.length !== 2) throw new Error("--compare takes two report files: --compare a.json b.json");
     return { compare: [positionals[0], positionals[1]], out: values.out ?? "compare" };
   }
-  if (positionals.length) throw new Error(`unexpected argument: ${positionals[0]}`);
+  if (values.merge) {
+    if (positionals.length < 2) throw new Error("--merge takes two or more report files: --merge a.json b.json");
+    return { merge: positionals, out: values.out ?? "merged" };
+  }
+  // `--sweep nprobes=5,10 refine_factor=0,10`: the words after --sweep are its axes too.
+  const axes = positionals.filter((p) => /^[A-Za-z_]\w*=/.test(p));
+  const stray = positionals.find((p) => !values.sweep || !axes.includes(p));
+  if (stray !== undefined) throw new Error(`unexpected argument: ${stray}`);
   const file = values.config ? readConfig(values.config) : {};
   // Flags over the file: the file's keys are the flag names (kebab-case or camelCase).
   const raw: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(file)) raw[kebab(k)] = v;
   for (const [k, v] of Object.entries(values)) if (v !== undefined && k !== "config") raw[k] = v;
+  if (values.sweep) raw.sweep = [...values.sweep, ...axes];
   return { run: resolve(raw, env) };
 }
 
@@ -253,15 +328,73 @@ function workloads(raw: Record<string, unknown>): WorkloadSpec[] {
   return [{ kind: kind(raw.workload ?? "vector", "--workload"), weight: 1 }];
 }
 
+/** `nprobes=5,10,20 refine_factor=0,10` (flag words) or `{nprobes: [5, 10]}` (a file) → the axes, values typed. */
+function sweepAxes(v: unknown): Options["sweep"] {
+  if (v === undefined) return [];
+  const typed = (x: unknown) => (typeof x !== "string" ? x : /^-?\d+(\.\d+)?$/.test(x) ? Number(x) : x === "true" ? true : x === "false" ? false : x);
+  const entries: [string, unknown[]][] =
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.entries(v).map(([k, vs]) => [k, Array.isArray(vs) ? vs : [vs]])
+      : (Array.isArray(v) ? v : [v]).flatMap((w) => String(w).split(/\s+/).filter(Boolean)).map((w) => {
+          const m = /^([A-Za-z_]\w*)=(.+)$/.exec(w);
+          if (!m) throw new Error(`--sweep: expected FIELD=V1,V2,..., got ${JSON.stringify(w)}`);
+          return [m[1], m[2].split(",").map((x) => x.trim())];
+        });
+  const axes = entries.map(([name, values]) => ({ name, values: values.map(typed) }));
+  for (const a of axes) if (!a.values.length || a.values.some((x) => x === "")) throw new Error(`--sweep ${a.name}: no values`);
+  if (new Set(axes.map((a) => a.name)).size !== axes.length) throw new Error("--sweep: a field is named twice");
+  return axes;
+}
+
+/** A server on this machine started from this directory keeps its generated admin key here (README, first start). */
+const LOCAL_ADMIN_KEY = "data/.quiver/admin.key";
+
+function apiKey(raw: Record<string, unknown>, env: NodeJS.ProcessEnv, url: string): string | undefined {
+  const given = str(raw, "api-key") ?? env.QUIVER_API_KEY;
+  if (given) return given;
+  if (!/^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])[:/]/.test(`${url}/`) || !existsSync(LOCAL_ADMIN_KEY)) return undefined;
+  try {
+    return readFileSync(LOCAL_ADMIN_KEY, "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Start time: ISO (2026-11-27T10:00:00Z) or ms since 1970. */
+function startAt(raw: Record<string, unknown>): number | null {
+  const v = raw["start-at"];
+  if (v === undefined) return null;
+  const t = /^\d+$/.test(String(v)) ? Number(v) : Date.parse(String(v));
+  if (!Number.isFinite(t)) throw new Error(`--start-at: expected an ISO time or ms since 1970, got ${JSON.stringify(v)}`);
+  return t;
+}
+
+/** The table a dataset run uses when none is named: the dataset's name as an identifier. */
+const datasetTable = (dataset: string) => dataset.replace(/^.*\//, "").replace(/\.[^.]*$/, "").replace(/[^A-Za-z0-9_]/g, "_");
+
 function resolve(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Options {
-  const url = str(raw, "url");
-  if (!url) throw new Error("--url is required (the server, e.g. http://127.0.0.1:8080)");
+  const url = str(raw, "url") ?? "http://127.0.0.1:8080";
   if (!/^https?:\/\/[^/]+/.test(url)) throw new Error(`--url: expected http://host:port or https://host, got ${url}`);
-  const table = str(raw, "table");
+  const dataset = str(raw, "dataset");
+  const table = str(raw, "table") ?? (dataset ? datasetTable(dataset) : undefined);
   const mode = oneOf(raw, "mode", ["closed", "open", "ramp", "recall"] as const, "closed");
   const ws = workloads(raw);
   const needsTable = ws.some((w) => w.kind !== "raw") || mode === "recall";
   if (needsTable && !table) throw new Error("--table is required (the table id, levels joined with $: ns$docs)");
+  const sweep = sweepAxes(raw.sweep);
+  const sampledQueries = raw["sampled-queries"] === true;
+  const recallOf = mode === "recall" ? "recall mode" : sweep.length ? "a sweep" : null;
+  if (recallOf && !dataset && !str(raw, "queries") && !sampledQueries) {
+    throw new Error(`${recallOf} measures recall on query vectors the table does not hold: give --dataset or --queries FILE (or --sampled-queries, rows of the table itself, each of which finds itself)`);
+  }
+  if (sweep.length && mode !== "closed") throw new Error("--sweep runs closed loops (one per point): leave out --mode");
+  const generators = Math.floor(num(raw, "generators", 1, 1, 256));
+  if (generators > 1 && (mode === "ramp" || mode === "recall" || sweep.length || dataset)) throw new Error("--generators runs closed and open loops (without --sweep or --dataset)");
+  const repeat = Math.floor(num(raw, "repeat", 1, 1, 100));
+  if (repeat > 1 && mode === "recall") throw new Error("--repeat: recall mode asks the same queries each time; its interval comes from the queries (bootstrap)");
+  const threshold = raw.threshold;
+  const indexParams = json(raw, "index-params") ?? {};
+  if (typeof indexParams !== "object" || Array.isArray(indexParams) || indexParams === null) throw new Error("--index-params: expected a JSON object of create_index fields");
   const headers: Record<string, string> = {};
   const hs = raw.header;
   const headerList = Array.isArray(hs) ? hs : hs && typeof hs === "object" ? Object.entries(hs).map(([k, v]) => `${k}: ${v}`) : hs ? [hs] : [];
@@ -285,7 +418,7 @@ function resolve(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Options 
   const connections = num(raw, "connections", 16, 1, 10_000);
   return {
     url: url.replace(/\/+$/, ""),
-    apiKey: str(raw, "api-key") ?? env.QUIVER_API_KEY,
+    apiKey: apiKey(raw, env, url),
     headers,
     table: table ?? "",
     mode,
@@ -297,7 +430,8 @@ function resolve(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Options 
     workloads: ws,
     k: Math.floor(num(raw, "k", 10, 1)),
     vectorColumn: str(raw, "vector-column"),
-    columns: list(raw.columns),
+    // A dataset run asks for ids only, as VectorDBBench's searches do.
+    columns: list(raw.columns) ?? (dataset ? ["id"] : undefined),
     filter: str(raw, "filter"),
     text: list(raw.text) ?? [],
     textColumns: list(raw["text-columns"]),
@@ -316,7 +450,24 @@ function resolve(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Options 
     stepDuration: num(raw, "step-duration", 5, 0.1),
     bisect: Math.floor(num(raw, "bisect", 4, 0, 20)),
     maxErrorRate: num(raw, "max-error-rate", 0.01, 0, 1),
-    recallQueries: Math.floor(num(raw, "recall-queries", 50, 1)),
+    recallQueries: Math.floor(num(raw, "recall-queries", 100, 1)),
+    sampledQueries,
+    dataset,
+    dim: Math.floor(num(raw, "dim", 128, 1, 65_536)),
+    queryCount: Math.floor(num(raw, "query-count", 1000, 1)),
+    groundTruth: str(raw, "ground-truth"),
+    distance: oneOf(raw, "distance", DISTANCES, "l2"),
+    datasetDir: str(raw, "dataset-dir") ?? "loadtest-data",
+    loadBatch: Math.floor(num(raw, "load-batch", 10_000, 1)),
+    loadConcurrency: Math.floor(num(raw, "load-concurrency", 2, 1, 256)),
+    index: str(raw, "index") ?? "IVF_PQ",
+    indexParams: indexParams as Record<string, unknown>,
+    reload: raw.reload === true,
+    sweep,
+    repeat,
+    thresholds: threshold === undefined ? [] : parseThresholds(String(threshold)),
+    generators,
+    startAt: startAt(raw),
     metrics: raw["no-metrics"] !== true && raw.metrics !== false,
     metricsPath: str(raw, "metrics-path") ?? "/metrics",
     out: str(raw, "out") ?? `loadtest-${new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19)}`,

@@ -1,11 +1,22 @@
 // What a run measured: latencies of successful requests in microseconds in HDR histograms (the
 // whole run, each workload, and the current second), answers by status, and a per-second timeline.
-// Failed requests are counted, not put in the latency histograms: a fast 503 must not make the
-// latency look better.
-import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
+// Each answer has two times: latency from when the request was due (the open loop's corrected
+// latency; in a closed loop a request is due when it is sent) and service time from when it was
+// sent, so a wait in the harness's own queue shows as the gap between them. Failed requests are
+// counted, not put in the latency histograms: a fast 503 must not make the latency look better.
+import { build, decodeFromCompressedBase64, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
 
-const newHistogram = () =>
+export const newHistogram = () =>
   build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3, useWebAssembly: false });
+
+/** A histogram from its compressed base64 form (as reports store it). */
+export const decodeHistogram = (base64: string): Histogram => {
+  const h = newHistogram();
+  h.add(decodeFromCompressedBase64(base64, 32, false));
+  return h;
+};
+
+export const encodeHistogram = (h: Histogram): string => encodeIntoCompressedBase64(h);
 
 /** Latency figures in milliseconds. */
 export interface LatencySummary {
@@ -33,16 +44,31 @@ export interface TimelinePoint {
   p99: number;
   p999: number;
   max: number;
+  service_p50: number;
+  service_p99: number;
+  /** The most requests the harness had outstanding at once in this interval. */
+  outstanding: number;
+  /** Open loop: the most due requests waiting for a connection at once in this interval. */
+  backlog: number | null;
+  /** This interval's histograms (µs, compressed base64), so runs of several generators merge exactly. */
+  hdr: string;
+  service_hdr: string;
 }
 
 export interface WorkloadFigures {
   requests: number;
   errors: number;
   latency_ms: LatencySummary;
+  hdr: string;
 }
 
 export interface Recorder {
-  record(workload: string, status: number, error: string | undefined, micros: number): void;
+  /** `micros`: from when the request was due; `serviceMicros`: from when it was sent. */
+  record(workload: string, status: number, error: string | undefined, micros: number, serviceMicros: number): void;
+  /** Requests outstanding now (the interval keeps the most). */
+  outstanding(n: number): void;
+  /** Due requests waiting for a connection now (open loop; the interval keeps the most). */
+  backlog(n: number): void;
   /** Closes the current interval as a timeline point at `t` seconds. */
   roll(t: number): void;
   /** Figures so far, cheap enough for a progress line. */
@@ -61,11 +87,16 @@ export interface RunFigures {
   throughput: number;
   /** Answers by status ("200", "503", …) and transport errors by code ("ECONNRESET"). */
   by_status: Record<string, number>;
+  /** From when each request was due (open loop: corrected for coordinated omission). */
   latency_ms: LatencySummary;
+  /** From when each request was sent to its answer: what the server (and network) took. */
+  service_ms: LatencySummary;
   /** [percentile, ms] pairs from 0 to 99.999 (the HDR percentile plot). */
   percentiles: [number, number][];
-  /** The whole run's histogram (µs), HdrHistogram's compressed base64 form. */
+  service_percentiles: [number, number][];
+  /** The whole run's histograms (µs), HdrHistogram's compressed base64 form. */
   hdr: string;
+  service_hdr: string;
   timeline: TimelinePoint[];
   workloads: Record<string, WorkloadFigures>;
 }
@@ -90,7 +121,7 @@ export function summarize(h: Histogram): LatencySummary {
 }
 
 /** Percentiles spaced evenly in log(1 / (1 − p)), as HdrHistogram's percentile plots are. */
-function percentileCurve(h: Histogram): [number, number][] {
+export function percentileCurve(h: Histogram): [number, number][] {
   if (!h.totalCount) return [];
   const out: [number, number][] = [];
   for (let x = 0; x <= 5.0001; x += 0.1) {
@@ -100,59 +131,93 @@ function percentileCurve(h: Histogram): [number, number][] {
   return out;
 }
 
+/** A timeline point's figures from its interval's histograms and counts. */
+export function timelinePoint(
+  t: number,
+  dt: number,
+  counts: { requests: number; errors: number; outstanding: number; backlog: number | null },
+  latency: Histogram,
+  service: Histogram,
+): TimelinePoint {
+  const s = summarize(latency);
+  const sv = summarize(service);
+  return {
+    t: Number(t.toFixed(3)),
+    requests: counts.requests,
+    ok: counts.requests - counts.errors,
+    errors: counts.errors,
+    rate: dt > 0 ? counts.requests / dt : 0,
+    p50: s.p50,
+    p95: s.p95,
+    p99: s.p99,
+    p999: s.p999,
+    max: s.max,
+    service_p50: sv.p50,
+    service_p99: sv.p99,
+    outstanding: counts.outstanding,
+    backlog: counts.backlog,
+    hdr: encodeHistogram(latency),
+    service_hdr: encodeHistogram(service),
+  };
+}
+
 export function recorder(): Recorder {
   const all = newHistogram();
+  const allService = newHistogram();
   const interval = newHistogram();
-  // The last closed interval's histogram, so a short tail can be folded into it.
+  const intervalService = newHistogram();
+  // The last closed interval's histograms, so a short tail can be folded into it.
   const previous = newHistogram();
+  const previousService = newHistogram();
   const perWorkload = new Map<string, { h: Histogram; requests: number; errors: number }>();
   const byStatus: Record<string, number> = {};
   const timeline: TimelinePoint[] = [];
   let requests = 0;
   let errors = 0;
-  let iRequests = 0;
-  let iErrors = 0;
+  const fresh = () => ({ requests: 0, errors: 0, outstanding: 0, backlog: null as number | null });
+  let iv = fresh();
+  let prevIv = fresh();
   let lastT = 0;
   let prevT = 0;
   return {
-    record(workload, status, error, micros) {
+    record(workload, status, error, micros, serviceMicros) {
       const key = status ? String(status) : (error ?? "error");
       byStatus[key] = (byStatus[key] ?? 0) + 1;
       let w = perWorkload.get(workload);
       if (!w) perWorkload.set(workload, (w = { h: newHistogram(), requests: 0, errors: 0 }));
       requests++;
-      iRequests++;
+      iv.requests++;
       w.requests++;
       if (status >= 200 && status < 300) {
         const v = Math.max(1, Math.round(micros));
+        const sv = Math.max(1, Math.round(serviceMicros));
         all.recordValue(v);
         interval.recordValue(v);
+        allService.recordValue(sv);
+        intervalService.recordValue(sv);
         w.h.recordValue(v);
       } else {
         errors++;
-        iErrors++;
+        iv.errors++;
         w.errors++;
       }
     },
+    outstanding(n) {
+      if (n > iv.outstanding) iv.outstanding = n;
+    },
+    backlog(n) {
+      if (iv.backlog === null || n > iv.backlog) iv.backlog = n;
+    },
     roll(t) {
-      const s = summarize(interval);
-      const dt = t - lastT;
-      timeline.push({
-        t: Number(t.toFixed(3)),
-        requests: iRequests,
-        ok: iRequests - iErrors,
-        errors: iErrors,
-        rate: dt > 0 ? iRequests / dt : 0,
-        p50: s.p50,
-        p95: s.p95,
-        p99: s.p99,
-        p999: s.p999,
-        max: s.max,
-      });
+      timeline.push(timelinePoint(t, t - lastT, iv, interval, intervalService));
       previous.reset();
       previous.add(interval);
+      previousService.reset();
+      previousService.add(intervalService);
       interval.reset();
-      iRequests = iErrors = 0;
+      intervalService.reset();
+      prevIv = iv;
+      iv = fresh();
       prevT = lastT;
       lastT = t;
     },
@@ -161,13 +226,18 @@ export function recorder(): Recorder {
     done(seconds) {
       // A tail shorter than half a second joins the last point: its rate alone would be noise.
       if (timeline.length && seconds - lastT < 0.5) {
-        const p = timeline.pop()!;
+        timeline.pop();
         interval.add(previous);
-        iRequests += p.requests;
-        iErrors += p.errors;
+        intervalService.add(previousService);
+        iv = {
+          requests: iv.requests + prevIv.requests,
+          errors: iv.errors + prevIv.errors,
+          outstanding: Math.max(iv.outstanding, prevIv.outstanding),
+          backlog: iv.backlog === null && prevIv.backlog === null ? null : Math.max(iv.backlog ?? 0, prevIv.backlog ?? 0),
+        };
         lastT = prevT;
       }
-      if (iRequests || seconds - lastT > 0.05) this.roll(seconds);
+      if (iv.requests || seconds - lastT > 0.05) this.roll(seconds);
       return {
         seconds,
         requests,
@@ -176,10 +246,13 @@ export function recorder(): Recorder {
         throughput: (requests - errors) / seconds,
         by_status: byStatus,
         latency_ms: summarize(all),
+        service_ms: summarize(allService),
         percentiles: percentileCurve(all),
-        hdr: encodeIntoCompressedBase64(all),
+        service_percentiles: percentileCurve(allService),
+        hdr: encodeHistogram(all),
+        service_hdr: encodeHistogram(allService),
         timeline,
-        workloads: Object.fromEntries([...perWorkload].map(([k, w]) => [k, { requests: w.requests, errors: w.errors, latency_ms: summarize(w.h) }])),
+        workloads: Object.fromEntries([...perWorkload].map(([k, w]) => [k, { requests: w.requests, errors: w.errors, latency_ms: summarize(w.h), hdr: encodeHistogram(w.h) }])),
       };
     },
   };

@@ -1,63 +1,29 @@
-// One load test from options to report: read the sources, warm up, then measure in the chosen mode
-// with a 1-second tick that closes a timeline interval, scrapes the server's /metrics and shows the
-// progress line.
-import { existsSync, readFileSync } from "node:fs";
-import { cpus, loadavg, platform, release, totalmem } from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { monitorEventLoopDelay } from "node:perf_hooks";
-import { closedLoop, openLoop, type Driven, type Load, type RecordAnswer } from "./drive.js";
+// One load test from options to report: the dataset and its load phase (when given), the sources,
+// a warmup, then the measurement in the chosen mode (a closed or open loop, repeated; an SLO
+// search; a recall–QPS sweep; recall alone; or the loops of several generator processes), and
+// last the warnings about the harness's own limits and the thresholds.
+import { closedLoop, DISCARD, openLoop, type Load, type Sink } from "./drive.js";
+import { loadDataset, type Dataset } from "./datasets.js";
+import { runGenerators } from "./generators.js";
+import type { Gate } from "./handshake.js";
 import { baseHeaders, callJson, client, type Client } from "./http.js";
+import { loadPhase } from "./load-phase.js";
+import { measure } from "./measure.js";
+import { mergeClients, mergeRuns } from "./merge.js";
+import { interval } from "./noise.js";
 import type { Options } from "./options.js";
-import { progress, progressText } from "./progress.js";
-import { measureRecall, type RecallFigures } from "./recall.js";
-import { recorder, type Recorder, type RunFigures } from "./recorder.js";
-import { requestsCounted, scraper, type ServerPoint } from "./server-metrics.js";
-import { loadSources } from "./sources.js";
+import { progress } from "./progress.js";
+import { rampSearch } from "./ramp.js";
+import { exactSearch, measureRecall, type RecallFigures, type TruthSource } from "./recall.js";
+import { harnessVersion, machine, type RepeatRow, type Report, type RunRecord } from "./report.js";
+import { loadSources, tablePath, type Sources } from "./sources.js";
+import { runSweep, sweepPoints } from "./sweep.js";
+import { evaluate } from "./thresholds.js";
+import { toArrays } from "./vector-files.js";
+import { clientLimit } from "./warnings.js";
 import { requests } from "./workload.js";
 
-export interface RampStep {
-  rate: number;
-  /** Successful answers a second. */
-  achieved: number;
-  p50_ms: number;
-  /** The SLO's percentile. */
-  slo_ms: number;
-  error_rate: number;
-  unsent: number;
-  pass: boolean;
-}
-
-export interface Report {
-  tool: "quiver-loadtest";
-  started_at: string;
-  finished_at: string;
-  /** The options, credentials left out. */
-  options: Omit<Options, "apiKey">;
-  machine: { cpus: number; model: string; memory_gib: number; platform: string; release: string; loadavg: number[] };
-  versions: { node: string; harness: string; server: string | null };
-  mode: Options["mode"];
-  run: (RunFigures & Driven & { connections: number; target_rate: number | null }) | null;
-  /**
-   * The harness's own cost while measuring: CPU, and its event loop's delay (a stalled harness
-   * sends late and reads answers late, which shows as latency; compare before blaming the server).
-   */
-  client: { cpu_seconds: number; cpu_us_per_request: number; event_loop_p99_ms: number; event_loop_max_ms: number } | null;
-  server: { points: ServerPoint[]; requests_counted: number | null; error: string | null } | null;
-  ramp: { slo_ms: number; percentile: number; steps: RampStep[]; best_rate: number | null } | null;
-  recall: RecallFigures | null;
-  /** True when the run was stopped early (Ctrl-C): the figures cover the time it ran. */
-  interrupted: boolean;
-}
-
-/** The nearest package.json's version (loadtest/ when run from source, dist/loadtest/ when built). */
-function harnessVersion(): string {
-  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
-    const file = path.join(dir, "package.json");
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
-    if (path.dirname(dir) === dir) return "unknown";
-  }
-}
+export type { Report } from "./report.js";
 
 async function serverVersion(c: Client, headers: Record<string, string>): Promise<string | null> {
   try {
@@ -70,97 +36,137 @@ async function serverVersion(c: Client, headers: Record<string, string>): Promis
 const redactHeaders = (h: Record<string, string>): Record<string, string> =>
   Object.fromEntries(Object.entries(h).map(([k, v]) => [k, /authorization|api-key|token|secret|cookie/i.test(k) ? "<redacted>" : v]));
 
+const sleepUntil = (t: number) => new Promise((res) => setTimeout(res, Math.max(0, t - Date.now())));
+
+/** Reads the table's stats, so the server's quiver_table_* gauges hold its state before the run (and after). */
+async function touchStats(c: Client, headers: Record<string, string>, table: string): Promise<void> {
+  if (table) await callJson(c, headers, "POST", tablePath(table, "stats"), {}).catch(() => undefined);
+}
+
+function repeatRow(r: RunRecord): RepeatRow {
+  const pts = r.server?.points ?? [];
+  return {
+    throughput: r.run.throughput,
+    errors: r.run.errors,
+    p50: r.run.latency_ms.p50,
+    p95: r.run.latency_ms.p95,
+    p99: r.run.latency_ms.p99,
+    p999: r.run.latency_ms.p999,
+    max: r.run.latency_ms.max,
+    service_p50: r.run.service_ms.p50,
+    service_p99: r.run.service_ms.p99,
+    best_rate: r.ramp?.best_rate ?? null,
+    server_cpu: pts.length ? pts.reduce((a, p) => a + p.cpu_cores, 0) / pts.length : null,
+  };
+}
+
+/** Every figure's median and range over the runs, and which run to show: the one of median throughput (SLO search: best rate). */
+function repeats(records: RunRecord[]): NonNullable<Report["repeats"]> {
+  const rows = records.map(repeatRow);
+  const intervals: NonNullable<Report["repeats"]>["intervals"] = {};
+  for (const key of Object.keys(rows[0]) as (keyof RepeatRow)[]) {
+    const xs = rows.map((r) => r[key]).filter((v): v is number => v !== null);
+    if (xs.length) intervals[key] = interval(xs);
+  }
+  const by = (r: RepeatRow) => r.best_rate ?? r.throughput;
+  const order = rows.map((r, i) => [by(r), i] as const).sort((a, b) => a[0] - b[0]);
+  return { rows, intervals, shown: order[(order.length - 1) >> 1][1] };
+}
+
 /** `signal` stops the measured part early; the report then covers what ran (`interrupted`). */
-export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.stderr, signal?: AbortSignal): Promise<Report> {
+/** `gate`: where a generator child waits for its parent (--generators), once ready and once warm. */
+export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.stderr, signal?: AbortSignal, gate?: Gate): Promise<Report> {
   const started = new Date();
   const headers = baseHeaders(o.apiKey, o.headers);
   const aux = client(o.url, 1, o.timeout * 1000);
   const load = client(o.url, o.connections, o.timeout * 1000);
   const show = progress(o.quiet, out);
+  const log = (line: string) => (o.quiet ? undefined : out.write(`${line}\n`));
   try {
     const server = await serverVersion(aux, headers);
-    const sources = await loadSources(o, aux, headers);
     const { apiKey: _key, ...withoutKey } = o;
     const report: Report = {
       tool: "quiver-loadtest",
       started_at: started.toISOString(),
       finished_at: "",
       options: { ...withoutKey, headers: redactHeaders(o.headers) },
-      machine: {
-        cpus: cpus().length,
-        model: cpus()[0]?.model ?? "unknown",
-        memory_gib: Number((totalmem() / 2 ** 30).toFixed(1)),
-        platform: platform(),
-        release: release(),
-        loadavg: loadavg().map((x) => Number(x.toFixed(2))),
-      },
+      machine: machine(),
       versions: { node: process.version, harness: harnessVersion(), server },
       mode: o.mode,
+      dataset: null,
+      load: null,
       run: null,
       client: null,
       server: null,
       ramp: null,
+      repeats: null,
+      sweep: null,
       recall: null,
+      warnings: [],
+      thresholds: null,
+      merged: null,
       interrupted: false,
     };
+    let dataset: Dataset | null = null;
+    if (o.dataset) {
+      dataset = await loadDataset(o as Options & { dataset: string }, log);
+      const { name, description, dir, truth_source, truth_seconds } = dataset;
+      report.dataset = { name, description, rows: dataset.base.count, dim: dataset.base.dim, queries: dataset.queries.count, truth_source, truth_seconds, dir };
+      const writer = client(o.url, o.loadConcurrency, Math.max(o.timeout, 600) * 1000);
+      try {
+        report.load = await loadPhase(writer, headers, dataset, { table: o.table, batch: o.loadBatch, concurrency: o.loadConcurrency, index: o.index, indexParams: o.indexParams, distance: o.distance, reload: o.reload }, log);
+      } finally {
+        writer.close();
+      }
+    }
+    const sources = await loadSources(o, aux, headers, dataset ? toArrays(dataset.queries) : undefined);
+    const truth: TruthSource = dataset ? { kind: "dataset", truth: dataset.truth } : exactSearch();
+    if (!dataset && !o.queries && (o.mode === "recall" || o.sweep.length)) {
+      report.warnings.push("recall: the query vectors were sampled from the table's own rows (--sampled-queries): each finds itself, so recall reads higher than for queries the table does not hold");
+    }
+    if (o.startAt !== null) await sleepUntil(o.startAt);
+    await gate?.ready();
+    if (o.metrics) await touchStats(aux, headers, o.table);
+    const records: RunRecord[] = [];
     if (o.mode === "recall") {
-      report.recall = await measureRecall(o, aux, headers, sources.vectors);
+      report.recall = await measureRecall(o, aux, headers, sources.vectors, truth);
+    } else if (o.generators > 1) {
+      records.push(await generatorRun(o, aux, headers, out, report));
+    } else if (o.sweep.length) {
+      records.push(await sweepRun(o, aux, load, headers, sources, truth, show, report, signal));
     } else {
       const next = requests(o, sources, headers);
-      const l = (record: RecordAnswer, seconds: number, first: number): Load => ({ client: load, next, record, connections: o.connections, seconds, first, signal });
+      const l = (sink: Sink, seconds: number, first: number): Load => ({ client: load, next, sink, connections: o.connections, seconds, first, signal });
       const firstRate = o.mode === "ramp" ? o.rampStart : o.rate;
-      const drive = (load: Load, rate: number) => (o.mode === "closed" ? closedLoop(load) : openLoop(load, rate));
-      const warm = o.warmup > 0 ? await drive(l(() => {}, o.warmup, 0), firstRate) : { sent: 0 };
-      const measured = await measure(o, aux, headers, show, async (rec, tick) => {
-        if (o.mode !== "ramp") {
-          tick.label = o.mode === "closed" ? `closed ${o.connections} conn` : `open ${o.rate}/s`;
-          return { driven: await drive(l(rec.record, o.duration, warm.sent), o.rate), ramp: null };
-        }
-        let first = warm.sent;
-        const step = async (rate: number): Promise<RampStep> => {
-          const stepRec = recorder();
-          tick.label = `ramp ${rate.toFixed(0)}/s`;
-          tick.stepEnd = tick.elapsed() + o.stepDuration;
-          const d = await openLoop(
-            l((w, s, e, us) => (rec.record(w, s, e, us), stepRec.record(w, s, e, us)), o.stepDuration, first),
-            rate,
-          );
-          first += d.sent;
-          const f = stepRec.done(d.seconds);
-          const pct = stepRec.percentile(o.sloPercentile);
-          const errorRate = f.requests ? f.errors / f.requests : 0;
-          const pass = f.ok > 0 && pct <= o.sloMs && errorRate <= o.maxErrorRate && d.unsent <= 0.01 * (d.sent + d.unsent);
-          return { rate, achieved: f.ok / d.seconds, p50_ms: f.latency_ms.p50, slo_ms: pct, error_rate: errorRate, unsent: d.unsent, pass };
-        };
-        const steps: RampStep[] = [];
-        let lo: number | null = null;
-        let hi: number | null = null;
-        for (let rate = o.rampStart; rate <= o.rampMax && !signal?.aborted; rate *= o.rampFactor) {
-          const s = await step(rate);
-          steps.push(s);
-          if (!s.pass) {
-            hi = rate;
-            break;
-          }
-          lo = rate;
-        }
-        // Bisect between the last rate that held the SLO and the first that did not.
-        for (let b = 0; b < o.bisect && hi !== null && !signal?.aborted; b++) {
-          const rate = ((lo ?? 0) + hi) / 2;
-          const s = await step(rate);
-          steps.push(s);
-          if (s.pass) lo = rate;
-          else hi = rate;
-        }
-        const driven = { sent: first - warm.sent, seconds: tick.elapsed(), unsent: 0, late: 0, max_backlog: 0 };
-        return { driven, ramp: { slo_ms: o.sloMs, percentile: o.sloPercentile, steps, best_rate: lo } };
-      });
-      report.run = { ...measured.figures, ...measured.driven, connections: o.connections, target_rate: o.mode === "open" ? o.rate : null };
-      report.server = measured.server;
-      report.client = { ...measured.client, cpu_us_per_request: (measured.client.cpu_seconds * 1e6) / Math.max(1, measured.figures.requests) };
-      report.ramp = measured.ramp;
+      const drive = (ld: Load, rate: number) => (o.mode === "closed" ? closedLoop(ld) : openLoop(ld, rate));
+      let first = o.warmup > 0 ? (await drive(l(DISCARD, o.warmup, 0), firstRate)).sent : 0;
+      await gate?.warmed();
+      for (let r = 0; r < o.repeat && !(r > 0 && signal?.aborted); r++) {
+        const measured = await measure(o, aux, headers, show, async (m) => {
+          const round = o.repeat > 1 ? ` ${r + 1}/${o.repeat}` : "";
+          if (o.mode === "ramp") return rampSearch(o, m, l, first, signal);
+          m.tick.label = (o.mode === "closed" ? `closed ${o.connections} conn` : `open ${o.rate}/s`) + round;
+          return { driven: await drive(l(m.rec, o.duration, first), o.rate), ramp: null };
+        });
+        first += measured.driven.sent;
+        records.push({
+          run: { ...measured.figures, ...measured.driven, connections: o.connections, target_rate: o.mode === "open" ? o.rate : null },
+          client: measured.client,
+          server: measured.server,
+          ramp: measured.ramp,
+        });
+      }
+    }
+    if (records.length) {
+      const rep = o.repeat > 1 && records.length > 1 && !o.sweep.length ? repeats(records) : null;
+      const shown = records[rep?.shown ?? records.length - 1];
+      Object.assign(report, { run: shown.run, client: shown.client, server: shown.server, ramp: shown.ramp, repeats: rep });
+      const processes = report.merged?.parts ?? 1;
+      report.warnings.push(...new Set(records.flatMap((r) => clientLimit(r.run, r.client, r.server, processes))));
+      if (o.metrics) await touchStats(aux, headers, o.table);
     }
     report.interrupted = signal?.aborted ?? false;
+    if (o.thresholds.length) report.thresholds = evaluate(o.thresholds, report);
     report.finished_at = new Date().toISOString();
     return report;
   } finally {
@@ -170,63 +176,57 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
   }
 }
 
-interface Tick {
-  label: string;
-  /** When the current ramp step ends (s since the start), for the time-left figure. */
-  stepEnd: number | null;
-  elapsed(): number;
-}
-
-/** Runs `body` with a recorder, a 1-second tick (timeline, /metrics scrape, progress) and the scrapes before and after. */
-async function measure<T extends { driven: Driven }>(
+/** The sweep: a recall pass per point first (one search at a time), then the timed rounds. */
+async function sweepRun(
   o: Options,
   aux: Client,
+  load: Client,
   headers: Record<string, string>,
+  sources: Sources,
+  truth: TruthSource,
   show: ReturnType<typeof progress>,
-  body: (rec: Recorder, tick: Tick) => Promise<T>,
-) {
-  const rec = recorder();
-  const scrape = o.metrics ? scraper(aux, headers, o.metricsPath) : null;
-  await scrape?.sample(0);
-  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
-  loopDelay.enable();
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const elapsed = () => (performance.now() - t0) / 1000;
-  const tick: Tick = { label: o.mode, stepEnd: null, elapsed };
-  let last = rec.now();
-  let lastT = 0;
-  let scraping: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    const t = elapsed();
-    rec.roll(t);
-    scraping = scraping.then(() => scrape?.sample(t));
-    const now = rec.now();
-    const total = o.mode === "ramp" ? tick.stepEnd ?? t : o.duration;
-    show.show(progressText({ label: `[${tick.label}]`, elapsed: t, total, rate: (now.requests - last.requests) / (t - lastT), p50: now.p50, p99: now.p99, errors: now.errors }));
-    last = now;
-    lastT = t;
-  }, 1000);
-  let result: T;
-  try {
-    result = await body(rec, tick);
-  } finally {
-    clearInterval(timer);
+  report: Report,
+  signal?: AbortSignal,
+): Promise<RunRecord> {
+  const needsRecall = o.workloads.some((w) => w.kind === "vector");
+  const recalls: (RecallFigures | null)[] | null = needsRecall ? [] : null;
+  for (const params of needsRecall ? sweepPoints(o.sweep) : []) {
+    // A point the server refuses (a field out of its range) is measured anyway: its errors show in its runs.
+    recalls!.push(
+      await measureRecall(o, aux, headers, sources.vectors, truth, params).catch((e: Error) => {
+        report.warnings.push(`sweep point ${Object.entries(params).map(([k, v]) => `${k}=${v}`).join(" ")}: recall not measured: ${e.message}`);
+        return null;
+      }),
+    );
   }
-  const seconds = elapsed();
-  const cpu = process.cpuUsage(cpu0);
-  loopDelay.disable();
-  await scraping;
-  await scrape?.sample(elapsed());
-  const counted = scrape?.first && scrape.last ? requestsCounted(scrape.last) - requestsCounted(scrape.first) : null;
-  return {
-    ...result,
-    figures: rec.done(seconds),
-    client: {
-      cpu_seconds: (cpu.user + cpu.system) / 1e6,
-      event_loop_p99_ms: loopDelay.percentile(99) / 1e6,
-      event_loop_max_ms: loopDelay.max / 1e6,
-    },
-    server: scrape ? { points: scrape.points, requests_counted: counted, error: scrape.error } : null,
-  };
+  const measured = await measure(o, aux, headers, show, (m) =>
+    runSweep(
+      o,
+      m,
+      (sink, seconds, params) => ({ client: load, next: requests({ ...o, extra: { ...o.extra, ...params } }, sources, headers), sink, connections: o.connections, seconds, first: 0, signal }),
+      recalls,
+      signal,
+    ),
+  );
+  report.sweep = measured.sweep;
+  return { run: { ...measured.figures, ...measured.driven, connections: o.connections, target_rate: null }, client: measured.client, server: measured.server, ramp: null };
+}
+
+/** The loops of --generators child processes, merged, with the server scraped by this process over the same time. */
+async function generatorRun(o: Options, aux: Client, headers: Record<string, string>, out: NodeJS.WritableStream, report: Report): Promise<RunRecord> {
+  const children = runGenerators(o, (line) => out.write(`${line}\n`));
+  children.reports.catch(() => undefined);
+  // Sources read: the warmups start together; warm: the loops start once the first sample is taken.
+  await children.waiting();
+  children.go();
+  await children.waiting();
+  const measured = await measure(o, aux, headers, progress(true), async (m) => {
+    m.tick.label = `${o.generators} generators`;
+    children.go();
+    const reports = await children.reports;
+    return { driven: { sent: 0, seconds: m.tick.elapsed(), unsent: 0, late: 0, max_backlog: 0 }, reports };
+  });
+  const run = mergeRuns(measured.reports.map((r) => r.run!));
+  report.merged = { parts: o.generators, sources: measured.reports.map((_, i) => `generator ${i + 1}`) };
+  return { run, client: mergeClients(measured.reports.map((r) => r.client!), run.requests), server: measured.server, ramp: null };
 }

@@ -1,7 +1,7 @@
 // Configuration: flags > environment (QUIVER_*) > JSON config file > defaults, validated once at startup.
 // The option table below is the single definition; the README's configuration table mirrors it.
 import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, hostname } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
@@ -30,13 +30,17 @@ export const options = [
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
+  { key: "max-decoded-body", kind: "int", def: 256 << 20, min: 1, max: 2 ** 31 - 1, doc: "most bytes an Arrow IPC request body may decode to, its compressed buffers and dictionary-encoded columns expanded (checked from its metadata before either is); more are answered 400 (see docs/security.md, Bounded decoding)" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
   { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
   { key: "max-expression-cost", kind: "int", def: 160, min: 1, doc: "most operators, keyword operators and parentheses in one SQL expression (a bound on its depth, over which the engine recurses; the lowest crash measured is at 689, see docs/security.md); more are answered 400" },
+  { key: "max-expression-array", kind: "int", def: 1024, min: 1, doc: "most elements (array items or characters) one value of a SQL expression may build in one row, through array_repeat, repeat, lpad, rpad, array_resize, range and the like, whose sizes must then be literals; more are answered 400 (see docs/security.md, Expression memory)" },
+  { key: "max-expression-copies", kind: "int", def: 16, min: 1, doc: "most times one value of a SQL expression may hold one column's value (repeat(s, n), concat(s, s, …), replace growing s); more are answered 400" },
   { key: "max-body-readers", kind: "int", def: 128, min: 1, doc: "requests whose body is still arriving; they hold no execution slot, and more are answered 503 Slow down" },
   { key: "max-body-readers-per-address", kind: "int", def: 32, min: 1, doc: "request bodies arriving at once from one client address; more are answered 503 Slow down" },
   { key: "max-body-readers-per-credential", kind: "int", def: 64, min: 1, doc: "request bodies arriving at once for one credential; more are answered 503 Slow down" },
   { key: "max-identity-body-readers", kind: "int", def: 16, min: 1, doc: "request bodies arriving at once from clients that send no credential header (their credential is the JSON body's `identity`, read up to max-json-body); more are answered 503 Slow down" },
+  { key: "max-identity-body", kind: "int", def: 64 << 10, min: 2, doc: "largest JSON body from a client that sends no credential header, bytes: its credential is the body's `identity`, and the body is read and parsed before anything knows who sent it; a larger one is answered 413 at once, unread (send x-api-key or Authorization instead)" },
   { key: "body-timeout-ms", kind: "int", def: 8000, min: 100, doc: "time a request body may take to arrive, plus its size at body-min-rate; past it the answer is 408 and the connection is closed (kept below uWS's own ~10 s cut of stalled uploads, which answers nothing)" },
   { key: "body-min-rate", kind: "int", def: 65_536, min: 1, doc: "slowest body upload accepted, bytes per second: a body of N bytes gets body-timeout-ms + N / body-min-rate seconds" },
   { key: "response-idle-ms", kind: "int", def: 30_000, min: 100, doc: "a client that takes no response bytes for this long is disconnected" },
@@ -47,7 +51,8 @@ export const options = [
   { key: "rate-limit-concurrent", kind: "int", def: 0, min: 0, doc: "requests in flight per credential; more are answered 503 Slow down (0: no limit)" },
   { key: "idempotency-window-ms", kind: "int", def: 86_400_000, min: 1000, doc: "how long a mutation's result is kept under its Idempotency-Key, so a retry returns it instead of applying again" },
   { key: "orphan-min-age-ms", kind: "int", def: 3_600_000, min: 0, doc: "unreferenced table directories younger than this are never reclaimed (on start, or by POST /v1/admin/reclaim)" },
-  { key: "shutdown-deadline-ms", kind: "int", def: 30_000, min: 0, doc: "on SIGTERM, how long requests in flight may take to finish before the process exits" },
+  { key: "drain-delay-ms", kind: "int", def: 10_000, min: 0, doc: "on SIGTERM, how long the server keeps serving (answers closing their connections) while `/readyz` answers 503, so load balancers take it out of rotation before it stops listening; longer than the balancer's check interval × failures to mark a server down (HAProxy's defaults: 2 s × 3). SIGINT, or a second signal, skips it" },
+  { key: "shutdown-deadline-ms", kind: "int", def: 30_000, min: 0, doc: "after the drain delay, how long requests in flight may take to finish before the process exits" },
   { key: "batch-max", kind: "int", def: 64, min: 0, doc: "most concurrent vector searches on one table sent to the engine as one multi-vector search (0: no batching); see Query batching" },
   { key: "batch-slots", kind: "int", def: 2, min: 1, doc: "engine calls one group of compatible vector searches runs at once; a free one takes the waiting searches once they are 1/slots (rounded down) of the group's searches in flight, counting those just answered (their clients are about to send the next); the calls take turns, starting at least 1/slots of an engine call apart" },
   { key: "serving", kind: "string", def: "on", doc: "on: vector searches of a table's indexed vector column are answered in the worker pool from a serving index (HNSW, in memory, one copy shared by the workers) where it can, LanceDB answering the rest; off: LanceDB answers every search (a table's `quiver.serving` property overrides it); see docs/design.md, Serving index" },
@@ -55,7 +60,7 @@ export const options = [
   { key: "serving-ef", kind: "int", def: 64, min: 1, doc: "candidates a serving-index search keeps (HNSW's ef); a request's own `ef`, `nprobes` or `refine_factor` raises it, never lowers it" },
   { key: "batch-measure-ms", kind: "int", def: 30_000, min: 0, doc: "how often batching is measured against sending searches alone (a second of each); it stays on only where batched searches take measurably less time (0: never measured, batching stays on)" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
-  { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "Arrow IPC request bodies up to this size are decoded on the main thread; larger ones in the worker pool, so uploads do not stall queries" },
+  { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "plain Arrow IPC request bodies up to this size are decoded on the main thread; larger ones, and compressed or dictionary-encoded ones of any size, in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
   { key: "keep-fresh-ms", kind: "int", def: 10_000, min: 0, doc: "how long after its last read a cached table, the catalog and the view definitions keep being re-checked in the background (at three quarters of the consistency interval), so a read after a pause does not wait for storage (0: never; off below a 200 ms interval)" },
   { key: "managed-versioning", kind: "bool", def: false, doc: "tell LanceDB's REST namespace client that tables' versions are managed here: it then commits each version through `version/create` (and reads versions through Quiver), so Quiver sees every commit at once" },
@@ -71,12 +76,14 @@ export const options = [
   { key: "auto-refresh-min-rows", kind: "int", def: 1, min: 1, doc: "source rows that must have changed since an auto_refresh view's last refresh before it refreshes again" },
   { key: "auto-refresh-cooldown-ms", kind: "int", def: 5000, min: 0, doc: "least time between two automatic refreshes of one view" },
   { key: "maintenance-jobs", kind: "int", def: 1, min: 1, doc: "table maintenance jobs (compaction, index upkeep, version cleanup) running at once; more wait as Queued; see docs/maintenance.md" },
-  { key: "retain-versions-ms", kind: "int", def: 7 * 86_400_000, min: 0, doc: "versions newer than this are never removed by maintenance, so time travel within it works (default 7 days); see docs/maintenance.md" },
+  { key: "retain-versions-ms", kind: "int", def: 7 * 86_400_000, min: 0, doc: "versions newer than this are not removed by maintenance (unless past --maintenance-max-versions), so time travel within it works (default 7 days); see docs/maintenance.md" },
+  { key: "maintenance-max-versions", kind: "int", def: 100, min: 0, doc: "versions a table branch keeps at most: maintenance removes older ones even inside --retain-versions-ms (tagged versions, branch starts, a view's source version and versions read explicitly stay); every re-check of a table lists its versions; 0: no bound" },
   { key: "auto-maintenance", kind: "string", def: "on", doc: "on: maintain tables by themselves after commits and on the sweep; off: only on request (a table's `quiver.maintenance` property overrides it); see docs/maintenance.md" },
   { key: "maintenance-small-fragments", kind: "int", def: 20, min: 0, doc: "small fragments (under Lance's compaction target) a table branch may hold before it is maintained (0: never for this reason)" },
   { key: "maintenance-unindexed-rows", kind: "int", def: 10_000, min: 0, doc: "rows its indexes do not cover yet (all indexes together) a table branch may hold before it is maintained (0: never for this reason)" },
   { key: "maintenance-deleted-percent", kind: "int", def: 10, min: 0, max: 100, doc: "deleted rows, as a percentage of the rows their fragments hold, a table branch may carry before it is maintained (compaction rewrites such fragments without them; 0: never for this reason)" },
-  { key: "maintenance-cooldown-ms", kind: "int", def: 60_000, min: 0, doc: "least time between two automatic maintenance jobs of one table branch" },
+  { key: "maintenance-cooldown-ms", kind: "int", def: 0, min: 0, doc: "least time between the starts of two automatic maintenance jobs of one table branch (0: none; --maintenance-max-share paces them)" },
+  { key: "maintenance-max-share", kind: "int", def: 50, min: 1, max: 100, doc: "most of its time, in percent, a table branch spends in automatic maintenance: after a job that took d, the next waits d x (100 - share) / share; while a threshold is passed the next starts as soon as that allows" },
   { key: "maintenance-sweep-ms", kind: "int", def: 600_000, min: 0, doc: "how often every table's main branch is checked (tables other processes write); 0: no sweep" },
   { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
   { key: "location-role", kind: "string", def: "read", doc: "least role whose table descriptions carry the table's storage location (read, write or admin); a client given it can open the files itself, see Security" },
@@ -87,10 +94,12 @@ export const options = [
   { key: "jwt-audience", kind: "string", def: undefined, doc: "required `aud` of bearer JWTs" },
   { key: "jwt-role-claim", kind: "string", def: "role", doc: "JWT claim holding the role (string or array; highest wins)" },
   { key: "jwt-prefix-claim", kind: "string", def: "namespaces", doc: "JWT claim holding namespace prefixes (array or `|`-separated); absent means all" },
+  { key: "jwt-max-lifetime-s", kind: "int", def: 86_400, min: 1, doc: "longest a bearer JWT may be valid, seconds: `exp` is required, and a token whose `exp` lies further than this past its `iat` (or past now) is refused with 401" },
   { key: "log-level", kind: "string", def: "info", doc: "debug, info, warn or error" },
   { key: "access-log-sample", kind: "number", def: 0.01, min: 0, max: 1, doc: "share of successful requests logged with one access line at level info (0 to 1; at level debug, every request)" },
   { key: "access-log-error-sample", kind: "number", def: 1, min: 0, max: 1, doc: "share of failed requests (status 400 and up) logged with one access line at level info" },
   { key: "metrics-public", kind: "bool", def: false, doc: "serve `GET /metrics` without a credential (otherwise it needs the read role)" },
+  { key: "replica-name", kind: "string", def: hostname(), doc: "this replica's name: the `replica` label of every metric series, and where a job ran (default: the host name; give replicas sharing a host their own)" },
   { key: "config", kind: "string", def: undefined, doc: "JSON file with any of these keys (kebab-case)" },
 ] as const satisfies readonly Option[];
 
@@ -108,6 +117,7 @@ export interface Config {
   workers: number;
   maxJsonBody: number;
   maxArrowBody: number;
+  maxDecodedBody: number;
   maxJsonDepth: number;
   maxInFlight: number;
   batchMax: number;
@@ -121,8 +131,11 @@ export interface Config {
   maxBodyReadersPerAddress: number;
   maxBodyReadersPerCredential: number;
   maxIdentityBodyReaders: number;
+  maxIdentityBody: number;
   maxExpressionLength: number;
   maxExpressionCost: number;
+  maxExpressionArray: number;
+  maxExpressionCopies: number;
   bodyTimeoutMs: number;
   bodyMinRate: number;
   responseIdleMs: number;
@@ -133,6 +146,7 @@ export interface Config {
   rateLimitConcurrent: number;
   idempotencyWindowMs: number;
   orphanMinAgeMs: number;
+  drainDelayMs: number;
   shutdownDeadlineMs: number;
   ingestInlineMaxBytes: number;
   consistencyIntervalMs: number;
@@ -154,6 +168,8 @@ export interface Config {
   maintenanceUnindexedRows: number;
   maintenanceDeletedPercent: number;
   maintenanceCooldownMs: number;
+  maintenanceMaxShare: number;
+  maintenanceMaxVersions: number;
   maintenanceSweepMs: number;
   refreshJobs: number;
   autoRefreshMinRows: number;
@@ -167,10 +183,12 @@ export interface Config {
   jwtAudience?: string;
   jwtRoleClaim: string;
   jwtPrefixClaim: string;
+  jwtMaxLifetimeS: number;
   logLevel: string;
   accessLogSample: number;
   accessLogErrorSample: number;
   metricsPublic: boolean;
+  replicaName: string;
 }
 
 /** Quiver's own state inside a local data directory (keys, job records, links) when no --state-dir is given; never a table. */

@@ -25,7 +25,24 @@ async function main(): Promise<void> {
   // After listening: a second start on a taken port must fail before touching the data directory.
   await services.jobs.start();
   await reclaim(services, "start");
-  watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, openTables: services.tables.openHandles });
+  watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining }, config.replicaName);
+  // SIGTERM (what process managers and orchestrators send) drains for --drain-delay-ms first;
+  // SIGINT (Ctrl-C at a terminal, where no balancer waits) and a second signal skip the delay.
+  // Set before "listening" is printed: a signal sent as soon as it is seen drains too.
+  let skipDelay!: () => void;
+  const skip = new Promise<void>((resolve) => (skipDelay = resolve));
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (signal === "SIGINT" || stopping) skipDelay();
+    if (stopping) return;
+    stopping = true;
+    log.info("stopping", { signal, inFlight: server.inFlight(), drainDelayMs: signal === "SIGINT" ? 0 : config.drainDelayMs });
+    await server.drain(config.drainDelayMs, config.shutdownDeadlineMs, skip);
+    await services.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
   if (auth.generatedKey) {
     process.stdout.write(
       `generated admin API key (shown once; also stored 0600 in ${adminKeyFile(config.stateDir)}):\n  ${auth.generatedKey}\n`,
@@ -36,18 +53,6 @@ async function main(): Promise<void> {
   if (!hasV8Flags()) {
     log.warn("node was started without Quiver's V8 flags (npm start passes them): queries lose throughput", { flags: V8_FLAGS.join(" "), see: "docs/operations.md" });
   }
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info("stopping", { signal, inFlight: server.inFlight() });
-    await server.drain(config.shutdownDeadlineMs);
-    await services.close();
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
 }
 
 main().catch((err: unknown) => {

@@ -162,6 +162,7 @@ for (const [field, what] of TABLE_GAUGES) {
 const UNAVAILABLE_REASONS = [
   "in_flight",
   "draining",
+  "not_ready",
   "pool_queue",
   "body_readers",
   "address_body_readers",
@@ -190,6 +191,122 @@ export function recordRequest(operation: string, status: number, seconds: number
   s.sum += seconds;
   s.count++;
   if (status === 503) unavailable.inc({ reason: reason ?? "other" });
+}
+
+/** Why a job record became Failed (the replica that stored it counts it). */
+const JOB_FAILURE_REASONS = ["error", "restart", "shutdown", "replica_lost", "unknown_kind"] as const;
+export type JobFailureReason = (typeof JOB_FAILURE_REASONS)[number];
+const jobFailures = new Counter({
+  name: "quiver_job_failures_total",
+  help: "Jobs this replica recorded as Failed, by kind and reason: error (the job's own), restart or shutdown (a kind that cannot resume, interrupted here), replica_lost (a kind that cannot resume, whose replica stopped renewing its lease), unknown_kind",
+  labelNames: ["kind", "reason"] as const,
+  registers: [registry],
+  collect() {
+    // Every kind's reasons from the start, so an alert's rate has a series before the first failure.
+    for (const { kind } of sources?.jobsHere() ?? []) for (const reason of JOB_FAILURE_REASONS) this.inc({ kind, reason }, 0);
+  },
+});
+const jobTakeovers = new Counter({
+  name: "quiver_job_lease_takeovers_total",
+  help: "Jobs this replica took over from another replica whose lease lapsed (it died or lost the store), by kind",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+  collect() {
+    for (const { kind } of sources?.jobsHere() ?? []) this.inc({ kind }, 0);
+  },
+});
+const maintenanceDuration = new Histogram({
+  name: "quiver_maintenance_duration_seconds",
+  help: "Maintenance jobs run by this replica, from start to end, by result (succeeded, failed)",
+  labelNames: ["result"] as const,
+  buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+  registers: [registry],
+});
+
+export const recordJobFailure = (kind: string, reason: JobFailureReason) => jobFailures.inc({ kind, reason });
+export const recordJobTakeover = (kind: string) => jobTakeovers.inc({ kind });
+export const recordMaintenanceDuration = (result: "succeeded" | "failed", seconds: number) => maintenanceDuration.observe({ result }, seconds);
+
+// Per table branch past a maintenance threshold: since when (ms since the epoch), as this replica's
+// last automatic check found it. Bounded like the figures.
+const overdue = new Map<string, { table: string; branch: string; since: number }>();
+
+/** The automatic check found `table`'s `branch` past a threshold since `since`, or (null) not past any. */
+export function recordMaintenanceDue(table: string, branch: string | null, since: number | null): void {
+  const key = `${table}\u0000${branch ?? ""}`;
+  overdue.delete(key);
+  if (since === null) return;
+  overdue.set(key, { table, branch: branch ?? "main", since });
+  if (overdue.size > MAX_TABLES) overdue.delete(overdue.keys().next().value!);
+}
+
+new Gauge({
+  name: "quiver_maintenance_lag_seconds",
+  help: "Per table branch past a maintenance threshold (small fragments, unindexed rows, deleted rows, versions kept): how long it has been, as this replica's automatic checks found; no series when under every threshold",
+  labelNames: ["table", "branch"] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    const now = Date.now();
+    for (const { table, branch, since } of overdue.values()) this.set({ table, branch }, (now - since) / 1000);
+  },
+});
+
+/**
+ * Commits that lost a race with another writer (another replica, a job process, LanceDB's own
+ * client) and were answered 409 ConcurrentModification, after the engine's own retries: `data`
+ * (insert, merge, update, delete), `schema` (column and metadata changes), `version` (a managed
+ * version someone else committed first).
+ */
+const COMMIT_CONFLICTS = ["data", "schema", "version"] as const;
+const commitConflicts = new Counter({
+  name: "quiver_commit_conflicts_total",
+  help: "Commits that lost a race with another writer and were answered 409, by kind (data, schema, version)",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+for (const kind of COMMIT_CONFLICTS) commitConflicts.inc({ kind }, 0);
+
+/**
+ * Commit attempts repeated after a lost race, as far as this process sees them: LanceDB's own
+ * retries of a merge insert (its attempts past the first) on tables (`table`), the shared system
+ * tables (`system`) and the catalog (`catalog`); a combined group commit that failed, whose writes
+ * were then committed one by one (`group_commit`, one per write).
+ */
+const COMMIT_RETRIES = ["table", "system", "catalog", "group_commit"] as const;
+const commitRetries = new Counter({
+  name: "quiver_commit_retries_total",
+  help: "Commit attempts repeated after a failed or lost commit, by kind (table, system and catalog: LanceDB's merge-insert retries; group_commit: writes of a failed combined commit committed alone)",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+for (const kind of COMMIT_RETRIES) commitRetries.inc({ kind }, 0);
+
+export const recordCommitConflict = (kind: (typeof COMMIT_CONFLICTS)[number]) => commitConflicts.inc({ kind });
+export const recordCommitRetries = (kind: (typeof COMMIT_RETRIES)[number], n: number) => n > 0 && commitRetries.inc({ kind }, n);
+
+/**
+ * Quiver's own requests to an object store (its files beside LanceDB's, src/util/store-files.ts);
+ * LanceDB's reads and writes of tables run in its native code and are not seen here.
+ */
+const objectStoreLatency = new Histogram({
+  name: "quiver_object_store_request_duration_seconds",
+  help: "Quiver's own object-store requests (managed versions' manifests, markers, _refs records, listings for orphan reclaim and sizes; not LanceDB's table I/O), by store (s3, gs, az) and operation, failed ones included",
+  labelNames: ["store", "operation"] as const,
+  buckets: LATENCY,
+  registers: [registry],
+});
+const objectStoreErrors = new Counter({
+  name: "quiver_object_store_errors_total",
+  help: "Quiver's own object-store requests that failed (an error from the store or the network; a missing object looked up is not one), by store and operation",
+  labelNames: ["store", "operation"] as const,
+  registers: [registry],
+});
+
+export function recordObjectStoreRequest(store: string, operation: string, seconds: number, failed: boolean): void {
+  objectStoreLatency.observe({ store, operation }, seconds);
+  // At 0 from the first request, so an alert on the error rate has a series to read.
+  objectStoreErrors.inc({ store, operation }, failed ? 1 : 0);
 }
 
 export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
@@ -257,9 +374,14 @@ export interface ServingSample {
   tombstones: number;
 }
 
-let serving: () => ServingSample[] = () => [];
-/** Where the serving index gauges read from (workers/serving.ts). */
-export const watchServing = (read: () => ServingSample[]) => (serving = read);
+// One source per server (tests run several in one process); each removes itself when it closes.
+const servingSources = new Set<() => ServingSample[]>();
+const serving = () => [...servingSources].flatMap((read) => read());
+/** Where the serving index gauges read from (workers/serving.ts); the returned function stops it. */
+export function watchServing(read: () => ServingSample[]): () => void {
+  servingSources.add(read);
+  return () => void servingSources.delete(read);
+}
 
 const SERVING_GAUGES: [keyof ServingSample, string, string][] = [
   ["bytes", "quiver_serving_index_bytes", "Memory a table's serving index holds (vectors, graph and cached columns; one copy shared by every worker)"],
@@ -296,17 +418,23 @@ export interface MetricSources {
   pool(): { threads: number; busy: number; queued: number };
   /** Job records by kind and state (index builds are kind `create_index`), zeros included. */
   jobs(): { kind: string; state: string; count: number }[];
+  /** This replica's own runs and slots, by kind, zeros included. */
+  jobsHere(): { kind: string; running: number; slots: number }[];
   openTables(): number;
+  /** Whether the server is draining for a shutdown. */
+  draining(): boolean;
 }
 
 let sources: MetricSources | null = null;
 
 /**
  * Where the state gauges read from; also starts the process metrics (memory, CPU, event-loop delay
- * from perf_hooks.monitorEventLoopDelay, GC). Called once by the server process, not by jobs' child
- * processes, which record nothing anyone scrapes.
+ * from perf_hooks.monitorEventLoopDelay, GC). Every series carries `replica`: this replica's name
+ * (--replica-name), so series of several replicas stay apart where they are gathered. Called once
+ * by the server process, not by jobs' child processes, which record nothing anyone scrapes.
  */
-export function watch(s: MetricSources): void {
+export function watch(s: MetricSources, replica: string): void {
+  registry.setDefaultLabels({ replica });
   if (!sources) collectDefaultMetrics({ register: registry });
   sources = s;
 }
@@ -323,10 +451,32 @@ const gauge = (name: string, help: string, read: (g: Gauge) => void, labelNames:
   });
 
 gauge("quiver_requests_in_flight", "Requests holding an admission slot", (g) => g.set(sources!.inFlight()));
+
+// The most requests in flight at once in this wall-clock second and the one before: a scrape once a
+// second then sees every peak, where quiver_requests_in_flight sees only the moment of the scrape
+// (a load tester's closed loop of 8 read as 1 there). Two numbers, no timer.
+const peak = { second: 0, now: 0, before: 0 };
+
+/** Requests in flight just rose to `n` (the server's admission calls this). */
+export function recordInFlight(n: number): void {
+  const second = Math.floor(performance.now() / 1000);
+  if (second !== peak.second) {
+    peak.before = second === peak.second + 1 ? peak.now : 0;
+    peak.now = 0;
+    peak.second = second;
+  }
+  if (n > peak.now) peak.now = n;
+}
+
+gauge("quiver_in_flight_max", "The most requests holding an admission slot at once over this second and the one before", (g) => {
+  recordInFlight(sources!.inFlight());
+  g.set(Math.max(peak.now, peak.before));
+});
 gauge("quiver_pool_threads", "Worker-pool threads started", (g) => g.set(sources!.pool().threads));
 gauge("quiver_pool_threads_busy", "Worker-pool threads running a task", (g) => g.set(sources!.pool().busy));
 gauge("quiver_pool_queue_length", "Worker-pool tasks waiting for a thread", (g) => g.set(sources!.pool().queued));
 gauge("quiver_open_table_handles", "Cached open table handles", (g) => g.set(sources!.openTables()));
+gauge("quiver_draining", "1 while the server drains for a shutdown (readiness answers 503), else 0", (g) => g.set(sources!.draining() ? 1 : 0));
 gauge(
   "quiver_jobs",
   "Background jobs kept (up to the store's retention), by kind and state; index builds are kind create_index",
@@ -335,6 +485,37 @@ gauge(
   },
   ["kind", "state"],
 );
+gauge(
+  "quiver_replica_jobs_running",
+  "Background jobs this replica runs now (it holds their lease), by kind; quiver_jobs counts the whole store, the same on every replica",
+  (g) => {
+    for (const { kind, running } of sources!.jobsHere()) g.set({ kind }, running);
+  },
+  ["kind"],
+);
+gauge(
+  "quiver_replica_job_slots",
+  "Jobs of each kind this replica runs at once at most (--index-builds, --backfill-jobs, ...)",
+  (g) => {
+    for (const { kind, slots } of sources!.jobsHere()) g.set({ kind }, slots);
+  },
+  ["kind"],
+);
 
 export const metricsContentType = registry.contentType;
-export const renderMetrics = () => registry.metrics();
+
+// Labels whose value is a catalog object's id: a series carrying one tells of that object (a
+// table's size, its name), so it is shown only to a scrape that may see the object.
+const OBJECT_LABEL = /[{,](?:table|namespace)="((?:[^"\\]|\\.)*)"/g;
+const unescapeLabel = (v: string) => v.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+
+/**
+ * The text exposition; with `visible`, without the series labelled with an object (a table or
+ * namespace, by its object id) that `visible` refuses.
+ */
+export async function renderMetrics(visible?: (objectId: string) => boolean): Promise<string> {
+  const text = await registry.metrics();
+  if (!visible) return text;
+  const shown = (line: string) => line.startsWith("#") || [...line.matchAll(OBJECT_LABEL)].every((m) => visible(unescapeLabel(m[1])));
+  return text.split("\n").filter(shown).join("\n");
+}

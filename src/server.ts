@@ -12,7 +12,8 @@ import type { Caller, Incoming, Outgoing, Pipeline, Route } from "./http/pipelin
 import { refusalError, type Refusal } from "./http/refusals.js";
 import { createResponseBudget } from "./http/response-budget.js";
 import { log } from "./log.js";
-import type { Services } from "./services.js";
+import { recordInFlight } from "./metrics.js";
+import type { Lifecycle, Services } from "./services.js";
 import { releaseAbandoned } from "./util/native-memory.js";
 import { loadUws } from "./util/runtime.js";
 
@@ -25,29 +26,39 @@ export interface Server {
   port: number;
   /** Requests holding an admission slot right now. */
   inFlight(): number;
-  /** Stop accepting, wait (up to a deadline) for in-flight requests, then resolve. */
-  drain(deadlineMs: number): Promise<void>;
+  /**
+   * Shut down in steps: readiness answers 503 and answers close their connections, while requests
+   * are still served, for `delayMs` (or until `skip` resolves), so balancers stop sending new
+   * ones; then stop listening, wait (up to `deadlineMs`) for the requests accepted, and close the
+   * connections left, all idle by then.
+   */
+  drain(delayMs: number, deadlineMs: number, skip: Promise<void>): Promise<void>;
 }
 
-async function write(x: Exchange, out: Outgoing, flow: StreamFlow): Promise<void> {
+/** `close`: the connection ends after this answer (said in a `Connection: close` header). */
+async function write(x: Exchange, out: Outgoing, flow: StreamFlow, close: boolean): Promise<void> {
   switch (out.kind) {
     case "body":
-      return sendBody(x, out.status, out.contentType, out.body, out.headers, out.close);
+      return sendBody(x, out.status, out.contentType, out.body, out.headers, out.close || close);
     case "empty":
-      return sendEmpty(x, out.status, out.headers);
+      return sendEmpty(x, out.status, out.headers, close);
     case "stream":
-      return sendStream(x, out.status, out.contentType, out.chunks, out.headers, flow);
+      // uWS writes the header itself only where it also ends the connection (a whole body); a
+      // stream's client closes the connection once the answer ends, as the header tells it.
+      return sendStream(x, out.status, out.contentType, out.chunks, close ? { ...out.headers, connection: "close" } : out.headers, flow);
   }
 }
 
 /** The bounds a request passes before it runs, as plain counters and decisions. */
-function createAdmission(cfg: Config, lifecycle: { draining: boolean }, readers: BodyReaders) {
+function createAdmission(cfg: Config, lifecycle: Lifecycle, readers: BodyReaders) {
   const counts = { inFlight: 0 };
   return {
     counts,
     /** Why a new request needing an execution slot cannot have one. */
     refuse(): Refusal | null {
-      if (lifecycle.draining) return { reason: "draining", message: "server is shutting down", retryAfterS: 1 };
+      // Only once the server stopped listening: during the drain delay it still serves, since a
+      // balancer may send requests until it has seen readiness fail.
+      if (lifecycle.closed) return { reason: "draining", message: "server is shutting down", retryAfterS: 1 };
       return this.slotless();
     },
     /** Why a request whose body has arrived cannot run now (one accepted before a drain still runs). */
@@ -69,6 +80,8 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
   const flow: StreamFlow = { idleMs: cfg.responseIdleMs, budget: createResponseBudget(cfg) };
   const pace: BodyPace = { timeoutMs: cfg.bodyTimeoutMs, minRate: cfg.bodyMinRate };
   const app: TemplatedApp = uWS.App();
+  /** Every answer while the server drains closes its connection, so none is left to a stopping server. */
+  const send = (x: Exchange, out: Outgoing) => write(x, out, flow, svc.lifecycle.draining);
 
   function handle(res: HttpResponse, req: HttpRequest): void {
     const x = openExchange(res);
@@ -83,7 +96,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     const started = performance.now();
     /** An answer written at once, before any operation ran. */
     const answer = (op: string, out: Outgoing) => {
-      void write(x, out, flow);
+      void send(x, out);
       pipeline.finished({ op, method, path }, out, x.status, performance.now() - started);
     };
 
@@ -115,14 +128,14 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       if (checked.kind === "answer") {
         // 401, 403 or 415: the body is never read (the connection is closed after the answer).
         out = checked.out;
-        await write(x, out, flow);
+        await send(x, out);
         return;
       }
       const a = checked.admitted;
       if (gate) {
         const place = readers.take(address, subjectOf(a.caller));
         if ("refusal" in place) throw refusalError(place.refusal);
-        body = gate.admit(r.body!.limit, r.body!.what);
+        body = gate.admit(a.body!);
         await body.catch(() => undefined);
         place.release();
         if (x.aborted) return;
@@ -130,7 +143,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       if (admitted) {
         const refused = admission.slotless();
         if (refused) throw refusalError(refused);
-        counts.inFlight++;
+        recordInFlight(++counts.inFlight);
         slot = true;
       }
       inc.largeResult = async () => {
@@ -140,14 +153,14 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       };
       out = await pipeline.run(a, inc, body);
       if (out.status === 408) log.warn("request body too slow", { requestId: out.headers["x-request-id"], op: r.spec.name, path: r.path });
-      await write(x, out, flow);
+      await send(x, out);
     } catch (err) {
       // A refusal, or a stream that failed before its first byte, can still be answered with an error body.
       const requestId = out?.headers["x-request-id"] ?? "";
       if (!isApiError(err)) log.error("response failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context: out?.context });
       const failed = pipeline.error(r.path, isApiError(err) ? err : internal(requestId), requestId);
       out = out ? { ...failed, context: out.context } : failed;
-      void write(x, failed, flow);
+      void send(x, failed);
     } finally {
       if (slot) counts.inFlight--;
       if (turn) flow.budget.give();
@@ -155,7 +168,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       if (turn && (x.aborted || x.cut)) releaseAbandoned();
       if (x.cut) log.warn("client took no response bytes; connection closed", { requestId: out?.headers["x-request-id"], op: r.spec.name, path: r.path, idleMs: cfg.responseIdleMs });
       // A handler that never answered (it should not happen) must still end the exchange.
-      if (!x.done && !x.aborted) void write(x, pipeline.error(r.path, internal(out?.headers["x-request-id"] ?? "")), flow);
+      if (!x.done && !x.aborted) void send(x, pipeline.error(r.path, internal(out?.headers["x-request-id"] ?? "")));
       pipeline.finished({ op: r.spec.name, method: inc.method, path: r.path }, out, x.aborted ? 0 : x.status, performance.now() - started);
     }
   }
@@ -165,11 +178,18 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
   return listen(app, cfg.host, cfg.port).then((socket) => ({
     port: uWS.us_socket_local_port(socket as unknown as us_socket),
     inFlight: () => counts.inFlight,
-    async drain(deadlineMs) {
+    async drain(delayMs, deadlineMs, skip) {
       svc.lifecycle.draining = true;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([new Promise((res) => (timer = setTimeout(res, delayMs))), skip]);
+      clearTimeout(timer);
+      svc.lifecycle.closed = true;
       uWS.us_listen_socket_close(socket);
       const until = Date.now() + deadlineMs;
       while (admission.busy() > 0 && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
+      // Every answer since the drain began closed its connection; what is left is idle (or past
+      // the deadline), and is closed now rather than reset when the process exits.
+      app.close();
     },
   }));
 }

@@ -26,9 +26,20 @@ import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
 import { autoBackfill, autoRefresh } from "./jobs/triggers/after-commit.js";
 import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { replicaId } from "./util/replica-id.js";
+import { lockStateDir } from "./util/state-lock.js";
+import { createContainerOf, useStorageOptions } from "./util/store-files.js";
+import { log } from "./log.js";
 import { createCompute, type Compute } from "../workers/compute-client.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 import { createServingIndexes, type ServingIndexes } from "../workers/serving.js";
+
+/** Where a shutdown is. */
+export interface Lifecycle {
+  /** From the signal on: readiness answers 503, and every answer closes its connection. */
+  draining: boolean;
+  /** Once the server stopped listening (after the drain delay): new requests are refused. */
+  closed: boolean;
+}
 
 export interface Services {
   config: Config;
@@ -56,8 +67,8 @@ export interface Services {
   views: Views;
   /** Versions reads opened explicitly, kept by cleanups for a while. */
   readLeases: ReadLeases;
-  /** Set by the front end while it drains for a shutdown (readiness answers 503). */
-  lifecycle: { draining: boolean };
+  /** Set by the front end as it shuts down (src/server.ts, drain). */
+  lifecycle: Lifecycle;
   /** Release what the services hold (called after the server drained). */
   close(): Promise<void>;
 }
@@ -69,6 +80,8 @@ export interface Services {
 export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
   const privateDir = config.stateDir;
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
+  // Before anything is opened: of two starts on one state directory, one goes on.
+  await lockStateDir(privateDir);
   // An object store that does not answer (a wrong endpoint, a network cut) fails the start in
   // bounded time with one line, instead of LanceDB's retries for minutes.
   const reach = <T>(p: Promise<T>) =>
@@ -77,6 +90,10 @@ export async function createServices(config: Config, credential: (key: string) =
           throw new Error(`cannot open the data directory ${config.dataDir}: ${engineReason(err).replace(/\s*\n\s*/g, " ")}`);
         })
       : p;
+  if (config.remote) {
+    useStorageOptions(config.storageOptions);
+    if (await reach(createContainerOf(config.dataDir))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
+  }
   const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
@@ -86,7 +103,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const system = openSystemTables(config.dataDir, config.storageOptions);
   const [valueVersions, views, claims] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system)]));
   const readLeases = createReadLeases();
-  const replica = replicaId(privateDir);
+  const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, workers: config.workers, workerHeapMb: config.workerHeapMb, limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
   const jobs: Jobs = await reach(openJobs(
     system,
@@ -96,7 +113,7 @@ export async function createServices(config: Config, credential: (key: string) =
       backfillKind(backfills),
       backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, workers: config.workers, workerHeapMb: config.workerHeapMb, timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, limit: config.maintenanceJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, limit: config.maintenanceJobs }),
     ],
     engineReason,
     { ...config, replica },
@@ -113,6 +130,7 @@ export async function createServices(config: Config, credential: (key: string) =
       unindexedRows: config.maintenanceUnindexedRows,
       deletedPercent: config.maintenanceDeletedPercent,
       cooldownMs: config.maintenanceCooldownMs,
+      maxSharePercent: config.maintenanceMaxShare,
       sweepMs: config.maintenanceSweepMs,
     },
   });
@@ -140,7 +158,7 @@ export async function createServices(config: Config, credential: (key: string) =
     valueVersions,
     views,
     readLeases,
-    lifecycle: { draining: false },
+    lifecycle: { draining: false, closed: false },
     async close() {
       await serving.close();
       auto.close();

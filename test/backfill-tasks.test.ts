@@ -1,9 +1,12 @@
 // A backfill split into tasks (--backfill-tasks): each task computes a contiguous range of the
-// rows, the tasks' commits race on one table, and the backfill follows them to its end; a cancel
-// of the backfill cancels its tasks. (Tasks spread over replicas: test/helpers/replica-scenarios.ts.)
+// rows, the tasks' commits race on one table, and the backfill follows them to its end, its rows
+// counted once in /metrics; a cancel of the backfill cancels its tasks, nothing of theirs commits
+// after they ended and its counts are what they committed. (Tasks spread over replicas:
+// test/helpers/replica-scenarios.ts.)
 import { describe, expect, it, vi } from "vitest";
+import { sample } from "./helpers/metrics.js";
 import { serverForFile } from "./helpers/quiver.js";
-import { settle, until } from "./helpers/transactions.js";
+import { expectCountsAsCommitted, settle, until } from "./helpers/transactions.js";
 
 // Two slots for tasks on this server, so two tasks commit to one table at once.
 const q = serverForFile({ args: ["--workers", "2", "--backfill-tasks", "3", "--backfill-jobs", "2"] });
@@ -16,7 +19,13 @@ const column = (name: string, udf: string) => ({
 const ROWS = 3000;
 
 describe("a backfill split into 3 tasks", () => {
-  it("computes every row once, in three ranges that together are the table; a second backfill computes none", async () => {
+  const rowsProcessed = async () => {
+    const text = (await q.call("GET", "/metrics")).text;
+    return ["backfill", "backfill_task"].reduce((n, kind) => n + (sample(text, "quiver_job_rows_processed_total", { kind }) ?? 0), 0);
+  };
+
+  it("computes every row once, in three ranges that together are the table, each row counted once in /metrics; a second backfill computes none", async () => {
+    const processed = await rowsProcessed();
     const rows = Array.from({ length: ROWS }, (_, i) => ({ id: i, x: i }));
     expect((await post("split", "create", rows)).status).toBe(200);
     expect((await post("split", "add_columns", column("y", "(x) => x * 3"))).status).toBe(200);
@@ -34,15 +43,18 @@ describe("a backfill split into 3 tasks", () => {
     // Three shares of one plan: a third of the rows each, none twice.
     expect(described.map((d) => Number(d.properties.rows_computed))).toEqual([1000, 1000, 1000]);
     expect(await count("split", "y = x * 3")).toBe(ROWS);
+    // The backfill's own record sums its tasks': its rows are theirs, not counted again.
+    expect((await rowsProcessed()) - processed).toBe(ROWS);
     const again = await post("split", "backfill_column", { column: "y" });
     expect((await settle(q, again.json.job_id, 200_000)).properties.rows_computed).toBe("0");
   });
 
-  it("a cancel of the backfill cancels its tasks, and they stop committing", async () => {
+  it("a cancel of the backfill cancels its tasks: nothing commits after they ended, and its counts are the rows committed", async () => {
     const rows = Array.from({ length: ROWS }, (_, i) => ({ id: i, x: i }));
     expect((await post("splitc", "create", rows)).status).toBe(200);
     const slow = "(x) => { const end = Date.now() + 5; while (Date.now() < end); return x + 1; }";
     expect((await post("splitc", "add_columns", column("z", slow))).status).toBe(200);
+    const from = (await post("splitc", "describe", {})).json.version as number;
     const job = await post("splitc", "backfill_column", { column: "z", checkpoint_size: 50, task_size: 10 });
     expect(job.status, job.text).toBe(202);
     const running = await until(q, job.json.job_id, (s) => s === "Running", 60_000);
@@ -57,5 +69,6 @@ describe("a backfill split into 3 tasks", () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(await count("splitc", "z IS NOT NULL")).toBe(after);
     expect(after).toBeLessThan(ROWS);
+    await expectCountsAsCommitted(q, "splitc", job.json.job_id, "z", from);
   });
 });

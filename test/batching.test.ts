@@ -6,6 +6,7 @@ import type { Table as EsmTable } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { batches, queryVectors, rng } from "../bench/dataset.js";
 import { fromIPC } from "./helpers/arrow.js";
+import { sample } from "./helpers/metrics.js";
 import { request, serverForFile, ADMIN_KEY, type Reply } from "./helpers/quiver.js";
 
 const SPEC = { rows: 4000, dim: 32, rank: 6, seed: 11 };
@@ -129,7 +130,7 @@ describe("batched vector searches", () => {
   it("show their batch sizes and waits in /metrics (quiver_batch_size, quiver_batch_wait_seconds)", async () => {
     const metric = async (name: string) => {
       const text = (await q.call("GET", "/metrics", undefined, { "x-api-key": ADMIN_KEY })).text;
-      return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+      return sample(text, name) ?? NaN;
     };
     const [sizes, vectorsBefore, waits] = await Promise.all(["quiver_batch_size_count", "quiver_batch_size_sum", "quiver_batch_wait_seconds_count"].map(metric));
     const mark = q.stderr().length;

@@ -122,8 +122,27 @@ describe("bodies", () => {
     expect((await q.call("POST", "/v1/namespace/empty2/create", "null")).status).toBe(200);
   });
 
-  it("unknown fields are ignored", async () => {
-    expect((await q.call("POST", "/v1/namespace/extra/create", { whatever: [1, 2], mode: "create" })).status).toBe(200);
+  it("unknown top-level fields are 400 naming them and what the operation takes; nothing is stored", async () => {
+    const r = await q.call("POST", "/v1/namespace/extra/create", { whatever: [1, 2], mode: "create", propertie: {} });
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toBe('body: unknown fields "whatever", "propertie"; this operation takes identity, context, id, mode, properties');
+    expect((await q.call("POST", "/v1/namespace/extra/exists", {})).status).toBe(404);
+  });
+
+  it("count_rows with `filter` (the field is `predicate`) is 400, not a count of every row", async () => {
+    expect((await q.call("POST", "/v1/table/counted/create", toStream(new Table({ id: vectorFromArray([1, 2, 3], new Int32()) })), { "content-type": "application/vnd.apache.arrow.stream" })).status).toBe(200);
+    const r = await q.call("POST", "/v1/table/counted/count_rows", { filter: "id > 1" });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ code: 13, detail: 'body: unknown field "filter"; this operation takes identity, context, id, branch, version, predicate' });
+    expect((await q.call("POST", "/v1/table/counted/count_rows", { predicate: "id > 1" })).json).toBe(2);
+  });
+
+  it("the fields LanceDB's clients send beside the spec's are taken: an id naming the path, `new_namespace` of a rename", async () => {
+    expect((await q.call("POST", "/v1/namespace/cl1/create", { id: ["cl1"] })).status).toBe(200);
+    expect((await q.call("POST", "/v1/namespace/cl2/create", {})).status).toBe(200);
+    expect((await q.call("POST", "/v1/table/cl1$t/create", toStream(new Table({ id: vectorFromArray([1], new Int32()) })), { "content-type": "application/vnd.apache.arrow.stream" })).status).toBe(200);
+    expect((await q.call("POST", "/v1/table/cl1$t/rename", { id: ["cl1", "t"], new_table_name: "t", new_namespace: ["cl2"] })).status).toBe(200);
+    expect((await q.call("POST", "/v1/table/cl2$t/exists", {})).status).toBe(200);
   });
 
   it("a wrong type is 400 naming the field path", async () => {

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.js";
-import { ADMIN_KEY, removeDir, startQuiver } from "./helpers/quiver.js";
+import { sample } from "./helpers/metrics.js";
+import { ADMIN_KEY, removeDir, request, startQuiver } from "./helpers/quiver.js";
 import { settle, until } from "./helpers/transactions.js";
 
 describe("configuration", () => {
@@ -74,6 +75,78 @@ describe("shutdown", () => {
     removeDir(q.dataDir);
   });
 });
+
+describe("the drain on SIGTERM", () => {
+  it("readiness is 503 at once while requests are still served, each with Connection: close, for --drain-delay-ms; then new connections are refused, an idle connection is closed (not reset) and the process exits 0", async () => {
+    const q = await startQuiver({ args: ["--drain-delay-ms", "5000"] });
+    // Opened before the signal: one used after it, one left idle throughout.
+    const used = raw(q.port);
+    const idle = raw(q.port);
+    await Promise.all([used.ready, idle.ready]);
+    const signalled = Date.now();
+    const exit = q.stop();
+    await new Promise((r) => setTimeout(r, 100));
+    const ready = await request(`${q.url}/readyz`, "GET");
+    expect([ready.status, ready.json]).toEqual([503, { status: "draining" }]);
+    // Served on a connection opened before the signal, and on a new one; both are told to close.
+    const answer = await used.get("/v1/namespace/%24/list");
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    await used.closed;
+    const metrics = await q.call("GET", "/metrics");
+    expect(metrics.status).toBe(200);
+    expect(sample(metrics.text, "quiver_draining")).toBe(1);
+    expect(sample(metrics.text, "quiver_unavailable_total", { reason: "not_ready" })).toBe(1);
+    expect(sample(metrics.text, "quiver_unavailable_total", { reason: "draining" })).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(5000);
+    expect(await exit).toBe(0);
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(5000);
+    await expect(fetch(`${q.url}/healthz`)).rejects.toThrow();
+    await idle.closed;
+    expect(idle.error()).toBeNull();
+    removeDir(q.dataDir);
+  });
+
+  it("SIGINT (Ctrl-C) skips the delay", async () => {
+    const q = await startQuiver({ args: ["--drain-delay-ms", "60000"] });
+    const exited = new Promise<number | null>((resolve) => q.proc.once("exit", resolve));
+    const started = Date.now();
+    q.proc.kill("SIGINT");
+    expect(await exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    removeDir(q.dataDir);
+  });
+});
+
+/** A kept-alive connection: GET requests on it one at a time, and whether the server closed or reset it. */
+function raw(port: number) {
+  const sock = net.connect(port, "127.0.0.1");
+  let got = "";
+  let failure: Error | null = null;
+  let waiting: (() => void) | null = null;
+  sock.on("data", (d) => {
+    got += d;
+    waiting?.();
+  });
+  sock.on("error", (e) => (failure = e));
+  const closed = new Promise<void>((resolve) => sock.on("close", () => resolve()));
+  return {
+    ready: new Promise((resolve) => sock.once("connect", resolve)),
+    closed,
+    error: () => failure,
+    get(p: string): Promise<string> {
+      got = "";
+      sock.write(`GET ${p} HTTP/1.1\r\nhost: x\r\nx-api-key: ${ADMIN_KEY}\r\n\r\n`);
+      return new Promise((resolve) => {
+        waiting = () => {
+          const end = got.indexOf("\r\n\r\n");
+          const length = /content-length: (\d+)/i.exec(got);
+          if (end >= 0 && length && got.length >= end + 4 + Number(length[1])) resolve(got);
+        };
+      });
+    },
+  };
+}
 
 describe("a second start", () => {
   it("on a taken port exits without touching the live server's jobs (it used to queue and start them again)", { timeout: 180_000 }, async () => {

@@ -1,8 +1,10 @@
 // quiver-loadtest as users run it (the built bin, options in a YAML file) against a real Quiver,
 // and its reports opened in Chromium (test/helpers/browser.ts, driven by playwright-core, as
-// test/console.test.ts does): the plots are drawn, nothing is fetched from outside the page, and
-// --compare puts two runs side by side. The SLO-search report's screenshot goes to test-output/
-// (docs/loadtest.png is a copy of one).
+// test/console.test.ts does): the plots are drawn, nothing is fetched from outside the page, no
+// legend label overlaps another and every series of a chart has its own style, --compare puts two
+// runs side by side, a dataset is loaded and swept for recall against throughput, and several
+// generator processes merge into one run. Screenshots go to test-output/ (docs/loadtest*.png are
+// copies of such pictures).
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -50,6 +52,30 @@ async function open(file: string): Promise<string[]> {
 
 const count = (selector: string) => page.locator(selector).count();
 
+/**
+ * For every chart on the open page: legend entries whose boxes (as Chromium laid them out) overlap
+ * each other or leave the chart, and series drawn in the same style (colour, dash, marker) as another.
+ */
+async function chartProblems(): Promise<string[]> {
+  return page.locator("svg.chart").evaluateAll((charts) =>
+    charts.flatMap((svg) => {
+      const title = svg.getAttribute("aria-label");
+      const out: string[] = [];
+      const outer = svg.getBoundingClientRect();
+      const boxes = [...svg.querySelectorAll("g.legend-item")].map((g) => ({ name: g.getAttribute("data-series"), r: g.getBoundingClientRect() }));
+      for (const [i, a] of boxes.entries()) {
+        if (a.r.left < outer.left || a.r.right > outer.right || a.r.top < outer.top || a.r.bottom > outer.bottom) out.push(`${title}: legend ${a.name} leaves the chart`);
+        for (const b of boxes.slice(i + 1)) {
+          if (a.r.left < b.r.right && b.r.left < a.r.right && a.r.top < b.r.bottom && b.r.top < a.r.bottom) out.push(`${title}: legend ${a.name} overlaps ${b.name}`);
+        }
+      }
+      const styles = [...svg.querySelectorAll("path.series")].map((p) => `${p.getAttribute("stroke")} ${p.getAttribute("stroke-dasharray") ?? ""} ${p.getAttribute("data-marker")}`);
+      if (new Set(styles).size !== styles.length) out.push(`${title}: two series share a style (${styles.join(" | ")})`);
+      return out;
+    }),
+  );
+}
+
 beforeAll(async () => {
   await seedLoadTable(q);
   browser = await chromium.launch(chromiumLaunchOptions());
@@ -84,19 +110,27 @@ describe("quiver-loadtest reports", () => {
     const html = readFileSync(path.join(dir, "ramp.html"), "utf8");
     expect(html).not.toMatch(/<script|<link|<img|url\(|src=/i);
     expect(await open(path.join(dir, "ramp.html"))).toEqual([]);
-    // Client: throughput, latency over time, HDR percentiles, error rate; server: 5; the ramp curve.
-    expect(await count("svg.chart")).toBeGreaterThanOrEqual(10);
+    // Client: throughput, latency over time, HDR percentiles, error rate; server: 6; table state: 3; the ramp curve.
+    expect(await count("svg.chart")).toBeGreaterThanOrEqual(14);
     const report = JSON.parse(readFileSync(path.join(dir, "ramp.json"), "utf8")) as Report;
-    for (const title of ["Throughput", "Latency over time", "Latency distribution (HDR percentiles)", "Error rate", "Server: CPU", "Server: event-loop delay p99", "Server: in flight and worker pool", "Server: 503s by reason", "Rate against p99"]) {
+    for (const title of ["Throughput", "Latency over time", "Latency distribution (HDR percentiles)", "Error rate", "Server: CPU", "Server: event-loop delay p99", "Server: requests in flight", "Server: worker pool", "Server: 503s by reason", "Table: fragments and versions", "Rate against p99"]) {
       const chart = page.locator(`svg.chart[aria-label="${title}"]`);
       expect(await chart.locator("path.series").count(), title).toBeGreaterThanOrEqual(1);
       const d = await chart.locator("path.series").first().getAttribute("d");
       expect(d!.split("L").length, title).toBeGreaterThanOrEqual(2);
     }
-    expect(await page.locator('svg.chart[aria-label="Rate against p99"] circle.point').count()).toBe(2 * report.ramp!.steps.length);
-    expect(await count("line.slo")).toBe(1);
+    // A marker per step and series (legend markers are inside their legend entries).
+    expect(await page.locator('svg.chart[aria-label="Rate against p99"] > .point').count()).toBe(2 * report.ramp!.steps.length);
+    expect(await count('svg.chart[aria-label="Rate against p99"] line.slo')).toBe(1);
+    // The failing step is marked.
+    const finalAttempt = new Map(report.ramp!.steps.map((s) => [s.rate, s.pass]));
+    expect(await count('svg.chart[aria-label="Rate against p99"] g.mark')).toBe([...finalAttempt.values()].filter((pass) => !pass).length);
     const latency = page.locator('svg.chart[aria-label="Latency over time"] path.series');
-    expect(await latency.evaluateAll((ps) => ps.map((p) => p.getAttribute("data-series")))).toEqual(["p50", "p95", "p99", "p99.9"]);
+    expect(await latency.evaluateAll((ps) => ps.map((p) => p.getAttribute("data-series")))).toEqual(["p50", "p95", "p99", "p99.9", "service p99"]);
+    expect(await chartProblems()).toEqual([]);
+    // A time axis ends with the run: no tick past its last second.
+    const lastTick = await page.locator('svg.chart[aria-label="Throughput"] text.xtick').evaluateAll((ts) => Math.max(...ts.map((t) => Number(t.textContent)).filter(Number.isFinite)));
+    expect(lastTick).toBeLessThanOrEqual(report.run!.seconds);
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(readFileSync(SCREENSHOT).subarray(1, 4).toString()).toBe("PNG");
   });
@@ -106,7 +140,8 @@ describe("quiver-loadtest reports", () => {
       cli(["--url", q.url, "--table", "ns$docs", "--workload", "count", "--connections", connections, "--duration", "1", "--warmup", "0", "--quiet", "--no-metrics", "--out", path.join(dir, name)], { QUIVER_API_KEY: ADMIN_KEY });
     const [a, b] = await Promise.all([run("a", "2"), run("b", "4")]);
     expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
-    expect(a.stderr).toBe("");
+    // Quiet: nothing on stderr but warnings (a busy machine may delay the harness's event loop).
+    expect(a.stderr.split("\n").filter((l) => l && !l.startsWith("quiver-loadtest: client limit:"))).toEqual([]);
     const c = await cli(["--compare", path.join(dir, "a.json"), path.join(dir, "b.json"), "--out", path.join(dir, "compare")]);
     expect(c.code, c.stderr).toBe(0);
     expect(await open(path.join(dir, "compare.html"))).toEqual([]);
@@ -117,6 +152,76 @@ describe("quiver-loadtest reports", () => {
     expect(Number(cells[3].replace(/[×,]/g, ""))).toBeCloseTo(rb.run!.throughput / ra.run!.throughput, 2);
     expect(await count('svg.chart[aria-label="Latency distribution (HDR percentiles)"] path.series')).toBe(2);
     expect(await count("svg.chart")).toBe(3);
+    // Legend labels name the run and its file, and fit.
+    expect(await page.locator("g.legend-item text").allTextContents()).toContain("A: a.json");
+    expect(await chartProblems()).toEqual([]);
+    expect(await row.locator("td").nth(4).textContent()).toBe("one run each: no noise estimate (--repeat)");
+    // The same two reports as runs of two hosts at once: one report, counts added, histograms merged.
+    const m = await cli(["--merge", path.join(dir, "a.json"), path.join(dir, "b.json"), "--out", path.join(dir, "merged")]);
+    expect(m.code, m.stderr).toBe(0);
+    const merged = JSON.parse(readFileSync(path.join(dir, "merged.json"), "utf8")) as Report;
+    expect(merged.merged).toEqual({ parts: 2, sources: [path.join(dir, "a.json"), path.join(dir, "b.json")] });
+    expect([merged.run!.requests, merged.run!.connections]).toEqual([ra.run!.requests + rb.run!.requests, 6]);
+    expect(merged.run!.latency_ms.count).toBe(ra.run!.latency_ms.count + rb.run!.latency_ms.count);
+    expect(existsSync(path.join(dir, "merged.html"))).toBe(true);
+  });
+
+  it("--dataset loads a table, builds its index and sweeps recall against throughput, with intervals; a second run reuses both", async () => {
+    const args = ["--url", q.url, "--dataset", "lowrank-3k", "--dim", "16", "--query-count", "100", "--dataset-dir", path.join(dir, "sets"), "--recall-queries", "60",
+      "--sweep", "nprobes=2,12", "refine_factor=0,5", "--repeat", "2", "--duration", "0.4", "--warmup", "0", "--connections", "2", "--quiet", "--out", path.join(dir, "sweep")];
+    const r = await cli(args, { QUIVER_API_KEY: ADMIN_KEY });
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(path.join(dir, "sweep.json"), "utf8")) as Report;
+    expect(report.dataset).toMatchObject({ name: "lowrank-3k-d16", rows: 3000, dim: 16, queries: 100, truth_source: "computed" });
+    expect(report.load).toMatchObject({ table: "lowrank_3k", rows: 3000, skipped: null, index: { type: "IVF_PQ", params: { num_partitions: 55, num_sub_vectors: 2 } } });
+    expect(report.load!.rows_per_s).toBeGreaterThan(0);
+    expect(report.load!.index!.build_s).toBeGreaterThan(0);
+    expect(Number((await q.call("POST", "/v1/table/lowrank_3k/count_rows", {})).text)).toBe(3000);
+    const points = report.sweep!.points;
+    expect(points.map((p) => p.label)).toEqual(["nprobes=2 refine_factor=0", "nprobes=12 refine_factor=0", "nprobes=2 refine_factor=5", "nprobes=12 refine_factor=5"]);
+    for (const p of points) {
+      expect(p.runs).toHaveLength(2);
+      expect(p.errors).toBe(0);
+      expect(p.qps.min).toBeLessThanOrEqual(p.qps.median);
+      expect(p.recall!.queries).toBe(60);
+      expect(p.recall!.truth).toBe("dataset");
+      expect(p.recall!.ci95[0]).toBeLessThanOrEqual(p.recall!.mean);
+      expect(p.recall!.ci95[1]).toBeGreaterThanOrEqual(p.recall!.mean);
+    }
+    // More partitions probed and a refine step find more of the true neighbours.
+    expect(points[3].recall!.mean).toBeGreaterThan(points[0].recall!.mean);
+    const again = await cli([...args, "--out", path.join(dir, "sweep2"), "--threshold", "recall>0.01,errors<1%"], { QUIVER_API_KEY: ADMIN_KEY });
+    expect(again.code, again.stderr).toBe(0);
+    const second = JSON.parse(readFileSync(path.join(dir, "sweep2.json"), "utf8")) as Report;
+    expect(second.load!.skipped).toMatch(/already held the dataset's 3000 rows and a vector index/);
+    expect(second.dataset!.truth_source).toBe("stored");
+    expect(second.thresholds).toMatchObject({ pass: true, point: "nprobes=2 refine_factor=0" });
+  });
+
+  it("the sweep's page: load phase, recall–QPS curve with intervals, the per-point table, no overlapping labels (screenshot: test-output/loadtest-sweep.png)", async () => {
+    expect(await open(path.join(dir, "sweep.html"))).toEqual([]);
+    expect(await page.locator("h2").allTextContents()).toEqual(expect.arrayContaining(["Dataset and load phase", "Recall–QPS sweep", "Client", "Server (/metrics)", "Table state"]));
+    const curve = page.locator('svg.chart[aria-label="Recall against throughput"]');
+    expect(await curve.locator("path.series").evaluateAll((ps) => ps.map((p) => p.getAttribute("data-series")))).toEqual(["refine_factor=0", "refine_factor=5"]);
+    // A horizontal and a vertical bar per point: recall's interval, throughput's range over the rounds.
+    expect(await curve.locator("path.errorbar").count()).toBe(8);
+    expect(await curve.locator("text.point-label").allTextContents()).toEqual(["2", "12", "2", "12"]);
+    expect(await page.locator("tr", { hasText: "nprobes=12 refine_factor=5" }).locator("td").count()).toBe(10);
+    expect(await chartProblems()).toEqual([]);
+    await page.screenshot({ path: path.resolve(__dirname, "../test-output/loadtest-sweep.png"), fullPage: true });
+  });
+
+  it("--generators 2: two processes' loops merged into one run, counted exactly as the server counted them (their warmups outside the count)", async () => {
+    const r = await cli(["--url", q.url, "--table", "ns$docs", "--workload", "count", "--generators", "2", "--connections", "4", "--duration", "1", "--warmup", "1", "--quiet", "--out", path.join(dir, "gens")], { QUIVER_API_KEY: ADMIN_KEY });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("merged from 2 generator processes");
+    const report = JSON.parse(readFileSync(path.join(dir, "gens.json"), "utf8")) as Report;
+    expect(report.merged).toEqual({ parts: 2, sources: ["generator 1", "generator 2"] });
+    expect(report.run!.connections).toBe(4);
+    expect(report.run!.errors).toBe(0);
+    expect(report.run!.requests).toBeGreaterThan(10);
+    expect(report.server!.requests_counted).toBe(report.run!.requests);
+    expect(report.run!.timeline.reduce((a, p) => a + p.requests, 0)).toBe(report.run!.requests);
   });
 
   it("Ctrl-C stops sending, waits for the answers in flight and writes the report of the time it ran", async () => {

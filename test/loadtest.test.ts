@@ -1,7 +1,10 @@
 // The load-testing harness (loadtest/) against a real Quiver with a small table, and against a
 // deliberately slow node:http server: each mode briefly, its figures checked against what the
-// server counted, the open loop's rate, the queueing delay a closed loop hides, recall, and the
-// options it reads. Reports it writes are checked in Chromium by test/loadtest-report.test.ts.
+// server counted, the open loop's rate, the queueing delay a closed loop hides (service time beside
+// corrected latency, and the client-limit warning), recall, thresholds and their exit codes, and
+// the options and files it reads. Reports it writes are checked in Chromium by
+// test/loadtest-report.test.ts; datasets, merging and noise by test/loadtest-data.test.ts.
+import { spawn } from "node:child_process";
 import http from "node:http";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,9 +16,21 @@ import { runLoadtest } from "../loadtest/run.js";
 import { readVectors } from "../loadtest/sources.js";
 import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
+import { settle } from "./helpers/transactions.js";
 
 const q = serverForFile();
 const dir = mkdtempSync(path.join(tmpdir(), "quiver-loadtest-"));
+const CLI = path.resolve(__dirname, "../dist/loadtest/cli.js");
+
+/** Runs the built bin to its end. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  p.stdout!.on("data", (d) => (stdout += d));
+  p.stderr!.on("data", (d) => (stderr += d));
+  return new Promise((resolve) => p.on("exit", (code) => resolve({ code, stdout, stderr })));
+}
 
 const options = (url: string, ...args: string[]): Options => {
   const c = parseCommand(["--url", url, "--api-key", ADMIN_KEY, "--quiet", "--out", path.join(dir, "r"), ...args]);
@@ -61,6 +76,13 @@ describe("quiver-loadtest against Quiver", () => {
     expect(run.timeline.reduce((a, p) => a + p.requests, 0)).toBe(run.requests);
     expect(r.server!.points.length).toBeGreaterThanOrEqual(1);
     expect(r.server!.points.some((p) => p.cpu_cores > 0 && p.requests_per_s > 0)).toBe(true);
+    // The server's most in flight a second sees the loop's concurrency, which a scrape's moment does not.
+    expect(Math.max(...r.server!.points.map((p) => p.in_flight_max ?? 0))).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...run.timeline.map((p) => p.outstanding))).toBe(4);
+    // The table's state as the server read it (its stats were read before the run).
+    expect(r.server!.points.every((p) => p.table.fragments !== null && p.table.fragments >= 1 && p.table.versions! >= 1)).toBe(true);
+    // In a closed loop a request is due when it is sent: both times are the same.
+    expect(run.service_ms).toEqual(run.latency_ms);
     expect(run.latency_ms.p50).toBeGreaterThan(0);
     expect(run.latency_ms.p99).toBeGreaterThanOrEqual(run.latency_ms.p50);
     expect(r.machine.cpus).toBeGreaterThan(0);
@@ -92,13 +114,42 @@ describe("quiver-loadtest against Quiver", () => {
     expect(Number((await q.call("POST", "/v1/table/ns$docs/count_rows", {})).text)).toBe(before + 5 * r.run!.requests);
   });
 
-  it("recall mode: 1.0 when both sides search exactly (bypass_vector_index)", async () => {
-    const o = options(q.url, "--table", "ns$docs", "--mode", "recall", "--recall-queries", "20", "--k", "5", "--extra", '{"bypass_vector_index":true}');
+  it("recall mode: 1.0 when both sides search exactly (bypass_vector_index); sampled queries come with a note", async () => {
+    const o = options(q.url, "--table", "ns$docs", "--mode", "recall", "--recall-queries", "20", "--k", "5", "--extra", '{"bypass_vector_index":true}', "--sampled-queries");
     const r = await runLoadtest(o);
     expect(r.recall!.queries).toBe(20);
     expect(r.recall!.mean).toBe(1);
     expect(r.recall!.min).toBe(1);
+    expect(r.recall!.ci95).toEqual([1, 1]);
+    expect(r.recall!.truth).toBe("exact search");
     expect(r.run).toBeNull();
+    expect(r.warnings.join(" ")).toMatch(/sampled from the table's own rows \(--sampled-queries\): each finds itself/);
+  });
+
+  it("a sweep over nprobes on a table with held-out queries (a file): a point each, recall against exact search", async () => {
+    let seed = 11;
+    const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const rows = Array.from({ length: 400 }, (_, id) => ({ id, vector: Array.from({ length: 8 }, rnd) }));
+    expect((await q.call("POST", "/v1/table/ns$sweep/create", rows)).status).toBe(200);
+    const ix = await q.call("POST", "/v1/table/ns$sweep/create_index", { column: "vector", index_type: "IVF_FLAT", num_partitions: 4 });
+    expect((await settle(q, ix.json.transaction_id)).status).toBe("Succeeded");
+    const file = path.join(dir, "held-out.jsonl");
+    writeFileSync(file, Array.from({ length: 12 }, () => JSON.stringify(Array.from({ length: 8 }, rnd))).join("\n"));
+    const o = options(q.url, "--table", "ns$sweep", "--queries", file, "--sweep", "nprobes=1,4", "--duration", "0.4", "--warmup", "0", "--connections", "2", "--recall-queries", "12");
+    const r = await runLoadtest(o);
+    const points = r.sweep!.points;
+    expect(points.map((p) => p.label)).toEqual(["nprobes=1", "nprobes=4"]);
+    for (const p of points) {
+      expect(p.runs).toHaveLength(1);
+      expect(p.errors).toBe(0);
+      expect(p.qps.median).toBeGreaterThan(0);
+      expect(p.recall!.queries).toBe(12);
+    }
+    // All 4 partitions probed is an exact search of IVF_FLAT.
+    expect(points[1].recall!.mean).toBe(1);
+    expect(points[0].recall!.mean).toBeLessThanOrEqual(1);
+    // Held-out queries from a file: no note about sampled ones.
+    expect(r.warnings.filter((w) => w.startsWith("recall"))).toEqual([]);
   });
 });
 
@@ -109,9 +160,10 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
   afterAll(() => slow.close());
   const raw = (...args: string[]) => options(slow.url, "--workload", "raw", "--method", "GET", "--path", "/slow", "--no-metrics", ...args);
 
-  it("shows the queueing delay that a closed loop hides", async () => {
+  it("shows the queueing delay that a closed loop hides, service time beside it, and warns that the client's queue was the limit", async () => {
     const closed = (await runLoadtest(raw("--connections", "1", "--duration", "1.5", "--warmup", "0.2"))).run!;
-    const open = (await runLoadtest(raw("--mode", "open", "--rate", "100", "--connections", "1", "--duration", "1.5", "--warmup", "0"))).run!;
+    const report = await runLoadtest(raw("--mode", "open", "--rate", "100", "--connections", "1", "--duration", "1.5", "--warmup", "0"));
+    const open = report.run!;
     // Closed: each request waits only for its own service time (the bounds leave room for a busy machine).
     expect(closed.latency_ms.p50).toBeGreaterThanOrEqual(19);
     // The median, not a tail: a stall of a shared CI machine lands in the tail of 75 answers.
@@ -124,6 +176,37 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
     expect(open.late).toBeGreaterThan(0);
     expect(open.unsent).toBeGreaterThan(0);
     expect(open.max_backlog).toBeGreaterThan(10);
+    // Service time (send to answer) is the server's 20 ms; the rest of the latency was the wait in the harness.
+    expect(open.service_ms.p50).toBeGreaterThanOrEqual(19);
+    expect(open.service_ms.p50).toBeLessThan(60);
+    expect(open.latency_ms.p50).toBeGreaterThan(5 * open.service_ms.p50);
+    expect(open.timeline.some((p) => (p.backlog ?? 0) > 10)).toBe(true);
+    expect(report.warnings.join("\n")).toMatch(/^client limit: due requests waited in the harness .* raise --connections/m);
+  });
+
+  it("the bin prints service time beside corrected latency, and the client-limit warning on stderr", async () => {
+    const r = await cli(["--url", slow.url, "--workload", "raw", "--method", "GET", "--path", "/slow", "--no-metrics", "--quiet", "--mode", "open", "--rate", "100", "--connections", "1", "--duration", "1", "--warmup", "0", "--out", path.join(dir, "overload")]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/latency ms \(from due\): p50 \d+/);
+    expect(r.stdout).toMatch(/service time ms \(from send\): p50 (19|[2-5]\d)\./);
+    expect(r.stderr).toMatch(/quiver-loadtest: client limit: .*--connections/);
+  });
+
+  it("--threshold: exit 0 when every bound holds, 3 when one fails (listed), 2 when it cannot be read", async () => {
+    const args = ["--url", slow.url, "--workload", "raw", "--method", "GET", "--path", "/slow", "--no-metrics", "--quiet", "--connections", "1", "--duration", "0.5", "--warmup", "0"];
+    const pass = await cli([...args, "--threshold", "p50<2s,errors<1%,throughput>5/s", "--out", path.join(dir, "t-pass")]);
+    expect(pass.code, pass.stderr).toBe(0);
+    expect(pass.stdout).toMatch(/thresholds: p50<2s holds .*errors<1% holds .*throughput>5\/s holds/);
+    const fail = await cli([...args, "--threshold", "p50<1ms,errors<1%", "--out", path.join(dir, "t-fail")]);
+    expect(fail.code).toBe(3);
+    expect(fail.stdout).toMatch(/p50<1ms FAILS \((19|[2-9]\d)/);
+    const report = JSON.parse(readFileSync(path.join(dir, "t-fail.json"), "utf8"));
+    expect(report.thresholds.pass).toBe(false);
+    expect(report.thresholds.checks.map((c: { pass: boolean }) => c.pass)).toEqual([false, true]);
+    expect(readFileSync(path.join(dir, "t-fail.html"), "utf8")).toContain("A threshold failed (exit 3)");
+    const bad = await cli([...args, "--threshold", "p99<fast"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--threshold: cannot read "p99<fast"');
   });
 
   it("an open loop stopped early (the CLI's Ctrl-C) ends at once, counting only what was due", async () => {
@@ -145,27 +228,41 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
     expect(run.latency_ms.count).toBe(0);
   });
 
-  it("ramp: steps up while the SLO holds, then bisects; the best rate is below capacity", async () => {
+  it("ramp: steps up while the SLO holds, retries a miss once, then bisects; the best held step's own figures", async () => {
     const r = await runLoadtest(raw("--mode", "ramp", "--connections", "8", "--slo-ms", "100", "--slo-percentile", "90", "--ramp-start", "10", "--ramp-factor", "2", "--step-duration", "1", "--bisect", "2", "--warmup", "0"));
-    const { steps, best_rate } = r.ramp!;
-    const climb = steps.slice(0, steps.findIndex((s) => !s.pass) + 1);
+    const { steps, best_rate, best } = r.ramp!;
+    // Each rate once, or twice when its first attempt missed (the retry right after it).
+    const decided = steps.filter((s, i) => s.pass || s.attempt === 2 || steps[i + 1]?.attempt !== 2);
+    for (const [i, s] of steps.entries()) if (s.attempt === 2) expect([steps[i - 1].rate, steps[i - 1].pass, steps[i - 1].attempt]).toEqual([s.rate, false, 1]);
+    const climb = decided.slice(0, decided.findIndex((s) => !s.pass) + 1);
     expect(climb.length).toBeGreaterThanOrEqual(2);
     climb.slice(1).forEach((s, i) => expect(s.rate).toBe(climb[i].rate * 2));
-    expect(steps.length).toBe(climb.length + 2);
+    expect(decided.length).toBe(climb.length + 2);
+    // The miss that ended the climb was a retry: its first attempt missed too.
+    expect(climb[climb.length - 1].attempt).toBe(2);
+    // Past capacity (80/s against 50/s) nothing holds.
+    expect(steps.filter((s) => s.rate >= 80).every((s) => !s.pass)).toBe(true);
     expect(best_rate).toBeGreaterThanOrEqual(20);
     expect(best_rate).toBeLessThan(60);
+    expect(best!.rate).toBe(best_rate);
+    expect(best!.latency_ms.p90).toBe(best!.slo_ms);
     expect(steps.filter((s) => s.pass).every((s) => s.slo_ms <= 100)).toBe(true);
-    expect(steps.find((s) => s.rate >= 80)?.pass ?? false).toBe(false);
-    expect(r.run!.timeline.length).toBeGreaterThanOrEqual(steps.length - 1);
+    expect(r.run!.timeline.length).toBeGreaterThanOrEqual(decided.length - 1);
   });
 });
 
 describe("options and sources", () => {
-  it("reads query vectors from JSON lines, a JSON array, .npy and Arrow IPC", () => {
+  it("reads query vectors from JSON lines (of arrays or objects), a JSON array, .npy and Arrow IPC", () => {
     const vs = [[1, 2, 3], [4, 5, 6.5]];
     const f = (name: string, data: string | Buffer) => (writeFileSync(path.join(dir, name), data), path.join(dir, name));
     expect(readVectors(f("q.jsonl", vs.map((v) => JSON.stringify({ id: 1, emb: v })).join("\n")))).toEqual(vs);
+    // The documented form, JSON lines of arrays: its first line starts with "[" as a JSON array does.
+    expect(readVectors(f("arrays.jsonl", vs.map((v) => JSON.stringify(v)).join("\n") + "\n"))).toEqual(vs);
+    expect(readVectors(f("one.jsonl", "[1,2,3]\n"))).toEqual([[1, 2, 3]]);
     expect(readVectors(f("q.json", JSON.stringify(vs)))).toEqual(vs);
+    expect(() => readVectors(f("broken.jsonl", "[1,2,3]\n[4,5\n"))).toThrow(/broken\.jsonl: line 2 is not JSON/);
+    expect(() => readVectors(f("ragged.jsonl", "[1,2,3]\n[4,5]\n"))).toThrow(/ragged\.jsonl: vector 1 has 2 values, vector 0 has 3/);
+    expect(() => readVectors(path.join(dir, "absent.jsonl"))).toThrow(/absent\.jsonl: no such file/);
     const header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
     const pad = header.padEnd(118 - 10, " ") + "\n";
     const npy = Buffer.concat([Buffer.from("\x93NUMPY\x01\x00", "latin1"), Buffer.from([pad.length & 255, pad.length >> 8]), Buffer.from(pad, "latin1"), Buffer.from(new Float32Array(vs.flat()).buffer)]);
@@ -191,7 +288,42 @@ describe("options and sources", () => {
     expect(() => parseCommand(["--url", "http://x:1", "--table", "t", "--mode", "open"])).toThrow(/--rate is required/);
     expect(() => parseCommand(["--url", "http://x:1", "--mix", "vector:2,bogus"])).toThrow(/unknown workload "bogus"/);
     expect(() => parseCommand(["--url", "http://x:1", "--table", "t", "--connections", "0"])).toThrow(/--connections/);
-    expect(() => parseCommand(["--table", "t"])).toThrow(/--url is required/);
+    expect(() => parseCommand(["--url", "x:1", "--table", "t"])).toThrow(/--url: expected http/);
+  });
+
+  it("reads a sweep from the words after --sweep or from a file, a dataset's defaults, and refuses what cannot run", () => {
+    const run = (...args: string[]) => {
+      const c = parseCommand(args, {});
+      if (!("run" in c)) throw new Error("expected a run");
+      return c.run;
+    };
+    const o = run("--dataset", "lowrank-100k", "--sweep", "nprobes=5,10,20,40", "refine_factor=0,10", "--repeat", "3");
+    expect(o.sweep).toEqual([{ name: "nprobes", values: [5, 10, 20, 40] }, { name: "refine_factor", values: [0, 10] }]);
+    expect([o.url, o.table, o.repeat, o.columns, o.index, o.queryCount]).toEqual(["http://127.0.0.1:8080", "lowrank_100k", 3, ["id"], "IVF_PQ", 1000]);
+    expect(run("--dataset", "g.fvecs", "--sweep", "ef=16,64 bypass_vector_index=false").sweep).toEqual([{ name: "ef", values: [16, 64] }, { name: "bypass_vector_index", values: [false] }]);
+    const yaml = path.join(dir, "sweep.yaml");
+    writeFileSync(yaml, "table: t\nqueries: q.jsonl\nsweep: { nprobes: [5, 10], refine_factor: 10 }\nthreshold: p99<50ms,recall>0.9\n");
+    const y = run("--config", yaml);
+    expect(y.sweep).toEqual([{ name: "nprobes", values: [5, 10] }, { name: "refine_factor", values: [10] }]);
+    expect(y.thresholds.map((t) => [t.metric, t.op, t.value])).toEqual([["p99", "<", 50], ["recall", ">", 0.9]]);
+    expect(run("--table", "t", "--threshold", "p99.9<1.5s,service_p99<=800us,errors<0.1%,errors<3,qps>=100").thresholds.map((t) => [t.metric, t.op, t.value])).toEqual([
+      ["p999", "<", 1500], ["service_p99", "<=", 0.8], ["error_rate", "<", 0.1], ["errors", "<", 3], ["throughput", ">=", 100],
+    ]);
+    expect(() => run("--table", "t", "--sweep", "nprobes=5")).toThrow(/a sweep measures recall on query vectors the table does not hold: give --dataset or --queries/);
+    expect(() => run("--table", "t", "--mode", "recall")).toThrow(/recall mode measures recall/);
+    expect(() => run("--table", "t", "--queries", "q", "--sweep", "nprobes=5", "--mode", "open", "--rate", "5")).toThrow(/--sweep runs closed loops/);
+    expect(() => run("--table", "t", "--sweep", "nprobes", "--queries", "q")).toThrow(/--sweep: expected FIELD=V1,V2/);
+    expect(() => run("--table", "t", "stray")).toThrow(/unexpected argument: stray/);
+    expect(() => run("--table", "t", "--threshold", "latency<5ms")).toThrow(/unknown figure latency/);
+    expect(() => run("--table", "t", "--mode", "ramp", "--generators", "2")).toThrow(/--generators runs closed and open loops/);
+  });
+
+  it("--queries in a file that is not vectors: one line naming the file, exit 2 before any request", async () => {
+    const bad = path.join(dir, "bad-queries.jsonl");
+    writeFileSync(bad, "[0.1, 0.2]\n{not json}\n");
+    const r = await cli(["--url", q.url, "--api-key", ADMIN_KEY, "--table", "ns$docs", "--queries", bad, "--duration", "0.2", "--warmup", "0", "--quiet", "--no-metrics", "--out", path.join(dir, "never")]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`quiver-loadtest: ${bad}: line 2 is not JSON: ${(() => { try { JSON.parse("{not json}"); } catch (e) { return (e as Error).message; } })()}\n`);
   });
 
   it("documents every flag in --help and docs/loadtest.md", () => {

@@ -8,6 +8,7 @@ import { Int32, Table, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { racingWritersLoseNothing } from "./helpers/managed-versions.js";
+import { sample } from "./helpers/metrics.js";
 import { ADMIN_KEY, NS1_KEY, logLine, serverForFile } from "./helpers/quiver.js";
 
 // The default consistency interval (1 s): Quiver sees the client's commits because they go through it.
@@ -94,9 +95,13 @@ describe("version/create", () => {
     await bad({ manifest_path: s.manifest_path + "x" }, 400, /^manifest_path: no staged manifest/);
     expect(await versionsOf("vc2")).toEqual([1]);
     expect((await post("/v1/table/vc2/version/create", { version: 2, manifest_path: s.manifest_path })).status).toBe(200);
+    const conflicts = async () => sample((await q.call("GET", "/metrics")).text, "quiver_commit_conflicts_total", { kind: "version" });
+    const before = await conflicts();
     const again = await post("/v1/table/vc2/version/create", { version: 2, manifest_path: spare });
     expect(again.status).toBe(409);
     expect(again.json.code).toBe(14);
+    // The lost race is counted (quiver_commit_conflicts_total, kind "version").
+    expect(await conflicts()).toBe(before! + 1);
     expect((await post("/v1/table/nosuch/version/create", { version: 1, manifest_path: spare })).json.code).toBe(4);
   });
 });

@@ -1,15 +1,18 @@
 // GET /metrics (Prometheus text) and the access log: who may scrape, every metric the README lists
 // moving with the work that feeds it, and access lines carrying the request id and the context
 // headers at the configured sampling rates.
+import { mkdtempSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import path from "node:path";
 import { Float64, Int64, Table, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
 import { sample } from "./helpers/metrics.js";
-import { logLine, READ_KEY, request, serverForFile } from "./helpers/quiver.js";
-import { settle } from "./helpers/transactions.js";
+import { logLine, READ_KEY, request, serverForFile, startQuiver } from "./helpers/quiver.js";
+import { settle, until } from "./helpers/transactions.js";
 
 // Every access line logged; every Arrow upload decoded in the pool; the catalog checked on every request.
-const q = serverForFile({ args: ["--ingest-inline-max-bytes", "0", "--consistency-interval-ms", "0", "--access-log-sample", "1", "--workers", "1"], env: { QUIVER_LOG_LEVEL: "info" } });
+const q = serverForFile({ args: ["--ingest-inline-max-bytes", "0", "--consistency-interval-ms", "0", "--access-log-sample", "1", "--workers", "1", "--replica-name", "metrics-r1"], env: { QUIVER_LOG_LEVEL: "info" } });
 // Scraped without a credential; successes never logged, failures always.
 const open = serverForFile({ args: ["--metrics-public", "--access-log-sample", "0"], env: { QUIVER_LOG_LEVEL: "info" } });
 
@@ -48,10 +51,18 @@ describe("GET /metrics", () => {
     expect(sample(text, "quiver_request_duration_seconds_bucket", { operation: "DescribeNamespace", le: "10" })).toBe(count);
     // The scrape itself holds an admission slot.
     expect(sample(text, "quiver_requests_in_flight")).toBe(1);
+    expect(sample(text, "quiver_in_flight_max")).toBeGreaterThanOrEqual(1);
     for (const reason of ["in_flight", "draining", "pool_queue", "rate_limit"]) expect(sample(text, "quiver_unavailable_total", { reason })).toBe(0);
     // Unmatched paths are counted under one name, not one series per path.
     await q.call("GET", "/no/such/path");
     expect(sample(await scrape(), "quiver_requests_total", { operation: "unmatched", status_class: "4xx" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("the most requests in flight over the last second, where the in-flight gauge sees only the scrape", async () => {
+    await Promise.all(Array.from({ length: 16 }, () => q.call("POST", "/v1/namespace/%24/describe", {})));
+    const text = await scrape();
+    expect(sample(text, "quiver_requests_in_flight")).toBe(1);
+    expect(sample(text, "quiver_in_flight_max")).toBeGreaterThanOrEqual(2);
   });
 
   it("pool task time by task kind, open tables, catalog refreshes, jobs by state and rows processed by jobs", async () => {
@@ -75,6 +86,76 @@ describe("GET /metrics", () => {
     expect(sample(text, "quiver_jobs", { kind: "backfill", state: "Succeeded" })).toBe(1);
     expect(sample(text, "quiver_jobs", { kind: "create_index", state: "Running" })).toBe(0);
     expect(sample(text, "quiver_job_rows_processed_total", { kind: "backfill" })).toBe(1000);
+  });
+
+  it("job failures by kind and reason, every reason from the start; this replica's running jobs and slots beside the store's", async () => {
+    const start = await scrape();
+    for (const reason of ["error", "restart", "shutdown", "replica_lost", "unknown_kind"]) expect(sample(start, "quiver_job_failures_total", { kind: "create_index", reason })).toBe(0);
+    expect(sample(start, "quiver_job_lease_takeovers_total", { kind: "backfill_task" })).toBe(0);
+    expect(sample(start, "quiver_replica_job_slots", { kind: "backfill" })).toBe(2);
+    const failedBefore = sample(start, "quiver_job_failures_total", { kind: "backfill", reason: "error" })!;
+    expect((await q.call("POST", "/v1/table/mf/create", rows(100))).status).toBe(200);
+    const add = (name: string, udf: string) => ({ new_columns: [{ name, virtual_column: { udf_backend: "js", udf, input_columns: ["x"], outputs: [{ column: name, data_type: { type: "float64" }, nullable: true }] } }] });
+    expect((await q.call("POST", "/v1/table/mf/add_columns", add("bad", "(x) => { throw new Error('no'); }"))).status).toBe(200);
+    const bad = await q.call("POST", "/v1/table/mf/backfill_column", { column: "bad" });
+    expect(bad.status, bad.text).toBe(202);
+    expect((await settle(q, bad.json.job_id, 60_000)).status).toBe("Failed");
+    expect(sample(await scrape(), "quiver_job_failures_total", { kind: "backfill", reason: "error" })).toBe(failedBefore + 1);
+    // A backfill that runs until canceled: this replica runs one while it lasts.
+    expect((await q.call("POST", "/v1/table/mf/add_columns", add("slow", "(x) => { const t = Date.now(); while (Date.now() - t < 50) {} return x; }"))).status).toBe(200);
+    const slow = await q.call("POST", "/v1/table/mf/backfill_column", { column: "slow", task_size: 1, concurrency: 1, checkpoint_size: 1 });
+    expect((await until(q, slow.json.job_id, (s) => s === "Running", 60_000)).status).toBe("Running");
+    const during = await scrape();
+    expect(sample(during, "quiver_replica_jobs_running", { kind: "backfill" })).toBe(1);
+    expect(sample(during, "quiver_jobs", { kind: "backfill", state: "Running" })).toBe(1);
+    expect((await q.call("POST", "/v1/jobs/cancel", { job_id: slow.json.job_id })).json.status).toBe("Canceled");
+    expect(sample(await scrape(), "quiver_replica_jobs_running", { kind: "backfill" })).toBe(0);
+  });
+
+  it("every series carries the replica's name: --replica-name, by default the host name", async () => {
+    const named = (await scrape()).split("\n").filter((l) => l && !l.startsWith("#"));
+    expect(named.length).toBeGreaterThan(50);
+    expect(named.filter((l) => !l.includes('replica="metrics-r1"'))).toEqual([]);
+    await request(`${open.url}/metrics`, "GET");
+    const host = (await request(`${open.url}/metrics`, "GET")).text;
+    expect(sample(host, "quiver_requests_total", { replica: hostname(), operation: "GetMetrics" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("top-k searches answered as JSON are batched too (quiver_batch_size counts their engine calls)", async () => {
+    const vectors = Array.from({ length: 200 }, (_, i) => ({ id: i, v: [Math.sin(i), Math.cos(i), i / 200] }));
+    expect((await q.call("POST", "/v1/table/bq/create", vectors)).status).toBe(200);
+    const before = sample(await scrape(), "quiver_batch_size_count") ?? 0;
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => q.call("POST", "/v1/table/bq/query", { vector: vectors[i].v, k: 3, columns: ["id"] }, { accept: i % 2 ? "application/json" : "application/x-ndjson" })),
+    );
+    for (const [i, a] of answers.entries()) {
+      expect(a.status, a.text).toBe(200);
+      const rows = i % 2 ? a.json : a.text.trim().split("\n").map((l) => JSON.parse(l));
+      expect(rows[0]).toMatchObject({ id: i, _distance: 0 });
+      expect(rows).toHaveLength(3);
+    }
+    const text = await scrape();
+    expect(sample(text, "quiver_batch_size_count")! - before).toBeGreaterThanOrEqual(1);
+    expect(sample(text, "quiver_batch_size_sum")).toBeGreaterThanOrEqual(12);
+  });
+
+  it("commit retries after lost races: two servers on one table merging the same keys at once (LanceDB's own merge-insert retries)", async () => {
+    const other = await startQuiver({ dataDir: q.dataDir, args: ["--state-dir", mkdtempSync(path.join(tmpdir(), "quiver-metrics-")), "--consistency-interval-ms", "0"] });
+    try {
+      const keyed = (n: number) => Array.from({ length: 20 }, (_, id) => ({ id, n }));
+      expect((await q.call("POST", "/v1/table/race/create", keyed(0))).status).toBe(200);
+      const zero = await scrape();
+      for (const kind of ["table", "system", "catalog", "group_commit"]) expect(sample(zero, "quiver_commit_retries_total", { kind })).toBe(0);
+      const merge = "/v1/table/race/merge_insert?on=id&when_matched_update_all=true&when_not_matched_insert_all=true";
+      const retries = async () => sample(await scrape(), "quiver_commit_retries_total", { kind: "table" })! + sample((await other.call("GET", "/metrics")).text, "quiver_commit_retries_total", { kind: "table" })!;
+      for (let round = 1; round <= 20 && (await retries()) === 0; round++) {
+        const rs = await Promise.all([q, other, q, other].map((s, i) => s.call("POST", merge, keyed(round * 10 + i))));
+        for (const r of rs) expect(r.status, r.text).toBe(200);
+      }
+      expect(await retries()).toBeGreaterThan(0);
+    } finally {
+      await other.stop();
+    }
   });
 
   it("process memory and event-loop delay", async () => {

@@ -6,13 +6,16 @@
 // put, a declared table's marker, orphan reclaim). Plus: an unreachable S3 endpoint fails the start
 // in bounded time with one line.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAzurite, type Azurite } from "./helpers/azurite.js";
 import { racingWritersLoseNothing } from "./helpers/managed-versions.js";
+import { renderMetrics } from "../src/metrics.js";
+import { listNames, useStorageOptions } from "../src/util/store-files.js";
+import { sample } from "./helpers/metrics.js";
 import { ADMIN_KEY, logLine, removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
@@ -165,6 +168,35 @@ describe("a Quiver server on Azurite (az://)", () => {
     expect(await count("ns$t")).toBe(3);
   });
 
+  it("Quiver's own requests to the store are timed by operation, and failed ones counted (quiver_object_store_*)", async () => {
+    // The server's: listings of the data directory at start, markers and manifests in this file's tests.
+    const text = (await q.call("GET", "/metrics")).text;
+    expect(sample(text, "quiver_object_store_request_duration_seconds_count", { store: "az", operation: "list_children" })).toBeGreaterThan(0);
+    expect(sample(text, "quiver_object_store_errors_total", { store: "az", operation: "list_children" })).toBe(0);
+    // One that fails, in this process (the same recorder): a listing in a container that does not exist.
+    useStorageOptions(az.storageOptions());
+    await expect(listNames("az://no-such-container/x")).rejects.toThrow();
+    const mine = await renderMetrics();
+    expect(sample(mine, "quiver_object_store_errors_total", { store: "az", operation: "list_children" })).toBe(1);
+    expect(sample(mine, "quiver_object_store_request_duration_seconds_count", { store: "az", operation: "list_children" })).toBe(1);
+  });
+
+  it("a container that does not exist is made at start, with one warning saying so; storage options from a config file (docs/operations.md's example)", async () => {
+    const config = path.join(mkdtempSync(path.join(tmpdir(), "quiver-config-")), "r0.json");
+    writeFileSync(config, JSON.stringify({ "replica-name": "r0", "storage-options": az.storageOptions() }), { mode: 0o600 });
+    const fresh = await startQuiver({ dataUri: "az://made-at-start/quiver", args: ["--config", config, "--auto-maintenance", "off"], env: { QUIVER_LOG_LEVEL: "warn" } });
+    try {
+      expect(fresh.proc.spawnargs.join(" ")).not.toContain(az.storageOptions().account_key);
+      expect(fresh.stderr()).toContain('"msg":"created the data directory\'s container, which did not exist","dataDir":"az://made-at-start/quiver"');
+      expect((await fresh.call("POST", "/v1/namespace/made/create", {})).status).toBe(200);
+      expect((await fresh.call("POST", "/v1/namespace/made/exists", {})).status).toBe(200);
+    } finally {
+      await fresh.stop();
+      removeDir(fresh.dataDir);
+      rmSync(path.dirname(config), { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it("a restart on the same container and state directory sees the catalog and the tables", async () => {
     const stateDir = q.dataDir;
     await q.stop();
@@ -282,6 +314,16 @@ describe("start-up errors", () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
     // Storage option values (keys) are never printed.
     expect(r.stderr).not.toContain("dummy-secret-value");
+  }, 30_000);
+
+  it("an Azure container that does not exist and cannot be made with the credentials given: one line saying how, no stack, no key", async () => {
+    const wrongKey = Buffer.from("not the account's key").toString("base64");
+    const r = await runQuiverToEnd(["--data-dir", "az://not-made/quiver", "--state-dir", state, ...optionArgs({ ...az.storageOptions(), account_key: wrongKey })]);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trim().split("\n").filter((l) => l.startsWith("quiver:"));
+    expect(lines).toEqual([expect.stringMatching(/^quiver: cannot open the data directory az:\/\/not-made\/quiver: the container not-made could not be checked or created \(403 [^)]*\): create it \(e\.g\. `az storage container create --name not-made`\) or give credentials allowed to$/)]);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stderr).not.toContain(wrongKey);
   }, 30_000);
 
   it("an object store data directory without --state-dir is refused", async () => {

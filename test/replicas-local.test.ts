@@ -1,7 +1,8 @@
 // Two Quiver replicas on one local data directory behind HAProxy (test/helpers/replicas.ts): the
 // main paths through the balancer, a create race, concurrent writes, reads through a replica's
 // crash, jobs followed, cancelled and taken over across replicas, a restart beside a live job,
-// Idempotency-Key retries, versions across replicas and a backfill split over them (test/helpers/replica-scenarios.ts).
+// Idempotency-Key retries, versions across replicas and backfills split over them: spread, canceled,
+// and a task's replica killed (test/helpers/replica-scenarios.ts).
 import { describe } from "vitest";
 import { replicasForFile } from "./helpers/replicas.js";
 import * as s from "./helpers/replica-scenarios.js";
@@ -19,4 +20,5 @@ describe("two replicas on one local directory", () => {
   s.idempotencyAcrossReplicas(bed);
   s.versionsAcrossReplicas(bed);
   s.backfillTasksAcrossReplicas(bed);
+  s.splitBackfillsAcrossReplicas(bed);
 });

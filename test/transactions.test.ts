@@ -159,7 +159,8 @@ describe("alter", () => {
 
   it("an unknown transaction is 404 code 10", async () => {
     for (const op of ["describe", "alter"]) {
-      const r = await q.call("POST", `/v1/transaction/00000000-0000-0000-0000-000000000000/${op}`, { actions: [{ setStatusAction: { status: "Canceled" } }] });
+      const body = op === "alter" ? { actions: [{ setStatusAction: { status: "Canceled" } }] } : {};
+      const r = await q.call("POST", `/v1/transaction/00000000-0000-0000-0000-000000000000/${op}`, body);
       expect(r.status).toBe(404);
       expect(r.json).toMatchObject({ code: 10, detail: 'transaction "00000000-0000-0000-0000-000000000000" not found' });
     }

@@ -9,17 +9,18 @@ import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import type { Config } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
-import { normaliseIpc } from "../src/engine/ipc-in.js";
+import { isPlainIpc, normaliseIpc } from "../src/engine/ipc-in.js";
 import { ApiError, Code, invalid } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
 import { ownBuffer } from "../src/util/own-buffer.js";
-import type { IngestReply } from "./threads/ingest.js";
+import type { IngestReply, IngestTask } from "./threads/ingest.js";
 
 export interface WorkerPool {
   /**
-   * The request body as a storable table. Bodies up to `--ingest-inline-max-bytes` are decoded on
-   * the calling thread; larger ones in a worker, so their O(rows) flattening never stalls the event
-   * loop serving queries. `raw` is moved to the worker: do not use it afterwards.
+   * The request body as a storable table. Plain bodies up to `--ingest-inline-max-bytes` are
+   * decoded on the calling thread; larger ones, and compressed or dictionary-encoded ones of any
+   * size (a few bytes can expand to the decoded-body limit), in a worker, so their decoding never
+   * stalls the event loop serving queries. `raw` is moved to the worker: do not use it afterwards.
    */
   ingest(raw: Uint8Array | undefined): Promise<A.Table>;
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
@@ -29,7 +30,7 @@ export interface WorkerPool {
   destroy(): Promise<void>;
 }
 
-type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes"> & Partial<Pick<Config, "workerHeapMb">>;
+type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes" | "maxDecodedBody"> & Partial<Pick<Config, "workerHeapMb">>;
 
 export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
   const pool = new Piscina({
@@ -69,9 +70,10 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
 
   return {
     async ingest(raw) {
-      if (!raw || raw.length <= config.ingestInlineMaxBytes) return normaliseIpc(raw).table;
+      if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) return normaliseIpc(raw, config.maxDecodedBody).table;
       const own = ownBuffer(raw);
-      const reply = await run<IngestReply>("ingest", own, [own.buffer as ArrayBuffer]);
+      const task: IngestTask = { body: own, maxDecodedBody: config.maxDecodedBody };
+      const reply = await run<IngestReply>("ingest", task, [own.buffer as ArrayBuffer]);
       if (reply instanceof Uint8Array) return arrow.tableFromIPC(reply);
       throw invalid(reply.error);
     },

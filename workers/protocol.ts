@@ -1,7 +1,8 @@
 // The messages of every child process Quiver starts, in one module both sides import:
 // - job processes (backfill, view refresh, index build; workers/processes/job-process.ts frames
 //   them): the server sends `start` with the job's request, then possibly `stop`; the process
-//   answers with progress messages of the job's own shape and ends with `done` or `error`;
+//   answers with progress messages of the job's own shape and ends with `done` or `error`; before
+//   each commit it asks `may-commit`, which the server answers in order after the progress before;
 // - the compute sandbox (workers/processes/compute.ts): its owner sends `task`s, each answered by
 //   one `reply` with the same id; the sandbox says `ready` once, when its pool is up.
 import type { ErrorPolicy, FailedRow } from "../src/compute/error-handling.js";
@@ -14,7 +15,13 @@ import type { UdfRequest } from "./threads/udf.js";
 
 // ---- job processes
 
-export type JobCommand<R> = { type: "start"; request: R } | { type: "stop" };
+export type JobCommand<R> = { type: "start"; request: R } | { type: "stop" } | MayCommit;
+
+/**
+ * Asked by a job process right before a commit, and answered with `ok`: whether the job is still
+ * this replica's to run, with no cancel asked (checked against the job record at that moment).
+ */
+export type MayCommit = { type: "may-commit"; ok?: boolean };
 
 /** The end of a run, after any number of progress messages of the job's own shape. */
 export type EndMessage = { type: "done" } | { type: "error"; message: string };
@@ -56,6 +63,12 @@ export interface BackfillProgress {
   fragments?: number[];
   /** A task's address range [from, to), fixed by its first plan (to null: the end). */
   range?: [string, string | null];
+  /**
+   * With a fixed read version (a task's, or one a client gave), the plan is the same on every run:
+   * its length, and where the last commit left it (a resumed run goes on from there).
+   */
+  planned?: number;
+  position?: number;
 }
 
 /** What the server sends: the job, how its values are computed, where it stands, and the commits that wrote current values. */

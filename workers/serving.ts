@@ -105,7 +105,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     return p === "on" || (p !== "off" && config.serving === "on" && config.servingMemoryMb > 0);
   };
 
-  watchServing(() =>
+  const unwatch = watchServing(() =>
     [...states.values()]
       .filter((s) => s.status !== "none" && s.status !== "checking")
       .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, rows: 0, tombstones: 0 }) })),
@@ -504,6 +504,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
     async close() {
       closed = true;
+      unwatch();
       clearInterval(saver);
       await Promise.all([...states.values()].map((st) => persist(st)));
       dropped.close();

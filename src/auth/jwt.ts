@@ -30,9 +30,18 @@ function toPrincipal(payload: JWTPayload, cfg: Config): Principal {
   return { subject, key, role, prefixes };
 }
 
-/** Verifies signature, issuer, audience, expiry and not-before; null when any check fails. */
+/**
+ * A token's validity must end, and not too late: `exp` at most --jwt-max-lifetime-s past its `iat`
+ * or past now, whichever is earlier, so a leaked token or an issuer's mistake is bounded too.
+ */
+function lifetimeBounded(payload: JWTPayload, maxS: number): boolean {
+  const now = Date.now() / 1000;
+  return payload.exp !== undefined && payload.exp - Math.min(payload.iat ?? now, now) <= maxS;
+}
+
+/** Verifies signature, issuer, audience, expiry (required, bounded) and not-before; null when any check fails. */
 export function makeJwtVerifier(cfg: Config): JwtVerifier | null {
-  const opts = { issuer: cfg.jwtIssuer, audience: cfg.jwtAudience };
+  const opts = { issuer: cfg.jwtIssuer, audience: cfg.jwtAudience, requiredClaims: ["exp"] };
   let verify: (token: string) => Promise<{ payload: JWTPayload }>;
   if (cfg.jwtJwksUrl) {
     const jwks = createRemoteJWKSet(new URL(cfg.jwtJwksUrl));
@@ -51,10 +60,10 @@ export function makeJwtVerifier(cfg: Config): JwtVerifier | null {
     cache.delete(token);
     try {
       const { payload } = await verify(token);
+      if (!lifetimeBounded(payload, cfg.jwtMaxLifetimeS)) return null;
       const principal = toPrincipal(payload, cfg);
       if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
-      const expires = payload.exp !== undefined ? payload.exp * 1000 : Infinity;
-      cache.set(token, { principal, until: Math.min(expires, Date.now() + CACHE_MS) });
+      cache.set(token, { principal, until: Math.min(payload.exp! * 1000, Date.now() + CACHE_MS) });
       return principal;
     } catch {
       return null;

@@ -21,6 +21,8 @@ export function newLocation(id: readonly string[], randomised = false): string {
 
 /** Where the catalog lives on an object store (a location no table may take). */
 export const REMOTE_MANIFEST_LOCATION = "__manifest.lance";
+/** The catalog's own table: the directory catalog's on local disk, and where it lives on an object store. */
+export const CATALOG_DIRS = ["__manifest", REMOTE_MANIFEST_LOCATION];
 
 /** A location under an object store root: `<root>/<relative>`, never outside it. */
 function resolveRemote(root: string, location: string): string {
@@ -41,11 +43,14 @@ export function resolveLocation(root: string, location: string): string {
 /**
  * A client-given location (relative, absolute or file:// inside the data directory) → stored relative form.
  * Entries of the data directory whose name starts with "." are Quiver's own (its state, the replicas'
- * shared system tables): no table may be registered there.
+ * shared system tables), and the catalog's table is every tenant's: no table may be registered
+ * there, nor inside them (a table's writes and version deletes would reach them).
  */
 export function normaliseLocation(root: string, location: string): string {
   const rel = isRemote(root) ? resolveRemote(root, location).slice(root.length + 1) : path.relative(root, resolveLocation(root, location));
-  if (rel.split(/[\\/]/)[0].startsWith(".")) throw invalid(`location ${JSON.stringify(location)} is reserved for Quiver's own state`);
+  const top = rel.split(/[\\/]/)[0];
+  if (top.startsWith(".")) throw invalid(`location ${JSON.stringify(location)} is reserved for Quiver's own state`);
+  if (CATALOG_DIRS.includes(top)) throw invalid(`location ${JSON.stringify(location)} is the catalog's own table`);
   return rel;
 }
 

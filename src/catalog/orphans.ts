@@ -10,12 +10,10 @@ import path from "node:path";
 import { isRemote, joinPath, listNames, newestChange, removeTree } from "../util/store-files.js";
 import type { Catalog } from "./catalog.js";
 import type { Claims } from "./claims.js";
-import { REMOTE_MANIFEST_LOCATION } from "./locations.js";
+import { CATALOG_DIRS } from "./locations.js";
 import { DEREGISTERED } from "./root-listing.js";
 
 const TABLE_PARTS = new Set(["_versions", "data", "_indices", "_transactions", "_deletions", ".svc-reserved"]);
-/** The catalog's own table: the directory catalog's on local disk, and where it lives on an object store. */
-const CATALOG_DIRS = ["__manifest", REMOTE_MANIFEST_LOCATION];
 
 export interface Reclaimed {
   /** Locations removed (relative to the data directory). */

@@ -9,15 +9,21 @@ import type { Entry } from "../catalog/catalog.js";
 import { sameId } from "../catalog/names.js";
 import { listTags, tagBranch } from "../engine/refs.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
-import type { JobRecord } from "../jobs/store.js";
 import type { ReadLeases } from "../engine/read-leases.js";
 import type { Views } from "./views.js";
+
+/** What a cleanup needs to know of another job (a job record has these fields). */
+export interface ActiveJob {
+  id: string;
+  operation: string;
+  table: string[];
+}
 
 export interface RetentionInputs {
   views: Views;
   leases: ReadLeases;
   /** Queued and Running jobs other than maintenance. */
-  otherJobs: () => JobRecord[];
+  otherJobs: () => ActiveJob[];
 }
 
 export type Kept = { versions: number[] } | { busy: string };

@@ -10,7 +10,7 @@ import { sameId, SEP } from "../catalog/names.js";
 import { arrow } from "../engine/arrow.js";
 import { invalid } from "../errors.js";
 import { errorPolicy, type ErrorHandlingBody, type ErrorPolicy } from "./error-handling.js";
-import { checkExpression, type ExpressionLimits } from "../schemas/expression.js";
+import { checkExpression, checkSqlBody, type ExpressionLimits } from "../schemas/expression.js";
 import { migrateLog } from "../util/json-log.js";
 import { sqlString, type SystemTables } from "../util/system-table.js";
 import { keepFresh, type Freshness } from "../util/keep-fresh.js";
@@ -188,7 +188,7 @@ export function defineView(b: CreateInput, limits: ExpressionLimits): { definiti
     if (kind === "chunker" && (spec.partition_by != null || spec.partition_by_indexed_column != null)) throw invalid("udtf_spec.partition_by: only batch udtf views are partitioned");
     fn = decodeTableFunction(spec.udtf);
     if (fn?.backend === "sql" && kind === "chunker") throw invalid('udtf_spec.udtf: a chunker runs JavaScript ({"backend":"js","source":…}) or Python ({"backend":"python","source":…}), not SQL');
-    if (fn?.backend === "sql") checkExpression("udtf_spec.udtf.sql", fn.code, limits);
+    if (fn?.backend === "sql") checkSqlBody("udtf_spec.udtf.sql", fn.code, limits);
   }
   const source = parseSourceQuery(b.source_query);
   if (source?.filter != null) checkExpression("source_query.filter", source.filter, limits);

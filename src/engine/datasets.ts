@@ -6,6 +6,7 @@ import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code, invalid } from "../errors.js";
+import { recordCommitConflict } from "../metrics.js";
 import { EXPRESSION_FAULT, filterError } from "./query-errors.js";
 import { engineReason, errorText, isCommitConflict } from "./messages.js";
 import type { Tables } from "./tables.js";
@@ -61,7 +62,10 @@ const BAD_INPUT = /Invalid input|Invalid user input/;
  */
 export function dataError(err: unknown, field: string, table?: string): ApiError | null {
   const msg = errorText(err);
-  if (isCommitConflict(err)) return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${engineReason(err)}; retry`);
+  if (isCommitConflict(err)) {
+    recordCommitConflict("data");
+    return new ApiError(Code.ConcurrentModification, `concurrent write conflict: ${engineReason(err)}; retry`);
+  }
   const sql = table === undefined ? null : filterError(err, field, table);
   if (sql) return sql;
   if (BAD_INPUT.test(msg) || EXPRESSION_FAULT.test(msg)) return invalid(`${field}: ${engineReason(err)}`);

@@ -11,6 +11,7 @@ import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { log } from "../log.js";
+import { recordCommitRetries } from "../metrics.js";
 import { arrow } from "./arrow.js";
 import { quoteIdent } from "./computed-columns.js";
 import { namedBranch, type Tables, type TableHandle } from "./tables.js";
@@ -101,6 +102,7 @@ export function createGroupCommit(tables: Tables): GroupCommit {
       close();
       if (group.length === 1) return group[0].reject(err);
       // One batch may be what the engine refused: each goes on its own, and only its writer hears of its failure.
+      recordCommitRetries("group_commit", group.length);
       for (const w of group) await commitAlone(entry, branch, kind, w.item).then(w.resolve, w.reject);
       return;
     }

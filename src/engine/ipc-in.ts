@@ -1,43 +1,79 @@
 // Arrow IPC request bodies: decoded with LanceDB's arrow copy and checked against the table's
 // schema before anything is written, because LanceDB silently casts wrong types and even writes
 // nulls into non-nullable columns.
+import { createRequire } from "node:module";
 import type * as A from "apache-arrow";
-import { invalid } from "../errors.js";
+import { ApiError, invalid } from "../errors.js";
 import { arrow } from "./arrow.js";
+import { plainDictionaries } from "./dictionaries.js";
 import { decompressIpc, isCompressedBatchError } from "./ipc-codecs.js";
+import { ipcMessages } from "./ipc-messages.js";
 import { toJsonType } from "./json-arrow.js";
 
 /**
- * THE decode of a request body, run inline for small bodies and in a worker for large ones
- * (workers/pool.ts): the body as a storable table (dictionary columns flattened), and whether
- * that table differs from the bytes sent. 400 when the body is missing, not an Arrow IPC stream (or file), or unstorable.
+ * THE decode of a request body, run inline for small plain bodies and in a worker for the others
+ * (workers/pool.ts): the body as a storable table (dictionary columns expanded), and whether that
+ * table differs from the bytes sent. 400 when the body is missing, not an Arrow IPC stream (or
+ * file), unstorable, or decodes to more than `maxDecoded` bytes (compressed buffers and
+ * dictionaries expanded; checked before either is).
  */
-export function normaliseIpc(raw: Uint8Array | undefined): { table: A.Table; rewritten: boolean } {
+export function normaliseIpc(raw: Uint8Array | undefined, maxDecoded: number): { table: A.Table; stream: Uint8Array | null } {
   if (!raw || raw.length === 0) throw invalid("body: an Arrow IPC stream is required");
   let t: A.Table;
+  let plain: Uint8Array;
   try {
-    t = readIpc(raw);
+    ({ t, plain } = readIpc(raw, maxDecoded));
   } catch (e) {
+    if (e instanceof ApiError) throw e;
     throw invalid(`body: not a valid Arrow IPC stream (${(e as Error).message})`);
   }
   // A byte soup that happens to parse yields no schema at all.
   if (t.schema.fields.length === 0) throw invalid("body: not a valid Arrow IPC stream (no schema with columns)");
-  const table = storable(t);
-  return { table, rewritten: table !== t };
+  storable(t);
+  const table = plainDictionaries(t, plain.length, maxDecoded);
+  return { table, stream: table === t ? plain : null };
 }
 
-/** `t` as Lance can store it (dictionary columns flattened); 400 for what it cannot store. */
+// The CommonJS copy's message decoder, as ipc-out.ts explains.
+type MessageModule = typeof import("apache-arrow/ipc/metadata/message");
+const { Message } = createRequire(import.meta.url)("apache-arrow/ipc/metadata/message") as MessageModule;
+const DICTIONARY_BATCH = 2;
+
+/**
+ * Whether the body is a plain Arrow IPC stream: no compressed buffer and no dictionary, so it
+ * decodes to no more than its own size (read from the messages' metadata alone). Anything else,
+ * malformed bodies included, is decoded in the worker pool whatever its size.
+ */
+export function isPlainIpc(raw: Uint8Array): boolean {
+  try {
+    let message!: InstanceType<MessageModule["Message"]>;
+    const bodyLength = (m: Uint8Array) => Number((message = Message.decode(m)).bodyLength);
+    for (const _ of ipcMessages(raw, bodyLength)) {
+      if (message.headerType === DICTIONARY_BATCH) return false;
+      // apache-arrow 18 throws reading a compressed batch's header.
+      const header = message.header();
+      if (message.isSchema() && (header as A.Schema).dictionaries.size > 0) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** 400 for what Lance cannot store of `t`. */
 export function storable(t: A.Table): A.Table {
   t.schema.fields.forEach((f) => checkStorable(f, f.name));
-  return plainColumns(t);
+  return t;
 }
 
-function readIpc(raw: Uint8Array): A.Table {
+/** The body's table, and its bytes as an uncompressed stream (the body itself when it was one). */
+function readIpc(raw: Uint8Array, maxDecoded: number): { t: A.Table; plain: Uint8Array } {
   try {
-    return arrow.tableFromIPC(raw);
+    return { t: arrow.tableFromIPC(raw), plain: raw };
   } catch (e) {
     if (!isCompressedBatchError(e)) throw e;
-    return arrow.tableFromIPC(decompressIpc(raw));
+    const plain = decompressIpc(raw, maxDecoded);
+    return { t: arrow.tableFromIPC(plain), plain };
   }
 }
 
@@ -49,20 +85,6 @@ function checkStorable(f: A.Field, path: string): void {
     throw invalid(`column ${JSON.stringify(path)}: time zone ${JSON.stringify(tz)} cannot be stored by Lance; use a named zone such as "UTC" or "Europe/Paris"`);
   }
   for (const c of f.type.children ?? []) checkStorable(c, `${path}.${c.name}`);
-}
-
-// LanceDB's merge_insert rejects dictionary-encoded columns (apache-arrow's default for strings);
-// store them as their value type.
-function plainColumns(t: A.Table): A.Table {
-  if (!t.schema.fields.some((f) => arrow.DataType.isDictionary(f.type))) return t;
-  const cols: Record<string, A.Vector> = {};
-  for (const f of t.schema.fields) {
-    const v = t.getChild(f.name)!;
-    cols[f.name] = arrow.DataType.isDictionary(f.type)
-      ? arrow.vectorFromArray([...v], (f.type as A.Dictionary).dictionary)
-      : v;
-  }
-  return new arrow.Table(cols);
 }
 
 /** Type identity ignoring child field names and nullability (but keeping struct member names). */

@@ -100,6 +100,8 @@ export function fromJsonSchema(s: JsonArrowSchema): A.Schema {
 
 export function fromJsonField(f: JsonArrowField): A.Field {
   if (typeof f?.name !== "string") throw invalid(`field name: must be a string, got ${JSON.stringify(f?.name)}`);
+  // Fields become properties of the objects rows are built in, where this name sets the prototype.
+  if (f.name === "__proto__") throw invalid(`field name: "__proto__" cannot be a column or field name`);
   const meta = f.metadata ? new Map(Object.entries(f.metadata)) : undefined;
   return new arrow.Field(f.name, fromJsonType(f.type, f.name), f.nullable ?? true, meta);
 }

@@ -82,11 +82,11 @@ async function optimizeOnce(table: lancedb.Table, cleanupBefore: Date): Promise<
  * files its compaction replaced (measured: a table with half its rows deleted kept 3.3x the bytes
  * of a fresh copy), so a second call with a cutoff taken after the first removes them.
  */
-export async function optimizeTable(table: lancedb.Table, cleanupBefore: (() => Date) | null): Promise<OptimizeResult> {
-  const s = await optimizeOnce(table, cleanupBefore?.() ?? new Date(0));
+export async function optimizeTable(table: lancedb.Table, cleanupBefore: (() => Promise<Date>) | null): Promise<OptimizeResult> {
+  const s = await optimizeOnce(table, (await cleanupBefore?.()) ?? new Date(0));
   let { oldVersionsRemoved, bytesRemoved } = s.prune;
   if (cleanupBefore !== null) {
-    const again = await optimizeOnce(table, cleanupBefore());
+    const again = await optimizeOnce(table, await cleanupBefore());
     oldVersionsRemoved += again.prune.oldVersionsRemoved;
     bytesRemoved += again.prune.bytesRemoved;
   }
@@ -110,5 +110,17 @@ export function keptBound(versions: readonly lancedb.Version[], kept: Iterable<n
   return bound;
 }
 
-/** A cleanup cutoff, taken now: the start of the retention window, or `bound` if earlier. */
-export const cleanupCutoff = (retainMs: number, bound: number) => new Date(Math.min(Date.now() - retainMs, bound));
+/**
+ * A cleanup cutoff, taken now: the start of the retention window, or later where that keeps only
+ * the newest `maxVersions` (0: no such bound), but never later than `bound`. Every commit is a
+ * version, and each re-check of a table lists them all: under a write stream a time window alone
+ * keeps thousands.
+ */
+export async function cleanupCutoff(table: lancedb.Table, retainMs: number, bound: number, maxVersions: number): Promise<Date> {
+  let from = Date.now() - retainMs;
+  if (maxVersions > 0) {
+    const newestFirst = (await listVersions(table)).map((v) => v.timestamp.getTime()).sort((a, b) => b - a);
+    if (newestFirst.length > maxVersions) from = Math.max(from, newestFirst[maxVersions - 1]);
+  }
+  return new Date(Math.min(from, bound));
+}

@@ -10,6 +10,7 @@ import type { ManifestRow, ManifestStore } from "../catalog/catalog.js";
 import { REMOTE_MANIFEST_LOCATION } from "../catalog/locations.js";
 import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
+import { merged } from "./writes.js";
 
 const { Field, List, Schema, Utf8 } = arrow;
 
@@ -72,11 +73,11 @@ function storeOn(table: lancedb.Table): ManifestStore {
       return table.version();
     },
     async insertIfAbsent(row) {
-      const r = await table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row]));
+      const r = await table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
       return { inserted: r.numInsertedRows === 1, version: r.version };
     },
     async upsert(row) {
-      const r = await table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row]));
+      const r = await table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
       return r.version;
     },
     async remove(objectIds) {

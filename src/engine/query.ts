@@ -238,6 +238,16 @@ export async function runQueryJson(table: lancedb.Table, s: QuerySpec, name: str
 export const jsonAnswer = (ipc: Uint8Array, lines: boolean): AsyncIterable<Uint8Array> =>
   jsonRows(Buffer.from(ipc.buffer, ipc.byteOffset, ipc.byteLength), async () => null, lines);
 
+/**
+ * An answer already in Arrow IPC (one file, in chunks: the search batcher's) as JSON rows; read
+ * whole first, so only for answers of a bounded size (a top-k search's).
+ */
+export async function* jsonOfIpc(result: QueryResult, lines: boolean): AsyncGenerator<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const c of result) parts.push(c);
+  yield* jsonRows(Buffer.concat(parts), async () => null, lines);
+}
+
 async function* jsonRows(first: Buffer | null, next: () => Promise<Buffer | null>, lines: boolean): AsyncGenerator<Uint8Array> {
   let encode: ReturnType<typeof rowEncoder> | null = null;
   let rows = 0;

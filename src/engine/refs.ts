@@ -2,7 +2,8 @@
 // creation time and metadata) read from Lance's `_refs/` files, name rules, and the one place
 // Lance's ref error texts are turned into API errors.
 import { namedBranch, type TableHandle } from "./tables.js";
-import { exists, joinPath, readBytes, removeTree } from "../util/store-files.js";
+import { exists, joinInside, readBytes, removeTree } from "../util/store-files.js";
+import { branchNameFault, branchTreePath, checkedRef } from "../util/ref-names.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { engineReason, errorText } from "./messages.js";
 
@@ -33,7 +34,7 @@ async function readJson(file: string): Promise<Record<string, unknown> | null> {
 
 /** The branch a tag points into; undefined for main. */
 export async function tagBranch(tableDir: string, tag: string): Promise<string | undefined> {
-  const rec = await readJson(joinPath(tableDir, `_refs/tags/${tag}.json`));
+  const rec = await readJson(joinInside(tableDir, `_refs/tags/${checkedRef("tag", tag)}.json`));
   return typeof rec?.branch === "string" ? rec.branch : undefined;
 }
 
@@ -43,29 +44,27 @@ export interface BranchFile {
 }
 
 export async function branchFile(tableDir: string, name: string): Promise<BranchFile> {
-  const rec = await readJson(joinPath(tableDir, `_refs/branches/${encodeURIComponent(name)}.json`));
+  const rec = await readJson(joinInside(tableDir, `_refs/branches/${encodeURIComponent(checkedRef("branch", name))}.json`));
   return {
     createAt: typeof rec?.createAt === "number" ? rec.createAt : undefined,
     metadata: rec?.metadata && typeof rec.metadata === "object" ? (rec.metadata as Record<string, string>) : undefined,
   };
 }
 
-// Lance's rule for branch names: `/`-separated segments of alphanumerics, '.', '-' and '_'.
-// Checked here because Lance creates the branch directory before it validates the name.
+// Lance creates the branch directory before it validates the name, and accepts a "." segment.
 export function checkBranchName(name: string): void {
   if (name === "main") throw invalid(`name: "main" is the main branch and cannot be created or deleted`);
-  if (!name.split("/").every((s) => /^[A-Za-z0-9._-]+$/.test(s))) {
-    throw invalid(`name: branch name ${JSON.stringify(name)} is invalid: "/"-separated segments of letters, digits, ".", "-" and "_" only`);
-  }
+  const fault = branchNameFault(name);
+  if (fault !== null) throw invalid(`name: ${fault}`);
 }
 
 /** Runs a branch creation; if it fails, removes the directories it may have left behind. */
 export async function withoutOrphan<T>(tableDir: string, name: string, create: () => Promise<T>): Promise<T> {
   // The outermost directory of `tree/<a>/<b>/…` that does not exist yet (a may be another branch's parent).
-  const segs = name.split("/");
+  const segs = branchTreePath(name).split("/");
   let fresh: string | null = null;
-  for (let i = 1; i <= segs.length && fresh === null; i++) {
-    const dir = joinPath(tableDir, ["tree", ...segs.slice(0, i)].join("/"));
+  for (let i = 2; i <= segs.length && fresh === null; i++) {
+    const dir = joinInside(tableDir, segs.slice(0, i).join("/"));
     if (!(await exists(dir))) fresh = dir;
   }
   try {

@@ -20,8 +20,29 @@ const q = JSON.stringify;
 const describe = (v: unknown) => (typeof v === "string" ? q(v.length > 40 ? v.slice(0, 40) + "…" : v) : Array.isArray(v) ? "an array" : v === null ? "null" : typeof v === "object" ? "an object" : String(v));
 const misfit = (at: string, want: string, v: unknown) => invalid(`${at}: expected ${want}, got ${describe(v)}`);
 
+// A row's keys become the properties of the objects rows are built in, where `__proto__` sets the
+// prototype instead (a column or struct field lost, or a 500): refused, found by a walk only when
+// the text holds the name at all. A schema's field of that name is refused by fromJsonField.
+const PROTO = "__proto__";
+
+/** 400 naming the first `__proto__` key in `v` (a row, or a value in one), at `at`. */
+function refuseProtoKeys(v: unknown, at: string): void {
+  if (!v || typeof v !== "object") return;
+  if (Array.isArray(v)) return v.forEach((x, i) => refuseProtoKeys(x, `${at}[${i}]`));
+  for (const [k, x] of Object.entries(v)) {
+    if (k === PROTO) throw invalid(`${at}: ${q(PROTO)} cannot be a column or field name`);
+    refuseProtoKeys(x, `${at}.${k}`);
+  }
+}
+
 /** Parse a body of JSON rows (array, `{schema, rows}` object, or NDJSON lines). */
 export function parseJsonRows(text: string, ndjson: boolean): JsonRows {
+  const rows = parseRows(text, ndjson);
+  if (text.includes(`"${PROTO}"`)) rows.rows.forEach((r, i) => refuseProtoKeys(r, `rows[${i}]`));
+  return rows;
+}
+
+function parseRows(text: string, ndjson: boolean): JsonRows {
   if (ndjson) {
     const rows: Record<string, unknown>[] = [];
     text.split("\n").forEach((line, i) => {
@@ -79,10 +100,12 @@ function int64(signed: boolean): Read {
   };
 }
 
-const SPECIAL: Record<string, number> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+const SPECIAL = new Map([["NaN", NaN], ["Infinity", Infinity], ["-Infinity", -Infinity]]);
 const float: Read = (v, at) => {
+  // JSON has no infinite numbers: one here is a literal past float64's range (1e400), not a value to store.
+  if (typeof v === "number" && !Number.isFinite(v)) throw invalid(`${at}: a number outside the range of a 64-bit float; send "Infinity" or "-Infinity" for an infinite value`);
   if (typeof v === "number") return v;
-  if (typeof v === "string" && v in SPECIAL) return SPECIAL[v];
+  if (typeof v === "string" && SPECIAL.has(v)) return SPECIAL.get(v);
   throw misfit(at, "a number", v);
 };
 
@@ -145,9 +168,40 @@ function reader(t: A.DataType): Read {
   throw invalid(`schema: columns of type ${t} cannot be written from JSON rows; send Arrow IPC`);
 }
 
-/** `rows` as a table of `schema`; every key of every row must be a column. */
-export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string): A.Table {
+/** Bytes a null of type `t` takes once built (at most 8 for a number or an offset). */
+function slotBytes(t: A.DataType): number {
+  const D = arrow.DataType;
+  if (D.isFixedSizeList(t)) return (t as A.FixedSizeList).listSize * slotBytes(t.children[0].type);
+  if (D.isFixedSizeBinary(t)) return (t as A.FixedSizeBinary).byteWidth;
+  if (D.isStruct(t)) return t.children.reduce((n, c) => n + slotBytes(c.type), 0);
+  return D.isDecimal(t) ? 32 : 8;
+}
+
+/** Bytes `v` (of type `t`) takes once built, counting what its nulls take. */
+function builtBytes(v: unknown, t: A.DataType): number {
+  const D = arrow.DataType;
+  if (v !== null && v !== undefined) {
+    if ((D.isFixedSizeList(t) || D.isList(t)) && Array.isArray(v)) return v.reduce((n: number, x) => n + builtBytes(x, t.children[0].type), 0);
+    if (D.isStruct(t) && typeof v === "object") return t.children.reduce((n, c) => n + builtBytes((v as Record<string, unknown>)[c.name], c.type), 0);
+  }
+  return slotBytes(t);
+}
+
+/** Whether `t` holds a fixed-size list or binary, whose nulls take their whole size. */
+const hasFixedSize = (t: A.DataType): boolean => arrow.DataType.isFixedSizeList(t) || arrow.DataType.isFixedSizeBinary(t) || (t.children ?? []).some((c) => hasFixedSize(c.type));
+
+/**
+ * `rows` as a table of `schema`; every key of every row must be a column. A null of a fixed-size
+ * type is built at its full size, so a schema's sizes times the rows are held to `maxDecoded`
+ * bytes before anything is built (a null row of a list of 10^9 floats was 4 GB from 9 bytes).
+ */
+export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string, maxDecoded: number): A.Table {
   if (rows.length === 0) return new arrow.Table(new arrow.Schema(schema.fields) as never);
+  let built = 0;
+  for (const f of schema.fields.filter((f) => hasFixedSize(f.type))) {
+    for (const r of rows) built += builtBytes(r[f.name], f.type);
+    if (built > maxDecoded) throw invalid(`rows: column ${q(f.name)} of type ${f.type} builds ${built} bytes or more, past the limit of ${maxDecoded} (--max-decoded-body)`);
+  }
   const names = new Set(schema.fields.map((f) => f.name));
   rows.forEach((r, i) => {
     const extra = Object.keys(r).find((k) => !names.has(k));
@@ -218,7 +272,7 @@ function infer(values: unknown[], what: string): A.DataType {
 }
 
 /** The table for a create from JSON rows: the schema given with the rows, or the one they imply. */
-export function createTableFromRows(body: JsonRows, table: string): A.Table {
+export function createTableFromRows(body: JsonRows, table: string, maxDecoded: number): A.Table {
   const schema = body.schema ? fromJsonSchema(body.schema) : inferSchema(body.rows);
-  return rowsToTable(body.rows, schema, table);
+  return rowsToTable(body.rows, schema, table, maxDecoded);
 }

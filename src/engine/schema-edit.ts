@@ -3,6 +3,7 @@
 // has no call of its own.
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code, invalid } from "../errors.js";
+import { recordCommitConflict } from "../metrics.js";
 import type * as A from "apache-arrow";
 import { arrow } from "./arrow.js";
 import { EXPRESSION_FAULT } from "./query-errors.js";
@@ -14,7 +15,10 @@ const CLIENT_FAULT = /^(Invalid input, |Invalid expression for column |lance err
 
 /** A rejected schema change as a 400; `field` names the request input holding the SQL it evaluated, if any. */
 function schemaEditError(err: unknown, field?: string): ApiError | null {
-  if (isCommitConflict(err)) return new ApiError(Code.ConcurrentModification, `concurrent schema change: ${engineReason(err)}; retry`);
+  if (isCommitConflict(err)) {
+    recordCommitConflict("schema");
+    return new ApiError(Code.ConcurrentModification, `concurrent schema change: ${engineReason(err)}; retry`);
+  }
   const msg = errorText(err);
   const sql = field !== undefined && EXPRESSION_FAULT.test(msg);
   if (!sql && !CLIENT_FAULT.test(msg)) return null;

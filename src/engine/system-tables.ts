@@ -14,6 +14,7 @@ import { fileInfo, joinPath, writeIfAbsent } from "../util/store-files.js";
 import { arrow } from "./arrow.js";
 import { errorText } from "./messages.js";
 import { isRemote } from "./storage.js";
+import { merged } from "./writes.js";
 import type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
 
 export type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
@@ -98,18 +99,18 @@ function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, 
     },
     async upsert(rows) {
       if (rows.length === 0) return;
-      await table.mergeInsert("key").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow(rows));
+      await table.mergeInsert("key").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow(rows)).then(merged("system"));
       committed();
     },
     async insertIfAbsent(rows) {
       if (rows.length === 0) return 0;
-      const r = await table.mergeInsert("key").whenNotMatchedInsertAll().execute(toArrow(rows));
+      const r = await table.mergeInsert("key").whenNotMatchedInsertAll().execute(toArrow(rows)).then(merged("system"));
       if (r.numInsertedRows > 0) committed();
       return r.numInsertedRows;
     },
     async updateIf(rows, where) {
       if (rows.length === 0) return 0;
-      const r = await table.mergeInsert("key").whenMatchedUpdateAll({ where }).execute(toArrow(rows));
+      const r = await table.mergeInsert("key").whenMatchedUpdateAll({ where }).execute(toArrow(rows)).then(merged("system"));
       if (r.numUpdatedRows > 0) committed();
       return r.numUpdatedRows;
     },

@@ -8,6 +8,7 @@ import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
 import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
 import { removeTree } from "../util/store-files.js";
+import { checkedRef } from "../util/ref-names.js";
 import { keepFresh, type Freshness } from "../util/keep-fresh.js";
 import { log } from "../log.js";
 import { recordFreshnessCheck } from "../metrics.js";
@@ -220,7 +221,8 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     plain,
     namespaced,
     open(entry, opts = {}) {
-      const branch = namedBranch(opts.branch);
+      // LanceDB joins a branch into `tree/<branch>` unchecked: every name reaching it is checked here too.
+      const branch = namedBranch(opts.branch) === undefined ? undefined : checkedRef("branch", opts.branch!);
       if (opts.version !== undefined || branch !== undefined || opts.fresh) return openRaw(entry, { version: opts.version, branch });
       return latest(entry, opts.minVersion);
     },

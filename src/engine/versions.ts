@@ -8,7 +8,8 @@ import { namedBranch } from "./tables.js";
 import type { Entry } from "../catalog/catalog.js";
 import { resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code } from "../errors.js";
-import { copyIfAbsent, fileInfo, isRemote, joinPath, listNames, moveFile, readBytes, removeFile } from "../util/store-files.js";
+import { branchTreePath } from "../util/ref-names.js";
+import { copyIfAbsent, fileInfo, isRemote, joinInside, joinPath, listNames, moveFile, readBytes, readTail, removeFile } from "../util/store-files.js";
 
 const U64_MAX = 18446744073709551615n;
 
@@ -19,7 +20,7 @@ export interface ManifestFile {
   eTag: string;
 }
 
-const branchPrefix = (branch: string | undefined) => (namedBranch(branch) ? `tree/${branch}/` : "");
+const branchPrefix = (branch: string | undefined) => (namedBranch(branch) ? `${branchTreePath(branch!)}/` : "");
 
 /** Where Lance's default (V2) naming puts the manifest of `version`, relative to the table directory. */
 export const manifestPathV2 = (version: number, branch?: string) =>
@@ -28,7 +29,7 @@ export const manifestPathV2 = (version: number, branch?: string) =>
 /** The manifest of `version` on `branch`, or null when neither naming scheme has it. */
 export async function manifestFile(tableDir: string, version: number, branch?: string): Promise<ManifestFile | null> {
   for (const rel of [manifestPathV2(version, branch), `${branchPrefix(branch)}_versions/${version}.manifest`]) {
-    const info = await fileInfo(joinPath(tableDir, rel));
+    const info = await fileInfo(joinInside(tableDir, rel));
     if (info) return { path: rel, size: info.size, eTag: info.eTag };
   }
   return null;
@@ -41,7 +42,7 @@ const manifestPath = (version: number, scheme: NamingScheme, branch?: string) =>
   scheme === "V1" ? `${branchPrefix(branch)}_versions/${version}.manifest` : manifestPathV2(version, branch);
 
 /** The directory holding a branch's manifests, and staged ones waiting to be published. */
-export const versionsDir = (tableDir: string, branch?: string) => joinPath(tableDir, `${branchPrefix(branch)}_versions`);
+export const versionsDir = (tableDir: string, branch?: string) => joinInside(tableDir, `${branchPrefix(branch)}_versions`);
 
 /** Versions that have a published manifest on `branch` (either naming scheme), ascending. */
 export async function publishedVersions(tableDir: string, branch?: string): Promise<number[]> {
@@ -61,7 +62,7 @@ export async function publishedVersions(tableDir: string, branch?: string): Prom
  * exists already; otherwise the new manifest and a way to take it back. The staged name stays.
  */
 export async function publishManifest(tableDir: string, staged: string, version: number, scheme: NamingScheme, branch?: string) {
-  const final = joinPath(tableDir, manifestPath(version, scheme, branch));
+  const final = joinInside(tableDir, manifestPath(version, scheme, branch));
   if (!(await copyIfAbsent(staged, final))) return null;
   return { manifest: (await manifestFile(tableDir, version, branch))!, undo: () => removeFile(final) };
 }
@@ -74,7 +75,7 @@ export async function publishManifest(tableDir: string, staged: string, version:
 export async function setAsideManifest(tableDir: string, version: number, branch?: string) {
   const m = await manifestFile(tableDir, version, branch);
   if (!m) return null;
-  const at = joinPath(tableDir, m.path);
+  const at = joinInside(tableDir, m.path);
   const aside = `${at}-deleted`;
   await moveFile(at, aside);
   return { undo: () => moveFile(aside, at), drop: () => removeFile(aside) };
@@ -85,6 +86,12 @@ export function tableDir(root: string, entry: Entry): string {
   if (!entry.location) throw new ApiError(Code.TableNotFound, `table ${JSON.stringify(entry.objectId)} has no data yet (declared only)`);
   return resolveLocation(root, entry.location);
 }
+
+/** What every Lance manifest file ends with. */
+const MANIFEST_MAGIC = "LANC";
+
+/** Does the file end as a Lance manifest does? */
+export const isManifestFile = async (file: string) => (await readTail(file, MANIFEST_MAGIC.length)).toString("latin1") === MANIFEST_MAGIC;
 
 /** Reads a protobuf varint at `p`; returns [value, next position]. */
 function varint(b: Buffer, p: number): [number, number] {
@@ -111,7 +118,7 @@ export async function usesStableRowIds(tableDir: string, version: number, branch
   const m = await manifestFile(tableDir, version, branch);
   if (!m) return false;
   const b = await readBytes(joinPath(tableDir, m.path));
-  if (b.length < 16 || b.toString("latin1", b.length - 4) !== "LANC") return false;
+  if (b.length < 16 || b.toString("latin1", b.length - 4) !== MANIFEST_MAGIC) return false;
   const at = Number(b.readBigInt64LE(b.length - 16));
   const end = at + 4 + b.readUInt32LE(at);
   for (let p = at + 4; p < end; ) {

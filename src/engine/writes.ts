@@ -2,6 +2,7 @@
 // version. Each answers LanceDB's result (its version and the rows it touched).
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
+import { recordCommitRetries } from "../metrics.js";
 import type { TableHandle } from "./tables.js";
 
 export const addRows = (t: TableHandle, data: A.Table, mode: "append" | "overwrite") => t.add(data, { mode });
@@ -16,6 +17,14 @@ export interface MergeHow {
 
 const filtered = (o: { where?: string | null }) => (o.where ? { where: o.where } : undefined);
 
+/** Counts the engine's retries of a merge insert that lost commit races (its attempts past the first). */
+export const merged =
+  (kind: "table" | "system" | "catalog") =>
+  (r: lancedb.MergeResult): lancedb.MergeResult => {
+    recordCommitRetries(kind, r.numAttempts - 1);
+    return r;
+  };
+
 /** A merge insert keyed on `on`, built now and committed by the function answered. */
 export function mergeRows(t: TableHandle, on: string[], how: MergeHow): (data: A.Table) => Promise<lancedb.MergeResult> {
   let b = t.mergeInsert(on);
@@ -23,7 +32,7 @@ export function mergeRows(t: TableHandle, on: string[], how: MergeHow): (data: A
   if (how.insertUnmatched) b = b.whenNotMatchedInsertAll();
   if (how.deleteNotInSource) b = b.whenNotMatchedBySourceDelete(filtered(how.deleteNotInSource));
   if (how.useIndex !== undefined) b = b.useIndex(how.useIndex);
-  return (data) => b.execute(data);
+  return (data) => b.execute(data).then(merged("table"));
 }
 
 /** Sets columns to SQL values in the rows `where` selects (all without it). */

@@ -45,7 +45,14 @@ export function signalOf(x: Exchange): AbortSignal {
   return x.controller.signal;
 }
 
-const tooLarge = (limit: number, what: string) => transport.bodyTooLarge(`${what} body larger than the limit of ${limit} bytes`);
+/** The most of a body that is read, what kind of body it is, and the option (or rule) that sets the limit. */
+export interface BodyLimit {
+  limit: number;
+  what: string;
+  rule: string;
+}
+
+const tooLarge = ({ limit, what, rule }: BodyLimit) => transport.bodyTooLarge(`${what} body larger than the limit of ${limit} bytes (${rule})`);
 
 /** How long a body may take: `timeoutMs` plus one second per `minRate` bytes of it. */
 export interface BodyPace {
@@ -63,8 +70,8 @@ const tooSlow = (pace: BodyPace, what: string, size: number, declared: number | 
 
 /** A request body held at the door: nothing is admitted until `admit`, and it can be turned away. */
 export interface BodyGate {
-  /** Read the body (up to `limit`), paced; resolves to its bytes. */
-  admit(limit: number, what: string): Promise<Uint8Array>;
+  /** Read the body (up to its limit), paced; resolves to its bytes. */
+  admit(body: BodyLimit): Promise<Uint8Array>;
 }
 
 /**
@@ -103,9 +110,10 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
       x.paused = true;
     }
   }
-  const admit = (limit: number, what: string) => {
+  const admit = (body: BodyLimit) => {
+    const { limit, what } = body;
     const p = new Promise<Uint8Array>((resolve, reject) => {
-      if (declared !== null && declared > limit) return reject(tooLarge(limit, what));
+      if (declared !== null && declared > limit) return reject(tooLarge(body));
       let timer: ReturnType<typeof setTimeout> | undefined;
       const fail = (err: ApiError) => {
         clearTimeout(timer);
@@ -123,7 +131,7 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
         else fail(tooSlow(pace, what, size, declared, elapsed));
       };
       onChunk = () => {
-        if (size > limit || (declared !== null && size > declared)) return fail(size > limit ? tooLarge(limit, what) : new ApiError(Code.InvalidInput, "body longer than its Content-Length"));
+        if (size > limit || (declared !== null && size > declared)) return fail(size > limit ? tooLarge(body) : new ApiError(Code.InvalidInput, "body longer than its Content-Length"));
         if (!last) return;
         clearTimeout(timer);
         onChunk = null;
@@ -179,14 +187,14 @@ export function sendBody(
   });
 }
 
-export function sendEmpty(x: Exchange, status: number, headers: Record<string, string> = {}): void {
+export function sendEmpty(x: Exchange, status: number, headers: Record<string, string> = {}, closeConnection = false): void {
   if (x.aborted || x.done) return;
   x.done = true;
   x.res.cork(() => {
     head(x, status, null, headers);
     // 204 must not carry a Content-Length; other statuses say 0.
-    if (status === 204) x.res.endWithoutBody();
-    else x.res.end();
+    if (status === 204) x.res.endWithoutBody(undefined, closeConnection);
+    else x.res.end(undefined, closeConnection);
   });
 }
 

@@ -23,6 +23,7 @@ import { requestFinished } from "./access.js";
 import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
 import { jsonRowsBody, parseJsonBody, rowsBodyKind, type RowsKind } from "./bodies.js";
 import type { RouteSpec } from "./route-spec.js";
+import type { BodyLimit } from "./exchange.js";
 import { rowFormat } from "./negotiate.js";
 import { compileRoutes, type Pattern } from "./router.js";
 
@@ -73,7 +74,7 @@ export interface Route {
   params: Record<string, string>;
   path: string;
   /** Largest body accepted, and what kind of body it is (for the 413); null when none is read. */
-  body: { limit: number; what: string } | null;
+  body: BodyLimit | null;
 }
 
 export type Routed = { kind: "route"; route: Route } | { kind: "answer"; out: Outgoing };
@@ -105,6 +106,8 @@ export interface Admitted {
   target: Target;
   /** How rows in the body are encoded, for operations that take rows. */
   rowsAs: RowsKind | null;
+  /** The route's body limit, or the smaller one of a body that must name its own credential. */
+  body: BodyLimit | null;
 }
 
 export type Admission = { kind: "admitted"; admitted: Admitted } | { kind: "answer"; out: Outgoing };
@@ -187,7 +190,7 @@ function encode(result: OpResult, head: Head): Outgoing {
   const { headers, op, context } = head;
   switch (result.kind) {
     case "json":
-      return { status: result.status ?? 200, headers, op, context, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(result.body) };
+      return { status: result.status ?? 200, headers, op, context, reason: result.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(result.body) };
     case "empty":
       return { status: result.status, headers, op, context, kind: "empty" };
     case "bytes":
@@ -268,7 +271,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const m = match(method, path);
     if (m.kind === "found") {
       const op = m.value.op;
-      const body = method === "GET" ? null : op.body === "arrow" ? { limit: cfg.maxArrowBody, what: "Arrow IPC" } : { limit: cfg.maxJsonBody, what: "JSON" };
+      const body = method === "GET" ? null : op.body === "arrow" ? { limit: cfg.maxArrowBody, what: "Arrow IPC", rule: "--max-arrow-body" } : { limit: cfg.maxJsonBody, what: "JSON", rule: "--max-json-body" };
       return { kind: "route", route: { spec: m.value, params: m.params, path, body } };
     }
     const requestId = nextRequestId();
@@ -304,6 +307,16 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return { kind: "principal", principal };
   }
 
+  /**
+   * A client without a credential header is read and parsed before anyone knows who it is, so its
+   * body is held to --max-identity-body: a larger one is 413 before it is read.
+   */
+  const identityBody = (b: BodyLimit): BodyLimit => ({
+    limit: Math.min(b.limit, cfg.maxIdentityBody),
+    what: b.what,
+    rule: "--max-identity-body, for a body without a credential header, whose `identity` names its credential; send x-api-key or Authorization instead",
+  });
+
   /** The principal of a client that sent no credential header: the body's `identity`, authorised. */
   async function bodyPrincipal(a: Admitted, body: Record<string, unknown>): Promise<Principal> {
     const identity = body.identity as { api_key?: string; auth_token?: string } | undefined;
@@ -320,7 +333,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       const caller = await headerCaller(r.spec, inc.headers, target.id);
       const args = r.spec.op.args ? r.spec.op.args(query, cfg) : {};
       const rowsAs = r.spec.op.body === "arrow" ? rowsBodyKind(inc.headers["content-type"]) : null;
-      return { kind: "admitted", admitted: { route: r, caller, requestId, query, args, target, rowsAs } };
+      const body = caller.kind === "body-identity" && r.body !== null ? identityBody(r.body) : r.body;
+      return { kind: "admitted", admitted: { route: r, caller, requestId, query, args, target, rowsAs, body } };
     } catch (err) {
       return { kind: "answer", out: failed(err, r, requestId, headerContext(inc.headers)) };
     }

@@ -6,12 +6,16 @@
 // while the job runs; a job whose lease lapsed (its replica died) is taken over by another replica
 // (resumed from its last checkpoint, or Failed for kinds that cannot resume). Every state change is
 // stored before it is reported, and a change made elsewhere (a cancel through another replica) is
-// seen by the running replica within a poll. Queued records are bounded per owner and per table.
+// seen by the running replica within a poll. A cancel of a Running job is asked on its record: the
+// run checks the record right before each commit, stops, and only then is the record Canceled, so
+// no commit lands after its finishedAt and its counts are what it committed. A replica that already
+// runs jobs of a kind waits a little before taking another, so that idle replicas take it first.
+// Queued records are bounded per owner and per table.
 import { randomUUID } from "node:crypto";
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
-import { recordJobRows } from "../metrics.js";
+import { recordJobFailure, recordJobTakeover, type JobFailureReason } from "../metrics.js";
 import type { SystemTables } from "../util/system-table.js";
 import { isTerminal, openStore, STATUSES, type JobFilter, type JobRecord } from "./store.js";
 
@@ -26,6 +30,11 @@ export interface JobContext<S = Record<string, unknown>> {
   readonly rec: Readonly<JobRecord> & { readonly spec: S };
   /** Merge `progress` into the record's progress and persist it. */
   report(progress: Record<string, unknown>): Promise<void>;
+  /**
+   * Whether the run may commit now, asked right before each commit: false once a cancel was asked
+   * or the record is no longer this replica's (the run is then being stopped).
+   */
+  mayCommit(): Promise<boolean>;
 }
 
 export interface JobKind<S = any> {
@@ -40,6 +49,10 @@ export interface JobKind<S = any> {
    */
   interrupted: "resume" | "fail";
   start(job: JobContext<S>): Promise<Running>;
+  /** The jobs a record's run is made of (a split backfill's tasks): a cancel of it is asked of them at once. */
+  parts?(rec: JobRecord & { spec: S }): string[];
+  /** Records of one group (the tasks of one backfill) spread over replicas: a replica holding one waits longer for the next. */
+  group?(rec: JobRecord & { spec: S }): string | undefined;
   /** The properties DescribeTransaction reports for a record of this kind (undefined: not shown). */
   describe(rec: JobRecord & { spec: S }): Record<string, string | undefined>;
 }
@@ -93,12 +106,11 @@ export interface Jobs {
   reported(rec: JobRecord): Record<string, string | undefined>;
   /** Records this replica has seen, by kind and status; every registered kind and status, zeros included. */
   counts(): { kind: string; state: string; count: number }[];
+  /** This replica's own runs and slots, by kind; every registered kind, zeros included. */
+  runningHere(): { kind: string; running: number; slots: number }[];
   /** Stop running work for a shutdown: resumable jobs are queued again, the others fail. */
   close(): Promise<void>;
 }
-
-/** Rows a job has processed so far, as its progress counts them (cumulative `rows_done`). */
-const rowsDone = (progress: Record<string, unknown> | undefined) => (typeof progress?.rows_done === "number" ? progress.rows_done : 0);
 
 const RESTART_MESSAGE = "interrupted by a server restart";
 const SHUTDOWN_MESSAGE = "interrupted by a server shutdown";
@@ -115,16 +127,17 @@ const RETRY_AFTER_S = 5;
 const queueFull = (message: string) => new ApiError(Code.ServiceUnavailable, message, 503, { retryAfterS: RETRY_AFTER_S, reason: "job_queue" });
 
 /**
- * The queued record to start next: the oldest one of the owner whose last start is longest ago
- * (an owner never started first), so owners take turns however many jobs each has queued.
- * `queued` is in submission order.
+ * The record to start next among those due: one of a group this replica runs none of, then the
+ * oldest one of the owner whose last start is longest ago (an owner never started first), so
+ * owners take turns however many jobs each has queued. `due` is in submission order.
  */
-function nextFair(queued: JobRecord[], lastStart: Map<string, number>): JobRecord {
-  let best = queued[0];
-  let bestAt = lastStart.get(best.owner ?? "") ?? -Infinity;
-  for (const r of queued) {
-    const at = lastStart.get(r.owner ?? "") ?? -Infinity;
-    if (at < bestAt) [best, bestAt] = [r, at];
+function nextFair(due: JobRecord[], lastStart: Map<string, number>, holdsGroup: (r: JobRecord) => boolean): JobRecord {
+  let best = due[0];
+  const rank = (r: JobRecord): [number, number] => [holdsGroup(r) ? 1 : 0, lastStart.get(r.owner ?? "") ?? -Infinity];
+  let bestRank = rank(best);
+  for (const r of due) {
+    const k = rank(r);
+    if (k[0] < bestRank[0] || (k[0] === bestRank[0] && k[1] < bestRank[1])) [best, bestRank] = [r, k];
   }
   return best;
 }
@@ -145,6 +158,12 @@ function stopRun(run: Run): Promise<void> {
   return run.handle ? run.handle.stop().catch(() => undefined) : Promise.resolve();
 }
 
+/** How a run that ended by itself is stored: a failure after a cancel was asked is the cancel's (a canceled task failed its backfill). */
+function ending(s: JobRecord, outcome: NonNullable<Run["outcome"]>, now: number): JobRecord {
+  const canceled = s.cancelAt !== undefined && outcome.status === "Failed";
+  return { ...s, status: canceled ? "Canceled" : outcome.status, error: canceled ? undefined : outcome.error, finishedAt: now, lease: undefined };
+}
+
 export async function openJobs(system: SystemTables, stateDir: string, kinds: JobKind[], describeError: (err: unknown) => string, opts: JobsOptions): Promise<Jobs> {
   const store = await openStore(system, stateDir);
   const byName = new Map(kinds.map((k) => [k.name, k]));
@@ -153,6 +172,15 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   // Often enough that a cancel elsewhere stops a run within about a second, and a lease is renewed
   // well before it lapses.
   const pollMs = Math.max(50, Math.min(1000, Math.floor(leaseMs / 4)));
+  // A cancel waiting for another replica's run to stop looks this often.
+  const cancelPollMs = Math.min(100, pollMs);
+  // How long a replica that runs n jobs of a kind lets a record wait before it takes it: n times
+  // this (once more for a group it holds one of). An idle replica looks within a poll and takes
+  // it first; a replica alone takes it a moment later.
+  const spreadMs = 2 * pollMs;
+  // A commit is allowed only while the lease has at least this long left: a replica that could not
+  // renew it (the store out of reach) stops committing well before another may take the job over.
+  const commitMarginMs = leaseMs / 3;
   const runs = new Map<string, Run>();
   /** When each owner's job last started (this replica), for nextFair. */
   const lastStart = new Map<string, number>();
@@ -162,26 +190,48 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
 
   const lease = () => ({ replica: me, expires: Date.now() + leaseMs });
   const mine = (r: JobRecord) => r.status === "Running" && r.lease?.replica === me;
+  /** Running here, with no cancel asked. */
+  const mineToRun = (r: JobRecord | undefined) => r !== undefined && mine(r) && r.cancelAt === undefined;
+  const failed = (r: JobRecord | undefined, reason: JobFailureReason) => r?.status === "Failed" && recordJobFailure(r.operation, reason);
 
   /** After a record ended: its slot is free again. */
   const ended = async (r: JobRecord | undefined) => {
     if (r && isTerminal(r.status) && r.slot) await store.release(r.slot, r.id);
   };
 
-  /** Store this run's end, unless the record changed hands meanwhile (a cancel elsewhere: that stays). */
-  async function finish(id: string, status: "Succeeded" | "Failed", error?: string) {
-    const r = await store.update(id, (s) => (mine(s) ? { ...s, status, finishedAt: Date.now(), error, lease: undefined } : undefined));
-    await ended(r);
+  /** store.update, telling whether `change` made the change stored (its last try is the one that counts). */
+  async function apply(id: string, change: (r: JobRecord) => JobRecord | undefined): Promise<{ rec: JobRecord | undefined; changed: boolean }> {
+    let changed = false;
+    const rec = await store.update(id, (s) => {
+      const next = change(s);
+      changed = next !== undefined;
+      return next;
+    });
+    return { rec, changed };
   }
 
-  /** The record is no longer this replica's to run (canceled or taken over): stop the run, let go of the lease. */
+  /** Store this run's end, unless the record changed hands meanwhile (taken over elsewhere: that stays). */
+  async function finish(id: string, outcome: NonNullable<Run["outcome"]>) {
+    const { rec, changed } = await apply(id, (s) => (mine(s) ? ending(s, outcome, Date.now()) : undefined));
+    if (changed) failed(rec, "error");
+    await ended(rec);
+  }
+
+  /**
+   * The record is no longer this replica's to run (taken over), or a cancel was asked: stop the
+   * run, then let go of the lease; a cancel's record becomes Canceled only now, after its last commit.
+   */
   function letGo(id: string): Promise<void> {
     const run = runs.get(id);
     // A run that ended is recorded by finish(), which leaves a record changed elsewhere as it is.
     if (!run || run.outcome) return Promise.resolve();
     run.stopping ??= (async () => {
       await stopRun(run);
-      const r = await store.update(id, (s) => (s.lease?.replica === me ? { ...s, lease: undefined } : undefined));
+      const r = await store.update(id, (s) => {
+        if (s.lease?.replica !== me) return undefined;
+        if (s.status === "Running" && s.cancelAt !== undefined) return { ...s, status: "Canceled", finishedAt: Date.now(), lease: undefined };
+        return { ...s, lease: undefined };
+      });
       await ended(r);
     })().catch((err: unknown) => log.error("cannot record a job's end", { id, error: String(err) }));
     return run.stopping;
@@ -192,29 +242,38 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const run: Run = { rec };
     runs.set(rec.id, run);
     const report = async (progress: Record<string, unknown>) => {
-      const before = rowsDone(run.rec.progress);
       const r = await store.update(rec.id, (s) => (mine(s) ? { ...s, progress: { ...s.progress, ...progress }, lease: lease() } : undefined));
       if (!r || !mine(r)) return void letGo(rec.id);
       run.rec.progress = r.progress;
-      recordJobRows(rec.operation, rowsDone(r.progress) - before);
+      if (r.cancelAt !== undefined) void letGo(rec.id);
+    };
+    const mayCommit = async () => {
+      if (run.stopped || closed) return false;
+      let r = await store.read(rec.id).catch(() => undefined);
+      // A lease this close to its end was not renewed in time: renewed now, or no commit.
+      if (mineToRun(r) && r!.lease!.expires - Date.now() <= commitMarginMs) r = await store.update(rec.id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)).catch(() => undefined);
+      if (mineToRun(r)) return true;
+      void letGo(rec.id);
+      return false;
     };
     try {
       try {
-        run.handle = await kind.start({ rec: run.rec, report });
+        run.handle = await kind.start({ rec: run.rec, report, mayCommit });
       } catch (err) {
-        return await finish(rec.id, "Failed", describeError(err));
+        return await finish(rec.id, { status: "Failed", error: describeError(err) });
       }
       // A stop (a shutdown) may end it before it is awaited below: that is no unhandled rejection.
       run.handle.done.catch(() => undefined);
-      // Canceled (or closing) while it was starting: the handle did not exist when that was seen.
+      // Canceled, taken over or closing while it was starting: the handle did not exist when that was seen.
       const now = await store.read(rec.id);
-      if (closed || !now || !mine(now)) await stopRun(run);
+      if (closed) await stopRun(run);
+      else if (!mineToRun(now)) void letGo(rec.id);
       const outcome: NonNullable<Run["outcome"]> = await run.handle.done.then(
         () => ({ status: "Succeeded" }),
         (err: unknown) => ({ status: "Failed", error: describeError(err) }),
       );
       if (!run.stopped) run.outcome = outcome;
-      if (!run.stopping && !closed) await finish(rec.id, outcome.status, outcome.error);
+      if (!run.stopping && !closed) await finish(rec.id, outcome);
       await run.stopping;
     } finally {
       // Once closing, close() records how each run ended (one that stopped while close() waited too).
@@ -229,17 +288,30 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const claimable = (s: JobRecord) =>
       takeover ? s.status === "Running" && (s.lease === undefined || s.lease.expires < now || s.lease.replica === me) : s.status === "Queued";
     const resume = !kind || kind.interrupted === "resume";
-    const got = await store.update(r.id, (s) => {
+    let reason: JobFailureReason = "error";
+    const { rec: got, changed } = await apply(r.id, (s) => {
       if (!claimable(s)) return undefined;
-      if (!kind) return { ...s, status: "Failed", finishedAt: now, error: `unknown job kind ${JSON.stringify(s.operation)}`, lease: undefined };
-      if (takeover && !resume) return { ...s, status: "Failed", finishedAt: now, error: s.lease?.replica === me ? RESTART_MESSAGE : LAPSED_MESSAGE, lease: undefined };
-      return { ...s, status: "Running", startedAt: takeover ? s.startedAt : now, lease: lease() };
+      // Its run is gone: what it committed is all there is.
+      if (s.cancelAt !== undefined) return { ...s, status: "Canceled", finishedAt: now, lease: undefined };
+      if (!kind) {
+        reason = "unknown_kind";
+        return { ...s, status: "Failed", finishedAt: now, error: `unknown job kind ${JSON.stringify(s.operation)}`, lease: undefined };
+      }
+      if (takeover && !resume) {
+        reason = s.lease?.replica === me ? "restart" : "replica_lost";
+        return { ...s, status: "Failed", finishedAt: now, error: s.lease?.replica === me ? RESTART_MESSAGE : LAPSED_MESSAGE, lease: undefined };
+      }
+      return { ...s, status: "Running", startedAt: takeover ? s.startedAt : now, lease: lease(), replica: me };
     });
     if (!got || !kind || !mine(got)) {
+      if (changed) failed(got, reason);
       await ended(got);
       return false;
     }
-    if (takeover) log.info("took over a job", { id: got.id, operation: got.operation, from: r.lease?.replica });
+    if (takeover && r.lease?.replica !== me) {
+      recordJobTakeover(got.operation);
+      log.info("took over a job", { id: got.id, operation: got.operation, from: r.lease?.replica });
+    }
     lastStart.set(got.owner ?? "", now);
     void launch(kind, got)
       .catch((err: unknown) => log.error("job failed to run", { id: got.id, error: String(err) }))
@@ -265,6 +337,25 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     return ticking;
   }
 
+  /** This replica's runs of `kind`, and of them those in `r`'s group. */
+  function held(kind: JobKind, r: JobRecord): { load: number; same: number } {
+    const group = kind.group?.(r);
+    let load = 0;
+    let same = 0;
+    for (const run of runs.values()) {
+      if (run.rec.operation !== kind.name) continue;
+      load++;
+      if (group !== undefined && kind.group!(run.rec) === group) same++;
+    }
+    return { load, same };
+  }
+
+  /** Whether this replica takes `r` now, waiting for others since `since`: at once when it runs no job of its kind. */
+  function due(kind: JobKind, r: JobRecord, since: number, now: number): boolean {
+    const { load, same } = held(kind, r);
+    return load === 0 || now - since >= spreadMs * (load + same);
+  }
+
   async function look(): Promise<void> {
     const active = (await store.readActive()).sort((a, b) => a.createdAt - b.createdAt);
     const now = Date.now();
@@ -272,25 +363,35 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     for (const [id, run] of runs) {
       const r = byId.get(id);
       if (!run.handle || run.stopping || run.outcome) continue;
-      if (!r || !mine(r)) {
+      if (!mineToRun(r)) {
         const now = await store.read(id);
-        if (!now || !mine(now)) void letGo(id);
-      } else if (r.lease!.expires - now < (leaseMs * 2) / 3) {
+        if (!mineToRun(now)) void letGo(id);
+      } else if (r!.lease!.expires - now < (leaseMs * 2) / 3) {
         const renewed = await store.update(id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined));
-        if (!renewed || !mine(renewed)) void letGo(id);
+        if (!mineToRun(renewed)) void letGo(id);
       }
     }
+    const free = new Map(kinds.map((k) => [k.name, k.limit - [...runs.values()].filter((run) => run.rec.operation === k.name).length]));
+    // A replica's own records from before its restart are its to resume at once; lapsed ones of
+    // others count as queued since their lease ran out.
     for (const r of active) {
       if (closed) return;
-      if (r.status === "Running" && !runs.has(r.id) && (r.lease === undefined || r.lease.expires < now || r.lease.replica === me)) await claim(r, true);
+      if (r.status !== "Running" || runs.has(r.id)) continue;
+      const own = r.lease === undefined || r.lease.replica === me;
+      if (!own && r.lease!.expires >= now) continue;
+      const kind = byName.get(r.operation);
+      if (kind && !own && ((free.get(kind.name) ?? 0) <= 0 || !due(kind, r, r.lease!.expires, now))) continue;
+      if ((await claim(r, true)) && kind) free.set(kind.name, (free.get(kind.name) ?? 0) - 1);
     }
     for (const kind of kinds) {
-      let free = kind.limit - [...runs.values()].filter((run) => run.rec.operation === kind.name).length;
+      let left = free.get(kind.name) ?? 0;
       const queued = active.filter((r) => r.operation === kind.name && r.status === "Queued");
-      while (free > 0 && queued.length > 0 && !closed) {
-        const r = nextFair(queued, lastStart);
+      while (left > 0 && !closed) {
+        const ready = queued.filter((r) => due(kind, r, r.queuedAt ?? r.createdAt, now));
+        if (ready.length === 0) break;
+        const r = nextFair(ready, lastStart, (x) => held(kind, x).same > 0);
         queued.splice(queued.indexOf(r), 1);
-        if (await claim(r, false)) free--;
+        if (await claim(r, false)) left--;
       }
     }
     if (Math.random() < 0.01) await store.prune();
@@ -306,6 +407,37 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     }
   }
 
+  /** Ask a cancel of `id` (Queued: Canceled at once; Running: its run stops first). The record as stored after. */
+  async function askCancel(id: string): Promise<JobRecord | undefined> {
+    const now = Date.now();
+    const r = await store.update(id, (s) =>
+      isTerminal(s.status) || s.cancelAt !== undefined ? undefined : s.status === "Queued" ? { ...s, status: "Canceled", finishedAt: now } : { ...s, cancelAt: now },
+    );
+    await ended(r);
+    return r;
+  }
+
+  /** Wait until `id`'s run stopped and its record ended; a run whose replica died ends when its lease lapses. */
+  async function untilEnded(id: string): Promise<void> {
+    if (runs.has(id)) await letGo(id);
+    for (;;) {
+      const r = await store.read(id);
+      if (!r || isTerminal(r.status)) return;
+      const gone = r.lease === undefined || r.lease.expires < Date.now() || (r.lease.replica === me && !runs.has(id));
+      if (gone) {
+        const now = Date.now();
+        const e = await store.update(id, (s) =>
+          s.status === "Running" && (s.lease === undefined || s.lease.expires < now || (s.lease.replica === me && !runs.has(id)))
+            ? { ...s, status: "Canceled", finishedAt: now, lease: undefined }
+            : undefined,
+        );
+        await ended(e);
+        if (!e || isTerminal(e.status)) return;
+      }
+      await new Promise((res) => setTimeout(res, cancelPollMs));
+    }
+  }
+
   return {
     start() {
       if (started) return Promise.resolve();
@@ -318,6 +450,9 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       const n = new Map<string, number>();
       for (const r of store.mirrored()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);
       return kinds.flatMap((k) => STATUSES.map((state) => ({ kind: k.name, state, count: n.get(`${k.name}\u0000${state}`) ?? 0 })));
+    },
+    runningHere() {
+      return kinds.map((k) => ({ kind: k.name, running: [...runs.values()].filter((run) => run.rec.operation === k.name && !run.outcome).length, slots: k.limit }));
     },
     admit,
     async submit(kind, table, spec, owner, exclusive) {
@@ -345,19 +480,12 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       return (await store.update(rec.id, (s) => ({ ...s, properties: rec.properties }))) ?? rec;
     },
     async cancel(rec) {
-      const r = await store.update(rec.id, (s) => (isTerminal(s.status) ? undefined : { ...s, status: "Canceled", finishedAt: Date.now() }));
+      const r = await askCancel(rec.id);
       if (!r) return rec;
-      if (runs.has(r.id)) await letGo(r.id);
-      else {
-        // Run by another replica: it lets go within a poll; a dead one's lease lapses.
-        let now = r;
-        while (now.lease && now.lease.replica !== me && now.lease.expires > Date.now()) {
-          await new Promise((res) => setTimeout(res, pollMs));
-          now = (await store.read(r.id)) ?? { ...now, lease: undefined };
-        }
-        await store.update(r.id, (s) => (s.lease ? { ...s, lease: undefined } : undefined));
-        await ended(now);
-      }
+      // Its parts hear of it at once, wherever they run (their runs check before each commit).
+      const parts = byName.get(r.operation)?.parts?.(r) ?? [];
+      await Promise.all(parts.map((id) => askCancel(id)));
+      await Promise.all([r.id, ...parts].map((id) => untilEnded(id)));
       return (await store.read(r.id)) ?? r;
     },
     reported(rec) {
@@ -370,6 +498,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
         finished_at: iso(rec.finishedAt),
         duration_ms: rec.startedAt !== undefined && end !== undefined ? String(end - rec.startedAt) : undefined,
         error_message: rec.error,
+        cancel_requested_at: rec.status === "Running" ? iso(rec.cancelAt) : undefined,
+        replica: rec.replica,
         ...byName.get(rec.operation)?.describe(rec),
       };
     },
@@ -377,20 +507,26 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       closed = true;
       clearInterval(timer);
       await ticking;
-      const now = Date.now();
       await Promise.all(
         [...runs.entries()].map(async ([id, run]) => {
           const resume = byName.get(run.rec.operation)?.interrupted === "resume";
-          // Stored first, so a replica that looks meanwhile queues it (or sees it Failed) instead of waiting for the lease.
+          // A run asked to cancel stops first and then is Canceled (its last commit before its finishedAt).
+          const canceling = !run.outcome && (await store.read(id))?.cancelAt !== undefined;
+          if (canceling) await stopRun(run);
+          // Otherwise stored first, so a replica that looks meanwhile queues it (or sees it Failed) instead of waiting for the lease.
           // A run that ended meanwhile keeps its outcome, and is not stopped.
+          const now = Date.now();
           const end = (s: JobRecord): JobRecord =>
             run.outcome
-              ? { ...s, ...run.outcome, finishedAt: now, lease: undefined }
-              : resume
-                ? { ...s, status: "Queued", lease: undefined }
-                : { ...s, status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE, lease: undefined };
-          const r = await store.update(id, (s) => (mine(s) ? end(s) : undefined));
-          if (!run.outcome) await stopRun(run);
+              ? ending(s, run.outcome, now)
+              : s.cancelAt !== undefined
+                ? { ...s, status: "Canceled", finishedAt: now, lease: undefined }
+                : resume
+                  ? { ...s, status: "Queued", queuedAt: now, lease: undefined }
+                  : { ...s, status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE, lease: undefined };
+          const { rec: r, changed } = await apply(id, (s) => (mine(s) ? end(s) : undefined));
+          if (changed) failed(r, run.outcome ? "error" : "shutdown");
+          if (!run.outcome && !canceling) await stopRun(run);
           await ended(r);
         }).map((p) => p.catch((err: unknown) => log.error("cannot record a job's stop", { error: String(err) }))),
       );

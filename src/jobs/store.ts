@@ -46,6 +46,15 @@ export interface JobRecord {
   error?: string;
   /** Held while Running: the replica running it. */
   lease?: Lease;
+  /** The replica that runs it, or ran it last (its id). */
+  replica?: string;
+  /**
+   * When a cancel was asked of it while Running: its run stops (committing nothing more), and only
+   * then does it become Canceled, with its counts as committed and its finishedAt after its last commit.
+   */
+  cancelAt?: number;
+  /** When it was queued again after its replica shut down (createdAt otherwise). */
+  queuedAt?: number;
   /** The exclusive slot the job holds while it is not finished (see Store.hold). */
   slot?: string;
   /** Revision, raised by every stored change (the compare-and-swap's token). */

@@ -60,7 +60,7 @@ function isSqlColumn(f: A.Field): boolean {
 async function arrowBody(ctx: OpContext, schema: A.Schema, name: string, append: boolean) {
   const rows = ctx.rows?.rows;
   const written = (f: A.Field) => !isSqlColumn(f) || rows!.some((r) => f.name in r);
-  const data = rows ? storable(rowsToTable(rows, new arrow.Schema(schema.fields.filter(written)), name)) : await ctx.svc.pool.ingest(ctx.raw);
+  const data = rows ? storable(rowsToTable(rows, new arrow.Schema(schema.fields.filter(written)), name, ctx.svc.config.maxDecodedBody)) : await ctx.svc.pool.ingest(ctx.raw);
   if (data.numRows === 0) throw invalid(ctx.rows ? "body: holds no rows" : "body: the Arrow IPC stream holds no rows");
   checkFits(data, schema, name);
   return withoutNullBools(data, append);

@@ -1,7 +1,7 @@
 // An operation is described once: how its body is read, its request schema and its handler. The
 // schemas (body and query parameters) also make the OpenAPI document (src/http/openapi.ts).
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
-import { compile, compileParams, type ParamsValidator, type Validator } from "../schemas/validate.js";
+import { compileBody, compileParams, type ParamsValidator, type Validator } from "../schemas/validate.js";
 import { unsupported } from "../errors.js";
 import type { Principal } from "../auth/principal.js";
 import type { Handler } from "./types.js";
@@ -31,7 +31,7 @@ export interface Operation<P extends Principal | null = Principal> extends Descr
 const described = (more: Described) => (more.query ? { ...more, args: compileParams(more.query) } : more);
 
 export function jsonOp<S extends TSchema>(schema: S, handler: Handler<Static<S>>, more: Described = {}): Operation {
-  return { body: "json", schema, validate: compile(schema), handler: handler as Handler, ...described(more) };
+  return { body: "json", schema, validate: compileBody(schema), handler: handler as Handler, ...described(more) };
 }
 
 /** Operations whose inputs are the path and query only; any body is ignored. */

@@ -5,4 +5,4 @@ import { json } from "./types.js";
 export const healthz = publicOp(async () => json({ status: "ok" }));
 
 /** Not ready while the front end drains for a shutdown, so balancers stop sending new work. */
-export const readyz = publicOp(async ({ svc }) => (svc.lifecycle.draining ? json({ status: "draining" }, 503) : json({ status: "ready" })));
+export const readyz = publicOp(async ({ svc }) => (svc.lifecycle.draining ? json({ status: "draining" }, 503, "not_ready") : json({ status: "ready" })));

@@ -10,7 +10,7 @@ import { ApiError, Code, invalid } from "../errors.js";
 import { INDEX_BUILD, indexBuildExclusive } from "../jobs/kinds/index-build.js";
 import type { JobRecord } from "../jobs/store.js";
 import { canonicalPath, parseFieldPath, resolveFieldPath } from "../schemas/field-path.js";
-import { CreateIndex, DropIndex, IndexStats, ListIndices } from "../schemas/indexes.js";
+import { CLIENT_FTS_DEFAULTS, CreateIndex, DropIndex, IndexStats, ListIndices } from "../schemas/indexes.js";
 import type { Services } from "../services.js";
 import type { Static } from "@sinclair/typebox";
 import { jsonOp } from "./define.js";
@@ -32,6 +32,10 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
   const { id, body, svc } = ctx;
   const entry = await requireTable(svc.catalog, id);
   const kind = indexKind(body.index_type);
+  for (const [field, value] of Object.entries(CLIENT_FTS_DEFAULTS)) {
+    const given = body[field as keyof typeof CLIENT_FTS_DEFAULTS];
+    if (given != null && given !== value) throw invalid(`${field}: only ${JSON.stringify(value)} is supported by this server's engine, got ${JSON.stringify(given)}`);
+  }
   if (scalarOnly && isVectorKind(kind)) throw invalid(`index_type: ${kind} is a vector index; create it with create_index`);
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { branch });

@@ -10,8 +10,9 @@ import type { Static } from "@sinclair/typebox";
 import { authoriseObject, type Principal } from "../auth/principal.js";
 import { requireTable } from "../catalog/lookup.js";
 import { namedBranch } from "../engine/tables.js";
+import { recordCommitConflict } from "../metrics.js";
 import { listTags } from "../engine/refs.js";
-import { manifestCandidates, manifestPathOut, publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
+import { isManifestFile, manifestCandidates, manifestPathOut, publishedVersions, publishManifest, setAsideManifest, tableDir, versionsDir } from "../engine/versions.js";
 import { fileInfo, removeFile } from "../util/store-files.js";
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
 import { log } from "../log.js";
@@ -30,16 +31,25 @@ interface Step {
 
 const q = JSON.stringify;
 
+// Lance stages a manifest as `<its final name>-<uuid>`. A manifest this server set aside
+// (`setAsideManifest`, named `…-deleted`) is a deleted version, never a staged one.
+const STAGED_NAME = /^\d{1,20}\.manifest-[A-Za-z0-9_-]+$/;
+const isStagedName = (file: string) => STAGED_NAME.test(path.posix.basename(file)) && !file.endsWith("-deleted");
+
 /**
  * The staged manifest a request names: an object-store path as LanceDB sends it (absolute without
  * its leading slash), an absolute path, a file:// URI, or a path relative to the table directory.
- * It must sit in the branch's `_versions` directory: nothing else may become a version.
+ * It must sit in the branch's `_versions` directory of this table, be named as Lance names a staged
+ * manifest, and end as a Lance manifest does: nothing else may become a version.
  */
-function stagedManifest(dir: string, branch: string | undefined, given: string): string {
+async function stagedManifest(dir: string, branch: string | undefined, given: string): Promise<{ file: string; size: number }> {
   const versions = versionsDir(dir, branch);
-  const hit = manifestCandidates(dir, given).find((c) => path.posix.dirname(c) === versions && /\.manifest-[^/]+$/.test(c));
-  if (!hit) throw invalid(`manifest_path: ${q(given)} is not a staged manifest (<name>.manifest-<suffix>) in the table's ${q(versions.slice(dir.length + 1))} directory`);
-  return hit;
+  const hit = manifestCandidates(dir, given).find((c) => path.posix.dirname(c) === versions && isStagedName(c));
+  if (!hit) throw invalid(`manifest_path: ${q(given)} is not a staged manifest (<version>.manifest-<uuid>) in the table's ${q(versions.slice(dir.length + 1))} directory`);
+  const info = await fileInfo(hit);
+  if (info === null) throw invalid(`manifest_path: no staged manifest at ${q(given)}`);
+  if (!(await isManifestFile(hit))) throw invalid(`manifest_path: ${q(given)} is not a Lance manifest file`);
+  return { file: hit, size: info.size };
 }
 
 type VersionRequest = Static<typeof CreateTableVersion>;
@@ -51,16 +61,17 @@ async function createVersion(svc: Services, id: string[], req: VersionRequest): 
   if (req.metadata && Object.keys(req.metadata).length > 0) {
     throw invalid("metadata: not supported; a version's metadata is its manifest's own (write it into the manifest)");
   }
-  const staged = stagedManifest(dir, branch, req.manifest_path);
-  const size = (await fileInfo(staged))?.size ?? null;
-  if (size === null) throw invalid(`manifest_path: no staged manifest at ${q(req.manifest_path)}`);
+  const { file: staged, size } = await stagedManifest(dir, branch, req.manifest_path);
   if (req.manifest_size != null && req.manifest_size !== size) {
     throw invalid(`manifest_size: ${req.manifest_size} differs from the staged manifest's ${size} bytes`);
   }
   const published = await publishedVersions(dir, branch);
   const latest = published.length ? published[published.length - 1] : null;
   const on = branch ? ` on branch ${q(branch)}` : "";
-  const taken = () => new ApiError(Code.ConcurrentModification, `version ${req.version} of table ${q(entry.objectId)}${on} exists already (latest ${latest}); another writer committed first`);
+  const taken = () => {
+    recordCommitConflict("version");
+    return new ApiError(Code.ConcurrentModification, `version ${req.version} of table ${q(entry.objectId)}${on} exists already (latest ${latest}); another writer committed first`);
+  };
   if (latest !== null && req.version <= latest) throw taken();
   if (latest !== null && req.version > latest + 1) throw invalid(`version: ${req.version} skips version ${latest + 1} of table ${q(entry.objectId)}${on}`);
   const published$ = await publishManifest(dir, staged, req.version, req.naming_scheme ?? "V2", branch);

@@ -1,5 +1,5 @@
 // QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (docs/contract.md; lance-namespace `QueryTableRequest`).
-import { analyzeQuery, explainQuery, runQueryJson } from "../engine/query.js";
+import { analyzeQuery, explainQuery, jsonOfIpc, runQueryJson } from "../engine/query.js";
 import { topK, type QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
 import type { Services } from "../services.js";
@@ -31,7 +31,11 @@ export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat
   if ("chunks" in served) return { kind: "bytes", contentType, headers: { [SEARCH_PATH_HEADER]: "serving" }, chunks: served.chunks };
   const headers = served.reason === null ? undefined : { [SEARCH_PATH_HEADER]: `engine; reason=${served.reason}` };
   if (rowFormat === "arrow") return { kind: "bytes", contentType, headers, chunks: await svc.searches.run(table, spec, name, gone) };
-  return { kind: "bytes", contentType, headers, chunks: await runQueryJson(table, spec, name, rowFormat === "ndjson") };
+  const lines = rowFormat === "ndjson";
+  // A top-k search answered as JSON batches with the Arrow ones (its answer is small enough to
+  // convert whole); a scan's rows are converted as the engine hands them out.
+  const chunks = topK(spec) ? jsonOfIpc(await svc.searches.run(table, spec, name, gone), lines) : await runQueryJson(table, spec, name, lines);
+  return { kind: "bytes", contentType, headers, chunks };
 }, { produces: ARROW_FILE });
 
 /**

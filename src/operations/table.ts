@@ -83,7 +83,7 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
   tableName(id);
   const mode: "create" | "exist_ok" | "overwrite" = args.mode ?? "create";
   const properties = propertiesOf(args.properties);
-  const data = rows ? storable(createTableFromRows(rows, objectIdOf(id))) : await svc.pool.ingest(raw);
+  const data = rows ? storable(createTableFromRows(rows, objectIdOf(id), svc.config.maxDecodedBody)) : await svc.pool.ingest(raw);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
   if (!existingTable(svc, id)) return createNew(svc, principal, id, data, properties ?? {});
@@ -256,10 +256,11 @@ export const deregisterTable = jsonOp(CommonBody, async ({ id, svc }) => {
 
 export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal }) => {
   checkName(body.new_table_name, "new_table_name");
-  const ns = body.new_namespace_id ?? id.slice(0, -1);
-  ns.forEach((n) => checkName(n, "new_namespace_id"));
+  const target = body.new_namespace_id ? "new_namespace_id" : body.new_namespace ? "new_namespace" : null;
+  const ns = body.new_namespace_id ?? body.new_namespace ?? id.slice(0, -1);
+  ns.forEach((n) => checkName(n, target ?? "new_namespace_id"));
   const newId = [...ns, body.new_table_name];
-  authoriseObject(principal, newId, "write", body.new_namespace_id ? "new_namespace_id" : "new_table_name");
+  authoriseObject(principal, newId, "write", target ?? "new_table_name");
   await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     const entry = await requireTable(svc.catalog, id);

@@ -1,6 +1,7 @@
 // What every operation receives and returns: plain data, no transport detail.
 import type { Principal } from "../auth/principal.js";
 import type { JsonRows } from "../engine/rows-in.js";
+import type { UnavailableReason } from "../metrics.js";
 import type { Services } from "../services.js";
 
 /** How a query answer's rows are encoded, from the request's Accept header. */
@@ -49,7 +50,8 @@ export interface OpContext<B = any, P extends Principal | null = Principal> {
 }
 
 export type OpResult =
-  | { kind: "json"; status?: number; body: unknown }
+  /** `reason`: why a 503 was answered (the metrics' reason label). */
+  | { kind: "json"; status?: number; body: unknown; reason?: UnavailableReason }
   | { kind: "empty"; status: number }
   | {
       kind: "bytes";
@@ -63,5 +65,5 @@ export type OpResult =
 
 export type Handler<B = any, P extends Principal | null = Principal> = (ctx: OpContext<B, P>) => Promise<OpResult>;
 
-export const json = (body: unknown, status = 200): OpResult => ({ kind: "json", status, body });
+export const json = (body: unknown, status = 200, reason?: UnavailableReason): OpResult => ({ kind: "json", status, body, reason });
 export const empty = (status: number): OpResult => ({ kind: "empty", status });

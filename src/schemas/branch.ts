@@ -1,12 +1,12 @@
 import { Type } from "@sinclair/typebox";
-import { common, Opt, RefName, UInt } from "./common.js";
+import { BranchName, common, Opt, UInt } from "./common.js";
 
-const name = RefName;
+const name = BranchName;
 
 export const CreateTableBranch = Type.Object({
   ...common,
   name,
-  from_branch: Opt(RefName),
+  from_branch: Opt(BranchName),
   from_version: Opt(UInt()),
 });
 export const DeleteTableBranch = Type.Object({ ...common, name });

@@ -1,5 +1,6 @@
 // Building blocks shared by every request schema (docs/contract.md, "Common request fields").
 import { Type, type TSchema } from "@sinclair/typebox";
+import type { RefKind } from "../util/ref-names.js";
 
 /** Optional and nullable: clients send `null` for fields they leave unset. */
 export const Opt = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
@@ -21,9 +22,14 @@ export const common = {
   id: Opt(Type.Array(Type.String())),
 };
 
-/** A branch or tag name: it names a file of the table's directory, so it stays well under the file system's 255 bytes. */
-export const RefName = Type.String({ minLength: 1, maxLength: 200 });
-export const branch = { branch: Opt(RefName) };
+/**
+ * A branch or tag name: it becomes a path in the table's directory, so it follows the rule of
+ * src/util/ref-names.ts (the `x-ref` keyword) and stays well under the file system's 255 bytes.
+ */
+const RefName = (kind: RefKind) => Type.String({ minLength: 1, maxLength: 200, "x-ref": kind });
+export const BranchName = RefName("branch");
+export const TagName = RefName("tag");
+export const branch = { branch: Opt(BranchName) };
 
 /** A body with only the common fields. */
 export const CommonBody = Type.Object({ ...common });

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { branch, common, Expression, Opt, UInt } from "./common.js";
+import { branch, common, Expression, Opt, StringMap, UInt } from "./common.js";
 
 export const UpdateTable = Type.Object({
   ...common,
@@ -7,6 +7,8 @@ export const UpdateTable = Type.Object({
   predicate: Opt(Expression()),
   /** [column, SQL expression] pairs. */
   updates: Type.Array(Type.Tuple([Type.String({ minLength: 1 }), Expression()]), { minItems: 1 }),
+  /** The spec's; not kept (an update's answer carries none). */
+  properties: Opt(StringMap),
 });
 
 export const DeleteFromTable = Type.Object({ ...common, ...branch, predicate: Expression({ minLength: 1 }) });

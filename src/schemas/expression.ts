@@ -4,10 +4,12 @@
 // (bench/expression-limits.ts measures where, shape by shape). So an expression is measured here,
 // before the engine sees it, by a cheap tokenizer whose cost bounds the depth of any tree the
 // expression can parse to: every operator, keyword operator, opening parenthesis and CASE branch
-// counts one, since each can add one level.
+// counts one, since each can add one level. What an expression can build in memory is sized by
+// expression-size.ts, for the expressions the engine runs.
 import { invalid } from "../errors.js";
+import { expressionSizeFault, type SizeLimits } from "./expression-size.js";
 
-export interface ExpressionLimits {
+export interface ExpressionLimits extends SizeLimits {
   /** Characters. */
   maxExpressionLength: number;
   /** `expressionCost` units. */
@@ -47,8 +49,8 @@ export function expressionCost(text: string): number {
   return cost;
 }
 
-/** What is wrong with an expression past either bound (naming the limit), or null. */
-export function expressionFault(text: string, limits: ExpressionLimits): string | null {
+/** What is wrong with an expression past its length or cost bound (naming the limit), or null. */
+function shapeFault(text: string, limits: ExpressionLimits): string | null {
   if (text.length > limits.maxExpressionLength) {
     return `expression of ${text.length} characters is longer than the limit of ${limits.maxExpressionLength} (--max-expression-length)`;
   }
@@ -59,8 +61,23 @@ export function expressionFault(text: string, limits: ExpressionLimits): string 
   return null;
 }
 
-/** 400 naming `field` and the limit, for an expression past either bound. */
+/** What is wrong with an expression for the engine past any bound (naming the limit), or null. */
+export function expressionFault(text: string, limits: ExpressionLimits): string | null {
+  // Sized only once its depth is known to be bounded: the sizing recurses over its brackets.
+  return shapeFault(text, limits) ?? expressionSizeFault(text, limits);
+}
+
+/** 400 naming `field` and the limit, for an expression for the engine past any bound. */
 export function checkExpression(field: string, text: string, limits: ExpressionLimits): void {
   const fault = expressionFault(text, limits);
+  if (fault !== null) throw invalid(`${field}: ${fault}`);
+}
+
+/**
+ * 400 naming `field` and the limit, for a SQL body past its length or cost bound. Such a body runs
+ * in sql.js inside the compute sandbox, whose heap limit bounds what it builds, not in the engine.
+ */
+export function checkSqlBody(field: string, text: string, limits: ExpressionLimits): void {
+  const fault = shapeFault(text, limits);
   if (fault !== null) throw invalid(`${field}: ${fault}`);
 }

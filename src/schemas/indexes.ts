@@ -6,6 +6,23 @@ const Pos = () => Opt(Type.Integer({ minimum: 1 }));
 
 export const IndexName = Type.String({ minLength: 1, maxLength: 256, pattern: "^[^\\x00-\\x1f\\x7f/\\\\]+$" });
 
+/**
+ * Full-text options LanceDB's client sends with every index build, at these values unless its
+ * caller set others. This server's engine builds with these values only; another is refused.
+ */
+export const CLIENT_FTS_DEFAULTS = {
+  block_size: 128,
+  custom_stop_words: null,
+  index_operators: false,
+  lance_tokenizer: null,
+  max_ngram_length: 3,
+  min_ngram_length: 3,
+  prefix_only: false,
+  preserve_original: false,
+  split_identifiers: false,
+  split_on_numerics: false,
+} as const;
+
 export const CreateIndex = Type.Object({
   ...common,
   ...branch,
@@ -30,6 +47,16 @@ export const CreateIndex = Type.Object({
   remove_stop_words: Opt(Type.Boolean()),
   ascii_folding: Opt(Type.Boolean()),
   replace: Opt(Type.Boolean({ description: "Replace an index of the same type on the same column (or of the same name) instead of answering 409: the old one is dropped, then the new one is built" })),
+  block_size: Opt(Type.Integer()),
+  custom_stop_words: Opt(Type.Array(Type.String())),
+  index_operators: Opt(Type.Boolean()),
+  lance_tokenizer: Opt(Type.String()),
+  max_ngram_length: Opt(UInt()),
+  min_ngram_length: Opt(UInt()),
+  prefix_only: Opt(Type.Boolean()),
+  preserve_original: Opt(Type.Boolean()),
+  split_identifiers: Opt(Type.Boolean()),
+  split_on_numerics: Opt(Type.Boolean()),
 });
 
 const at = { ...common, ...branch, version: Opt(UInt()) };

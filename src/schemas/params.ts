@@ -2,10 +2,10 @@
 // the pipeline (src/schemas/validate.ts compileParams) and described by the same schemas in the
 // OpenAPI document. Handlers read the result as `ctx.args`.
 import { Type } from "@sinclair/typebox";
-import { Expression, Mode, RefName } from "./common.js";
+import { BranchName, Expression, Mode } from "./common.js";
 
 const flag = (description: string) => Type.Optional(Type.Boolean({ description }));
-const branch = { branch: Type.Optional({ ...RefName, description: "a branch instead of main" }) };
+const branch = { branch: Type.Optional({ ...BranchName, description: "a branch instead of main" }) };
 
 const page = {
   page_token: Type.Optional(Type.String({ description: "where the previous page ended (its page_token)" })),

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { branch, common, Mode, Opt, RefName, StringMap, UInt } from "./common.js";
+import { branch, common, Mode, Opt, StringMap, TagName, UInt } from "./common.js";
 
 export const DeclareTable = Type.Object({
   ...common,
@@ -19,7 +19,7 @@ export const DescribeTable = Type.Object({
   ...common,
   ...branch,
   version: Opt(UInt()),
-  tag: Opt(RefName),
+  tag: Opt(TagName),
   with_table_uri: Opt(Type.Boolean()),
   load_detailed_metadata: Opt(Type.Boolean()),
   check_declared: Opt(Type.Boolean()),
@@ -32,4 +32,6 @@ export const RenameTable = Type.Object({
   ...common,
   new_table_name: Type.String({ minLength: 1 }),
   new_namespace_id: Opt(Type.Array(Type.String())),
+  /** LanceDB's remote client's name for new_namespace_id. */
+  new_namespace: Opt(Type.Array(Type.String())),
 });

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
-import { branch, common, RefName, UInt } from "./common.js";
+import { branch, common, TagName, UInt } from "./common.js";
 
-const tag = RefName;
+const tag = TagName;
 
 export const TagRef = Type.Object({ ...common, tag });
 export const SetTag = Type.Object({ ...common, ...branch, tag, version: UInt() });

@@ -1,16 +1,23 @@
 // ajv, compiled once per schema, for JSON bodies and (coercing strings) query parameters.
-// Unknown fields are ignored (real clients send extras); the `x-mode` keyword accepts mode strings case-insensitively in PascalCase or snake_case
+// A request body's unknown top-level fields are refused, naming them (a misspelt field must not be
+// silently ignored: `count_rows {"filter": …}` once counted every row); the schemas list what the
+// lance-namespace spec and LanceDB's clients send. Inside a body, unknown fields are ignored.
+// The `x-mode` keyword accepts mode strings case-insensitively in PascalCase or snake_case
 // and rewrites them to their canonical snake_case spelling.
 import { Ajv, type ErrorObject, type FuncKeywordDefinition, type ValidateFunction } from "ajv";
 import type { Static, TObject, TSchema } from "@sinclair/typebox";
 import { invalid } from "../errors.js";
 import { expressionFault, type ExpressionLimits } from "./expression.js";
 import { matchMode } from "./mode.js";
+import { refNameFault, type RefKind } from "../util/ref-names.js";
 
-// passContext: a validator is called with the server's expression limits as `this`.
-const ajv = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: false, strict: false, passContext: true });
+// passContext: a validator is called with the server's expression limits as `this`. strictNumbers:
+// a number literal past float64's range (1e400) parses as Infinity, which no number field takes;
+// verbose keeps the value in the error, so the answer can say why.
+const options = { allErrors: false, useDefaults: true, strict: false, strictNumbers: true, verbose: true, passContext: true } as const;
+const ajv = new Ajv({ ...options, coerceTypes: false });
 // Query parameters are strings on the wire: "10" is coerced to 10, "true" to true, one value to a list.
-const coercing = new Ajv({ allErrors: false, useDefaults: true, coerceTypes: "array", strict: false, passContext: true });
+const coercing = new Ajv({ ...options, coerceTypes: "array" });
 
 const modeKeyword: FuncKeywordDefinition = {
   keyword: "x-mode",
@@ -51,6 +58,19 @@ const expressionKeyword: FuncKeywordDefinition = {
 };
 for (const a of [ajv, coercing]) a.addKeyword(expressionKeyword);
 
+/** A branch or tag name, which becomes a path in the table's directory (src/util/ref-names.ts). */
+const refKeyword: FuncKeywordDefinition = {
+  keyword: "x-ref",
+  type: "string",
+  errors: true,
+  validate: function check(kind: RefKind, data: string): boolean {
+    const fault = refNameFault(kind, data);
+    if (fault !== null) (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: "x-ref", message: fault, params: {} }];
+    return fault === null;
+  },
+};
+for (const a of [ajv, coercing]) a.addKeyword(refKeyword);
+
 /** `/vector/single_vector/0` → `vector.single_vector[0]` */
 function fieldPath(instancePath: string, extra?: string): string {
   const parts = instancePath.split("/").slice(1).map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
@@ -77,6 +97,8 @@ const depth = (e: ErrorObject) => (e.instancePath === "" ? 0 : e.instancePath.sp
  * type, the answer lists the types the value may have (null, the "optional" branch, left out).
  */
 function pick(errors: ErrorObject[]): string {
+  const infinite = errors.find((e) => e.keyword === "type" && typeof e.data === "number" && !Number.isFinite(e.data));
+  if (infinite) return `${fieldPath(infinite.instancePath)}: a number outside the range of a 64-bit float`;
   if (!errors.some(isUnion)) return describeError(errors[0]);
   const unionPaths = new Set(errors.filter(isUnion).map((e) => e.instancePath));
   const typeMiss = (e: ErrorObject) => e.keyword === "type" && unionPaths.has(e.instancePath);
@@ -98,6 +120,28 @@ export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
   return (data: unknown, limits?: ExpressionLimits) => {
     if (!fn.call(limits, data)) throw invalid(pick(fn.errors!));
     return data as Static<S>;
+  };
+}
+
+/** The top-level fields a body schema names; null when it takes others too (its `additionalProperties` say of what kind). */
+function fieldsOf(schema: TSchema): string[] | null {
+  if (schema.type !== "object" || schema.additionalProperties !== undefined || !schema.properties) return null;
+  return Object.keys(schema.properties as object);
+}
+
+/** A request body's validator: `compile`, after refusing top-level fields the schema does not name. */
+export function compileBody<S extends TSchema>(schema: S): Validator<Static<S>> {
+  const validate = compile(schema);
+  const fields = fieldsOf(schema);
+  if (fields === null) return validate;
+  const known = new Set(fields);
+  return (data: unknown, limits?: ExpressionLimits) => {
+    const unknown = data !== null && typeof data === "object" && !Array.isArray(data) ? Object.keys(data).filter((k) => !known.has(k)) : [];
+    if (unknown.length > 0) {
+      const named = unknown.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 64))).join(", ") + (unknown.length > 5 ? `, … (${unknown.length} in all)` : "");
+      throw invalid(`body: unknown field${unknown.length > 1 ? "s" : ""} ${named}; this operation takes ${fields.join(", ")}`);
+    }
+    return validate(data, limits);
   };
 }
 

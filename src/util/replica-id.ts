@@ -1,29 +1,16 @@
-// A replica's identity: a random id kept in its state directory, so a restart knows the job
-// leases of its previous run as its own and takes them back at once. Two live processes must not
-// share one: the state directory is locked by the process using it (a pid file; a lock left by a
-// process that is gone is taken over).
+// A replica's identity: its name (--replica-name, by default the host name) and a random id kept
+// in its state directory, so a restart knows the job leases of its previous run as its own and
+// takes them back at once, and two replicas of one name (on one host) stay apart. The caller holds
+// the state directory's lock (./state-lock.ts), so no other live process uses the same id.
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-};
-
-/** This replica's id; throws when another live process uses `stateDir`. */
-export function replicaId(stateDir: string): string {
-  const lock = path.join(stateDir, "replica.pid");
-  const holder = existsSync(lock) ? Number(readFileSync(lock, "utf8")) : NaN;
-  if (Number.isInteger(holder) && holder !== process.pid && alive(holder)) {
-    throw new Error(`the state directory ${stateDir} is in use by process ${holder}: give each replica its own --state-dir`);
-  }
-  writeFileSync(lock, String(process.pid), { mode: 0o600 });
+/** This replica's id: `<name>-<8 hex digits>`, stable across restarts on one state directory under one name. */
+export function replicaId(stateDir: string, name: string): string {
+  // The lock of earlier versions, a PID file: a PID says nothing once its process is gone.
+  rmSync(path.join(stateDir, "replica.pid"), { force: true });
   const file = path.join(stateDir, "replica-id");
   if (!existsSync(file)) writeFileSync(file, randomUUID() + "\n", { mode: 0o600 });
-  return readFileSync(file, "utf8").trim();
+  return `${name}-${readFileSync(file, "utf8").trim().replace(/-/g, "").slice(0, 8)}`;
 }

@@ -4,11 +4,13 @@
 // features work the same on both. Paths are absolute local paths or `s3://`, `gs://`, `az://` URIs.
 // Put-if-absent is the store's own: a hard link locally (the name appears whole or not at all), a
 // conditional PUT (`If-None-Match: *`) on an object store.
-import { link, lstat, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { link, lstat, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { isRemote } from "../config.js";
+import { invalid } from "../errors.js";
+import { recordObjectStoreRequest } from "../metrics.js";
 import type { ObjectStore } from "./object-stores/object-store.js";
-import { openAzure } from "./object-stores/azure.js";
+import { createContainerIfMissing, openAzure } from "./object-stores/azure.js";
 import { openGcs } from "./object-stores/gcs.js";
 import { openS3 } from "./object-stores/s3.js";
 
@@ -32,6 +34,25 @@ export interface FileInfo {
 /** `rel` (slash-separated) inside `dir`. */
 export const joinPath = (dir: string, rel: string) => (isRemote(dir) ? `${dir.replace(/\/+$/, "")}/${rel}` : path.join(dir, rel));
 
+/**
+ * `rel` inside `dir`, checked after joining: the result must lie below `dir`, so a name that
+ * became part of `rel` (a branch, a tag) cannot reach a sibling table or the catalog even if it
+ * passed its own check. On an object store, where a URL library may resolve `..` or the store keep
+ * it as text, no segment may be `.`, `..` or empty.
+ */
+export function joinInside(dir: string, rel: string): string {
+  const joined = joinPath(dir, rel);
+  if (!isInside(dir, rel, joined)) throw invalid(`${JSON.stringify(rel)} is not a path inside the table's directory`);
+  return joined;
+}
+
+function isInside(dir: string, rel: string, joined: string): boolean {
+  if (rel.includes("\u0000")) return false;
+  if (isRemote(dir)) return rel.split("/").every((s) => s !== "" && s !== "." && s !== "..");
+  const r = path.relative(path.resolve(dir), path.resolve(joined));
+  return r !== "" && r !== ".." && !r.startsWith(`..${path.sep}`) && !path.isAbsolute(r);
+}
+
 /** The first of `names` given in the options, or in the environment as `env`. */
 function option(names: string[], env: string[] = []): string | undefined {
   for (const n of names) if (current[n] !== undefined) return current[n];
@@ -48,15 +69,49 @@ async function objectOf(uri: string): Promise<{ store: ObjectStore; key: string 
   const [scheme, bucket, key] = [m[1].toLowerCase() as keyof typeof OPEN, m[2], m[3]];
   let open = stores.get(`${scheme}://${bucket}`);
   if (!open) {
-    open = OPEN[scheme](bucket, option);
+    open = OPEN[scheme](bucket, option).then((store) => measured(scheme, store));
     stores.set(`${scheme}://${bucket}`, open);
     open.catch(() => stores.delete(`${scheme}://${bucket}`));
   }
   return { store: await open, key };
 }
 
+/** The store with each call timed and counted by operation (quiver_object_store_*, src/metrics.ts). */
+function measured(scheme: string, store: ObjectStore): ObjectStore {
+  const timed =
+    <A extends unknown[], R>(operation: string, call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const started = performance.now();
+      let failed = true;
+      try {
+        const r = await call(...args);
+        failed = false;
+        return r;
+      } finally {
+        recordObjectStoreRequest(scheme, operation, (performance.now() - started) / 1000, failed);
+      }
+    };
+  return {
+    children: timed("list_children", store.children),
+    objects: timed("list", store.objects),
+    head: timed("head", store.head),
+    get: timed("get", store.get),
+    putIfAbsent: timed("put_if_absent", store.putIfAbsent),
+    remove: timed("remove", store.remove),
+  };
+}
+
 const missingLocally = (err: unknown) => ["ENOENT", "ENOTDIR", "ENAMETOOLONG"].includes((err as NodeJS.ErrnoException).code ?? "");
 const dirKey = (key: string) => (key === "" || key.endsWith("/") ? key : `${key}/`);
+
+/**
+ * An `az://` data directory's container, created when it does not exist (true then). Buckets of
+ * the other stores are left to their owners (creating one picks a region, billing, policies).
+ */
+export async function createContainerOf(uri: string): Promise<boolean> {
+  const m = /^az:\/\/([^/]+)/i.exec(uri);
+  return m ? createContainerIfMissing(m[1], option) : false;
+}
 
 /** Names directly inside `dir`, a directory's with a trailing slash; none when `dir` does not exist. */
 export async function listNames(dir: string): Promise<string[]> {
@@ -94,6 +149,20 @@ export async function readBytes(file: string): Promise<Buffer> {
   if (!isRemote(file)) return readFile(file);
   const { store, key } = await objectOf(file);
   return store.get(key);
+}
+
+/** The last `n` bytes of a file (fewer when it is shorter); on an object store the object is read whole. */
+export async function readTail(file: string, n: number): Promise<Buffer> {
+  if (isRemote(file)) return (await readBytes(file)).subarray(-n);
+  const fd = await open(file, "r");
+  try {
+    const { size } = await fd.stat();
+    const out = Buffer.alloc(Math.min(n, size));
+    await fd.read(out, 0, out.length, size - out.length);
+    return out;
+  } finally {
+    await fd.close();
+  }
 }
 
 /** Write `data` at `file` unless something is there already: false when it is. */

@@ -84,9 +84,13 @@ export async function request(url: string, method: string, body?: unknown, heade
   return replyOf(res.status, res.headers, new Uint8Array(await res.arrayBuffer()));
 }
 
-/** The environment a test server starts with: warnings and up logged, the test keys unless `noKeys`. */
+/**
+ * The environment a test server starts with: warnings and up logged, no drain delay on SIGTERM
+ * (no balancer waits for it; test/rolling-restart.test.ts runs with the default), the test keys
+ * unless `noKeys`.
+ */
 export function serverEnv(opts: Pick<StartOptions, "env" | "noKeys">): Record<string, string> {
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), QUIVER_LOG_LEVEL: "warn", ...opts.env };
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), QUIVER_LOG_LEVEL: "warn", QUIVER_DRAIN_DELAY_MS: "0", ...opts.env };
   if (!opts.noKeys) env.QUIVER_API_KEYS ??= DEFAULT_KEYS;
   return env;
 }

@@ -2,12 +2,15 @@
 // files (each picks the scenarios it runs on its bed, test/helpers/replicas.ts). Replica i is
 // bed.replicas[i]; "through the balancer" is bed.call. Every replica shares the job records,
 // value versions, views and idempotency records (the system tables under <data-dir>/.system/).
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { indexRows, rowsIpc } from "./index-data.js";
 import { type Caller } from "./quiver.js";
 import { JOB_LEASE_MS, runningJobIn, type Replicas } from "./replicas.js";
 import { idNameRows, tableCalls } from "./tables.js";
-import { settle, terminal } from "./transactions.js";
+import { sample } from "./metrics.js";
+import { expectCountsAsCommitted, settle, terminal } from "./transactions.js";
 import { envelope, schemaOf } from "./views.js";
 
 const DIM = 16;
@@ -22,12 +25,12 @@ async function idsOf(c: Caller, table: string, body: Record<string, unknown> = {
   return (r.json as { id: number }[]).map((x) => Number(x.id)).sort((a, b) => a - b);
 }
 
-/** A js UDF column `name` = f * 2 + 1 over batches that take 150 ms each: 500-row tasks make a 10,000-row backfill last ~3 s. */
-const slowColumn = (name: string) => ({
+/** A js UDF column `name` = f * 2 + 1 over batches that take `ms` each: 500-row tasks at 150 ms make a 10,000-row backfill last ~3 s. */
+const slowColumn = (name: string, ms = 150) => ({
   name,
   virtual_column: {
     udf_backend: "js",
-    udf: "(xs) => { const t = Date.now(); while (Date.now() - t < 150) {} return xs.map((x) => x * 2 + 1); }",
+    udf: `(xs) => { const t = Date.now(); while (Date.now() - t < ${ms}) {} return xs.map((x) => x * 2 + 1); }`,
     input_columns: ["f"],
     field_metadata: { batch: "true" },
     outputs: [{ column: name, data_type: { type: "float64" }, nullable: true }],
@@ -315,27 +318,52 @@ export function backfillTakeover(bed: Replicas): void {
   }, 180_000);
 }
 
+/** One replica's /metrics. */
+async function scrape(c: Caller): Promise<string> {
+  const r = await c.call("GET", "/metrics");
+  expect(r.status, r.text).toBe(200);
+  return r.text;
+}
+
+/** The tasks of split backfill `job`, described through `c`. */
+async function tasksOf(c: Caller, job: string): Promise<Job[]> {
+  const tasks = (await describeJob(c, job)).properties.tasks;
+  return tasks ? Promise.all(tasks.split(",").map((t) => describeJob(c, t))) : [];
+}
+
 /**
  * A backfill split into as many tasks as there are replicas (each restarted with
- * `--backfill-tasks`, one backfill slot each): the tasks run on several replicas at once, and every
- * row is computed once.
+ * `--backfill-tasks`, two backfill slots each): an idle replica takes a task before one that runs
+ * one already, so every replica runs one (each replica's running gauge says so), and every row is
+ * computed once.
  */
 export function backfillTasksAcrossReplicas(bed: Replicas): void {
-  it("a backfill split into tasks runs them on several replicas, each row computed once", async () => {
+  it("a backfill split into tasks runs one on every replica though each has two slots, each row computed once", async () => {
     const n = bed.replicas.length;
-    for (let i = 0; i < n; i++) await bed.restart(i, ["--backfill-tasks", String(n), "--backfill-jobs", "1"]);
+    for (let i = 0; i < n; i++) await bed.restart(i, ["--backfill-tasks", String(n), "--backfill-jobs", "2"]);
     const T = "tasks1";
     expect((await bed.call("POST", `/v1/table/${T}/create`, rowsIpc(10_000, DIM, 0))).status).toBe(200);
     expect((await bed.call("POST", `/v1/table/${T}/add_columns`, { new_columns: [slowColumn("t")] })).status).toBe(200);
     const b = await bed.call("POST", `/v1/table/${T}/backfill_column`, { column: "t", ...SLOW_PARAMS });
     expect(b.status, b.text).toBe(202);
+    // While all of them run: one on each replica, by each replica's own gauge.
+    const end = Date.now() + 60_000;
+    let running = await tasksOf(bed, b.json.job_id);
+    while (!(running.length === n && running.every((t) => t.status === "Running")) && Date.now() < end) {
+      await sleep(100);
+      running = await tasksOf(bed, b.json.job_id);
+    }
+    const gauges = await Promise.all(bed.replicas.map(async (q) => sample(await scrape(q), "quiver_replica_jobs_running", { kind: "backfill_task" })));
+    const slots = await Promise.all(bed.replicas.map(async (q) => sample(await scrape(q), "quiver_replica_job_slots", { kind: "backfill_task" })));
     const done = await settle(bed, b.json.job_id, 120_000);
     expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
     expect(done.properties).toMatchObject({ rows_done: "10000", rows_computed: "10000" });
     const tasks = await Promise.all(done.properties.tasks.split(",").map((t) => describeJob(bed, t)));
     expect(tasks).toHaveLength(n);
     expect(tasks.map((t) => t.status)).toEqual(tasks.map(() => "Succeeded"));
-    expect(new Set(tasks.map((t) => t.properties.replica)).size).toBeGreaterThanOrEqual(2);
+    expect(new Set(tasks.map((t) => t.properties.replica)).size, JSON.stringify(tasks.map((t) => t.properties))).toBe(n);
+    expect(gauges).toEqual(bed.replicas.map(() => 1));
+    expect(slots).toEqual(bed.replicas.map(() => 2));
     const { count } = tableCalls(bed);
     expect(await count(T, { predicate: "t IS NULL OR t <> f * 2 + 1" })).toBe(0);
   }, 240_000);
@@ -447,5 +475,73 @@ export function versionsAcrossReplicas(bed: Replicas): void {
         expect(await idsOf(bed.replicas[0], T, { version: v }), `at version ${v}`).toEqual(want);
       }
     }, 120_000);
+  });
+}
+
+/**
+ * A backfill split into two tasks over the replicas (restarted with `--backfill-tasks 2
+ * --backfill-jobs 2`): a cancel through the balancer stops the tasks on every replica, nothing
+ * commits after their records ended and the counts are the rows committed; a SIGKILL of a task's
+ * replica has another replica take it over, and the backfill's totals equal the table's rows.
+ */
+export function splitBackfillsAcrossReplicas(bed: Replicas): void {
+  describe("a backfill split into tasks across replicas", () => {
+    const { count } = tableCalls(bed);
+    const split = async (T: string) => {
+      expect((await bed.call("POST", `/v1/table/${T}/create`, rowsIpc(10_000, DIM, 0))).status).toBe(200);
+      expect((await bed.call("POST", `/v1/table/${T}/add_columns`, { new_columns: [slowColumn("u", 300)] })).status).toBe(200);
+      const from = (await bed.call("POST", `/v1/table/${T}/describe`, {})).json.version as number;
+      const b = await bed.call("POST", `/v1/table/${T}/backfill_column`, { column: "u", ...SLOW_PARAMS });
+      expect(b.status, b.text).toBe(202);
+      return { job: b.json.job_id as string, from };
+    };
+    /** Until a task of `job` has committed `rows` rows while still running. */
+    async function untilTaskRows(job: string, rows: number): Promise<Job[]> {
+      const end = Date.now() + 60_000;
+      for (;;) {
+        const tasks = await tasksOf(bed, job);
+        if (tasks.some((t) => t.status === "Running" && Number(t.properties.rows_done ?? 0) >= rows)) return tasks;
+        if (Date.now() > end) throw new Error(`no task of ${job} reached ${rows} rows: ${JSON.stringify(tasks)}`);
+        await sleep(50);
+      }
+    }
+
+    it("setup: every replica splits backfills in two, two slots each", async () => {
+      for (let i = 0; i < bed.replicas.length; i++) await bed.restart(i, ["--backfill-tasks", "2", "--backfill-jobs", "2"]);
+    }, 120_000);
+
+    it("a cancel stops the tasks on every replica: no commit after their finished_at, counts equal to the rows committed", async () => {
+      const { job, from } = await split("cancel2");
+      await untilTaskRows(job, 1000);
+      const c = await bed.call("POST", "/v1/jobs/cancel", { job_id: job });
+      expect(c.status, c.text).toBe(200);
+      expect(c.json).toMatchObject({ cancelled: true, status: "Canceled" });
+      // Answered once everything stopped: nothing of it runs, and nothing more commits.
+      expect(runningJobIn(bed, "backfill.js")).toEqual([]);
+      const v = (await bed.replicas[0].call("POST", "/v1/table/cancel2/describe", {})).json.version;
+      await sleep(2000);
+      expect((await bed.replicas[1].call("POST", "/v1/table/cancel2/describe", {})).json.version).toBe(v);
+      await expectCountsAsCommitted(bed, "cancel2", job, "u", from);
+      expect(await count("cancel2", { predicate: "u IS NOT NULL" })).toBeLessThan(10_000);
+    }, 180_000);
+
+    it("SIGKILL of a task's replica: another takes the task over; the backfill's totals equal the table's rows", async () => {
+      const { job } = await split("kill2");
+      // The replica of a task that has checkpointed rows (a replica's id is in its state directory).
+      const checkpointed = (await untilTaskRows(job, 1000)).find((t) => t.status === "Running" && Number(t.properties.rows_done) >= 1000)!;
+      const victim = bed.replicas.findIndex((q) => readFileSync(path.join(q.dataDir, "replica-id"), "utf8").trim() === checkpointed.properties.replica);
+      expect(victim).toBeGreaterThanOrEqual(0);
+      await bed.kill(victim);
+      const done = await settle(bed, job, 120_000);
+      expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
+      expect(done.properties).toMatchObject({ rows_total: "10000", rows_done: "10000", rows_computed: "10000", rows_skipped: "0" });
+      const tasks = await tasksOf(bed, job);
+      expect(tasks.reduce((n, t) => n + Number(t.properties.rows_total), 0), JSON.stringify(tasks)).toBe(10_000);
+      expect(await count("kill2", { predicate: "u IS NULL OR u <> f * 2 + 1" })).toBe(0);
+      const alive = bed.replicas.filter((_, i) => i !== victim);
+      const takeovers = await Promise.all(alive.map(async (q) => sample(await scrape(q), "quiver_job_lease_takeovers_total", { kind: "backfill_task" }) ?? 0));
+      expect(takeovers.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
+      await bed.restart(victim);
+    }, 240_000);
   });
 }

@@ -1,12 +1,12 @@
 // Several Quiver replicas on one data directory (a local directory, or a container of Azurite
 // started here) behind HAProxy, for the multi-replica tests: each replica has its own port and
 // --state-dir and the same API keys; HAProxy balances round robin over them, takes a replica out of
-// rotation as soon as its readiness check fails, and retries a request on another replica only where
-// that is safe (bench/haproxy.ts). Ports come from the OS; everything is stopped, and removed,
+// rotation as soon as its readiness check fails (or as docs/haproxy.cfg says), and retries a request
+// on another replica only where that is safe (bench/haproxy.ts). Ports come from the OS; everything is stopped, and removed,
 // after the file.
 import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { freePort, startHaproxy, type Haproxy } from "../../bench/haproxy.js";
+import { freePort, startHaproxy, type Checks, type Haproxy } from "../../bench/haproxy.js";
 import { startAzurite, type Azurite } from "./azurite.js";
 import { ADMIN_KEY, removeDir, request, startQuiver, tempDataDir, type Caller, type Quiver } from "./quiver.js";
 
@@ -18,6 +18,10 @@ export interface ReplicaOptions {
   store: "local" | "azurite";
   /** More flags for every replica. */
   args?: string[];
+  /** More environment for every replica (over the test servers', test/helpers/quiver.ts). */
+  env?: Record<string, string>;
+  /** HAProxy's readiness checks (bench/haproxy.ts): `fast` unless told. */
+  checks?: Checks;
 }
 
 export interface Replicas extends Caller {
@@ -43,12 +47,13 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   const ports: number[] = [];
   const stateDirs: string[] = [];
   let storageArgs: string[] = [];
-  const replicaArgs = (i: number, more: string[] = []) => ["--port", String(ports[i]), "--auto-maintenance", "off", ...(opts.args ?? []), ...storageArgs, ...more];
+  // Each named as HAProxy names it (r0, r1, …): its metrics' replica label and the start of its id.
+  const replicaArgs = (i: number, more: string[] = []) => ["--port", String(ports[i]), "--replica-name", `r${i}`, "--auto-maintenance", "off", ...(opts.args ?? []), ...storageArgs, ...more];
 
   // The lease goes by environment: a replica that does not know the option yet ignores it, where an
   // unknown flag would stop its start.
   const start = (i: number, more?: string[]) =>
-    startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(JOB_LEASE_MS) } });
+    startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(JOB_LEASE_MS), ...opts.env } });
 
   beforeAll(async () => {
     if (opts.store === "azurite") {
@@ -67,7 +72,7 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
     // All at once, as a deployment starts them: the first starts race on an empty data directory.
     bed.replicas.push(...(await Promise.all(ports.map((_, i) => start(i)))));
 
-    lb = await startHaproxy(ports);
+    lb = await startHaproxy(ports, opts.checks);
     bed.url = lb.url;
   }, 120_000);
 
@@ -84,7 +89,7 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   bed.restart = async (i, more) => {
     await bed.replicas[i].stop();
     bed.replicas[i] = await start(i, more);
-    await lb!.untilStatus(`r${i}`, (s) => s === "UP");
+    await lb!.untilStatus(`r${i}`, (s) => s === "UP", 30_000);
   };
 
   // A failed test shows what the replicas logged (warnings and errors): a 500's cause is only there.

@@ -1,4 +1,6 @@
-// Waiting on background work (index builds, backfills, view refreshes) through DescribeTransaction.
+// Waiting on background work (index builds, backfills, view refreshes) through DescribeTransaction,
+// and what a canceled backfill's records must say.
+import { expect } from "vitest";
 import type { Caller } from "./quiver.js";
 
 export const TERMINAL = ["Succeeded", "Failed", "Canceled"];
@@ -27,3 +29,28 @@ export async function until(q: Caller, tx: string, want: (status: string) => boo
 
 /** Poll a transaction until it ends. */
 export const settle = (q: Caller, tx: string, timeoutMs?: number) => until(q, tx, terminal, timeoutMs);
+
+/**
+ * A split backfill of `column` that ended (canceled, or failed by a canceled task): no commit of it
+ * or of its tasks landed after their finished_at, its versions are every commit made to `table`
+ * after version `from`, and its counts (and the sum of its tasks') are the rows that got values.
+ */
+export async function expectCountsAsCommitted(q: Caller, table: string, job: string, column: string, from: number): Promise<void> {
+  const describe = async (id: string) => (await q.call("POST", `/v1/transaction/${id}/describe`, {})).json as Settled;
+  const parent = await describe(job);
+  const tasks = await Promise.all(parent.properties.tasks.split(",").map(describe));
+  const listed = (await q.call("POST", `/v1/table/${table}/version/list`, {})).json.versions as { version: number; timestamp_millis: number }[];
+  const commits = listed.filter((v) => v.version > from).sort((a, b) => a.version - b.version);
+  const at = new Map(commits.map((v) => [v.version, v.timestamp_millis]));
+  const versions = (p: Record<string, string>) => (p.versions ? p.versions.split(",").map(Number) : []);
+  const said = JSON.stringify({ parent: parent.properties, tasks: tasks.map((t) => [t.status, t.properties]), commits });
+  expect(versions(parent.properties), said).toEqual(commits.map((v) => v.version));
+  for (const v of commits) expect(v.timestamp_millis, said).toBeLessThanOrEqual(Date.parse(parent.properties.finished_at));
+  for (const t of tasks) {
+    expect(terminal(t.status), said).toBe(true);
+    for (const v of versions(t.properties)) expect(at.get(v), said).toBeLessThanOrEqual(Date.parse(t.properties.finished_at));
+  }
+  const valued = (await q.call("POST", `/v1/table/${table}/count_rows`, { predicate: `${column} IS NOT NULL` })).json as number;
+  expect(Number(parent.properties.rows_done), said).toBe(valued);
+  expect(tasks.reduce((n, t) => n + Number(t.properties.rows_done), 0), said).toBe(valued);
+}

@@ -5,7 +5,7 @@ import { MAX_PAGE, page, pageOf } from "../../src/operations/pagination.js";
 import { PageQuery } from "../../src/schemas/params.js";
 import { compileParams } from "../../src/schemas/validate.js";
 
-const limits = { maxExpressionLength: 100, maxExpressionCost: 10 };
+const limits = { maxExpressionLength: 100, maxExpressionCost: 10, maxExpressionArray: 1024, maxExpressionCopies: 16 };
 const pageParams = (q: URLSearchParams) => pageOf(compileParams(PageQuery)(q, limits));
 
 const names = Array.from({ length: 25 }, (_, i) => `t${String(i).padStart(2, "0")}`);

@@ -6,7 +6,9 @@
 // `task_size` rows, compute them in the compute sandbox (`concurrency` tasks in flight, IPC bytes
 // both ways, each answer checked), and commit every `checkpoint_size` rows, writing only rows
 // unchanged since they were read. Each commit is reported to the server, which records it before
-// the job's next report; a stop ends the run after the commit in progress.
+// the job's next report; a stop ends the run after the commit in progress, and the server's answer
+// to the question asked right before each commit (still this replica's job, no cancel asked?) ends
+// it before the next one.
 import { FAIL, recordFailure, underPolicy } from "../../src/compute/error-handling.js";
 import { fromJsonType } from "../../src/engine/json-arrow.js";
 import type * as A from "apache-arrow";
@@ -22,9 +24,7 @@ import { usesStableRowIds } from "../../src/engine/versions.js";
 import { udfInSandbox } from "../compute-answers.js";
 import type { Compute } from "../compute-client.js";
 import type { BackfillMessage, BackfillProgress, BackfillRequest } from "../protocol.js";
-import { serveJob, withCompute, type Send as JobSend } from "./job-process.js";
-
-type Send = JobSend<BackfillMessage>;
+import { serveJob, withCompute, type JobControl } from "./job-process.js";
 
 /** A key value as JSON holds it: 64-bit integers as numbers while exact, as strings beyond. */
 const jsonKey = (v: unknown) => (typeof v === "bigint" ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : String(v)) : v);
@@ -51,17 +51,20 @@ function shareOf(addresses: bigint[], [k, n]: [number, number]): [string, string
   return [k === 0 ? "0" : (at(from) ?? String(1n << 63n)), k === n - 1 ? null : at(Math.floor(((k + 1) * addresses.length) / n))];
 }
 
-async function runSql(req: BackfillRequest, writer: TableHandle, send: Send): Promise<void> {
+async function runSql(req: BackfillRequest, writer: TableHandle, { send, mayCommit }: JobControl<BackfillMessage>): Promise<void> {
   // LanceDB's refresh reports only at its end: until then the total is every row it may fill.
   const read_version = await tableVersion(writer);
   await send({ type: "progress", progress: { read_version, rows_total: await countRows(writer), rows_done: 0 }, committed: [], tracked: false, freshFor: [] });
+  // The refresh commits inside LanceDB's call: asked before it starts.
+  if (!(await mayCommit())) return;
   const r = await refreshSqlColumn(writer, req.run.column);
   const n = r.rowsFilled;
   await send({ type: "progress", progress: { read_version, rows_total: n, rows_done: n, rows_computed: n, versions: [r.version] }, committed: [r.version], tracked: false, freshFor: [] });
 }
 
-async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, writer: TableHandle, compute: Compute, send: Send, stopping: () => boolean): Promise<void> {
+async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, writer: TableHandle, compute: Compute, job: JobControl<BackfillMessage>): Promise<void> {
   const { run, progress } = req;
+  const { send, stopping, mayCommit } = job;
   const readVersion = run.readVersion ?? (await tableVersion(writer));
   const reader = await tables.open(req.entry, { branch: run.branch, version: readVersion });
   const tracked = await usesStableRowIds(resolveLocation(req.root, req.entry.location!), readVersion, namedBranch(run.branch));
@@ -88,7 +91,13 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
     report.range = range;
   }
   const counts = { rows_done: progress.rows_done ?? 0, rows_computed: progress.rows_computed ?? 0, rows_skipped: progress.rows_skipped ?? 0 };
-  report.rows_total = counts.rows_done + counts.rows_skipped + plan.ids.length;
+  // At a read version fixed before the run (a task's, or the client's), rows this job already wrote
+  // still look missing there: a resumed run skips the part of the same plan its commits covered,
+  // and keeps the plan's total. Otherwise the plan, read at the latest version, leaves them out.
+  const fixed = run.readVersion !== null && progress.planned === plan.ids.length;
+  const first = fixed ? (progress.position ?? 0) : 0;
+  if (run.readVersion !== null) report.planned = plan.ids.length;
+  report.rows_total = fixed && progress.rows_total !== undefined ? progress.rows_total : counts.rows_done + counts.rows_skipped + plan.ids.length - first;
   await send({ type: "progress", progress: { ...report, ...counts }, committed: [], tracked, freshFor: [] });
 
   const key = run.key!;
@@ -114,7 +123,7 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
   }
 
   let lastCommit = Date.now();
-  for (let start = 0; start < plan.ids.length && !stopping(); ) {
+  for (let start = first; start < plan.ids.length && !stopping(); ) {
     let end = Math.min(start + run.checkpointSize, plan.ids.length);
     const outputs: A.Table[] = [];
     // This checkpoint's tasks, `concurrency` at a time; a flush interval may cut it short.
@@ -129,7 +138,8 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
       outputs.push(...(await Promise.all(batch)));
       if (run.flushSeconds !== null && Date.now() - lastCommit >= run.flushSeconds * 1000) end = next;
     }
-    if (stopping()) break;
+    // Asked last, right before the commit: a cancel or a takeover since then leaves nothing committed.
+    if (stopping() || !(await mayCommit())) break;
     const computed = outputs.reduce((n, t) => n + t.numRows, 0);
     const data = joined(outputs);
     const read = { ids: plan.ids.slice(start, end), addresses: plan.addresses.slice(start, end), versions: plan.versions.slice(start, end) };
@@ -140,16 +150,17 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
     counts.rows_skipped += end - start - w.written;
     const rowsFresh = plan.otherFresh.slice(start, end);
     const freshFor = req.others.filter((_, j) => rowsFresh.every((r) => r[j])).map((o) => o.column);
-    await send({ type: "progress", progress: { ...counts, ...failed, versions: [...done] }, committed: w.versions, tracked, freshFor });
+    const at = run.readVersion !== null ? { position: end } : {};
+    await send({ type: "progress", progress: { ...counts, ...failed, ...at, versions: [...done] }, committed: w.versions, tracked, freshFor });
     lastCommit = Date.now();
     start = end;
   }
 }
 
-serveJob<BackfillRequest, BackfillMessage>(async (req, send, stopping) => {
+serveJob<BackfillRequest, BackfillMessage>(async (req, job) => {
   const tables = await openTables(req.root, CHECK_EVERY_READ, req.storage);
   const writer = await tables.open(req.entry, { branch: req.run.branch, fresh: true });
   const c = req.compute;
-  if (c.kind === "sql") await runSql(req, writer, send);
-  else await withCompute(req, (compute) => runUdf(req, c.udf, tables, writer, compute, send, stopping));
+  if (c.kind === "sql") await runSql(req, writer, job);
+  else await withCompute(req, (compute) => runUdf(req, c.udf, tables, writer, compute, job));
 });

@@ -16,10 +16,10 @@ export interface MaintenanceRequest {
   entry: Entry;
   branch: string | null;
   /**
-   * Remove versions older than `retainMs` and committed before `keptFrom` (ms since the epoch; null:
-   * no bound); null: keep every version.
+   * Remove versions older than `retainMs` (or beyond the newest `maxVersions`, 0: no such bound) and
+   * committed before `keptFrom` (ms since the epoch; null: no bound); null: keep every version.
    */
-  cleanup: { retainMs: number; keptFrom: number | null } | null;
+  cleanup: { retainMs: number; maxVersions: number; keptFrom: number | null } | null;
 }
 
 export interface MaintenanceProgress {
@@ -31,12 +31,12 @@ export interface MaintenanceProgress {
 
 export type MaintenanceMessage = { type: "progress"; progress: MaintenanceProgress };
 
-serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, send, stopping) => {
+serveJob<MaintenanceRequest, MaintenanceMessage>(async (req, { send, stopping }) => {
   const tables = await openTables(req.root, CHECK_EVERY_READ, req.storage);
   const table = await tables.open(req.entry, { branch: req.branch, fresh: true });
   await send({ type: "progress", progress: { phase: "optimizing", before: await tableFigures(table) } });
   if (stopping()) return;
   const c = req.cleanup;
-  const result = await optimizeTable(table, c === null ? null : () => cleanupCutoff(c.retainMs, c.keptFrom ?? Infinity));
+  const result = await optimizeTable(table, c === null ? null : () => cleanupCutoff(table, c.retainMs, c.keptFrom ?? Infinity, c.maxVersions));
   await send({ type: "progress", progress: { phase: "done", result, after: await tableFigures(table) } });
 });

@@ -166,7 +166,7 @@ const failed = (f: Failures) => (f.rows_failed > 0 ? { rows_failed: f.rows_faile
 // before that ends the process at once and leaves the view as it was.
 let committing = false;
 
-serveJob<RefreshRequest, RefreshMessage>(async (req, send) => {
+serveJob<RefreshRequest, RefreshMessage>(async (req, { send }) => {
   const tables = await openTables(req.root, CHECK_EVERY_READ, req.storage);
   const view = await tables.open(req.view, { fresh: true });
   const def = req.definition;

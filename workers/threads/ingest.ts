@@ -4,15 +4,23 @@ import { Piscina } from "piscina";
 import { normaliseIpc } from "../../src/engine/ipc-in.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { ApiError } from "../../src/errors.js";
+import { ownBuffer } from "../../src/util/own-buffer.js";
+
+/** A request body and the most bytes it may decode to (--max-decoded-body). */
+export interface IngestTask {
+  body: Uint8Array;
+  maxDecodedBody: number;
+}
 
 /** Normalised IPC bytes, or the 400 message for a bad body. */
 export type IngestReply = Uint8Array | { error: string };
 
-export function ingest(raw: Uint8Array): IngestReply {
+export function ingest({ body, maxDecodedBody }: IngestTask): IngestReply {
   try {
-    const { table, rewritten } = normaliseIpc(raw);
-    // Unchanged bodies go back as they came: no re-encode.
-    return Piscina.move(rewritten ? arrow.tableToIPC(table, "stream") : raw) as Uint8Array;
+    const { table, stream } = normaliseIpc(body, maxDecodedBody);
+    // A stream that needed no change goes back as it is (the body, or its decompressed form): no
+    // re-encode. A small decompressed stream sits in Node's buffer pool, which cannot be moved.
+    return Piscina.move(ownBuffer(stream ?? arrow.tableToIPC(table, "stream"))) as Uint8Array;
   } catch (err) {
     // A bad body is data for a 400, not a worker failure; anything else is a bug and rejects (500).
     if (err instanceof ApiError) return { error: err.message };

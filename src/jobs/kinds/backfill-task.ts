@@ -10,10 +10,9 @@ export function backfillTaskKind(deps: BackfillDeps): JobKind<BackfillSpec> {
     name: BACKFILL_TASK,
     limit: deps.limit,
     interrupted: "resume",
-    async start(job) {
-      await job.report({ replica: deps.replica });
-      return runBackfill(deps, job);
-    },
+    start: (job) => runBackfill(deps, job),
+    // The tasks of one backfill spread over the replicas.
+    group: (rec) => (typeof rec.spec.backfill === "string" ? rec.spec.backfill : undefined),
     describe: describeBackfill,
   };
 }

@@ -18,6 +18,7 @@ import { namedBranch, type Tables } from "../../engine/tables.js";
 import { tableSchema, tableVersion } from "../../engine/table-info.js";
 import type { Exclusive, JobContext, JobKind, Jobs, Running } from "../jobs.js";
 import { isTerminal, type JobRecord } from "../store.js";
+import { recordJobRows } from "../../metrics.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
 export const BACKFILL = "backfill";
@@ -44,8 +45,6 @@ export interface BackfillDeps {
   limit: number;
   /** The job scheduler, to queue a split backfill's tasks and follow them. */
   jobs: () => Jobs;
-  /** This replica's id, which a task records as where it ran. */
-  replica: string;
 }
 
 // dist/src/jobs/kinds/backfill.js → dist/workers/processes/backfill.js
@@ -82,15 +81,22 @@ export async function runBackfill(deps: BackfillDeps, job: JobContext<BackfillSp
     workers: deps.workers,
     workerHeapMb: deps.workerHeapMb,
   };
-  return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, async (m) => {
+  // Rows counted once, where they are computed (a split backfill's own record only sums its tasks').
+  let counted = (job.rec.progress as BackfillProgress | undefined)?.rows_done ?? 0;
+  const handle = async (m: BackfillMessage) => {
     if (m.tracked) {
       for (const v of m.committed) await versions.add(valuesKey, v);
       for (const c of m.freshFor) for (const v of m.committed) await versions.add(others.get(c)!, v);
     }
     await job.report(m.progress as Record<string, unknown>);
+    if (m.progress.rows_done !== undefined) {
+      recordJobRows(job.rec.operation, m.progress.rows_done - counted);
+      counted = m.progress.rows_done;
+    }
     const version = m.committed.at(-1);
     if (version !== undefined) tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version, change: "backfill", rows: null, byCachedHandle: false });
-  });
+  };
+  return runInBackground<BackfillRequest, BackfillMessage>(BACKFILL_PROCESS, LOWEST_PRIORITY, request, handle, { mayCommit: job.mayCommit });
 }
 
 const TASK_POLL_MS = 250;
@@ -107,8 +113,9 @@ function progressOf(tasks: (JobRecord | undefined)[]): BackfillProgress {
 /**
  * A backfill split into tasks: queued once (every task reads the same version, so their shares
  * are one plan cut in contiguous address ranges), then followed until all succeed; a task that
- * fails or is canceled fails the backfill. Canceling the backfill cancels its tasks; a shutdown or a
- * takeover leaves them running (the backfill resumes following them).
+ * fails or is canceled fails the backfill. Canceling the backfill cancels its tasks (the cancel asks
+ * them at once, see backfillKind's parts) and it ends after them, with their counts as committed; a
+ * shutdown or a takeover leaves them running (the backfill resumes following them).
  */
 async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>): Promise<Running> {
   const spec = job.rec.spec;
@@ -127,6 +134,14 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
   const taskIds = ids;
   let stopping = false;
   let reported = "";
+  /** Cancel the tasks still going, wait for them to stop, and record what they committed. */
+  const endTasks = async () => {
+    await Promise.all(taskIds.map(async (id) => {
+      const t = await jobs.get(id);
+      if (t && !isTerminal(t.status)) await jobs.cancel(t);
+    }));
+    await job.report(progressOf(await Promise.all(taskIds.map((id) => jobs.get(id)))) as Record<string, unknown>);
+  };
   const done = (async () => {
     while (!stopping) {
       const tasks = await Promise.all(taskIds.map((id) => jobs.get(id)));
@@ -137,7 +152,7 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
       reported = text;
       const lost = tasks.findIndex((t) => !t || t.status === "Failed" || t.status === "Canceled");
       if (lost >= 0) {
-        await Promise.all(tasks.map((t) => (t && !isTerminal(t.status) ? jobs.cancel(t) : undefined)));
+        await endTasks();
         const t = tasks[lost];
         throw new Error(t ? `task ${t.id} of this backfill is ${t.status}${t.error ? `: ${t.error}` : ""}` : `task ${taskIds[lost]} of this backfill is gone`);
       }
@@ -151,11 +166,8 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
       stopping = true;
       await done.catch(() => undefined);
       // Only a cancel ends the tasks: a shutdown queues this backfill again, a takeover follows them elsewhere.
-      if ((await jobs.get(job.rec.id))?.status !== "Canceled") return;
-      await Promise.all(taskIds.map(async (id) => {
-        const t = await jobs.get(id);
-        if (t && !isTerminal(t.status)) await jobs.cancel(t);
-      }));
+      if ((await jobs.get(job.rec.id))?.cancelAt === undefined) return;
+      await endTasks();
     },
   };
 }
@@ -169,6 +181,7 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
     limit: deps.limit,
     interrupted: "resume",
     start: (job) => (splits(job.rec.spec) ? splitBackfill(deps, job) : runBackfill(deps, job)),
+    parts: (rec) => (Array.isArray(rec.progress?.tasks) ? (rec.progress.tasks as string[]) : []),
     describe: describeBackfill,
   };
 }
@@ -196,7 +209,6 @@ export function describeBackfill({ spec, progress, startedAt, finishedAt, status
         tasks: Array.isArray(progress?.tasks) ? (progress.tasks as string[]).join(",") : undefined,
         backfill: typeof spec.backfill === "string" ? spec.backfill : undefined,
         task: spec.part ? `${spec.part[0] + 1} of ${spec.part[1]}` : undefined,
-        replica: typeof progress?.replica === "string" ? progress.replica : undefined,
       };
 }
 

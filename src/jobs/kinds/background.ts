@@ -9,7 +9,7 @@ import { fork, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { setPriority } from "node:os";
 import { fileURLToPath } from "node:url";
-import type { EndMessage, JobCommand } from "../../../workers/protocol.js";
+import type { EndMessage, JobCommand, MayCommit } from "../../../workers/protocol.js";
 import type { Running } from "../jobs.js";
 
 const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
@@ -36,20 +36,33 @@ const STOP_DEADLINE_MS = 30_000;
 
 /**
  * Run a job's child process (workers/processes/job-process.ts) at `niceness`: `handle` sees its progress
- * messages one at a time, in order (a step is recorded before the next is handled); `done`
+ * messages one at a time, in order (a step is recorded before the next is handled), and its
+ * question before each commit is answered by `mayCommit` after them (false once stopped); `done`
  * settles with the process's end. A stop asks the process to end after its step in progress, or
  * with `stop: "kill"` kills it at once (work that cannot stop halfway, such as an index build).
  */
-export function runInBackground<R, M>(entry: URL, niceness: number, request: R, handle: (m: M) => Promise<void>, stop: "after-step" | "kill" = "after-step"): Running {
+export function runInBackground<R, M>(
+  entry: URL,
+  niceness: number,
+  request: R,
+  handle: (m: M) => Promise<void>,
+  opts: { stop?: "after-step" | "kill"; mayCommit?: () => Promise<boolean> } = {},
+): Running {
   const child = startBackground(entry, niceness);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let stopped = false;
   let handled = Promise.resolve();
+  const send = (c: JobCommand<R>) => {
+    // A process that already went away needs no answer.
+    if (child.connected) child.send(c);
+  };
   const done = new Promise<void>((resolve, reject) => {
-    child.on("message", (m: M | EndMessage) => {
+    child.on("message", (m: M | EndMessage | MayCommit) => {
       handled = handled.then(async () => {
-        const end = m as EndMessage;
+        const end = m as EndMessage | MayCommit;
         if (end.type === "done") resolve();
         else if (end.type === "error") reject(new Error(end.message));
+        else if (end.type === "may-commit") send({ type: "may-commit", ok: !stopped && (await (opts.mayCommit?.() ?? Promise.resolve(true))) });
         else await handle(m as M);
       });
       handled.catch(reject);
@@ -57,13 +70,13 @@ export function runInBackground<R, M>(entry: URL, niceness: number, request: R, 
     child.once("exit", (code, signal) => void handled.then(() => reject(new Error(`the job's process ended unexpectedly (${signal ?? `exit code ${code}`})`))));
     child.once("error", reject);
   });
-  const send = (c: JobCommand<R>) => child.send(c);
   send({ type: "start", request });
   return {
     done,
     async stop() {
-      if (stop === "kill") child.kill("SIGKILL");
-      else if (child.exitCode === null && child.connected) send({ type: "stop" });
+      stopped = true;
+      if (opts.stop === "kill") child.kill("SIGKILL");
+      else if (child.exitCode === null) send({ type: "stop" });
       const deadline = setTimeout(() => child.kill("SIGKILL"), STOP_DEADLINE_MS);
       await exited;
       clearTimeout(deadline);

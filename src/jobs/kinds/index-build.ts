@@ -34,7 +34,7 @@ export function indexBuildKind(deps: { catalog: Catalog; tables: Tables; limit: 
       const spec = rec.spec;
       const entry = await requireTable(catalog, rec.table);
       // Builds are background work: requests get the CPU first (query p99 during a build).
-      const run = runInBackground<BuildRequest, BuildMessage>(BUILD_PROCESS, BUILD_NICENESS, { root: tables.root, storage: tables.storageOptions, entry, spec }, async () => undefined, "kill");
+      const run = runInBackground<BuildRequest, BuildMessage>(BUILD_PROCESS, BUILD_NICENESS, { root: tables.root, storage: tables.storageOptions, entry, spec }, async () => undefined, { stop: "kill" });
       // The shared handle sees the new index at once instead of after the consistency interval.
       const refresh = () => tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "index", rows: null, byCachedHandle: false });
       return {

@@ -16,6 +16,7 @@ import type { Exclusive, JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 import { listVersions } from "../../engine/version-list.js";
+import { recordMaintenanceDuration } from "../../metrics.js";
 
 export const MAINTENANCE = "maintenance";
 
@@ -35,6 +36,8 @@ export interface MaintenanceDeps {
   /** The jobs (given late: they are made from the kinds). */
   jobs: () => Jobs;
   retainMs: number;
+  /** Versions a table branch keeps at most besides those kept for a reason (0: no bound). */
+  maxVersions: number;
   limit: number;
 }
 
@@ -59,18 +62,23 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         if ("busy" in kept) cleanup = `deferred: ${kept.busy}`;
         else {
           const bound = keptBound(await listVersions(table), kept.versions);
-          request = { retainMs: deps.retainMs, keptFrom: Number.isFinite(bound) ? bound : null };
+          request = { retainMs: deps.retainMs, maxVersions: deps.maxVersions, keptFrom: Number.isFinite(bound) ? bound : null };
           const versions = [...new Set(kept.versions)].sort((a, b) => a - b).join(",") || "none";
-          cleanup = `versions older than ${deps.retainMs} ms${Number.isFinite(bound) ? ` and before ${new Date(bound).toISOString()}` : ""} (kept: ${versions})`;
+          const newest = deps.maxVersions > 0 ? ` or beyond the newest ${deps.maxVersions}` : "";
+          cleanup = `versions older than ${deps.retainMs} ms${newest}${Number.isFinite(bound) ? ` and before ${new Date(bound).toISOString()}` : ""} (kept: ${versions})`;
         }
       }
       await job.report({ cleanup });
       const run: MaintenanceRequest = { root: tables.root, storage: tables.storageOptions, entry, branch: spec.branch, cleanup: request };
-      return runInBackground<MaintenanceRequest, MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
+      const started = performance.now();
+      const running = runInBackground<MaintenanceRequest, MaintenanceMessage>(MAINTENANCE_PROCESS, LOWEST_PRIORITY, run, async (m) => {
         await job.report(m.progress as Record<string, unknown>);
         if (m.progress.after) exportFigures(entry.objectId, namedBranch(spec.branch) ?? null, m.progress.after);
         if (m.progress.phase === "done") tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "maintenance", rows: null, byCachedHandle: false });
       });
+      const took = (result: "succeeded" | "failed") => () => recordMaintenanceDuration(result, (performance.now() - started) / 1000);
+      running.done.then(took("succeeded"), took("failed"));
+      return running;
     },
     describe({ spec, progress }) {
       const p = (progress ?? {}) as MaintenanceProgress & { cleanup?: string };

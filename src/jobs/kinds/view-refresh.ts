@@ -14,6 +14,7 @@ import type { Tables } from "../../engine/tables.js";
 import type { Exclusive, JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
+import { recordJobRows } from "../../metrics.js";
 
 export const VIEW_REFRESH = "refresh_materialized_view";
 
@@ -99,6 +100,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         const lastRefresh = { sourceVersion: r.source_version, viewVersion: r.view_version, at: Date.now(), rowsWritten: r.rows_written, mode: r.mode, truncated: r.truncated };
         await views.put({ ...view, lastRefresh });
         await job.report({ ...r, rows_done: r.rows_written });
+        recordJobRows(VIEW_REFRESH, r.rows_written);
         tables.commits.announce({ table: entry, branch: null, version: r.view_version, change: "refresh", rows: r.rows_written, byCachedHandle: false });
       });
     },

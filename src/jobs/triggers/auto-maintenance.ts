@@ -1,15 +1,24 @@
 // When maintenance runs by itself: after a data commit (subscribed to the after-commit event), and on a
 // periodic sweep of every table (for tables other processes write). A table branch is maintained
 // when its small fragments, the rows its indexes do not cover or its share of deleted rows reach a threshold (deployment
-// flags; a table's properties may override them or turn automatic maintenance "off"). At most one
-// maintenance job per table branch is active, and one starts at most once per cooldown, so a write
-// stream cannot pile up jobs.
+// flags; a table's properties may override them or turn automatic maintenance "off"), and after a
+// backfill ended when any index misses a row (a backfill rewrites the rows it computes, which its
+// indexes then do not cover). At most one maintenance job per table branch is active; the next
+// one may start as soon as the last ended while a threshold is still passed, but a table branch
+// spends at most --maintenance-max-share of its time in automatic jobs, so a write stream cannot
+// keep one busy.
 import type { Catalog, Entry } from "../../catalog/catalog.js";
-import { exportFigures, tableFigures } from "../../engine/maintenance.js";
+import { exportFigures, tableFigures, type TableFigures } from "../../engine/maintenance.js";
+import type { MaintenanceProgress } from "../../../workers/processes/maintenance.js";
+import { tableVersion } from "../../engine/table-info.js";
 import type { Change } from "../../engine/commits.js";
 import type { Tables } from "../../engine/tables.js";
 import { log } from "../../log.js";
+import { sameId } from "../../catalog/names.js";
+import { recordMaintenanceDue } from "../../metrics.js";
+import type { ApiError } from "../../errors.js";
 import { autoOwner, type Jobs } from "../jobs.js";
+import { BACKFILL, BACKFILL_TASK, type BackfillSpec } from "../kinds/backfill.js";
 import { activeMaintenance, maintenanceExclusive, MAINTENANCE, type MaintenanceSpec } from "../kinds/maintenance.js";
 import type { Trigger } from "./after-commit.js";
 
@@ -26,11 +35,13 @@ export interface AutoMaintenanceSettings {
   /** Deleted rows, as a percentage of the rows their fragments hold, that set off maintenance. */
   deletedPercent: number;
   cooldownMs: number;
+  /** The most of its time, in percent, a table branch spends in automatic jobs. */
+  maxSharePercent: number;
   sweepMs: number;
 }
 
 /** Data writes: maintenance's own commits and index builds do not set it off again. */
-const MAINTAIN_AFTER: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update", "delete"]);
+const MAINTAIN_AFTER: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update", "delete", "backfill"]);
 
 /** The settings for one table: its properties over the deployment's. */
 function settingsFor(entry: Entry, s: AutoMaintenanceSettings): AutoMaintenanceSettings {
@@ -46,13 +57,26 @@ function settingsFor(entry: Entry, s: AutoMaintenanceSettings): AutoMaintenanceS
   };
 }
 
-// A commit arms a check this long after it, so a stream of writes costs one look per interval.
+// A commit arms a check this long after it, so a stream of writes costs one look per interval;
+// while a job of the table branch is active (maintenance, or the backfill whose end is awaited),
+// the check looks again this often, from the job list it already has.
 const CHECK_DELAY_MS = 1000;
 
 export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Catalog; settings: AutoMaintenanceSettings }): Trigger {
   const timers = new Map<string, NodeJS.Timeout>();
   const lastStart = new Map<string, number>();
+  /** Per table branch: the last maintenance job seen (its end sets when the next may start). */
+  const lastJob = new Map<string, string>();
+  /** Per table branch: when the next automatic job may start, by the time share. */
+  const notBefore = new Map<string, number>();
+  /** Table branches a backfill wrote since their last maintenance. */
+  const rewritten = new Set<string>();
+  /** Per table branch: since when a threshold is passed. */
+  const dueSince = new Map<string, number>();
+  /** Per table branch whose last maintenance job changed nothing: the version then (a job runs again only once something was committed since). */
+  const leftAt = new Map<string, number>();
   const keyOf = (entry: Entry, branch: string | null) => `${entry.objectId}\u0000${branch ?? ""}`;
+  const share = Math.min(100, Math.max(1, deps.settings.maxSharePercent)) / 100;
 
   const arm = (entry: Entry, branch: string | null, delay: number) => {
     const k = keyOf(entry, branch);
@@ -65,30 +89,90 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     timers.set(k, timer);
   };
 
+  const backfilling = (id: readonly string[], branch: string | null) =>
+    deps.jobs.active().some((r) => (r.operation === BACKFILL || r.operation === BACKFILL_TASK) && sameId(r.table, id) && (r.spec as BackfillSpec).branch === branch);
+
+  /**
+   * Once the last job seen has ended: the next may start after its duration times (1 - share) /
+   * share. Whether it just ended having changed none of the figures a threshold reads.
+   */
+  async function paced(k: string): Promise<boolean> {
+    const id = lastJob.get(k);
+    if (id === undefined) return false;
+    const r = await deps.jobs.get(id);
+    if (!r || r.status === "Queued" || r.status === "Running") return false;
+    lastJob.delete(k);
+    if (r.startedAt !== undefined && r.finishedAt !== undefined) notBefore.set(k, r.finishedAt + ((r.finishedAt - r.startedAt) * (1 - share)) / share);
+    const { before, after } = (r.progress ?? {}) as MaintenanceProgress;
+    const unindexed = (f: TableFigures) => Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0);
+    const idle = before !== undefined && after !== undefined && before.small_fragments === after.small_fragments && unindexed(before) === unindexed(after) && before.deleted_rows === after.deleted_rows;
+    if (!idle) leftAt.delete(k);
+    return idle;
+  }
+
   async function check(entry: Entry, branch: string | null): Promise<void> {
     const current = deps.catalog.get(entry.id) ?? entry;
+    const k = keyOf(current, branch);
     const s = settingsFor(current, deps.settings);
     if (!s.enabled || !current.location) return;
-    if (activeMaintenance(deps.jobs, current.id, branch)) return arm(current, branch, s.cooldownMs);
-    const f = await tableFigures(await deps.tables.open(current, { branch, fresh: true }));
+    const active = activeMaintenance(deps.jobs, current.id, branch);
+    if (active) {
+      lastJob.set(k, active.id);
+      return arm(current, branch, CHECK_DELAY_MS);
+    }
+    const idle = await paced(k);
+    // Rows a backfill rewrote are folded into the indexes once it ended: its commits and a compaction would race.
+    const afterBackfill = rewritten.has(k) && !backfilling(current.id, branch);
+    if (rewritten.has(k) && !afterBackfill) arm(current, branch, CHECK_DELAY_MS);
+    const table = await deps.tables.open(current, { branch, fresh: true });
+    const [f, version] = await Promise.all([tableFigures(table), tableVersion(table)]);
     exportFigures(current.objectId, branch, f);
+    if (idle) leftAt.set(k, version);
     const unindexed = Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0);
     const deletedPercent = f.deleted_rows === 0 ? 0 : (100 * f.deleted_rows) / (f.rows + f.deleted_rows);
     const due =
       (s.smallFragments > 0 && f.small_fragments >= s.smallFragments) ||
       (s.unindexedRows > 0 && unindexed >= s.unindexedRows) ||
-      (s.deletedPercent > 0 && deletedPercent >= s.deletedPercent);
-    if (!due) return;
-    lastStart.set(keyOf(current, branch), Date.now());
+      (s.deletedPercent > 0 && deletedPercent >= s.deletedPercent) ||
+      (afterBackfill && unindexed > 0);
+    if (afterBackfill) rewritten.delete(k);
+    if (!due) {
+      dueSince.delete(k);
+      recordMaintenanceDue(current.objectId, branch, null);
+      return;
+    }
+    const since = dueSince.get(k) ?? Date.now();
+    dueSince.set(k, since);
+    recordMaintenanceDue(current.objectId, branch, since);
+    // Past a threshold that the last job could not bring it under (it changed nothing: Lance leaves
+    // fragments folded into the index by different jobs uncompacted, docs/maintenance.md), with
+    // nothing committed since: another job would do the same again. The lag gauge keeps growing,
+    // which is what an operator should see.
+    if (!afterBackfill && leftAt.has(k) && version <= leftAt.get(k)!) return;
+    const wait = nextStart(k) - Date.now();
+    if (wait > 0) {
+      if (afterBackfill) rewritten.add(k);
+      return arm(current, branch, wait);
+    }
+    lastStart.set(k, Date.now());
     const spec: MaintenanceSpec = { branch, cleanup: true, auto: true };
-    await deps.jobs.submit(MAINTENANCE, current.id, spec, autoOwner(current.id), maintenanceExclusive(current.id, branch));
+    const job = await deps.jobs.submit(MAINTENANCE, current.id, spec, autoOwner(current.id), maintenanceExclusive(current.id, branch)).catch((err: unknown) => {
+      // Another replica started one a moment ago: follow that one.
+      if ((err as ApiError).status !== 409) throw err;
+    });
+    if (job) lastJob.set(k, job.id);
+    // Looks again once it ended, in case the stream passed a threshold meanwhile.
+    arm(current, branch, CHECK_DELAY_MS);
   }
 
-  const wait = (entry: Entry, branch: string | null) => Math.max(CHECK_DELAY_MS, (lastStart.get(keyOf(entry, branch)) ?? 0) + deps.settings.cooldownMs - Date.now());
+  /** When the next automatic job of table branch `k` may start. */
+  const nextStart = (k: string) => Math.max((lastStart.get(k) ?? 0) + deps.settings.cooldownMs, notBefore.get(k) ?? 0);
 
+  // A look decides when a job may start (and keeps the lag gauge): one that must wait arms the next
+  // look for then, and commits meanwhile find that look armed.
   const sweep = deps.settings.sweepMs > 0
     ? setInterval(() => {
-        for (const entry of deps.catalog.allTables()) if (entry.location) arm(entry, null, wait(entry, null));
+        for (const entry of deps.catalog.allTables()) if (entry.location) arm(entry, null, CHECK_DELAY_MS);
       }, deps.settings.sweepMs)
     : null;
   sweep?.unref();
@@ -96,7 +180,8 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
   return {
     committed({ table, branch, change }) {
       if (!MAINTAIN_AFTER.has(change) || !settingsFor(table, deps.settings).enabled) return;
-      arm(table, branch, wait(table, branch));
+      if (change === "backfill") rewritten.add(keyOf(table, branch));
+      arm(table, branch, CHECK_DELAY_MS);
     },
     close() {
       if (sweep) clearInterval(sweep);

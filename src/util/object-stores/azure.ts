@@ -2,7 +2,8 @@
 // Azure option names; the emulator (Azurite) by `use_emulator` or its endpoint.
 import { bareETag, statusOf, type ObjectStore, type StorageOption } from "./object-store.js";
 
-export async function openAzure(container: string, option: StorageOption): Promise<ObjectStore> {
+/** The container's client, from object_store's Azure options (or the environment). */
+async function containerClient(container: string, option: StorageOption) {
   const { BlobServiceClient, StorageSharedKeyCredential } = await import("@azure/storage-blob");
   const account = option(["account_name", "azure_storage_account_name"], ["AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"]) ?? "";
   const emulator = option(["use_emulator", "azure_storage_use_emulator"], ["AZURE_STORAGE_USE_EMULATOR"]) === "true";
@@ -14,7 +15,25 @@ export async function openAzure(container: string, option: StorageOption): Promi
   const service = key
     ? new BlobServiceClient(endpoint, new StorageSharedKeyCredential(account, key))
     : new BlobServiceClient(sas ? `${endpoint}?${sas.replace(/^\?/, "")}` : endpoint);
-  const c = service.getContainerClient(container);
+  return service.getContainerClient(container);
+}
+
+/**
+ * Create the container unless it exists; true when it was created. A container that cannot be
+ * created (credentials without the right, e.g. a container's SAS) is an error saying how to make it.
+ */
+export async function createContainerIfMissing(container: string, option: StorageOption): Promise<boolean> {
+  const c = await containerClient(container, option);
+  try {
+    return (await c.createIfNotExists()).succeeded;
+  } catch (err) {
+    const why = `${statusOf(err) ?? ""} ${(err as { code?: string }).code ?? ""}`.trim() || "no reason given";
+    throw new Error(`the container ${container} could not be checked or created (${why}): create it (e.g. \`az storage container create --name ${container}\`) or give credentials allowed to`);
+  }
+}
+
+export async function openAzure(container: string, option: StorageOption): Promise<ObjectStore> {
+  const c = await containerClient(container, option);
   const info = (name: string, p: { contentLength?: number; etag?: string; lastModified?: Date }) => ({
     key: name,
     size: p.contentLength ?? 0,
