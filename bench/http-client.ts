@@ -5,6 +5,8 @@ import net from "node:net";
 
 export interface Reply {
   status: number;
+  /** The status line and headers, as sent. */
+  head: string;
   body: Buffer;
 }
 
@@ -77,7 +79,7 @@ export class Conn {
     this.buf = this.buf.subarray(used);
     const done = this.pending;
     this.pending = null;
-    done.resolve({ status, body });
+    done.resolve({ status, head, body });
   }
 }
 

@@ -1,16 +1,23 @@
 // Load harness, one run, closed loops on keep-alive connections. Dataset: node dist/bench/generate.js
-// (same flags); with --gaussian-dir, also a clustered Gaussian dataset there (generated on first
-// use), since what batching gains depends on the data. For each dataset it starts two Quivers,
-// one with query batching (the defaults) and one without (--batch-max 0), and reports:
-//   1. recall@10 of indexed search against exact search, 50 queries sent at once (so they batch);
+// (same flags); with --gaussian-dir, also a clustered Gaussian dataset there (--gaussian-clusters
+// centres, generated on first use), since what batching and the serving index gain depends on the
+// data. For each dataset it starts three Quivers: two answering searches with LanceDB
+// (--serving off), one with query batching (the defaults) and one without (--batch-max 0), and one
+// with the serving index (the defaults; its build or load timed), and reports:
+//   1. recall@10 of indexed search against exact search, 50 queries sent at once (so they batch),
+//      for the engine and for the serving index, unfiltered and filtered;
 //   2. query kinds against LanceDB in process at --concurrency in flight, alternating rounds:
 //      filtered vector search (batched, unbatched, the engine one search a call and its
 //      multi-vector limit), full-text search and hybrid search (the engine one search a call);
-//   3. vector search at each concurrency in --levels: Quiver batched, Quiver unbatched and LanceDB
-//      in process (one search a call, toArrow; and one multi-vector call of as many vectors as
-//      there are clients, the engine's limit for batching), alternating rounds; medians, ratios,
-//      the issue's bounds, and from the batched server's /metrics the batch sizes, the engine's
-//      idle time between batches and the searches' wait.
+//   3. vector search at each concurrency in --levels: Quiver's serving index, Quiver batched,
+//      Quiver unbatched and LanceDB in process (one search a call, toArrow; and one multi-vector
+//      call of as many vectors as there are clients, the engine's limit for batching), alternating
+//      rounds; medians, ratios, the issues' bounds, and from the batched server's /metrics the
+//      batch sizes, the engine's idle time between batches and the searches' wait;
+//   4. the serving index under a write stream (8 clients inserting 2,000 single rows, each found by
+//      the next search carrying its version; then deleted), against the quiet table, second by second;
+//   5. the serving index with each worker count of --serving-workers, at the levels of
+//      --worker-levels (each server loads the index the first one saved).
 // On the first dataset also: other operations (multi-vector search, count, describe, a mix), and
 // namespace describe against a bare uWS echo, alternating rounds, as ratios of req/s and of server
 // CPU per request.
@@ -18,10 +25,12 @@
 //   node dist/bench/load.js --data-dir ./bench-data [--gaussian-dir ./gaussian-data] [--levels 1,8,32,128]
 //        [--rounds 3] [--duration 10] [--warmup 2] [--concurrency 32] [--echo-concurrency 64]
 //        [--kinds vector_filter,fts,hybrid] [--ops multi_vector,count,describe,mix] [--workers N]
-//        [--batch-max N] [--batch-slots N]
+//        [--batch-max N] [--batch-slots N] [--gaussian-clusters 64] [--serving-workers 1,2,4]
+//        [--worker-levels 32,128] [--write-stream on|off]
 import * as lancedb from "@lancedb/lancedb";
-import { existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { tmpdir } from "node:os";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { parseArgs } from "node:util";
 import { queryVectors, type Spec } from "./dataset.js";
@@ -44,13 +53,17 @@ const { values } = parseArgs({
     "batch-max": { type: "string" },
     "batch-slots": { type: "string" },
     "gaussian-dir": { type: "string" },
+    "gaussian-clusters": { type: "string", default: "64" },
+    "serving-workers": { type: "string", default: "1,2,4" },
+    "worker-levels": { type: "string", default: "32,128" },
+    "write-stream": { type: "string", default: "on" },
     k: { type: "string", default: "10" },
     rounds: { type: "string", default: "3" },
     nprobes: { type: "string", default: "20" },
   },
 });
 const { dataDir, spec } = datasetArgs();
-const LEVELS = String(values.levels).split(",").map(Number);
+const LEVELS = String(values.levels).split(",").filter(Boolean).map(Number);
 const C = Number(values.concurrency);
 const ECHO_C = Number(values["echo-concurrency"]);
 const D = Number(values.duration);
@@ -63,6 +76,7 @@ const ROUNDS = Number(values.rounds);
 const HEADERS = `x-api-key: ${KEY}\r\ncontent-type: application/json\r\n`;
 const QUERY = `/v1/table/${BENCH_TABLE}/query`;
 
+const PATH_HEADER = "x-quiver-search-path";
 const TEXTS = ["apple river", "quick brown fox", "nebula", "summit willow", "piano"];
 const FILTER = "category = 'beta'";
 
@@ -157,14 +171,16 @@ function batching(before: Map<string, number>, after: Map<string, number>, secon
  * server's `pid`, also the server's CPU time per answered request (µs), which the client's own
  * speed does not cap; with `batches`, how its searches were batched.
  */
-async function httpPhase(w: Workload, url: URL, name: string, op: string, c: number, opts: { pid?: number; batches?: boolean } = {}): Promise<Result & { cpuUs?: number }> {
+async function httpPhase(w: Workload, url: URL, name: string, op: string, c: number, opts: { pid?: number; batches?: boolean; serving?: boolean } = {}): Promise<Result & { cpuUs?: number }> {
   const pick = pickFor(w, op);
   const conns = Array.from({ length: c }, () => new Conn(url.hostname, Number(url.port)));
+  // With `serving`, an answer the engine gave instead counts as an error (named by its reason).
   const phase = (n: string, s: number) =>
     closedLoop(n, c, s, async (loop, i) => {
       const { path: p, body } = pick(loop, i);
       const r = await conns[loop].request("POST", p, HEADERS, body);
-      return r.status === 200 ? null : `${r.status} ${r.body.toString().slice(0, 120)}`;
+      if (r.status !== 200) return `${r.status} ${r.body.toString().slice(0, 120)}`;
+      return opts.serving && !r.head.includes(`${PATH_HEADER}: serving`) ? `not served: ${/x-quiver-search-path: ([^\r]*)/.exec(r.head)?.[1]}` : null;
     });
   try {
     if (WARM > 0) await phase(name, WARM);
@@ -229,7 +245,7 @@ async function limitPhase(w: Workload, table: lancedb.Table, c: number, filter: 
  * recall@10 with all `n` indexed queries in flight at once (so a batching server batches them),
  * and each query's answer: ids and distances.
  */
-async function recall(w: Workload, url: URL, extra: object, n = 50): Promise<{ recall: number; answers: { ids: number[]; distances: number[] }[] }> {
+async function recall(w: Workload, url: URL, extra: object, n = 50, exactUrl = url): Promise<{ recall: number; answers: { ids: number[]; distances: number[] }[] }> {
   const conns = Array.from({ length: n }, () => new Conn(url.hostname, Number(url.port)));
   const { arrow } = await import("../src/engine/arrow.js");
   const query = async (conn: Conn, body: object) => {
@@ -241,11 +257,13 @@ async function recall(w: Workload, url: URL, extra: object, n = 50): Promise<{ r
   const base = (v: number[]) => ({ vector: { single_vector: v }, k: 10, columns: { column_names: ["id"] } });
   const answers = await Promise.all(w.vectors.slice(0, n).map((v, i) => query(conns[i], { ...base(v), nprobes: NPROBES, ...extra })));
   let hits = 0;
+  const exactConn = new Conn(exactUrl.hostname, Number(exactUrl.port));
   for (const [i, v] of w.vectors.slice(0, n).entries()) {
-    const exact = new Set((await query(conns[0], { ...base(v), bypass_vector_index: true })).ids);
+    const exact = new Set((await query(exactConn, { ...base(v), ...extra, bypass_vector_index: true })).ids);
     hits += answers[i].ids.filter((id) => exact.has(id)).length;
   }
   conns.forEach((c) => c.close());
+  exactConn.close();
   return { recall: hits / (n * 10), answers };
 }
 
@@ -279,6 +297,7 @@ interface Servers {
   batched: URL;
   unbatched: URL;
   batchedPid: number;
+  serving: URL;
 }
 
 /** Filtered vector, full-text and hybrid search at C in flight against the engine in process. */
@@ -286,9 +305,10 @@ async function kinds(w: Workload, table: lancedb.Table, servers: Servers, out: s
   for (const op of String(values.kinds).split(",").filter(Boolean)) {
     console.log(`\n${op}, ${C} in flight, ${ROUNDS} alternating rounds (${w.name})`);
     console.log(header());
-    const rounds: Record<"batched" | "unbatched" | "engine" | "limit", Result[]> = { batched: [], unbatched: [], engine: [], limit: [] };
+    const rounds: Record<"serving" | "batched" | "unbatched" | "engine" | "limit", Result[]> = { serving: [], batched: [], unbatched: [], engine: [], limit: [] };
     const multi = op === "vector_filter";
     for (let i = 0; i < ROUNDS; i++) {
+      if (multi) rounds.serving.push(await httpPhase(w, servers.serving, `quiver ${op} serving index`, op, C, { serving: true }));
       rounds.batched.push(await httpPhase(w, servers.batched, `quiver ${op}${multi ? " batched" : ""}`, op, C, { batches: multi }));
       if (multi) rounds.unbatched.push(await httpPhase(w, servers.unbatched, `quiver ${op} unbatched`, op, C));
       rounds.engine.push(await enginePhase(w, table, op, C));
@@ -299,6 +319,11 @@ async function kinds(w: Workload, table: lancedb.Table, servers: Servers, out: s
     const row = (name: string, m: ReturnType<typeof medians>) =>
       `| ${w.name} | ${op} | ${name} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f2(m.qps / e.qps)} | ${l ? f2(m.qps / l.qps) : "–"} | ${f2(m.p99 / e.p99)} |`;
     const q = medians(rounds.batched);
+    if (multi) {
+      const sv = medians(rounds.serving);
+      out.push(row("Quiver, serving index", sv));
+      bounds.push(`${w.name}: filtered search (${FILTER}, prefilter) on the serving index ${f2(sv.qps / e.qps)}x the per-call engine, ${eachRound(rounds.serving, rounds.engine, (x) => x.qps)} (bound ≥ 3: ${bound(sv.qps / e.qps >= 3)})`);
+    }
     out.push(row(multi ? "Quiver, batched" : "Quiver", q));
     if (op === "fts") {
       const each = eachRound(rounds.batched, rounds.engine, (s) => s.qps);
@@ -315,17 +340,25 @@ async function levels(w: Workload, table: lancedb.Table, servers: Servers, out: 
   for (const c of LEVELS) {
     console.log(`\nvector search, ${c} in flight (${w.name})`);
     console.log(header());
-    const rounds: Record<"batched" | "unbatched" | "engine" | "limit", Result[]> = { batched: [], unbatched: [], engine: [], limit: [] };
+    const rounds: Record<"serving" | "batched" | "unbatched" | "engine" | "limit", Result[]> = { serving: [], batched: [], unbatched: [], engine: [], limit: [] };
     for (let i = 0; i < ROUNDS; i++) {
+      rounds.serving.push(await httpPhase(w, servers.serving, `quiver serving index c=${c}`, "vector", c, { serving: true }));
       rounds.batched.push(await httpPhase(w, servers.batched, `quiver batched c=${c}`, "vector", c, { batches: true }));
       rounds.unbatched.push(await httpPhase(w, servers.unbatched, `quiver unbatched c=${c}`, "vector", c));
       rounds.engine.push(await enginePhase(w, table, "vector", c));
       rounds.limit.push(await limitPhase(w, table, c));
     }
-    const [b, u, e, l] = [medians(rounds.batched), medians(rounds.unbatched), medians(rounds.engine), medians(rounds.limit)];
+    const [sv, b, u, e, l] = [medians(rounds.serving), medians(rounds.batched), medians(rounds.unbatched), medians(rounds.engine), medians(rounds.limit)];
     const row = (name: string, m: typeof b) =>
       `| ${w.name} | ${c} | ${name} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f2(m.qps / e.qps)} | ${f2(m.qps / l.qps)} | ${f2(m.p50 / e.p50)} | ${f2(m.p99 / e.p99)} |`;
-    out.push(row("Quiver, batched", b), row("Quiver, --batch-max 0", u), row("LanceDB in process, one search a call", e), row(`LanceDB in process, ${c} vectors a call (the limit; QPS in vectors)`, l));
+    out.push(row("Quiver, serving index", sv), row("Quiver, batched", b), row("Quiver, --batch-max 0", u), row("LanceDB in process, one search a call", e), row(`LanceDB in process, ${c} vectors a call (the limit; QPS in vectors)`, l));
+    if (c === 1) bounds.push(`${w.name}, 1 in flight: serving index p50 ${f2(sv.p50 / e.p50)}x the per-call engine's, ${eachRound(rounds.serving, rounds.engine, (x) => x.p50)} (bound ≤ 0.5: ${bound(sv.p50 / e.p50 <= 0.5)})`);
+    if (c === 32) {
+      bounds.push(
+        `${w.name}, 32 in flight: serving index ${f2(sv.qps / e.qps)}x the per-call engine, ${eachRound(rounds.serving, rounds.engine, (x) => x.qps)} (bound ≥ 3: ${bound(sv.qps / e.qps >= 3)}); ` +
+          `${f2(sv.qps / l.qps)}x its multi-vector limit, ${eachRound(rounds.serving, rounds.limit, (x) => x.qps)} (bound ≥ 1.3: ${bound(sv.qps / l.qps >= 1.3)})`,
+      );
+    }
     if (c === 1) {
       const each = eachRound(rounds.batched, rounds.engine, (s) => s.p50);
       bounds.push(`${w.name}, 1 in flight: batched p50 ${f2(b.p50 / e.p50)}x the per-call engine's, ${each} (bound ≤ 1.1: ${bound(b.p50 / e.p50 <= 1.1)})`);
@@ -338,6 +371,157 @@ async function levels(w: Workload, table: lancedb.Table, servers: Servers, out: 
       );
     }
   }
+}
+
+/** One sample of a server's /metrics, or NaN. */
+async function metric(url: URL, name: string): Promise<number> {
+  const conn = new Conn(url.hostname, Number(url.port));
+  try {
+    const text = (await conn.request("GET", "/metrics", `x-api-key: ${KEY}\r\n`, null)).body.toString();
+    return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+  } finally {
+    conn.close();
+  }
+}
+
+/** Search until the serving index answers (its first search starts its build, or its load); seconds it took, and its size. */
+async function servingReady(w: Workload, url: URL): Promise<string> {
+  const conn = new Conn(url.hostname, Number(url.port));
+  const started = performance.now();
+  try {
+    for (;;) {
+      const r = await conn.request("POST", QUERY, HEADERS, w.ops.vector.bodies[0]);
+      if (r.status !== 200) throw new Error(`serving index: ${r.status} ${r.body.toString().slice(0, 200)}`);
+      if (r.head.includes(`${PATH_HEADER}: serving`)) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  } finally {
+    conn.close();
+  }
+  const [built, loaded, bytes, rows] = await Promise.all([
+    metric(url, `quiver_serving_build_seconds_sum\\{loaded="false"\\}`),
+    metric(url, `quiver_serving_build_seconds_sum\\{loaded="true"\\}`),
+    metric(url, "quiver_serving_index_bytes"),
+    metric(url, "quiver_serving_index_rows"),
+  ]);
+  const raw = rows * spec.dim * 4;
+  return (
+    `serving index ready after ${f1((performance.now() - started) / 1000)} s (${loaded > 0 ? `loaded in ${f1(loaded)} s` : `built in ${f1(built)} s`}): ` +
+    `${rows} rows, ${f1(bytes / 2 ** 20)} MiB = ${f2(bytes / raw)}x the raw f32 vectors (cached columns included)`
+  );
+}
+
+/** The serving index with each worker count, at the levels of --worker-levels, in alternating rounds. */
+async function workerCounts(w: Workload, state: string, out: string[], bounds: string[]): Promise<void> {
+  const counts = String(values["serving-workers"]).split(",").filter(Boolean).map(Number);
+  const lv = String(values["worker-levels"]).split(",").filter(Boolean).map(Number);
+  const servers: QuiverProcess[] = [];
+  const dirs: string[] = [];
+  try {
+    // One at a time on the state directory the first serving server saved its index to; each then
+    // keeps its own state directory, so they can run side by side.
+    for (const n of counts) {
+      const dir = mkdtempSync(path.join(tmpdir(), "quiver-bench-state-"));
+      dirs.push(dir);
+      cpSync(path.join(state, "serving"), path.join(dir, "serving"), { recursive: true });
+      const p = await startQuiver(w.dataDir, KEY, ["--workers", String(n), "--state-dir", dir]);
+      servers.push(p);
+      console.log(`--workers ${n}: ${await servingReady(w, new URL(p.url))}`);
+    }
+    for (const c of lv) {
+      console.log(`\nserving index by worker count, ${c} in flight (${w.name})`);
+      console.log(header());
+      const rounds: Result[][] = counts.map(() => []);
+      for (let i = 0; i < ROUNDS; i++) {
+        for (const [j, p] of servers.entries()) rounds[j].push(await httpPhase(w, new URL(p.url), `serving --workers ${counts[j]} c=${c}`, "vector", c, { serving: true }));
+      }
+      const ms = rounds.map(medians);
+      ms.forEach((m, j) => out.push(`| ${w.name} | ${c} | Quiver, serving index, --workers ${counts[j]} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f2(m.qps / ms[0].qps)} |`));
+      bounds.push(`${w.name}, ${c} in flight: serving index QPS by --workers ${counts.join("/")}: ${ms.map((m) => f0(m.qps)).join("/")} (${ms.map((m) => f2(m.qps / ms[0].qps)).join("/")} of one worker)`);
+    }
+  } finally {
+    for (const p of servers) await p.stop();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+}
+
+/** Latencies of a closed loop of vector searches, each with the second it ended in, and how many the serving index answered. */
+async function timedSearches(w: Workload, url: URL, c: number, seconds: number) {
+  const conns = Array.from({ length: c }, () => new Conn(url.hostname, Number(url.port)));
+  const samples: { at: number; ms: number }[] = [];
+  let served = 0;
+  const start = performance.now();
+  const stopAt = start + seconds * 1000;
+  await Promise.all(
+    conns.map(async (conn, loop) => {
+      for (let i = 0; performance.now() < stopAt; i++) {
+        const t0 = performance.now();
+        const r = await conn.request("POST", QUERY, HEADERS, w.ops.vector.bodies[(loop * 31 + i) % w.ops.vector.bodies.length]);
+        if (r.status !== 200) throw new Error(`search: ${r.status} ${r.body.toString().slice(0, 200)}`);
+        if (r.head.includes(`${PATH_HEADER}: serving`)) served++;
+        samples.push({ at: Math.floor((t0 - start) / 1000), ms: performance.now() - t0 });
+      }
+    }),
+  );
+  conns.forEach((x) => x.close());
+  const bySecond = new Map<number, number[]>();
+  for (const x of samples) bySecond.set(x.at, [...(bySecond.get(x.at) ?? []), x.ms]);
+  const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))];
+  return { qps: samples.length / seconds, p50: median(samples.map((x) => x.ms)), p99: p99(samples.map((x) => x.ms)), perSecond: [...bySecond.keys()].sort((a, b) => a - b).map((k) => p99(bySecond.get(k)!)), served: served / samples.length };
+}
+
+/**
+ * The serving index under a write stream: searches at C in flight alone, then while 8 clients
+ * insert 2,000 single rows (JSON), each followed by a search carrying its version that must find
+ * it; then the rows are deleted and a search carrying the delete's version must find none.
+ */
+async function writeStream(w: Workload, url: URL, out: string[], bounds: string[]): Promise<void> {
+  const FIRST = 10_000_000;
+  const writers = 8;
+  const each = 250;
+  console.log(`\nthe serving index under a write stream: ${C} searches in flight alone, then while ${writers} clients insert ${writers * each} single rows (${w.name})`);
+  const quiet = await timedSearches(w, url, C, D);
+  let missed = 0;
+  let inserted = 0;
+  const writing = Promise.all(
+    Array.from({ length: writers }, async (_, k) => {
+      const conn = new Conn(url.hostname, Number(url.port));
+      try {
+        for (let i = 0; i < each; i++) {
+          const id = FIRST + k * each + i;
+          const vector = w.vectors[(k * each + i) % w.vectors.length];
+          const ins = await conn.request("POST", `/v1/table/${BENCH_TABLE}/insert`, HEADERS, Buffer.from(JSON.stringify([{ id, text: "stream", category: "beta", vector }])));
+          if (ins.status !== 200) throw new Error(`insert: ${ins.status} ${ins.body.toString().slice(0, 200)}`);
+          inserted++;
+          const token = `x-quiver-min-version: ${JSON.parse(ins.body.toString()).version}\r\n`;
+          const r = await conn.request("POST", QUERY, HEADERS + token, Buffer.from(JSON.stringify({ vector: { single_vector: vector }, k: 1, filter: `id = ${id}`, columns: { column_names: ["id"] } })));
+          const { arrow } = await import("../src/engine/arrow.js");
+          if (r.status !== 200 || Number(arrow.tableFromIPC(r.body).getChild("id")?.get(0)) !== id) missed++;
+        }
+      } finally {
+        conn.close();
+      }
+    }),
+  );
+  const busy = await timedSearches(w, url, C, D);
+  const started = performance.now();
+  await writing;
+  const writeS = (performance.now() - started) / 1000;
+  const conn = new Conn(url.hostname, Number(url.port));
+  const del = await conn.request("POST", `/v1/table/${BENCH_TABLE}/delete`, HEADERS, Buffer.from(JSON.stringify({ predicate: `id >= ${FIRST}` })));
+  const token = `x-quiver-min-version: ${JSON.parse(del.body.toString()).version}\r\n`;
+  const after = await conn.request("POST", QUERY, HEADERS + token, Buffer.from(JSON.stringify({ vector: { single_vector: w.vectors[0] }, k: 10, filter: `id >= ${FIRST}`, columns: { column_names: ["id"] } })));
+  const { arrow } = await import("../src/engine/arrow.js");
+  const left = after.status === 200 ? arrow.tableFromIPC(after.body).numRows : -1;
+  conn.close();
+  const worst = Math.max(...busy.perSecond) / median(quiet.perSecond);
+  const row = (name: string, m: typeof quiet) => `| ${w.name} | ${name} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f1(Math.max(...m.perSecond))} | ${f2(m.served)} |`;
+  out.push(row("quiet", quiet), row(`while ${writers} clients insert (${inserted} rows in the phase and ${f1(writeS)} s after)`, busy));
+  console.log(out.slice(-2).join("\n"));
+  bounds.push(
+    `${w.name}: under the write stream, p99 ${f2(busy.p99 / quiet.p99)}x the quiet table's, the worst second's ${f2(worst)}x the quiet seconds' median (bound ≤ 1.5: ${bound(worst <= 1.5)}); ` +
+      `acknowledged rows not found by the next search carrying their version: ${missed} of ${inserted}; deleted rows answered: ${left} (bounds 0: ${bound(missed === 0 && left === 0)})`,
+  );
 }
 
 /** Describe against the bare uWS echo, alternating rounds: ratios by req/s and by server CPU. */
@@ -363,7 +547,7 @@ async function main() {
   const sets: Workload[] = [workload(datasetName(spec), dataDir, spec)];
   if (values["gaussian-dir"]) {
     const dir = String(values["gaussian-dir"]);
-    const gspec: Spec = { ...spec, clusters: 1000 };
+    const gspec: Spec = { ...spec, clusters: Number(values["gaussian-clusters"]) };
     if (!existsSync(path.join(dir, `${BENCH_TABLE}.lance`))) await generate(dir, gspec);
     sets.push(workload(datasetName(gspec), dir, gspec));
   }
@@ -374,6 +558,8 @@ async function main() {
   ];
   const kindRows: string[] = [];
   const levelRows: string[] = [];
+  const workerRows: string[] = [];
+  const streamRows: string[] = [];
   const bounds: string[] = [];
   for (const [n, w] of sets.entries()) {
     console.log(`\n== dataset: ${w.name}, ${w.dataDir} (${spec.rows} x ${spec.dim})`);
@@ -381,13 +567,22 @@ async function main() {
     await db.createNamespace([NS], { mode: "exist_ok", properties: { owner: "bench" } } as never).catch(() => undefined);
     const table = await db.openTable(BENCH_TABLE);
     const procs: QuiverProcess[] = [];
+    const states: string[] = [];
     try {
-      const batched = await startQuiver(w.dataDir, KEY, [...common, ...batchedArgs]);
+      const engineOnly = ["--serving", "off"];
+      const batched = await startQuiver(w.dataDir, KEY, [...common, ...engineOnly, ...batchedArgs]);
       procs.push(batched);
-      const unbatched = await startQuiver(w.dataDir, KEY, [...common, "--batch-max", "0"]);
+      const unbatched = await startQuiver(w.dataDir, KEY, [...common, ...engineOnly, "--batch-max", "0"]);
       procs.push(unbatched);
-      const servers: Servers = { batched: new URL(batched.url), unbatched: new URL(unbatched.url), batchedPid: batched.proc.pid! };
-      console.log(`Quiver batched ${batched.url} (${batchedArgs.join(" ") || "default --batch-max, --batch-slots"}), unbatched ${unbatched.url} (--batch-max 0)\n`);
+      const state = mkdtempSync(path.join(tmpdir(), "quiver-bench-state-"));
+      states.push(state);
+      const serving = await startQuiver(w.dataDir, KEY, [...common, "--state-dir", state]);
+      procs.push(serving);
+      const servers: Servers = { batched: new URL(batched.url), unbatched: new URL(unbatched.url), batchedPid: batched.proc.pid!, serving: new URL(serving.url) };
+      console.log(`Quiver batched ${batched.url} (${batchedArgs.join(" ") || "default --batch-max, --batch-slots"}), unbatched ${unbatched.url} (--batch-max 0), both --serving off; serving index ${serving.url}`);
+      const ready = await servingReady(w, servers.serving);
+      console.log(`${ready}\n`);
+      bounds.push(`${w.name}: ${ready}`);
 
       for (const refine of [0, 10]) {
         const extra = refine ? { refine_factor: refine } : {};
@@ -399,6 +594,13 @@ async function main() {
         console.log(line);
         bounds.push(`${w.name}: ${line} (${b.recall === u.recall ? "identical" : "DIFFERENT"})`);
       }
+      // The serving index against the engine's exact search (every row measured), unfiltered and filtered.
+      for (const extra of [{}, { filter: FILTER }]) {
+        const [sv, en] = [await recall(w, servers.serving, extra, 50, servers.batched), await recall(w, servers.unbatched, extra, 50, servers.batched)];
+        const line = `recall@10${"filter" in extra ? ` of ${FILTER} (prefilter)` : ""} against exact search, 50 queries at once: serving index ${sv.recall.toFixed(3)}, engine (nprobes ${NPROBES}) ${en.recall.toFixed(3)}`;
+        console.log(line);
+        bounds.push(`${w.name}: ${line} (bound ≥ 0.95: ${bound(sv.recall >= 0.95)})`);
+      }
 
       if (n === 0) {
         console.log(`\nother operations, ${C} in flight`);
@@ -407,14 +609,20 @@ async function main() {
           await httpPhase(w, servers.batched, `${op} batched`, op, C);
           if (op === "multi_vector") await httpPhase(w, servers.unbatched, `${op} unbatched`, op, C);
         }
-        const echo = await startEcho();
-        procs.push(echo);
-        await describeAgainstEcho(w, servers, echo, bounds);
+        if (String(values.ops).split(",").includes("describe")) {
+          const echo = await startEcho();
+          procs.push(echo);
+          await describeAgainstEcho(w, servers, echo, bounds);
+        }
       }
       await kinds(w, table, servers, kindRows, bounds);
       await levels(w, table, servers, levelRows, bounds);
+      if (values["write-stream"] !== "off") await writeStream(w, servers.serving, streamRows, bounds);
+      await serving.stop();
+      await workerCounts(w, state, workerRows, bounds);
     } finally {
       for (const p of procs) await p.stop();
+      for (const d of states) rmSync(d, { recursive: true, force: true });
     }
   }
   console.log(`\nquery kinds, ${C} in flight, medians of ${ROUNDS} alternating rounds (ratios to the in-process engine in the same round)`);
@@ -425,7 +633,15 @@ async function main() {
   console.log("| data | in flight | | QPS | p50 ms | p99 ms | QPS / per call | QPS / limit | p50 ratio | p99 ratio |");
   console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of levelRows) console.log(r);
-  console.log("\nthe issue's bounds (medians):");
+  console.log(`\nthe serving index by worker count, medians of ${ROUNDS} alternating rounds`);
+  console.log("| data | in flight | | QPS | p50 ms | p99 ms | QPS / one worker |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const r of workerRows) console.log(r);
+  console.log(`\nthe serving index under a write stream, ${C} searches in flight, ${D} s phases`);
+  console.log("| data | | QPS | p50 ms | p99 ms | worst second's p99 ms | share served by the index |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const r of streamRows) console.log(r);
+  console.log("\nthe issues' bounds (medians):");
   for (const b of bounds) console.log(`  ${b}`);
 }
 

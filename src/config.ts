@@ -55,6 +55,10 @@ export const options = [
   { key: "shutdown-deadline-ms", kind: "int", def: 30_000, min: 0, doc: "after the drain delay, how long requests in flight may take to finish before the process exits" },
   { key: "batch-max", kind: "int", def: 64, min: 0, doc: "most concurrent vector searches on one table sent to the engine as one multi-vector search (0: no batching); see Query batching" },
   { key: "batch-slots", kind: "int", def: 2, min: 1, doc: "engine calls one group of compatible vector searches runs at once; a free one takes the waiting searches once they are 1/slots (rounded down) of the group's searches in flight, counting those just answered (their clients are about to send the next); the calls take turns, starting at least 1/slots of an engine call apart" },
+  { key: "serving", kind: "string", def: "on", doc: "on: vector searches of a table's indexed vector column are answered in the worker pool from a serving index (HNSW, in memory, one copy shared by the workers) where it can, LanceDB answering the rest; off: LanceDB answers every search (a table's `quiver.serving` property overrides it); see docs/design.md, Serving index" },
+  { key: "serving-memory-mb", kind: "int", def: 2048, min: 0, doc: "most memory all serving indexes together may hold; a table whose index would not fit is served by LanceDB (one log line, and `quiver_serving_tables{state=\"memory\"}`)" },
+  { key: "serving-ef", kind: "int", def: 64, min: 1, doc: "candidates a serving-index search keeps (HNSW's ef); a request's own `ef`, `nprobes` or `refine_factor` raises it, never lowers it" },
+  { key: "batch-measure-ms", kind: "int", def: 30_000, min: 0, doc: "how often batching is measured against sending searches alone (a second of each); it stays on only where batched searches take measurably less time (0: never measured, batching stays on)" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "plain Arrow IPC request bodies up to this size are decoded on the main thread; larger ones, and compressed or dictionary-encoded ones of any size, in the worker pool, so uploads do not stall queries" },
   { key: "consistency-interval-ms", kind: "int", def: 1000, min: 0, doc: "how stale a cached table or catalog may be before it is re-checked for writes by other processes (0: check on every request)" },
@@ -121,7 +125,11 @@ export interface Config {
   maxInFlight: number;
   batchMax: number;
   batchSlots: number;
+  batchMeasureMs: number;
   maxQueue: number;
+  serving: string;
+  servingMemoryMb: number;
+  servingEf: number;
   maxBodyReaders: number;
   maxBodyReadersPerAddress: number;
   maxBodyReadersPerCredential: number;
@@ -270,6 +278,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   }
   cfg.stateDir = cfg.stateDir === undefined ? privateDirOf(cfg.dataDir) : path.resolve(cfg.stateDir);
   if (!["on", "off"].includes(cfg.autoMaintenance)) throw new Error(`auto-maintenance must be on or off, got ${JSON.stringify(cfg.autoMaintenance)}`);
+  if (!["on", "off"].includes(cfg.serving)) throw new Error(`serving must be on or off, got ${JSON.stringify(cfg.serving)}`);
   if (!["read", "write", "admin"].includes(cfg.locationRole)) throw new Error(`location-role must be read, write or admin, got ${JSON.stringify(cfg.locationRole)}`);
   checkEngineEnvironment(env);
   return cfg;

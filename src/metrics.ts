@@ -320,10 +320,97 @@ export function recordSearchBatch(vectors: number, waitsSeconds: number[]): void
   for (const w of waitsSeconds) batchWait.observe(w);
 }
 
+const batchChosen = new Gauge({
+  name: "quiver_batch_chosen",
+  help: "1 while concurrent vector searches the engine answers are batched, 0 while they go alone: measured every 30 s, batching kept only where it measurably shortens searches",
+  registers: [registry],
+});
+batchChosen.set(1);
+export const recordBatchChoice = (batching: boolean) => batchChosen.set(batching ? 1 : 0);
+
 /** The engine had no batchable search running for this long before a batch started. */
 export function recordSearchIdle(seconds: number): void {
   batchIdle.observe(seconds);
 }
+
+// Which path each vector search took (the serving index, or the engine and why), counted as plain
+// numbers on the search path and handed to prom-client when scraped.
+const searchPaths = new Map<string, { path: string; reason: string; n: number }>();
+new Counter({
+  name: "quiver_search_path_total",
+  help: "Vector searches by the path that answered them: serving (the serving index) or engine (LanceDB), with the reason the engine answered (version, branch, option:<name>, not_built, stale, syncing, memory, disabled, failed, filter)",
+  labelNames: ["path", "reason"] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const { path, reason, n } of searchPaths.values()) this.inc({ path, reason }, n);
+  },
+});
+
+/** One vector search answered by `path`; `reason`: why the engine answered ("" when the serving index did). */
+export function recordSearchPath(path: "serving" | "engine", reason: string): void {
+  const key = `${path}\u0000${reason}`;
+  const s = searchPaths.get(key);
+  if (s) s.n++;
+  else searchPaths.set(key, { path, reason, n: 1 });
+}
+
+const servingBuild = new Histogram({
+  name: "quiver_serving_build_seconds",
+  help: "Time to build a table's serving index from its rows (or to load a saved one: loaded=true)",
+  labelNames: ["loaded"] as const,
+  buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+  registers: [registry],
+});
+export const recordServingBuild = (seconds: number, loaded: boolean) => servingBuild.observe({ loaded: String(loaded) }, seconds);
+
+/** One table's serving index, as /metrics reports it. */
+export interface ServingSample {
+  table: string;
+  /** ready, building, memory (over --serving-memory-mb), disabled, failed. */
+  state: string;
+  bytes: number;
+  rows: number;
+  tombstones: number;
+}
+
+// One source per server (tests run several in one process); each removes itself when it closes.
+const servingSources = new Set<() => ServingSample[]>();
+const serving = () => [...servingSources].flatMap((read) => read());
+/** Where the serving index gauges read from (workers/serving.ts); the returned function stops it. */
+export function watchServing(read: () => ServingSample[]): () => void {
+  servingSources.add(read);
+  return () => void servingSources.delete(read);
+}
+
+const SERVING_GAUGES: [keyof ServingSample, string, string][] = [
+  ["bytes", "quiver_serving_index_bytes", "Memory a table's serving index holds (vectors, graph and cached columns; one copy shared by every worker)"],
+  ["rows", "quiver_serving_index_rows", "Rows a table's serving index answers (at its version)"],
+  ["tombstones", "quiver_serving_index_tombstones", "Rows deleted or replaced since a table's serving index was built, still held until it is rebuilt"],
+];
+for (const [field, name, help] of SERVING_GAUGES) {
+  new Gauge({
+    name,
+    help,
+    labelNames: ["table"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of serving()) if (s.state === "ready") this.set({ table: s.table }, s[field] as number);
+    },
+  });
+}
+new Gauge({
+  name: "quiver_serving_tables",
+  help: "Tables with a vector index, by their serving index's state: ready, building, memory (does not fit --serving-memory-mb: LanceDB serves it), disabled, failed",
+  labelNames: ["state"] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const state of ["ready", "building", "memory", "disabled", "failed"]) this.set({ state }, 0);
+    for (const s of serving()) this.inc({ state: s.state });
+  },
+});
 
 /** Live state, read when /metrics is scraped. */
 export interface MetricSources {

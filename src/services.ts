@@ -12,6 +12,7 @@ import { openIndexSpecs } from "./engine/index-specs.js";
 import { engineReason } from "./engine/messages.js";
 import { withDeadline } from "./engine/storage.js";
 import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher.js";
+import { CHOICE, createBatchChoice } from "./engine/batch-choice.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
@@ -33,6 +34,7 @@ import { createContainerOf, useStorageOptions } from "./util/store-files.js";
 import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 import type { ComputeSize } from "../workers/protocol.js";
+import { createServingIndexes, type ServingIndexes } from "../workers/serving.js";
 
 /** Where a shutdown is. */
 export interface Lifecycle {
@@ -54,6 +56,8 @@ export interface Services {
   appends: GroupCommit;
   /** Runs queries, batching concurrent compatible vector searches into one engine call. */
   searches: SearchBatcher;
+  /** Vector searches answered in the worker pool from in-memory indexes kept at the tables' latest versions. */
+  serving: ServingIndexes;
   /** Background work (index builds, backfills, view refreshes) tracked as durable transactions. */
   jobs: Jobs;
   /** Worker threads for what JavaScript computes off the event loop (large uploads, UDFs). */
@@ -139,7 +143,10 @@ export async function createServices(config: Config, credential: (key: string) =
       sweepMs: config.maintenanceSweepMs,
     },
   });
-  // What follows every commit: one subscriber a line.
+  const serving = createServingIndexes(config, tables);
+  // What follows every commit: one subscriber a line; the serving index's update before the write is answered.
+  tables.commits.subscribeAwaited(serving.committed);
+  tables.onRemoved(serving.forget);
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);
@@ -152,7 +159,8 @@ export async function createServices(config: Config, credential: (key: string) =
     claims,
     tables,
     appends: createGroupCommit(tables),
-    searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots }),
+    searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots, choice: createBatchChoice({ ...CHOICE, everyMs: config.batchMeasureMs }) }),
+    serving,
     jobs,
     pool,
     compute,
@@ -161,6 +169,7 @@ export async function createServices(config: Config, credential: (key: string) =
     readLeases,
     lifecycle: { draining: false, closed: false },
     async close() {
+      await serving.close();
       auto.close();
       refreshes.close();
       maintenance.close();

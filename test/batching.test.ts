@@ -14,7 +14,9 @@ const BATCH_MAX = 16;
 
 const q = serverForFile(
   {
-    args: ["--batch-max", String(BATCH_MAX), "--batch-slots", "1"],
+    // The engine's batching is what these tests check: the serving index would answer instead.
+    // (and always batched: measuring batching against searches sent alone would take turns with it)
+    args: ["--batch-max", String(BATCH_MAX), "--batch-slots", "1", "--serving", "off", "--batch-measure-ms", "0"],
     env: { QUIVER_LOG_LEVEL: "debug" },
     seed: async (dataDir) => {
       const db = await lancedb.connectNamespace("dir", { root: dataDir });

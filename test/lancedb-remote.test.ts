@@ -17,6 +17,8 @@ const qv = queryVectors(SPEC, 5).map((v) => Array.from(v));
 
 const q = serverForFile(
   {
+    // Answers are compared with LanceDB's own (its probes' recall included): the engine's path.
+    args: ["--serving", "off"],
     seed: async (dataDir) => {
       const ns = await lancedb.connectNamespace("dir", { root: dataDir });
       const items = await ns.createTable("items", [...batches(SPEC, SPEC.rows)][0], []);

@@ -18,6 +18,8 @@ const qv = queryVectors(SPEC, 20).map((v) => Array.from(v));
 
 const q = inProcessForFile(
   {
+    // Every answer is compared with LanceDB's own: the engine's path (test/serving.test.ts covers the serving index's).
+    args: ["--serving", "off"],
     seed: async (dataDir) => {
       db = await lancedb.connectNamespace("dir", { root: dataDir });
       await db.createNamespace(["ns1"]);
@@ -162,6 +164,15 @@ describe("vector search", () => {
     expect(await plan({ bypass_vector_index: true })).not.toMatch(/ANNSubIndex/);
     expect(await plan({})).toMatch(/ANNSubIndex/);
     expect((await rows("items", { vector: { single_vector: qv[0] }, k: 5, ef: 64, nprobes: 2 })).numRows).toBe(5);
+  });
+
+  it("nprobes above the engine's default maximum (21, 50) are searched, not refused", async () => {
+    for (const nprobes of [21, 50]) {
+      const plan = (await q.call("POST", "/v1/table/ns1$items/explain_plan", { query: { vector: { single_vector: qv[0] }, k: 5, nprobes } })).json as string;
+      expect(plan).toMatch(new RegExp(`minimum_nprobes=${nprobes}, maximum_nprobes=Some\\(${nprobes}\\)`));
+      const want = await items.vectorSearch(qv[0]).limit(5).nprobes(nprobes).toArrow();
+      expect(col(await rows("items", { vector: { single_vector: qv[0] }, k: 5, nprobes }), "id")).toEqual(col(want, "id"));
+    }
   });
 
   it("fast_search skips unindexed data (no vector index: no rows)", async () => {

@@ -39,27 +39,36 @@ export interface Commit {
 export type CommitSubscriber = (commit: Commit) => void | Promise<void>;
 
 export interface Commits {
-  announce(commit: Commit): void;
+  /** Tell every subscriber; resolves once those the write waits for (subscribeAwaited) are done. */
+  announce(commit: Commit): Promise<void>;
   subscribe(subscriber: CommitSubscriber): void;
+  /** A subscriber whose work the write waits for before it is answered (the serving index's update). */
+  subscribeAwaited(subscriber: CommitSubscriber): void;
 }
 
 export function createCommits(): Commits {
   const subscribers: CommitSubscriber[] = [];
+  const awaited: CommitSubscriber[] = [];
   return {
     announce(commit) {
       // Synchronously, so that eviction happens before the write is answered. A subscriber's failure
       // is its own: the commit stands and the others still hear of it.
       const failed = (err: unknown) => log.warn("after-commit subscriber failed", { table: commit.table.objectId, change: commit.change, error: String(err) });
-      for (const s of subscribers) {
+      const run = (s: CommitSubscriber) => {
         try {
-          s(commit)?.catch(failed);
+          return s(commit)?.catch(failed);
         } catch (err) {
           failed(err);
         }
-      }
+      };
+      for (const s of subscribers) void run(s);
+      return Promise.all(awaited.map(run)).then(() => undefined);
     },
     subscribe(subscriber) {
       subscribers.push(subscriber);
+    },
+    subscribeAwaited(subscriber) {
+      awaited.push(subscriber);
     },
   };
 }

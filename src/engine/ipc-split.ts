@@ -27,14 +27,22 @@ interface Reader {
 }
 
 /** A record batch being written: nodes, buffer regions, and the body's parts (8-byte padded). */
-interface Writer {
+export interface Writer {
   nodes: FieldNode[];
   regions: BufferRegion[];
   parts: Uint8Array[];
   bytes: number;
 }
 
-function put(w: Writer, b: Uint8Array): void {
+export const newWriter = (): Writer => ({ nodes: [], regions: [], parts: [], bytes: 0 });
+
+/** A field node (its length and null count) of the batch being written. */
+export function node(w: Writer, length: number, nulls: number): void {
+  w.nodes.push(new FieldNode(length, nulls));
+}
+
+/** Append one buffer to the batch being written (an empty one for an absent validity bitmap). */
+export function put(w: Writer, b: Uint8Array): void {
   w.regions.push(new BufferRegion(w.bytes, b.byteLength));
   if (b.byteLength === 0) return;
   w.parts.push(b);
@@ -73,7 +81,7 @@ function offsets(src: Buffer, s: number, e: number, large: boolean): { bytes: Ui
 }
 
 /** Bytes per value of a fixed-width type. */
-function widthOf(type: DataType): number {
+export function widthOf(type: DataType): number {
   switch (type.typeId) {
     case T.Decimal:
       return (type as import("apache-arrow").Decimal).bitWidth / 8;
@@ -153,6 +161,11 @@ function field(f: Field, r: Reader, s: number, e: number, w: Writer | null): voi
   }
 }
 
+/** The framed record batch message of `rows` rows written to `w` (its body is w.parts). */
+export function batchMessage(rows: number, w: Writer): Uint8Array {
+  return frameMessage(Message.encode(Message.from(new BatchHeader(rows, w.nodes, w.regions), w.bytes)));
+}
+
 /** One member's answer as it is assembled: its record batch messages and their file blocks. */
 interface Answer {
   chunks: Uint8Array[];
@@ -160,7 +173,7 @@ interface Answer {
   offset: number;
 }
 
-function schemaMessage(schema: Schema): Uint8Array {
+export function schemaMessage(schema: Schema): Uint8Array {
   return frameMessage(Message.encode(Message.from(schema)));
 }
 
@@ -170,7 +183,7 @@ function schemaMessage(schema: Schema): Uint8Array {
 const MARK = 0x5a5a5a5a5a5an;
 
 /** The footer of an answer of one record batch, as a patched copy of one encoded with MARK. */
-function footerTemplate(schema: Schema, version: number): ((b: InstanceType<typeof FileBlock>) => Uint8Array) | null {
+export function footerTemplate(schema: Schema, version: number): ((b: InstanceType<typeof FileBlock>) => Uint8Array) | null {
   const bytes = Buffer.from(Footer.encode(new Footer(schema, version, [new FileBlock(0, 0, MARK)], [])));
   let at = -1;
   for (let i = 0; i + 24 <= bytes.length && at < 0; i++) if (bytes.readBigInt64LE(i) === MARK) at = i;
@@ -225,7 +238,7 @@ export function splitByQuery(ipc: Uint8Array, counts: number[], column: string):
       let e = s + 1;
       while (e < rows && index.readInt32LE(e * 4) === q) e++;
       const m = owner[q];
-      const w: Writer = { nodes: [], regions: [], parts: [], bytes: 0 };
+      const w = newWriter();
       reader.node = 0;
       reader.buffer = 0;
       fields.forEach((f, i) => {
@@ -236,7 +249,7 @@ export function splitByQuery(ipc: Uint8Array, counts: number[], column: string):
         put(w, new Uint8Array(0));
         put(w, new Uint8Array(new Int32Array(e - s).fill(q - base[m]).buffer));
       });
-      const message = frameMessage(Message.encode(Message.from(new BatchHeader(e - s, w.nodes, w.regions), w.bytes)));
+      const message = batchMessage(e - s, w);
       const a = answers[m];
       a.blocks.push(new FileBlock(message.byteLength, w.bytes, a.offset));
       a.chunks.push(message, ...w.parts);

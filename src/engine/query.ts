@@ -123,8 +123,14 @@ function applyFts(q: Builder, fts: FtsSpec, defaultColumn: () => string): void {
 function applyVector(q: lancedb.VectorQuery, s: QuerySpec): void {
   if (s.vectorColumn !== null) q.column(s.vectorColumn);
   if (s.distanceType !== null) q.distanceType(s.distanceType as "l2");
-  if (s.minNprobes !== null) q.minimumNprobes(s.minNprobes);
-  if (s.maxNprobes !== null) q.maximumNprobes(s.maxNprobes);
+  // The engine checks each bound against the other one it holds (both 20 by default) as it is
+  // set, so a minimum above 20 set before its maximum was refused: both are set at once, then the
+  // maximum widened.
+  if (s.minNprobes !== null && s.maxNprobes !== null) {
+    q.nprobes(s.minNprobes);
+    if (s.maxNprobes !== s.minNprobes) q.maximumNprobes(s.maxNprobes);
+  } else if (s.minNprobes !== null) q.minimumNprobes(s.minNprobes);
+  else if (s.maxNprobes !== null) q.maximumNprobes(s.maxNprobes);
   if (s.ef !== null) q.ef(s.ef);
   if (s.refineFactor !== null) q.refineFactor(s.refineFactor);
   if (s.lowerBound !== null || s.upperBound !== null) q.distanceRange(s.lowerBound ?? undefined, s.upperBound ?? undefined);
@@ -183,6 +189,15 @@ async function emptyResult(q: Builder): Promise<Uint8Array> {
   return emptyIpcFile(schema as never);
 }
 
+/** The schema of the engine's answer to `spec` (its plan's output, nothing run). */
+export async function searchSchema(table: lancedb.Table, s: QuerySpec, name: string): Promise<unknown> {
+  try {
+    return await (await build(table, s, name)).outputSchema();
+  } catch (err) {
+    translateQueryError(err, name, expressionField(s));
+  }
+}
+
 /** Start a query: the engine's first result buffer (null when there is none) and a pull for the next. */
 async function start(table: lancedb.Table, s: QuerySpec, name: string) {
   const q = await build(table, s, name);
@@ -218,6 +233,10 @@ export async function runQueryJson(table: lancedb.Table, s: QuerySpec, name: str
     translateQueryError(err, name, expressionField(s));
   }
 }
+
+/** An answer already made as one Arrow IPC file (the serving index's), as JSON rows. */
+export const jsonAnswer = (ipc: Uint8Array, lines: boolean): AsyncIterable<Uint8Array> =>
+  jsonRows(Buffer.from(ipc.buffer, ipc.byteOffset, ipc.byteLength), async () => null, lines);
 
 /**
  * An answer already in Arrow IPC (one file, in chunks: the search batcher's) as JSON rows; read

@@ -11,11 +11,13 @@
 // load into batches of 1 and n - 1, and a batch sent at the first return into 2 and n - 2
 // (docs/design.md, Query batching). The slots take turns: a call starts no sooner than an engine
 // call's share after the last, so two calls never run in step. If the engine is idle and the
-// awaited searches do not come back within half an engine call, what waits is sent.
+// awaited searches do not come back within half an engine call, what waits is sent. Searches are
+// batched at all only while measurement says it helps on this machine (batch-choice.ts).
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
 import { recordSearchBatch, recordSearchIdle } from "../metrics.js";
+import { createBatchChoice, type BatchChoice } from "./batch-choice.js";
 import { splitByQuery } from "./ipc-split.js";
 import { runQuery, type QueryResult } from "./query.js";
 import type { QuerySpec } from "./query-spec.js";
@@ -33,6 +35,8 @@ export interface BatchOptions {
   batchMax: number;
   /** Engine calls one group keeps running at once before searches start to wait. */
   slots: number;
+  /** Whether batching helps, measured (by default) while serving. */
+  choice?: BatchChoice;
 }
 
 interface Member {
@@ -90,6 +94,8 @@ async function collect(result: QueryResult): Promise<Uint8Array> {
 
 export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   const groups = new WeakMap<lancedb.Table, Map<string, Group>>();
+  // Batching is kept only while it measurably helps (batch-choice.ts).
+  const choice = opts.choice ?? createBatchChoice();
 
   function groupOf(table: lancedb.Table, key: string): Group {
     let byKey = groups.get(table);
@@ -213,15 +219,26 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   return {
     run(table, spec, name, gone) {
       if (opts.batchMax < 2 || !batchable(spec)) return runQuery(table, spec, name);
+      const since = performance.now();
+      const batched = choice.batching(since);
+      const timed = (p: Promise<QueryResult>) =>
+        p.then((r) => {
+          const now = performance.now();
+          choice.done(batched, now - since, now);
+          return r;
+        });
+      if (!batched) return timed(runQuery(table, spec, name));
       const key = keyOf(spec);
       const g = groupOf(table, key);
-      return new Promise<QueryResult>((resolve, reject) => {
-        const m: Member = { vectors: spec.vectors!, since: performance.now(), gone, resolve, reject };
-        g.waiting.push(m);
-        g.waitingVectors += m.vectors.length;
-        g.returning = Math.max(0, g.returning - m.vectors.length);
-        next(table, spec, name, g, key);
-      });
+      return timed(
+        new Promise<QueryResult>((resolve, reject) => {
+          const m: Member = { vectors: spec.vectors!, since, gone, resolve, reject };
+          g.waiting.push(m);
+          g.waitingVectors += m.vectors.length;
+          g.returning = Math.max(0, g.returning - m.vectors.length);
+          next(table, spec, name, g, key);
+        }),
+      );
     },
   };
 }

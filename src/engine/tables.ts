@@ -78,10 +78,19 @@ export interface Tables {
    * LanceDB's commit-conflict retries are spared).
    */
   write<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T>;
+  /** Writes to a table's main branch queued, committing or not yet answered (their after-commit work running). */
+  writesInFlight(objectId: string): number;
+  /**
+   * The version cached handle `t` of a table holds, as last read (at its open, re-checks and this
+   * process's commits), without asking the engine; null for another handle or before it is known.
+   */
+  knownVersion(objectId: string, t: TableHandle): number | null;
   /** The after-commit event: writes announce themselves; jobs and version publishing announce theirs. */
   commits: Commits;
   /** Delete a table's data directory (never outside the data directory). */
   removeData(entry: Entry): Promise<void>;
+  /** Be told of each table whose data is removed (a drop), after the removal. */
+  onRemoved(listener: (entry: Entry) => void): void;
   /** Stop re-checking cached handles in the background. */
   close(): void;
   plain: lancedb.Connection;
@@ -110,6 +119,9 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   interface Cached {
     objectId: string;
     handle: Promise<lancedb.Table>;
+    /** The handle once open, and the version it holds as last read (-1 until read). */
+    table: lancedb.Table | null;
+    version: number;
     usedAt: number;
     checkedAt: number;
     checking: Promise<void> | null;
@@ -120,6 +132,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       const at = Date.now();
       recordFreshnessCheck("table", ahead);
       await t.checkoutLatest();
+      c.version = await t.version();
       c.checkedAt = at;
     })().finally(() => (c.checking = null)));
   /**
@@ -136,9 +149,13 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     let c = cache.get(entry.objectId);
     if (!c) {
       const handle = openRaw(entry, {});
-      const fresh: Cached = { objectId: entry.objectId, handle, usedAt: 0, checkedAt: Date.now(), checking: null };
+      const fresh: Cached = { objectId: entry.objectId, handle, table: null, version: -1, usedAt: 0, checkedAt: Date.now(), checking: null };
       cache.set(entry.objectId, (c = fresh));
-      handle.catch(() => cache.get(entry.objectId) === fresh && cache.delete(entry.objectId));
+      handle.then(async (t) => {
+        const v = await t.version();
+        if (fresh.version < 0) fresh.version = v;
+        fresh.table = t;
+      }, () => cache.get(entry.objectId) === fresh && cache.delete(entry.objectId));
     }
     const t = await c.handle;
     c.usedAt = Date.now();
@@ -156,9 +173,39 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     // A commit that does not say its version (an index drop, a restore) is rare: drop the handle.
     const known = version === null ? -1 : await c.handle.then((t) => t.version()).catch(() => -1);
     if (known < (version ?? 0) && cache.get(objectId) === c) cache.delete(objectId);
+    else c.version = Math.max(c.version, known);
   }
   const writes = keyedSerial();
   const commits = createCommits();
+  const inFlight = new Map<string, number>();
+  const removed: ((entry: Entry) => void)[] = [];
+
+  /** One commit in the table branch's turn, then the after-commit event (see `write`). */
+  async function writeOf<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T> {
+    const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
+      if (namedBranch(branch)) return commit();
+      committing.add(entry.objectId);
+      try {
+        const c = cache.get(entry.objectId);
+        if (c) await recheck(c, await c.handle);
+        const r = await commit();
+        await dropIfBehind(entry.objectId, versionOf(r));
+        return r;
+      } finally {
+        committing.delete(entry.objectId);
+      }
+    });
+    const version = versionOf(r);
+    await commits.announce({
+      table: entry,
+      branch: namedBranch(branch) ?? null,
+      version,
+      change: of.change,
+      rows: of.rows ?? rowsOf(r),
+      byCachedHandle: of.byCachedHandle ?? true,
+    });
+    return r;
+  }
 
   const openRaw = (entry: Entry, options: { version?: number; branch?: string }) => {
     const name = entry.location ? lanceNameOf(entry.location) : null;
@@ -184,35 +231,29 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     },
     openHandles: () => cache.size,
     commits,
+    writesInFlight: (objectId) => inFlight.get(objectId) ?? 0,
+    knownVersion(objectId, t) {
+      const c = cache.get(objectId);
+      return c && c.table === t && c.version >= 0 ? c.version : null;
+    },
     async write(entry, branch, of, commit) {
-      const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
-        if (namedBranch(branch)) return commit();
-        committing.add(entry.objectId);
-        try {
-          const c = cache.get(entry.objectId);
-          if (c) await recheck(c, await c.handle);
-          const r = await commit();
-          await dropIfBehind(entry.objectId, versionOf(r));
-          return r;
-        } finally {
-          committing.delete(entry.objectId);
-        }
-      });
-      const version = versionOf(r);
-      commits.announce({
-        table: entry,
-        branch: namedBranch(branch) ?? null,
-        version,
-        change: of.change,
-        rows: of.rows ?? rowsOf(r),
-        byCachedHandle: of.byCachedHandle ?? true,
-      });
-      return r;
+      if (namedBranch(branch)) return writeOf(entry, branch, of, commit);
+      inFlight.set(entry.objectId, (inFlight.get(entry.objectId) ?? 0) + 1);
+      try {
+        return await writeOf(entry, branch, of, commit);
+      } finally {
+        const n = inFlight.get(entry.objectId)! - 1;
+        if (n === 0) inFlight.delete(entry.objectId);
+        else inFlight.set(entry.objectId, n);
+      }
     },
     async removeData(entry) {
       cache.delete(entry.objectId);
-      if (!entry.location) return;
-      await removeTree(resolveLocation(root, entry.location));
+      if (entry.location) await removeTree(resolveLocation(root, entry.location));
+      for (const l of removed) l(entry);
+    },
+    onRemoved(listener) {
+      removed.push(listener);
     },
     close: stopKeeping,
   };

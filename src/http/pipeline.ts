@@ -366,7 +366,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   /** Step `context`: what the operation is given (header context wins over the body's). */
-  function contextOf(a: Admitted, inc: Incoming, body: Record<string, unknown>, bytes: Uint8Array, principal: Principal | null, context: Record<string, string>): OpContext<any, Principal | null> {
+  function contextOf(a: Admitted, inc: Incoming, body: Record<string, unknown>, bytes: Uint8Array, principal: Principal | null, context: Record<string, string>, minVersion: number | null): OpContext<any, Principal | null> {
     const { op } = a.route.spec;
     const validated = op.validate ? op.validate(body, cfg) : undefined;
     if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
@@ -384,6 +384,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       requestId: a.requestId,
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
       rowFormat: rowFormat(inc.headers.accept),
+      minVersion,
       signal: inc.signal,
       gone: inc.gone,
       largeResult: inc.largeResult ?? noTurn,
@@ -400,10 +401,12 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   /** Step `token`: a table read's version token, met before the operation opens the table (writes re-check storage anyway). */
-  async function versionToken(a: Admitted, header: string | undefined): Promise<void> {
-    if (header === undefined || a.target.id === null || a.route.spec.role !== "read" || !a.route.path.startsWith("/v1/table/")) return;
+  async function versionToken(a: Admitted, header: string | undefined): Promise<number | null> {
+    if (header === undefined || a.target.id === null || a.route.spec.role !== "read" || !a.route.path.startsWith("/v1/table/")) return null;
     if (!/^\d{1,15}$/.test(header.trim())) throw invalid(`${MIN_VERSION_HEADER}: must be a table version, an integer >= 0`);
-    await awaitVersion(svc, a.target.id, Number(header.trim()));
+    const min = Number(header.trim());
+    await awaitVersion(svc, a.target.id, min);
+    return min;
   }
 
   /** The steps after the body arrived, in order: parse, identify, limit, check the id, token, context (validates), call. */
@@ -416,8 +419,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       const principal = await callerOf(a, body);
       if (principal !== null) limit(principal, held);
       checkBodyId(a.target.id, body);
-      await versionToken(a, inc.headers[MIN_VERSION_HEADER]);
-      const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context), bytes);
+      const minVersion = await versionToken(a, inc.headers[MIN_VERSION_HEADER]);
+      const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context, minVersion), bytes);
       if (held.release) out.release = held.release;
       return out;
     } catch (err) {

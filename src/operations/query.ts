@@ -12,30 +12,43 @@ const ARROW_FILE = "application/vnd.apache.arrow.file";
 
 async function target(svc: Services, id: string[], body: { version?: number | null; branch?: string | null }) {
   const { entry, table } = await openTable(svc, id, { version: body.version, branch: body.branch });
-  return { table, name: entry.objectId };
+  return { entry, table, name: entry.objectId };
 }
 
 const JSON_ROWS = { json: "application/json", ndjson: "application/x-ndjson" } as const;
 
-export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, gone, largeResult }) => {
+/** Which path answered a vector search: `serving` (the serving index) or `engine; reason=<why>`. */
+export const SEARCH_PATH_HEADER = "x-quiver-search-path";
+
+export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, gone, largeResult, minVersion }) => {
   const spec: QuerySpec = querySpec(body);
-  const { table, name } = await target(svc, id, body);
+  const { entry, table, name } = await target(svc, id, body);
   // A top-k search answers a few rows and the engine holds little for it: only scans wait for a
   // turn, so concurrent searches still run together (and batch).
   if (!topK(spec)) await largeResult();
-  if (rowFormat === "arrow") return { kind: "bytes", contentType: ARROW_FILE, chunks: await svc.searches.run(table, spec, name, gone) };
+  const contentType = rowFormat === "arrow" ? ARROW_FILE : JSON_ROWS[rowFormat];
+  const served = await svc.serving.search(entry, table, spec, { version: body.version, branch: body.branch, minVersion }, rowFormat);
+  if ("chunks" in served) return { kind: "bytes", contentType, headers: { [SEARCH_PATH_HEADER]: "serving" }, chunks: served.chunks };
+  const headers = served.reason === null ? undefined : { [SEARCH_PATH_HEADER]: `engine; reason=${served.reason}` };
+  if (rowFormat === "arrow") return { kind: "bytes", contentType, headers, chunks: await svc.searches.run(table, spec, name, gone) };
   const lines = rowFormat === "ndjson";
   // A top-k search answered as JSON batches with the Arrow ones (its answer is small enough to
   // convert whole); a scan's rows are converted as the engine hands them out.
   const chunks = topK(spec) ? jsonOfIpc(await svc.searches.run(table, spec, name, gone), lines) : await runQueryJson(table, spec, name, lines);
-  return { kind: "bytes", contentType: JSON_ROWS[rowFormat], chunks };
+  return { kind: "bytes", contentType, headers, chunks };
 }, { produces: ARROW_FILE });
 
-/** Upstream answers both plan operations with a plain JSON string. */
+/**
+ * Upstream answers both plan operations with a plain JSON string. A vector search's plan starts
+ * with the path that answers it (the serving index, or the engine and why); the engine's plan of
+ * the same search follows (what runs whenever the engine answers it).
+ */
 export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {
   const spec = querySpec(body.query);
-  const { table, name } = await target(svc, id, { version: body.query.version, branch: body.branch ?? body.query.branch });
-  return json(await explainQuery(table, spec, name, body.verbose ?? false));
+  const at = { version: body.query.version, branch: body.branch ?? body.query.branch };
+  const { entry, table, name } = await target(svc, id, at);
+  const [path, plan] = await Promise.all([svc.serving.explain(entry, table, spec, at), explainQuery(table, spec, name, body.verbose ?? false)]);
+  return json(path === null ? plan : `${path}\n${plan}`);
 });
 
 export const analyzeQueryPlan = jsonOp(AnalyzeRequest, async ({ id, body, svc }) => {

@@ -34,6 +34,8 @@ export interface OpContext<B = any, P extends Principal | null = Principal> {
   lancedbClient: boolean;
   /** Rows of query answers: Arrow IPC (the default) or JSON. */
   rowFormat: RowFormat;
+  /** The version the request's token (x-quiver-min-version) asks a read to include, checked already; null without one. */
+  minVersion: number | null;
   /** Aborted when the client goes away, so long work can stop early; made on first call. */
   signal: () => AbortSignal;
   /** Whether the client has gone, without making a signal: for polls on a hot path. */

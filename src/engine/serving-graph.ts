@@ -1,0 +1,719 @@
+// The serving index's graph: HNSW (hierarchical navigable small world) over ONE shared WebAssembly
+// memory that every worker thread maps, so the index exists once however many workers search it.
+// The memory holds a header, a table of record chunks, per-task scratch lanes, then what a bump
+// allocator hands out: chunks of fixed-size slot records (the vector, padded to 4 floats; its
+// level-0 links; its row id, the versions it was born and died at; the cached columns' fields),
+// upper-level link lists and variable-width column values. Nothing is ever freed in place: a
+// deleted or replaced row is a tombstone (its `died` version), so one writer appends while any
+// number of readers search, each at a version of its own (a row counts where born <= version <
+// died). Distances come from the SIMD kernel (vector-kernel.ts); the graph walk is here.
+import { kernelFor, type Kernel } from "./vector-kernel.js";
+
+export type Metric = "l2" | "cosine" | "dot";
+const METRICS: Metric[] = ["l2", "cosine", "dot"];
+
+/** Header words (Int32 indexes). */
+const H = {
+  MAGIC: 0,
+  FORMAT: 1,
+  DIM: 2,
+  DIM_PAD: 3,
+  METRIC: 4,
+  M: 5,
+  EF_CONSTRUCTION: 6,
+  RECORD: 7,
+  COUNT: 8,
+  ENTRY: 9,
+  MAX_LEVEL: 10,
+  BUMP: 11,
+  RNG: 12,
+  LANE_BYTES: 13,
+  COLUMNS_AT: 14,
+  TOMBSTONES: 15,
+  /** Held while the entry point and top level change (threads link rows at once while building). */
+  LOCK: 16,
+} as const;
+const MAGIC = 0x51564958;
+const FORMAT = 1;
+const HEADER_BYTES = 4096;
+const CHUNK_SHIFT = 10;
+const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
+const MAX_CHUNKS = 16384;
+const CHUNKS_AT = HEADER_BYTES;
+const LANES_AT = CHUNKS_AT + MAX_CHUNKS * 4;
+/** Scratch lanes: lane 0 is the writer's, the others one per search task running. */
+export const LANES = 64;
+/** Vectors one kernel call measures at most (a lane's address and output room). */
+const BATCH = 256;
+const PAGE = 65536;
+/** Record fields after the links: level, upper links' address, row id (low, high), born, died, norm, and the lock of its link lists. */
+const META = { LEVEL: 0, UPPER: 1, ROW_LO: 2, ROW_HI: 3, BORN: 4, DIED: 5, NORM: 6, LOCK: 7 } as const;
+const META_BYTES = 32;
+/** `died` of a row still alive. */
+const ALIVE = 0x7fffffff;
+
+export interface GraphParams {
+  dim: number;
+  metric: Metric;
+  /** Links a node keeps per upper level (twice that at level 0). */
+  m: number;
+  efConstruction: number;
+  /** Bytes of cached column fields in each record. */
+  columnBytes: number;
+  /** The most the memory may grow to. */
+  maxBytes: number;
+}
+
+/** A thread's view of an index memory: typed arrays over it (renewed when it grows) and its kernel. */
+export interface Graph {
+  memory: WebAssembly.Memory;
+  kernel: Kernel;
+  i32: Int32Array;
+  u32: Uint32Array;
+  f32: Float32Array;
+  u8: Uint8Array;
+  dim: number;
+  dimPad: number;
+  metric: Metric;
+  m: number;
+  m0: number;
+  record: number;
+  linksAt: number;
+  metaAt: number;
+  columnsAt: number;
+}
+
+const align = (n: number, to: number) => Math.ceil(n / to) * to;
+
+/** The byte size of an index memory's fixed part (header, chunk table, lanes) for `dimPad` floats. */
+const laneBytesOf = (dimPad: number) => align(dimPad * 4 + BATCH * 8, 16);
+
+/** A new, empty index memory; `maxBytes` bounds its growth (a RangeError past it). */
+export function createGraphMemory(p: GraphParams): WebAssembly.Memory {
+  const dimPad = align(p.dim, 4);
+  const laneBytes = laneBytesOf(dimPad);
+  const first = align(LANES_AT + LANES * laneBytes, 16);
+  const maximum = Math.max(Math.ceil(first / PAGE) + 1, Math.min(65536, Math.floor(p.maxBytes / PAGE)));
+  const memory = new WebAssembly.Memory({ initial: Math.ceil(first / PAGE), maximum, shared: true });
+  const i32 = new Int32Array(memory.buffer);
+  const m0 = 2 * p.m;
+  const record = align(dimPad * 4 + (m0 + 1) * 4 + META_BYTES + p.columnBytes, 16);
+  i32[H.MAGIC] = MAGIC;
+  i32[H.FORMAT] = FORMAT;
+  i32[H.DIM] = p.dim;
+  i32[H.DIM_PAD] = dimPad;
+  i32[H.METRIC] = METRICS.indexOf(p.metric);
+  i32[H.M] = p.m;
+  i32[H.EF_CONSTRUCTION] = p.efConstruction;
+  i32[H.RECORD] = record;
+  i32[H.COUNT] = 0;
+  i32[H.ENTRY] = -1;
+  i32[H.MAX_LEVEL] = -1;
+  i32[H.BUMP] = first;
+  i32[H.RNG] = 0x2545f491;
+  i32[H.LANE_BYTES] = laneBytes;
+  i32[H.COLUMNS_AT] = dimPad * 4 + (m0 + 1) * 4 + META_BYTES;
+  return memory;
+}
+
+/** A memory holding a saved index (its bytes as written by `usedBytes`), growable to `maxBytes`. */
+export function loadGraphMemory(bytes: Uint8Array, maxBytes: number): WebAssembly.Memory {
+  const head = new Int32Array(bytes.buffer, bytes.byteOffset, 16);
+  if (head[H.MAGIC] !== MAGIC || head[H.FORMAT] !== FORMAT || head[H.BUMP] !== bytes.byteLength) throw new Error("not a serving index of this format");
+  const pages = Math.ceil(bytes.byteLength / PAGE);
+  const memory = new WebAssembly.Memory({ initial: pages, maximum: Math.max(pages + 1, Math.min(65536, Math.floor(maxBytes / PAGE))), shared: true });
+  new Uint8Array(memory.buffer).set(bytes);
+  return memory;
+}
+
+export function graphOf(memory: WebAssembly.Memory): Graph {
+  const i32 = new Int32Array(memory.buffer);
+  const dimPad = i32[H.DIM_PAD];
+  const m = i32[H.M];
+  return {
+    memory,
+    kernel: kernelFor(memory),
+    i32,
+    u32: new Uint32Array(memory.buffer),
+    f32: new Float32Array(memory.buffer),
+    u8: new Uint8Array(memory.buffer),
+    dim: i32[H.DIM],
+    dimPad,
+    metric: METRICS[i32[H.METRIC]],
+    m,
+    m0: 2 * m,
+    record: i32[H.RECORD],
+    linksAt: dimPad * 4,
+    metaAt: dimPad * 4 + (2 * m + 1) * 4,
+    columnsAt: i32[H.COLUMNS_AT],
+  };
+}
+
+/** Renew the typed arrays after another thread grew the memory. */
+export function refresh(g: Graph): void {
+  if (g.u8.byteLength === g.memory.buffer.byteLength) return;
+  g.i32 = new Int32Array(g.memory.buffer);
+  g.u32 = new Uint32Array(g.memory.buffer);
+  g.f32 = new Float32Array(g.memory.buffer);
+  g.u8 = new Uint8Array(g.memory.buffer);
+}
+
+/** Slots written (published after each row's record is whole). */
+export const slotCount = (g: Graph) => Atomics.load(g.i32, H.COUNT);
+/** Bytes in use: what a save writes and what the budget counts. */
+export const usedBytes = (g: Graph) => g.i32[H.BUMP];
+export const tombstones = (g: Graph) => g.i32[H.TOMBSTONES];
+export const dimensionOf = (g: Graph) => g.dim;
+
+/** Byte address of a slot's record. */
+export function recordAt(g: Graph, slot: number): number {
+  return g.i32[(CHUNKS_AT >> 2) + (slot >> CHUNK_SHIFT)] + (slot & (CHUNK_SLOTS - 1)) * g.record;
+}
+
+const metaWord = (g: Graph, slot: number, field: number) => ((recordAt(g, slot) + g.metaAt) >> 2) + field;
+
+export function rowIdOf(g: Graph, slot: number): bigint {
+  const w = metaWord(g, slot, META.ROW_LO);
+  return (BigInt(g.u32[w + 1]) << 32n) | BigInt(g.u32[w]);
+}
+
+/** Give a slot's row a new row id (a row compaction moved); only while no search reads the index. */
+export function setRowId(g: Graph, slot: number, id: bigint): void {
+  const w = metaWord(g, slot, META.ROW_LO);
+  g.u32[w] = Number(id & 0xffffffffn);
+  g.u32[w + 1] = Number(id >> 32n);
+}
+
+/** Whether a slot's row is part of the table at `version`. */
+export function visibleAt(g: Graph, slot: number, version: number): boolean {
+  const w = metaWord(g, slot, META.BORN);
+  return g.i32[w] <= version && g.i32[w + 1] > version;
+}
+
+/** Tombstone a slot's row from `version` on (a delete, or the old copy of an updated row). */
+export function retire(g: Graph, slot: number, version: number): void {
+  const w = metaWord(g, slot, META.DIED);
+  if (g.i32[w] !== ALIVE) return;
+  g.i32[w] = version;
+  g.i32[H.TOMBSTONES]++;
+}
+
+/** Bump-allocate `bytes` (16-aligned), growing the memory as needed. Writer only. */
+export function allocate(g: Graph, bytes: number): number {
+  const at = g.i32[H.BUMP];
+  const end = align(at + bytes, 16);
+  if (end > g.memory.buffer.byteLength) {
+    g.memory.grow(Math.ceil((end - g.memory.buffer.byteLength) / PAGE));
+    refresh(g);
+  }
+  g.i32[H.BUMP] = end;
+  return at;
+}
+
+const laneAt = (g: Graph, lane: number) => LANES_AT + lane * g.i32[H.LANE_BYTES];
+
+/**
+ * A new slot for a row: its record, with the vector (and its norm), row id and birth version
+ * written; cached columns are the caller's to write (`recordAt` + `columnsAt`) before it is linked.
+ */
+export function newSlot(g: Graph, vector: ArrayLike<number>, from: number, rowId: bigint, born: number): number {
+  const slot = g.i32[H.COUNT];
+  if (slot >> CHUNK_SHIFT >= MAX_CHUNKS) throw new RangeError("serving index: too many rows");
+  if ((slot & (CHUNK_SLOTS - 1)) === 0) {
+    const chunk = allocate(g, CHUNK_SLOTS * g.record);
+    g.i32[(CHUNKS_AT >> 2) + (slot >> CHUNK_SHIFT)] = chunk;
+  }
+  const at = recordAt(g, slot);
+  let norm = 0;
+  for (let d = 0; d < g.dim; d++) {
+    const x = vector[from + d];
+    g.f32[(at >> 2) + d] = x;
+    norm += x * x;
+  }
+  const w = (at + g.metaAt) >> 2;
+  g.u32[w + META.ROW_LO] = Number(rowId & 0xffffffffn);
+  g.u32[w + META.ROW_HI] = Number(rowId >> 32n);
+  g.i32[w + META.BORN] = born;
+  g.i32[w + META.DIED] = ALIVE;
+  g.f32[w + META.NORM] = Math.sqrt(norm);
+  g.i32[w + META.LEVEL] = -1;
+  Atomics.store(g.i32, H.COUNT, slot + 1);
+  return slot;
+}
+
+// ---- distances -------------------------------------------------------------------------------
+
+/** Distance on LanceDB's scale from raw kernel output: squared L2, 1 - cosine, 1 - dot. */
+function scale(g: Graph, raw: number, slot: number, queryNorm: number): number {
+  if (g.metric === "l2") return raw;
+  if (g.metric === "dot") return 1 - raw;
+  return 1 - raw / (queryNorm * g.f32[metaWord(g, slot, META.NORM)]);
+}
+
+const dots = (g: Graph) => (g.metric === "l2" ? 0 : 1);
+
+/** Distance between two stored slots (graph building). */
+function between(g: Graph, a: number, b: number): number {
+  const ra = recordAt(g, a);
+  const rb = recordAt(g, b);
+  if (g.metric === "l2") return g.kernel.l2sq(ra, rb, g.dimPad);
+  const d = g.kernel.dot(ra, rb, g.dimPad);
+  if (g.metric === "dot") return 1 - d;
+  return 1 - d / (g.f32[metaWord(g, a, META.NORM)] * g.f32[metaWord(g, b, META.NORM)]);
+}
+
+// ---- per-thread scratch: visited marks and two heaps -----------------------------------------
+
+let visited = new Uint32Array(0);
+let epoch = 0;
+/** Candidates: a min-heap by distance. Results: a max-heap by distance. */
+let cD = new Float32Array(1024);
+let cI = new Int32Array(1024);
+let cN = 0;
+let rD = new Float32Array(1024);
+let rI = new Int32Array(1024);
+let rN = 0;
+
+function fresh(count: number): void {
+  if (visited.length < count) {
+    visited = new Uint32Array(Math.max(count, visited.length * 2, 1024));
+    epoch = 0;
+  }
+  if (++epoch === 0xffffffff) {
+    visited.fill(0);
+    epoch = 1;
+  }
+}
+
+function room(n: number): void {
+  if (cD.length > n && rD.length > n) return;
+  const size = Math.max(n + 1, cD.length * 2);
+  const grow = <T extends Float32Array | Int32Array>(a: T, make: (n: number) => T): T => {
+    const b = make(size);
+    b.set(a);
+    return b;
+  };
+  cD = grow(cD, (n) => new Float32Array(n));
+  cI = grow(cI, (n) => new Int32Array(n));
+  rD = grow(rD, (n) => new Float32Array(n));
+  rI = grow(rI, (n) => new Int32Array(n));
+}
+
+function cPush(d: number, id: number): void {
+  if (cN + 1 >= cD.length) room(cN + 1);
+  let i = cN++;
+  while (i > 0) {
+    const p = (i - 1) >> 1;
+    if (cD[p] <= d) break;
+    cD[i] = cD[p];
+    cI[i] = cI[p];
+    i = p;
+  }
+  cD[i] = d;
+  cI[i] = id;
+}
+
+function cPop(): void {
+  const d = cD[--cN];
+  const id = cI[cN];
+  let i = 0;
+  for (;;) {
+    let c = 2 * i + 1;
+    if (c >= cN) break;
+    if (c + 1 < cN && cD[c + 1] < cD[c]) c++;
+    if (cD[c] >= d) break;
+    cD[i] = cD[c];
+    cI[i] = cI[c];
+    i = c;
+  }
+  cD[i] = d;
+  cI[i] = id;
+}
+
+function rPush(d: number, id: number): void {
+  if (rN + 1 >= rD.length) room(rN + 1);
+  let i = rN++;
+  while (i > 0) {
+    const p = (i - 1) >> 1;
+    if (rD[p] >= d) break;
+    rD[i] = rD[p];
+    rI[i] = rI[p];
+    i = p;
+  }
+  rD[i] = d;
+  rI[i] = id;
+}
+
+function rPop(): void {
+  const d = rD[--rN];
+  const id = rI[rN];
+  let i = 0;
+  for (;;) {
+    let c = 2 * i + 1;
+    if (c >= rN) break;
+    if (c + 1 < rN && rD[c + 1] > rD[c]) c++;
+    if (rD[c] <= d) break;
+    rD[i] = rD[c];
+    rI[i] = rI[c];
+    i = c;
+  }
+  rD[i] = d;
+  rI[i] = id;
+}
+
+/** The results heap, drained nearest first. */
+function drain(): { slots: Int32Array; distances: Float32Array } {
+  const slots = new Int32Array(rN);
+  const distances = new Float32Array(rN);
+  for (let i = rN - 1; i >= 0; i--) {
+    slots[i] = rI[0];
+    distances[i] = rD[0];
+    rPop();
+  }
+  return { slots, distances };
+}
+
+// ---- the graph walk --------------------------------------------------------------------------
+
+const levelOf = (g: Graph, slot: number) => g.i32[metaWord(g, slot, META.LEVEL)];
+
+/** Int32 index of a slot's link list at `level` (its count, then the links). */
+function linksWord(g: Graph, slot: number, level: number): number {
+  if (level === 0) return (recordAt(g, slot) + g.linksAt) >> 2;
+  return (g.i32[metaWord(g, slot, META.UPPER)] >> 2) + (level - 1) * (g.m + 1);
+}
+
+/** What a walk may answer besides being near: the row exists at the version, passes the filter, lies in range. */
+export interface Admit {
+  version: number;
+  /** Bit per slot: 1 where the row passes the filter; null for no filter. */
+  bits: Uint32Array | null;
+  lower: number;
+  upper: number;
+}
+
+const admits = (g: Graph, slot: number, d: number, a: Admit) =>
+  d >= a.lower && d < a.upper && (a.bits === null || (a.bits[slot >> 5] & (1 << (slot & 31))) !== 0) && visibleAt(g, slot, a.version);
+
+/** Measure the query at `q` against the slots in `ids` (i32s at lane addrs): distances land at lane out. */
+function measure(g: Graph, q: number, addrs: number, out: number, ids: Int32Array, n: number): void {
+  for (let j = 0; j < n; j++) g.i32[(addrs >> 2) + j] = recordAt(g, ids[j]);
+  g.kernel.many(q, addrs, n, out, g.dimPad, dots(g));
+}
+
+const idsBuf = new Int32Array(BATCH);
+
+/** Greedy descent at one upper level: the nearest node found from `cur`. */
+function greedy(g: Graph, lane: number, qNorm: number, cur: number, curD: number, level: number, limit: number): [number, number] {
+  const q = laneAt(g, lane);
+  const addrs = q + g.dimPad * 4;
+  const out = addrs + BATCH * 4;
+  for (let changed = true; changed; ) {
+    changed = false;
+    const w = linksWord(g, cur, level);
+    const n = Math.min(g.i32[w], g.m);
+    let m = 0;
+    for (let j = 1; j <= n; j++) {
+      const id = g.i32[w + j];
+      if (id < limit) idsBuf[m++] = id;
+    }
+    measure(g, q, addrs, out, idsBuf, m);
+    for (let j = 0; j < m; j++) {
+      const d = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
+      if (d < curD) {
+        curD = d;
+        cur = idsBuf[j];
+        changed = true;
+      }
+    }
+  }
+  return [cur, curD];
+}
+
+/**
+ * Beam search at one level from `ep`: leaves up to `ef` admitted nodes in the results heap. Nodes
+ * not admitted still guide the walk. Returns false when it visited more than `cap` nodes (a filter
+ * that passes few rows): the caller then measures every passing row instead.
+ */
+function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef: number, level: number, limit: number, admit: Admit | null, cap: number): boolean {
+  const q = laneAt(g, lane);
+  const addrs = q + g.dimPad * 4;
+  const out = addrs + BATCH * 4;
+  fresh(limit);
+  room(ef + g.m0 + 2);
+  cN = 0;
+  rN = 0;
+  let visits = 1;
+  visited[ep] = epoch;
+  cPush(epD, ep);
+  if (admit === null || admits(g, ep, epD, admit)) rPush(epD, ep);
+  while (cN > 0) {
+    const d = cD[0];
+    const c = cI[0];
+    if (rN >= ef && d > rD[0]) break;
+    cPop();
+    const w = linksWord(g, c, level);
+    const n = Math.min(g.i32[w], level === 0 ? g.m0 : g.m);
+    let m = 0;
+    for (let j = 1; j <= n; j++) {
+      const id = g.i32[w + j];
+      if (id < limit && visited[id] !== epoch) {
+        visited[id] = epoch;
+        idsBuf[m++] = id;
+      }
+    }
+    if (m === 0) continue;
+    visits += m;
+    if (visits > cap) return false;
+    measure(g, q, addrs, out, idsBuf, m);
+    for (let j = 0; j < m; j++) {
+      const dd = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
+      if (rN < ef || dd < rD[0]) {
+        const id = idsBuf[j];
+        cPush(dd, id);
+        if (admit === null || admits(g, id, dd, admit)) {
+          rPush(dd, id);
+          if (rN > ef) rPop();
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/** Copy the query into lane `lane` (padded with zeros); returns its norm. */
+function placeQuery(g: Graph, lane: number, query: ArrayLike<number>): number {
+  const q = laneAt(g, lane) >> 2;
+  let norm = 0;
+  for (let d = 0; d < g.dimPad; d++) {
+    const x = d < g.dim ? query[d] : 0;
+    g.f32[q + d] = x;
+    norm += x * x;
+  }
+  return Math.sqrt(norm);
+}
+
+/** Every admitted slot of `slots` (or all below `limit`) measured; the nearest `k` kept in the results heap. */
+function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, admit: Admit, slots: Int32Array | null): void {
+  const q = laneAt(g, lane);
+  const addrs = q + g.dimPad * 4;
+  const out = addrs + BATCH * 4;
+  room(k + 2);
+  rN = 0;
+  const total = slots ? slots.length : limit;
+  const bits = admit.bits;
+  const version = admit.version;
+  const i32 = g.i32;
+  for (let s = 0; s < total; ) {
+    let m = 0;
+    for (; s < total && m < BATCH; s++) {
+      const slot = slots ? slots[s] : s;
+      if (bits !== null && (bits[slot >> 5] & (1 << (slot & 31))) === 0) continue;
+      const at = recordAt(g, slot);
+      const w = ((at + g.metaAt) >> 2) + META.BORN;
+      if (i32[w] > version || i32[w + 1] <= version) continue;
+      i32[(addrs >> 2) + m] = at;
+      idsBuf[m++] = slot;
+    }
+    g.kernel.many(q, addrs, m, out, g.dimPad, dots(g));
+    for (let j = 0; j < m; j++) {
+      const d = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
+      if (d >= admit.lower && d < admit.upper && (rN < k || d < rD[0])) {
+        rPush(d, idsBuf[j]);
+        if (rN > k) rPop();
+      }
+    }
+  }
+}
+
+export interface SearchOptions extends Admit {
+  /** Rows wanted (k + offset). */
+  k: number;
+  ef: number;
+  /** Measure every row (bypass_vector_index), not the graph. */
+  exact: boolean;
+  /** Rows the filter passes (bits set), to choose between the graph and measuring them all. */
+  passing: number;
+  /** Apply `bits` to the nearest rows found without it (LanceDB's postfilter), not during the search. */
+  postfilter: boolean;
+}
+
+/** Tables up to this many rows are measured whole: as fast as the graph, and exact. */
+const MEASURE_ALL_BELOW = 2048;
+
+/** Slots whose bit is set, below `limit`. */
+function passingSlots(bits: Uint32Array, limit: number, passing: number): Int32Array {
+  const out = new Int32Array(passing);
+  let n = 0;
+  for (let w = 0; w << 5 < limit; w++) {
+    let word = bits[w];
+    while (word !== 0 && n < passing) {
+      const b = 31 - Math.clz32(word & -word);
+      const slot = (w << 5) + b;
+      if (slot < limit) out[n++] = slot;
+      word &= word - 1;
+    }
+  }
+  return out.subarray(0, n);
+}
+
+/**
+ * The nearest rows to `query` that `o` admits, nearest first: slots and distances on LanceDB's
+ * scale. `lane` is this task's scratch lane (1..LANES-1 for searches).
+ */
+export function search(g: Graph, lane: number, query: ArrayLike<number>, o: SearchOptions): { slots: Int32Array; distances: Float32Array } {
+  // The count first: the memory holding every slot below it has grown by then.
+  const limit = slotCount(g);
+  refresh(g);
+  const qNorm = placeQuery(g, lane, query);
+  const during: Admit = o.postfilter ? { ...o, bits: null } : o;
+  const k = Math.max(1, o.k);
+  const entry = g.i32[H.ENTRY];
+  const filtered = during.bits !== null;
+  // A filter passing few rows: measuring them is cheaper than the walk it would need (its cost
+  // grows as 1/selectivity: ~20 ef rows measured unfiltered).
+  const few = filtered && o.passing * o.passing < 20 * o.ef * limit;
+  if (o.exact || entry < 0 || limit < MEASURE_ALL_BELOW || few) {
+    scan(g, lane, qNorm, k, limit, during, few && !o.exact && limit >= MEASURE_ALL_BELOW ? passingSlots(during.bits!, limit, o.passing) : null);
+  } else {
+    let cur = entry;
+    let curD = scale(g, measureOne(g, lane, cur), cur, qNorm);
+    for (let l = Math.min(g.i32[H.MAX_LEVEL], levelOf(g, entry)); l > 0; l--) [cur, curD] = greedy(g, lane, qNorm, cur, curD, l, limit);
+    const ef = Math.max(o.ef, k);
+    if (!beam(g, lane, qNorm, cur, curD, ef, 0, limit, during, Math.max(limit >> 2, ef * g.m0 * 2))) scan(g, lane, qNorm, k, limit, during, null);
+    while (rN > k) rPop();
+  }
+  const found = drain();
+  if (!o.postfilter || o.bits === null) return found;
+  const keep = found.slots.map((s) => ((o.bits![s >> 5] & (1 << (s & 31))) !== 0 ? 1 : 0));
+  return { slots: found.slots.filter((_, i) => keep[i]), distances: found.distances.filter((_, i) => keep[i]) };
+}
+
+function measureOne(g: Graph, lane: number, slot: number): number {
+  const q = laneAt(g, lane);
+  const r = recordAt(g, slot);
+  return g.metric === "l2" ? g.kernel.l2sq(q, r, g.dimPad) : g.kernel.dot(q, r, g.dimPad);
+}
+
+// ---- building: inserting a slot into the graph (one writer at a time) --------------------------
+
+function nextRandom(g: Graph): number {
+  let a = (g.i32[H.RNG] + 0x6d2b79f5) | 0;
+  g.i32[H.RNG] = a;
+  a = Math.imul(a ^ (a >>> 15), a | 1);
+  a ^= a + Math.imul(a ^ (a >>> 7), a | 61);
+  return ((a ^ (a >>> 14)) >>> 0) / 4294967296;
+}
+
+/**
+ * Of candidates sorted nearest first, those not closer to an already kept one than to the base
+ * (HNSW's neighbour heuristic, which keeps links spread out), at most `max`.
+ */
+function select(g: Graph, ids: ArrayLike<number>, ds: ArrayLike<number>, max: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < ids.length && out.length < max; i++) {
+    const e = ids[i];
+    let keep = true;
+    for (const s of out) {
+      if (between(g, e, s) < ds[i]) {
+        keep = false;
+        break;
+      }
+    }
+    if (keep) out.push(e);
+  }
+  return out;
+}
+
+/** Write a link list; the count last, so a reader sees either list's links, never garbage. */
+function setLinks(g: Graph, slot: number, level: number, list: number[]): void {
+  const w = linksWord(g, slot, level);
+  for (let j = 0; j < list.length; j++) g.i32[w + 1 + j] = list[j];
+  Atomics.store(g.i32, w, list.length);
+}
+
+function addLink(g: Graph, n: number, slot: number, level: number): void {
+  const max = level === 0 ? g.m0 : g.m;
+  const w = linksWord(g, n, level);
+  const c = g.i32[w];
+  if (c < max) {
+    g.i32[w + 1 + c] = slot;
+    Atomics.store(g.i32, w, c + 1);
+    return;
+  }
+  const cand: number[] = [slot];
+  for (let j = 1; j <= c; j++) cand.push(g.i32[w + j]);
+  const ds = cand.map((x) => between(g, n, x));
+  const order = cand.map((_, i) => i).sort((a, b) => ds[a] - ds[b]);
+  setLinks(g, n, level, select(g, order.map((i) => cand[i]), order.map((i) => ds[i]), max));
+}
+
+/** Draw a written slot's level and give it its upper link lists. Writer only, before `link`. */
+export function assignLevel(g: Graph, slot: number): void {
+  const level = Math.min(16, Math.floor(-Math.log(nextRandom(g) + 1e-12) / Math.log(g.m)));
+  const meta = metaWord(g, slot, 0);
+  if (level > 0) g.i32[meta + META.UPPER] = allocate(g, level * (g.m + 1) * 4);
+  g.i32[meta + META.LEVEL] = level;
+}
+
+/** Take the lock word at Int32 index `w`, waiting while another thread holds it. */
+function lock(g: Graph, w: number): void {
+  while (Atomics.compareExchange(g.i32, w, 0, 1) !== 0) Atomics.wait(g.i32, w, 1, 1);
+}
+
+function unlock(g: Graph, w: number): void {
+  Atomics.store(g.i32, w, 0);
+  Atomics.notify(g.i32, w, 1);
+}
+
+/**
+ * Link a written slot (`newSlot`, `assignLevel`) into the graph, from scratch lane `lane`. Several
+ * threads may link different slots at once (a build): a node's link lists change under its lock,
+ * the entry point under the header's; searches read lists without locks (a list is written before
+ * its count, so a reader sees valid links of either list).
+ */
+export function link(g: Graph, slot: number, lane: number): void {
+  const limit = slotCount(g);
+  refresh(g);
+  const level = levelOf(g, slot);
+  lock(g, H.LOCK);
+  const entry = g.i32[H.ENTRY];
+  const top = g.i32[H.MAX_LEVEL];
+  if (entry < 0) {
+    g.i32[H.MAX_LEVEL] = level;
+    Atomics.store(g.i32, H.ENTRY, slot);
+    return unlock(g, H.LOCK);
+  }
+  // A node above the top level becomes the entry point: no other may do so meanwhile.
+  const raises = level > top;
+  if (!raises) unlock(g, H.LOCK);
+  const at = recordAt(g, slot) >> 2;
+  const qNorm = placeQuery(g, lane, g.f32.subarray(at, at + g.dim));
+  let cur = entry;
+  let curD = scale(g, measureOne(g, lane, cur), cur, qNorm);
+  for (let l = top; l > level; l--) [cur, curD] = greedy(g, lane, qNorm, cur, curD, l, limit);
+  const own = metaWord(g, slot, META.LOCK);
+  for (let l = Math.min(level, top); l >= 0; l--) {
+    beam(g, lane, qNorm, cur, curD, g.i32[H.EF_CONSTRUCTION], l, limit, null, Infinity);
+    const found = drain();
+    const near = select(g, found.slots.filter((s) => s !== slot), found.distances.filter((_, i) => found.slots[i] !== slot), l === 0 ? g.m0 : g.m);
+    lock(g, own);
+    setLinks(g, slot, l, near);
+    unlock(g, own);
+    for (const n of near) {
+      const w = metaWord(g, n, META.LOCK);
+      lock(g, w);
+      addLink(g, n, slot, l);
+      unlock(g, w);
+    }
+    if (found.slots.length > 0) {
+      cur = found.slots[0];
+      curD = found.distances[0];
+    }
+  }
+  if (raises) {
+    g.i32[H.MAX_LEVEL] = level;
+    Atomics.store(g.i32, H.ENTRY, slot);
+    unlock(g, H.LOCK);
+  }
+}

@@ -1,0 +1,45 @@
+// A search the serving index answers is bounded by what Quiver allows, not by what a request asks:
+// ef, refine_factor and nprobes as large as the schema takes raise the walk's width only to 10,000
+// candidates (its heaps are sized by it), k + offset past 10,000 goes to LanceDB, a vector of
+// another length is LanceDB's 400; with a read key, the server stays up and its memory bounded.
+import * as lancedb from "@lancedb/lancedb";
+import { describe, expect, it } from "vitest";
+import { batches, queryVectors } from "../../bench/dataset.js";
+import { READ_KEY, serverForFile } from "../helpers/quiver.js";
+import { sample } from "../helpers/metrics.js";
+
+const SPEC = { rows: 3000, dim: 8, rank: 3, seed: 9 };
+const v = Array.from(queryVectors(SPEC, 1)[0]);
+const q = serverForFile({
+  seed: async (dir) => {
+    const db = await lancedb.connectNamespace("dir", { root: dir });
+    const t = await db.createTable("s", [...batches(SPEC, SPEC.rows)][0], []);
+    await t.createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2 }) });
+  },
+});
+const read = (body: object) => q.call("POST", "/v1/table/s/query", { vector: { single_vector: v }, ...body }, { "x-api-key": READ_KEY });
+const rss = async () => sample((await q.call("GET", "/metrics")).text, "process_resident_memory_bytes")!;
+
+describe("serving index bounds", () => {
+  it("answers huge ef, refine_factor and nprobes with a walk of at most 10,000 candidates, memory unmoved", async () => {
+    for (let i = 0; i < 300 && (await read({ k: 3 })).headers.get("x-quiver-search-path") !== "serving"; i++) await new Promise((r) => setTimeout(r, 100));
+    const before = await rss();
+    for (const knobs of [{ ef: 2 ** 31 - 1 }, { refine_factor: 2 ** 31 - 1 }, { nprobes: 2 ** 31 - 1 }, { k: 10_000 }]) {
+      const r = await read({ k: 5, ...knobs });
+      expect(r.status, r.text).toBe(200);
+      expect(r.headers.get("x-quiver-search-path")).toBe("serving");
+    }
+    expect((await rss()) - before).toBeLessThan(256 * 2 ** 20);
+    const plan = await q.call("POST", "/v1/table/s/explain_plan", { query: { vector: { single_vector: v }, k: 5, ef: 2 ** 31 - 1 } }, { "x-api-key": READ_KEY });
+    expect(plan.json).toMatch(/ef=10000,/);
+  });
+
+  it("leaves k + offset past 10,000 to LanceDB, and a vector of another length is its 400", async () => {
+    expect((await read({ k: 9_000, offset: 1_001 })).headers.get("x-quiver-search-path")).toBe("engine; reason=option:k");
+    const bad = await q.call("POST", "/v1/table/s/query", { vector: { single_vector: [1, 2, 3] }, k: 3 }, { "x-api-key": READ_KEY });
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get("x-quiver-search-path")).toBeNull();
+    expect(bad.json.detail).toMatch(/dimension/i);
+    expect((await read({ k: 3 })).status).toBe(200);
+  });
+});

@@ -1,0 +1,417 @@
+// The serving index (workers/serving.ts): vector searches of a table's indexed column answered in
+// the worker pool, compared with LanceDB's exact answers on the same rows and versions; writes
+// through Quiver seen by the next search (inserts found, deleted and replaced rows never answered);
+// filters; every path by which LanceDB answers instead; the memory bound; a restart.
+import * as lancedb from "@lancedb/lancedb";
+import type { Table as EsmTable } from "apache-arrow";
+import { readdirSync } from "node:fs";
+import path2 from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { arrow } from "../src/engine/arrow.js";
+import { batch, batches, queryVectors, rng, vectorSource } from "../bench/dataset.js";
+import { fromIPC } from "./helpers/arrow.js";
+import { inProcessForFile, startInProcess } from "./helpers/in-process.js";
+import { sample } from "./helpers/metrics.js";
+
+const SMALL = { rows: 1200, dim: 8, rank: 3, seed: 5 };
+const ITEMS = { rows: 3000, dim: 16, rank: 4, seed: 11 };
+const qs = queryVectors(ITEMS, 40).map((v) => Array.from(v));
+const qsSmall = queryVectors(SMALL, 10).map((v) => Array.from(v));
+let root = "";
+
+const ivf = (distanceType: "l2" | "cosine" | "dot" = "l2") => ({ config: lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2, distanceType }) });
+
+const q = inProcessForFile(
+  {
+    seed: async (dataDir) => {
+      root = dataDir;
+      const db = await lancedb.connectNamespace("dir", { root: dataDir });
+      const small = [...batches(SMALL, SMALL.rows)][0];
+      for (const [name, d] of [["small", "l2"], ["cos", "cosine"], ["dots", "dot"]] as const) {
+        await (await db.createTable(name, small, [])).createIndex("vector", ivf(d));
+      }
+      const items = [...batches(ITEMS, ITEMS.rows)][0];
+      await (await db.createTable("items", items, [])).createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 4, numSubVectors: 4 }) });
+      await (await db.createTable("addr", small, [])).createIndex("vector", ivf());
+      await (await db.createTable("versions", small, [])).createIndex("vector", ivf());
+      await (await db.createTable("off", small, [])).createIndex("vector", ivf());
+      await (await db.createTable("changes", small, [])).createIndex("vector", ivf());
+      await (await db.createTable("dropme", small, [])).createIndex("vector", ivf());
+    },
+  },
+  180_000,
+);
+
+const PATH = "x-quiver-search-path";
+const metricValue = async (s: { call: typeof q.call }, name: string, labels: Record<string, string>) => sample((await s.call("GET", "/metrics")).text, name, labels);
+const search = (table: string, body: object, headers?: Record<string, string>) => q.call("POST", `/v1/table/${table}/query`, { k: 10, ...body }, headers);
+
+async function answer(table: string, body: object, headers?: Record<string, string>): Promise<{ t: EsmTable; path: string }> {
+  const r = await search(table, body, headers);
+  if (r.status !== 200) throw new Error(`${r.status} ${r.text}`);
+  return { t: fromIPC(r.bytes), path: r.headers.get(PATH) ?? "" };
+}
+
+/** Search until the serving index answers (it is built on a table's first search). */
+async function served(table: string, body: object, headers?: Record<string, string>): Promise<EsmTable> {
+  let last = "";
+  for (let i = 0; i < 600; i++) {
+    const a = await answer(table, body, headers);
+    if (a.path === "serving") return a.t;
+    last = a.path;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  throw new Error(`the serving index never answered (${last})`);
+}
+
+/** LanceDB's exact answer (every row measured) for the same search, at the table's latest version. */
+async function exact(table: string, v: number[], f: (x: lancedb.VectorQuery) => lancedb.VectorQuery = (x) => x): Promise<EsmTable> {
+  const t = await (await lancedb.connectNamespace("dir", { root })).openTable(table, []);
+  return (await f(t.vectorSearch(v).bypassVectorIndex().limit(10)).toArrow()) as unknown as EsmTable;
+}
+
+const col = (t: EsmTable, n: string) => Array.from(t.getChild(n)!.toArray() as ArrayLike<unknown>);
+const fields = (t: EsmTable) => t.schema.fields.map((f) => `${f.name}:${f.type}:${f.nullable}`);
+
+function expectSame(got: EsmTable, want: EsmTable): void {
+  expect(fields(got)).toEqual(fields(want));
+  expect(col(got, "id")).toEqual(col(want, "id"));
+  const d = col(want, "_distance") as number[];
+  (col(got, "_distance") as number[]).forEach((x, i) => expect(x).toBeCloseTo(d[i], 3));
+}
+
+const ipc = (t: import("apache-arrow").Table) => arrow.tableToIPC(t as never, "stream");
+const post = (table: string, op: string, body: unknown) => q.call("POST", `/v1/table/${table}/${op}`, body);
+
+/** Rows of the dataset's shape with ids from `first`, vectors from a source of their own. */
+function rows(spec: typeof SMALL, first: number, count: number, seed = first) {
+  return batch({ ...spec, rows: count }, first, count, vectorSource({ ...spec, seed: spec.seed + seed }), rng(seed));
+}
+
+describe("answers", () => {
+  it("equal exact search on a small table: rows, distances, schema (l2, cosine, dot)", async () => {
+    for (const [table, d] of [["small", "l2"], ["cos", "cosine"], ["dots", "dot"]] as const) {
+      for (const v of qsSmall.slice(0, 3)) {
+        const got = await served(table, { vector: { single_vector: v } });
+        expectSame(got, await exact(table, v, (x) => x.distanceType(d)));
+      }
+    }
+  });
+
+  it("keep LanceDB's projection, row ids, offset, k and distance range", async () => {
+    const v = qsSmall[1];
+    const cases: [object, (x: lancedb.VectorQuery) => lancedb.VectorQuery][] = [
+      [{ columns: ["category", "id"] }, (x) => x.select(["category", "id", "_distance"])],
+      [{ with_row_id: true, columns: ["id", "text"] }, (x) => x.withRowId().select(["id", "text", "_distance"])],
+      [{ k: 5, offset: 3 }, (x) => x.limit(5).offset(3)],
+      [{ k: 30 }, (x) => x.limit(30)],
+      [{ lower_bound: 2, upper_bound: 30, k: 50 }, (x) => x.distanceRange(2, 30).limit(50)],
+    ];
+    for (const [body, f] of cases) {
+      const got = await served("small", { vector: { single_vector: v }, ...body });
+      const want = await exact("small", v, f);
+      expectSame(got, want);
+      if (fields(want).some((x) => x.startsWith("_rowid"))) expect(col(got, "_rowid")).toEqual(col(want, "_rowid"));
+      if (fields(want).some((x) => x.startsWith("text"))) expect(col(got, "text")).toEqual(col(want, "text"));
+    }
+  });
+
+  it("answer several query vectors with query_index, and JSON rows when asked", async () => {
+    const got = await served("small", { vector: { multi_vector: qsSmall.slice(0, 3) }, k: 4 });
+    expect(got.schema.fields[0].name).toBe("query_index");
+    expect(col(got, "query_index")).toEqual([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
+    for (let i = 0; i < 3; i++) expect(col(got, "id").slice(i * 4, i * 4 + 4)).toEqual(col(await exact("small", qsSmall[i], (x) => x.limit(4)), "id"));
+    const r = await search("small", { vector: { single_vector: qsSmall[0] }, k: 3, columns: ["id"] }, { accept: "application/json" });
+    expect(r.headers.get(PATH)).toBe("serving");
+    expect(r.json.map((x: { id: number }) => x.id)).toEqual(col(await exact("small", qsSmall[0], (x) => x.limit(3)), "id"));
+  });
+
+  it("reach recall@10 >= 0.95 on a larger table, and bypass_vector_index is exact", async () => {
+    let hits = 0;
+    for (const v of qs) {
+      const got = await served("items", { vector: { single_vector: v } });
+      const want = new Set(col(await exact("items", v), "id"));
+      hits += col(got, "id").filter((id) => want.has(id)).length;
+    }
+    expect(hits / (10 * qs.length)).toBeGreaterThanOrEqual(0.95);
+    for (const v of qs.slice(0, 5)) expectSame(await served("items", { vector: { single_vector: v }, bypass_vector_index: true }), await exact("items", v));
+  });
+
+  it("filter as LanceDB does: before the search (the k nearest that pass) and after it", async () => {
+    const v = qs[3];
+    for (const filter of ["category = 'beta'", "id % 7 = 0 AND text LIKE '%a%'", "id < 40"]) {
+      const got = await served("items", { vector: { single_vector: v }, filter });
+      expectSame(got, await exact("items", v, (x) => x.where(filter)));
+    }
+    // After the search: the rows of the unfiltered answer that pass, so fewer than k.
+    const unfiltered = col(await served("items", { vector: { single_vector: v } }), "id") as number[];
+    const post = await served("items", { vector: { single_vector: v }, filter: "id % 2 = 0", prefilter: false });
+    expect(col(post, "id")).toEqual(unfiltered.filter((id) => id % 2 === 0));
+    // A filter the engine refuses is the engine's 400, as without the serving index.
+    const bad = await search("items", { vector: { single_vector: v }, filter: "nosuch = 1" });
+    expect(bad.status).toBe(404);
+  });
+});
+
+describe("writes", () => {
+  // Tables Quiver creates have stable row ids; tables LanceDB creates by default do not (their row
+  // ids are row addresses, which compaction and updates change): "addr" is LanceDB's, "stable" Quiver's.
+  beforeAll(async () => {
+    const r = await q.call("POST", "/v1/table/stable/create", ipc(rows(SMALL, 0, SMALL.rows, 0)));
+    expect(r.status, r.text).toBe(200);
+    await (await (await lancedb.connectNamespace("dir", { root })).openTable("stable", [])).createIndex("vector", ivf());
+  });
+
+  for (const table of ["addr", "stable"]) {
+    it(`${table}: inserted rows are found, deleted and updated rows never answered (${table === "stable" ? "stable row ids" : "row addresses"})`, async () => {
+      const v = qsSmall[2];
+      await served(table, { vector: { single_vector: v } });
+      // Inserts: rows right at the query vector, so they are its nearest.
+      const near = new arrow.Table({ ...Object.fromEntries(rows(SMALL, 10_000, 3).schema.fields.map((f) => [f.name, rows(SMALL, 10_000, 3).getChild(f.name)!])) });
+      const at = (t: typeof near) => {
+        const vec = arrow.makeVector(arrow.makeData({ type: t.schema.fields[3].type, length: 3, nullCount: 0, child: arrow.makeData({ type: new arrow.Float32(), length: 3 * SMALL.dim, data: Float32Array.from([...v, ...v.map((x) => x + 1e-3), ...v.map((x) => x + 2e-3)]) }) }));
+        return new arrow.Table({ id: t.getChild("id")!, text: t.getChild("text")!, category: t.getChild("category")!, vector: vec });
+      };
+      const ins = await post(table, "insert", ipc(at(near)));
+      expect(ins.status, ins.text).toBe(200);
+      const token = { "x-quiver-min-version": String(ins.json.version) };
+      const afterInsert = await answer(table, { vector: { single_vector: v } }, token);
+      expect(afterInsert.path).toBe("serving");
+      expect(col(afterInsert.t, "id").slice(0, 3)).toEqual([10_000, 10_001, 10_002]);
+      expectSame(afterInsert.t, await exact(table, v));
+      // Delete one of them, update another (its vector moves away), merge_insert the third.
+      const del = await post(table, "delete", { predicate: "id = 10000" });
+      expect(del.status, del.text).toBe(200);
+      const upd = await post(table, "update", { predicate: "id = 10001", updates: [["vector", `[${v.map((x) => x + 50).join(",")}]`]] });
+      expect(upd.status, upd.text).toBe(200);
+      const merged = at(near);
+      const mi = await q.call("POST", `/v1/table/${table}/merge_insert?on=id&when_matched_update_all=true&when_not_matched_insert_all=true`, ipc(new arrow.Table({ id: arrow.vectorFromArray([10_002], new arrow.Int32()), text: arrow.vectorFromArray(["merged"], new arrow.Utf8()), category: arrow.vectorFromArray(["gamma"], new arrow.Utf8()), vector: merged.getChild("vector")!.slice(2, 3) })));
+      expect(mi.status, mi.text).toBe(200);
+      const a = await answer(table, { vector: { single_vector: v }, with_row_id: true }, { "x-quiver-min-version": String(mi.json.version) });
+      expect(a.path).toBe("serving");
+      const ids = col(a.t, "id");
+      expect(ids).not.toContain(10_000);
+      expect(ids).not.toContain(10_001);
+      expect(ids[0]).toBe(10_002);
+      expect(col(a.t, "text")[0]).toBe("merged");
+      const want = await exact(table, v, (x) => x.withRowId());
+      expectSame(a.t, want);
+      expect(col(a.t, "_rowid")).toEqual(col(want, "_rowid"));
+      // Row ids of rows added later: stable ones count on, addresses name a later fragment.
+      expect((col(a.t, "_rowid")[0] as bigint) < 2n ** 32n).toBe(table === "stable");
+      expect(await metricValue(q, "quiver_serving_index_tombstones", { table })).toBeGreaterThanOrEqual(3);
+    });
+  }
+
+  it("a compaction's new row ids are LanceDB's at once (row addresses move)", async () => {
+    const v = qsSmall[4];
+    // A quarter of the first fragment's rows deleted: compaction rewrites it, moving the rest.
+    const del = await post("addr", "delete", { predicate: "id % 4 = 1" });
+    const before = await served("addr", { vector: { single_vector: v }, with_row_id: true, k: 50 }, { "x-quiver-min-version": String(del.json.version) });
+    const tombstones = await metricValue(q, "quiver_serving_index_tombstones", { table: "addr" });
+    const t = await (await lancedb.connectNamespace("dir", { root })).openTable("addr", []);
+    await t.optimize();
+    const want = await exact("addr", v, (x) => x.withRowId().limit(50));
+    expect(col(want, "id")).toEqual(col(before, "id"));
+    expect(col(want, "_rowid")).not.toEqual(col(before, "_rowid"));
+    // Another process compacted: a search once the table is re-checked (within the consistency
+    // interval) is answered at the new version, with the new row ids.
+    let got = before;
+    for (let i = 0; i < 100 && col(got, "_rowid").join() !== col(want, "_rowid").join(); i++) {
+      await new Promise((res) => setTimeout(res, 50));
+      got = await served("addr", { vector: { single_vector: v }, with_row_id: true, k: 50 });
+    }
+    expect(col(got, "_rowid")).toEqual(col(want, "_rowid"));
+    expectSame(got, want);
+    // The moved rows kept their slots (and links): no row was written again.
+    expect(await metricValue(q, "quiver_serving_index_tombstones", { table: "addr" })).toBe(tombstones);
+  });
+
+  it("under a write stream, every acknowledged row is found by the next search carrying its version", async () => {
+    const v = qsSmall[5];
+    await served("stable", { vector: { single_vector: v } });
+    const writers = Array.from({ length: 4 }, async (_, w) => {
+      for (let i = 0; i < 10; i++) {
+        const id = 20_000 + w * 100 + i;
+        const one = new arrow.Table({
+          id: arrow.vectorFromArray([id], new arrow.Int32()),
+          text: arrow.vectorFromArray(["stream"], new arrow.Utf8()),
+          category: arrow.vectorFromArray(["alpha"], new arrow.Utf8()),
+          vector: arrow.vectorFromArray([Float32Array.from(v, (x) => x + (w * 100 + i) * 1e-4)], new arrow.FixedSizeList(SMALL.dim, new arrow.Field("item", new arrow.Float32(), true))),
+        });
+        const r = await post("stable", "insert", ipc(one));
+        expect(r.status, r.text).toBe(200);
+        const a = await answer("stable", { vector: { single_vector: Array.from(one.getChild("vector")!.get(0)!) }, k: 1, filter: `id = ${id}` }, { "x-quiver-min-version": String(r.json.version) });
+        expect(a.path).toBe("serving");
+        expect(col(a.t, "id")).toEqual([id]);
+        if (i % 3 === 2) {
+          const d = await post("stable", "delete", { predicate: `id = ${id}` });
+          const gone = await answer("stable", { vector: { single_vector: v }, k: 100, filter: "text = 'stream'" }, { "x-quiver-min-version": String(d.json.version) });
+          expect(col(gone.t, "id")).not.toContain(id);
+        }
+      }
+    });
+    await Promise.all(writers);
+  });
+});
+
+describe("LanceDB answers", () => {
+  it("searches the index cannot: another version, a branch, options it does not honour; the header and explain say why", async () => {
+    const v = qsSmall[0];
+    await served("versions", { vector: { single_vector: v } });
+    const before = (await post("versions", "describe", {})).json.version;
+    await post("versions", "insert", ipc(rows(SMALL, 50_000, 10)));
+    expect((await answer("versions", { vector: { single_vector: v }, version: before })).path).toBe("engine; reason=version");
+    expect((await post("versions", "branches/create", { name: "dev" })).status).toBeLessThan(300);
+    const reasons: [object, string][] = [
+      [{ branch: "dev" }, "branch"],
+      [{ fast_search: true }, "option:fast_search"],
+      [{ distance_type: "cosine" }, "option:distance_type"],
+      [{ columns: { twice: "id * 2" } }, "option:columns"],
+    ];
+    for (const [body, reason] of reasons) expect((await answer("versions", { vector: { single_vector: v }, ...body })).path).toBe(`engine; reason=${reason}`);
+    expect((await answer("versions", { vector: { single_vector: v } })).path).toBe("serving");
+    const plan = async (body: object) => (await q.call("POST", "/v1/table/versions/explain_plan", { query: { vector: { single_vector: v }, k: 3, ...body } })).json as string;
+    expect(await plan({})).toMatch(/^QuiverSearchPath: serving index \(HNSW/);
+    expect(await plan({ fast_search: true })).toMatch(/^QuiverSearchPath: engine \(reason: option:fast_search\)/);
+    expect(await metricValue(q, "quiver_search_path_total", { path: "engine", reason: "option:fast_search" })).toBeGreaterThanOrEqual(1);
+    expect(await metricValue(q, "quiver_search_path_total", { path: "serving", reason: "" })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a table whose property turns it off, and everything under --serving off", async () => {
+    const off = await post("off", "describe", {});
+    expect(off.status).toBe(200);
+    // The property is set when a table is created (or created again with overwrite).
+    const mk = await q.call("POST", "/v1/table/propoff/create?properties=" + encodeURIComponent(JSON.stringify({ "quiver.serving": "off" })), ipc(rows(SMALL, 0, 300)));
+    expect(mk.status, mk.text).toBe(200);
+    expect((await answer("propoff", { vector: { single_vector: qsSmall[0] } })).path).toBe("engine; reason=disabled");
+    const s = await startInProcess({ dataDir: q.dataDir, args: ["--serving", "off", "--state-dir", `${q.dataDir}-off-state`] });
+    try {
+      const r = await s.call("POST", "/v1/table/small/query", { vector: { single_vector: qsSmall[0] }, k: 3 });
+      expect(r.headers.get(PATH)).toBe("engine; reason=disabled");
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("a table past --serving-memory-mb stays on LanceDB, says so once in the log and in /metrics", async () => {
+    const s = await startInProcess({ dataDir: q.dataDir, args: ["--serving-memory-mb", "1", "--state-dir", `${q.dataDir}-small-state`] });
+    try {
+      let path = "";
+      for (let i = 0; i < 100 && path !== "engine; reason=memory"; i++) {
+        path = (await s.call("POST", "/v1/table/items/query", { vector: { single_vector: qs[0] }, k: 3 })).headers.get(PATH) ?? "";
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      expect(path).toBe("engine; reason=memory");
+      expect(s.stderr().match(/does not fit --serving-memory-mb/g)?.length).toBe(1);
+      expect(await metricValue(s, "quiver_serving_tables", { state: "memory" })).toBe(1);
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe("schema and index changes", () => {
+  it("a column added is answered (taken from LanceDB by row id); a dropped vector index, and a dropped table, end the index", async () => {
+    const v = qsSmall[8];
+    await served("changes", { vector: { single_vector: v } });
+    const add = await post("changes", "add_columns", { new_columns: [{ name: "twice", expression: "id * 2" }] });
+    expect(add.status, add.text).toBe(200);
+    const got = await served("changes", { vector: { single_vector: v }, with_row_id: true });
+    const want = await exact("changes", v, (x) => x.withRowId());
+    expectSame(got, want);
+    expect(col(got, "twice")).toEqual(col(want, "twice"));
+    expect(col(got, "_rowid")).toEqual(col(want, "_rowid"));
+    // A full-text index changes nothing here: the serving index still answers at once.
+    const fts = await q.call("POST", "/v1/table/changes/create_index", { column: "text", index_type: "FTS" });
+    expect(fts.status, fts.text).toBeLessThan(300);
+    for (let i = 0; i < 200 && (await q.call("POST", "/v1/table/changes/index/list", {})).json.indexes.length < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await answer("changes", { vector: { single_vector: v } })).path).toBe("serving");
+    const drop = await q.call("POST", "/v1/table/changes/index/vector_idx/drop", {});
+    expect(drop.status, drop.text).toBeLessThan(300);
+    let path = "";
+    for (let i = 0; i < 100 && path !== "engine; reason=not_indexed"; i++) path = (await answer("changes", { vector: { single_vector: v } })).path;
+    expect(path).toBe("engine; reason=not_indexed");
+    // A dropped table's saved index (written after its build) goes with it.
+    const saved = () => readdirSync(path2.join(q.dataDir, ".quiver", "serving")).length;
+    const before = saved();
+    await served("dropme", { vector: { single_vector: v } });
+    for (let i = 0; i < 100 && saved() === before; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(saved()).toBe(before + 1);
+    expect((await q.call("POST", "/v1/table/dropme/drop", {})).status).toBe(200);
+    for (let i = 0; i < 100 && saved() > before; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(saved()).toBe(before);
+  });
+});
+
+describe("rebuilds", () => {
+  it("an index a third tombstones is built again beside the current one, which serves until the swap", async () => {
+    const v = qs[9];
+    await served("items", { vector: { single_vector: v } });
+    const ins = await post("items", "insert", ipc(rows(ITEMS, 40_000, 1_200, 77)));
+    expect(ins.status, ins.text).toBe(200);
+    const del = await post("items", "delete", { predicate: "id < 1500" });
+    expect(del.status, del.text).toBe(200);
+    const token = { "x-quiver-min-version": String(del.json.version) };
+    // Answered at once from the worn index, then from the new one without its tombstones.
+    expect((await answer("items", { vector: { single_vector: v } }, token)).path).toBe("serving");
+    let tombstones = await metricValue(q, "quiver_serving_index_tombstones", { table: "items" });
+    expect(tombstones).toBeGreaterThanOrEqual(1500);
+    for (let i = 0; i < 600 && tombstones !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      tombstones = await metricValue(q, "quiver_serving_index_tombstones", { table: "items" });
+    }
+    expect(tombstones).toBe(0);
+    const got = await served("items", { vector: { single_vector: v }, filter: "id >= 1500" }, token);
+    expectSame(got, await exact("items", v, (x) => x.where("id >= 1500")));
+    expect(await metricValue(q, "quiver_serving_index_rows", { table: "items" })).toBe(ITEMS.rows + 1_200 - 1_500);
+  });
+});
+
+describe("replicas", () => {
+  it("two replicas on one data directory each keep their own index and follow each other's commits", async () => {
+    const v = qsSmall[7];
+    const b = await startInProcess({ dataDir: q.dataDir, args: ["--state-dir", `${q.dataDir}-replica-b`, "--consistency-interval-ms", "0"] });
+    try {
+      const servedBy = async (s: { call: typeof q.call }, headers: Record<string, string>) => {
+        for (let i = 0; i < 600; i++) {
+          const r = await s.call("POST", "/v1/table/dots/query", { vector: { single_vector: v }, k: 5, with_row_id: true }, headers);
+          if (r.headers.get(PATH) === "serving") return fromIPC(r.bytes);
+          await new Promise((res) => setTimeout(res, 50));
+        }
+        throw new Error("never served");
+      };
+      await servedBy(q, {});
+      await servedBy(b, {});
+      // A write through each replica is seen by the other's index at the version it answered.
+      for (const [writer, reader, id] of [[q, b, 30_000], [b, q, 30_001]] as const) {
+        const one = new arrow.Table({
+          id: arrow.vectorFromArray([id], new arrow.Int32()),
+          text: arrow.vectorFromArray(["replica"], new arrow.Utf8()),
+          category: arrow.vectorFromArray(["beta"], new arrow.Utf8()),
+          vector: arrow.vectorFromArray([Float32Array.from(v, (x) => x * (id - 29_997))], new arrow.FixedSizeList(SMALL.dim, new arrow.Field("item", new arrow.Float32(), true))),
+        });
+        const w = await writer.call("POST", "/v1/table/dots/insert", ipc(one));
+        expect(w.status, w.text).toBe(200);
+        const got = await servedBy(reader, { "x-quiver-min-version": String(w.json.version) });
+        expect(col(got, "id")).toContain(id);
+        expectSame(got, await exact("dots", v, (x) => x.distanceType("dot").limit(5).withRowId()));
+      }
+    } finally {
+      await b.stop();
+    }
+  });
+});
+
+describe("restarts", () => {
+  it("a restart loads the saved index and answers from it at once", async () => {
+    const v = qsSmall[6];
+    await served("small", { vector: { single_vector: v } });
+    await q.restart();
+    const first = await answer("small", { vector: { single_vector: v } });
+    // The first search starts the load; the index answers as soon as it is read.
+    const got = first.path === "serving" ? first.t : await served("small", { vector: { single_vector: v } });
+    expectSame(got, await exact("small", v));
+    expect(await metricValue(q, "quiver_serving_build_seconds_count", { loaded: "true" })).toBeGreaterThanOrEqual(1);
+  });
+});

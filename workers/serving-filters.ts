@@ -1,0 +1,90 @@
+// Filters of searches answered by the serving index: LanceDB evaluates the SQL (so its semantics
+// and its errors are the engine's own) once per filter and index version, as the row ids it
+// selects, turned into a bit per slot in a SharedArrayBuffer the workers read. A later version
+// needs only the rows added since evaluated (`_rowid IN (…)`); rows gone are tombstones the search
+// skips anyway.
+import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
+import { rowIdsOf } from "../src/engine/serving-source.js";
+import type { TableHandle } from "../src/engine/tables.js";
+import { NO_VECTOR, type ServingIndex } from "./serving-index.js";
+
+export interface FilterBits {
+  bits: Uint32Array;
+  /** Slots whose bit is set (rows later deleted included): how selective the filter is. */
+  passing: number;
+}
+
+interface Evaluated extends FilterBits {
+  version: number;
+  /** Slots evaluated: those written when `version` was the index's. */
+  covered: number;
+}
+
+/** Filters remembered per index; the least recently used go past this. */
+const MOST_FILTERS = 64;
+/** New slots evaluated by row id at most; more and the filter is evaluated again whole. */
+const MOST_NEW = 2000;
+
+export interface Filters {
+  /** The rows `filter` selects at the index's version; `at` opens the table at a version. Throws what the engine throws. */
+  bitsFor(ix: ServingIndex, filter: string, at: (version: number) => Promise<TableHandle>): Promise<FilterBits>;
+}
+
+export function createFilters(): Filters {
+  const byIndex = new WeakMap<ServingIndex, Map<string, Promise<Evaluated>>>();
+
+  const words = (slots: number) => new Uint32Array(new SharedArrayBuffer(Math.ceil(Math.max(slots, 1) * 1.25 / 32) * 4 + 4));
+
+  function setBits(ix: ServingIndex, e: Evaluated, ids: BigUint64Array[]): void {
+    for (const chunk of ids) {
+      for (const id of chunk) {
+        const slot = ix.rowSlots.get(Number(id));
+        if (slot === undefined || slot === NO_VECTOR) continue;
+        e.bits[slot >> 5] |= 1 << (slot & 31);
+        e.passing++;
+      }
+    }
+  }
+
+  async function whole(ix: ServingIndex, filter: string, t: TableHandle, version: number, covered: number): Promise<Evaluated> {
+    const e: Evaluated = { bits: words(slotCount(ix.graph)), passing: 0, version, covered };
+    setBits(ix, e, await rowIdsOf(t, filter));
+    return e;
+  }
+
+  async function evaluate(ix: ServingIndex, filter: string, at: (version: number) => Promise<TableHandle>, before: Evaluated | null): Promise<Evaluated> {
+    const version = ix.version;
+    const covered = ix.slotsAtVersion;
+    const t = await at(version);
+    if (!before || covered - before.covered > MOST_NEW) return whole(ix, filter, t, version, covered);
+    const fresh = Array.from({ length: covered - before.covered }, (_, i) => rowIdOf(ix.graph, before.covered + i));
+    let bits = before.bits;
+    if (covered > bits.length * 32) {
+      bits = words(covered);
+      bits.set(before.bits);
+    }
+    const e: Evaluated = { bits, passing: before.passing, version, covered };
+    if (fresh.length > 0) setBits(ix, e, await rowIdsOf(t, `(${filter}) AND _rowid IN (${fresh.join(",")})`));
+    return e;
+  }
+
+  return {
+    async bitsFor(ix, filter, at) {
+      let filters = byIndex.get(ix);
+      if (!filters) byIndex.set(ix, (filters = new Map()));
+      const known = filters.get(filter);
+      const before = known ? await known.catch(() => null) : null;
+      if (before && before.version === ix.version) {
+        filters.delete(filter);
+        filters.set(filter, known!);
+        return before;
+      }
+      const next = evaluate(ix, filter, at, before);
+      filters.delete(filter);
+      filters.set(filter, next);
+      if (filters.size > MOST_FILTERS) filters.delete(filters.keys().next().value!);
+      next.catch(() => filters!.get(filter) === next && filters!.delete(filter));
+      return next;
+    },
+  };
+}

@@ -1,0 +1,291 @@
+// One table's serving index as the main thread keeps it, and keeping it at the table's versions:
+// the build from the table's rows, and the sync after commits (rows added, changed, moved or gone
+// between two versions, found by their row ids, which must stay LanceDB's at every version).
+import type { Entry } from "../src/catalog/catalog.js";
+import { createGraphMemory, graphOf, refresh, retire, rowIdOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
+import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
+import { readRows, rowIdsOf, schemaOf, type IndexedVectors } from "../src/engine/serving-source.js";
+import { countRows, tableVersion } from "../src/engine/table-info.js";
+import type { TableHandle } from "../src/engine/tables.js";
+import type { ServingPool } from "./serving-pool.js";
+import type { IndexRef } from "./threads/serving.js";
+
+/** HNSW's links per node (32 at level 0) and candidates kept while linking a row. */
+export const GRAPH_M = 16;
+export const EF_CONSTRUCTION = 128;
+
+export interface ServingIndex {
+  entry: Entry;
+  column: string;
+  metric: IndexedVectors["metric"];
+  /** What tasks name: the memory, its cached columns and a key unique to this build. */
+  ref: IndexRef;
+  /** The main thread's view: row ids, tombstones, counts. */
+  graph: Graph;
+  /** Columns read for each row: the vector column, then the cached ones. */
+  names: string[];
+  /** The table version it answers at; searches at another are LanceDB's. */
+  version: number;
+  /** Slots written when `version` was published (later ones are born after it). */
+  slotsAtVersion: number;
+  /**
+   * Live row id → its slot at `version` (row ids as numbers: below 2^53 in both of Lance's
+   * schemes); NO_VECTOR for a row without a vector, which is known but never answered.
+   */
+  rowSlots: Map<number, number>;
+  /** The highest row id ever indexed: rows added later have higher ones (fragment ids and stable ids only grow). */
+  maxRowId: number;
+  /** Versions this process committed as inserts, not yet synced (the cheap sync reads only new rows). */
+  inserts: Set<number>;
+  /** Set while slots get new row ids in place: searches go to LanceDB until it is done. */
+  exclusive: boolean;
+  /** How many times slots got new row ids: a search that began before one is not answered from the index. */
+  moves: number;
+  /** Searches in flight, and who waits for none to be. */
+  searching: number;
+  drained: (() => void) | null;
+  /** Changed since it was last saved. */
+  dirty: boolean;
+}
+
+export const NO_VECTOR = -1;
+
+/** Slots one link task of a build takes: small enough that every thread stays busy to the end. */
+const LINK_TASK = 2000;
+
+/** An index that does not fit the memory it may take. */
+export class TooBig extends Error {}
+
+const ROW_ID = "_rowid";
+
+/** The columns an index reads and caches, and the bytes a row's record takes. */
+async function layoutOf(t: TableHandle, v: IndexedVectors, cache: boolean) {
+  const schema = await schemaOf(t);
+  const { columns, bytes } = cache ? columnLayout(schema.fields, v.column) : { columns: [] as CachedColumn[], bytes: 0 };
+  return { columns, bytes, names: [v.column, ...columns.map((c) => c.name)] };
+}
+
+/** A rough size of an index of `rows` rows of `dim` floats and `columnBytes` (variable-width values aside). */
+const estimate = (rows: number, dim: number, columnBytes: number) => rows * (Math.ceil(dim / 4) * 16 + (2 * GRAPH_M + 1) * 4 + 32 + columnBytes) * 1.1 + (1 << 20);
+
+/**
+ * Build the index of column `v` from table handle `t` (its version): rows read from the engine in
+ * batches and written by one pool thread, then linked by all of them at once. Cached columns are left out when the index would
+ * not fit `maxBytes` with them (answers then take their columns from the engine); TooBig when it
+ * does not fit without.
+ */
+export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle, v: IndexedVectors, maxBytes: number, key: string): Promise<ServingIndex> {
+  const version = await tableVersion(t);
+  const rows = await countRows(t);
+  let layout = await layoutOf(t, v, true);
+  if (estimate(rows, v.dim, layout.bytes) > maxBytes) layout = await layoutOf(t, v, false);
+  if (estimate(rows, v.dim, 0) > maxBytes) throw new TooBig(`about ${Math.round(estimate(rows, v.dim, 0) / 2 ** 20)} MiB`);
+  const memory = createGraphMemory({ dim: v.dim, metric: v.metric, m: GRAPH_M, efConstruction: EF_CONSTRUCTION, columnBytes: layout.bytes, maxBytes });
+  const ix = indexOf(entry, v.column, v.metric, { key, memory, columns: layout.columns }, layout.names, version);
+  ix.dirty = true;
+  const none = { removed: new Int32Array(0), changedIds: new BigUint64Array(0), changedSlots: new Int32Array(0), link: false };
+  const vectorless: bigint[] = [];
+  try {
+    // Rows written by one thread as the engine hands them out; then linked by all of them.
+    for await (const batch of readRows(t, layout.names)) vectorless.push(...(await pool.apply({ index: ix.ref, vectorColumn: v.column, version, batches: [batch], ...none })).vectorless);
+    const count = slotCount(ix.graph);
+    if (count > 0) await pool.link(ix.ref, 0, 1);
+    let next = 1;
+    const linker = async () => {
+      for (let from = next; from < count; from = next) {
+        next = Math.min(count, from + LINK_TASK);
+        await pool.link(ix.ref, from, next);
+      }
+    };
+    await Promise.all(Array.from({ length: pool.size }, linker));
+  } catch (err) {
+    throw err instanceof RangeError || /memory|grow/i.test(String(err)) ? new TooBig(String(err)) : err;
+  }
+  indexRows(ix);
+  for (const id of vectorless) ix.rowSlots.set(Number(id), NO_VECTOR);
+  return ix;
+}
+
+/** The main thread's record of an index memory answering at `version` (its row ids not mapped yet: `indexRows`). */
+export function indexOf(entry: Entry, column: string, metric: IndexedVectors["metric"], ref: IndexRef, names: string[], version: number): ServingIndex {
+  return {
+    entry,
+    column,
+    metric,
+    ref,
+    graph: graphOf(ref.memory),
+    names,
+    version,
+    slotsAtVersion: 0,
+    rowSlots: new Map(),
+    maxRowId: -1,
+    inserts: new Set(),
+    exclusive: false,
+    moves: 0,
+    searching: 0,
+    drained: null,
+    dirty: false,
+  };
+}
+
+/** Fill `rowSlots` and `maxRowId` from the slots alive at the index's version (after a build or a load). */
+export function indexRows(ix: ServingIndex): void {
+  refresh(ix.graph);
+  ix.rowSlots.clear();
+  ix.slotsAtVersion = slotCount(ix.graph);
+  for (let s = 0, n = slotCount(ix.graph); s < n; s++) {
+    const id = Number(rowIdOf(ix.graph, s));
+    if (id > ix.maxRowId) ix.maxRowId = id;
+    if (visibleAt(ix.graph, s, ix.version)) ix.rowSlots.set(id, s);
+  }
+}
+
+/** Rows at most this many are synced while the write waits for its answer; more sync after it. */
+export const AWAITED_ROWS = 5000;
+
+/** What a sync found it must do, before it reads any row (so a large one need not be waited for). */
+export interface SyncPlan {
+  rows: number;
+  run(): Promise<void>;
+}
+
+/**
+ * How to bring `ix` to the version of handle `t` (`x`). Inserts this process made since the
+ * index's version only add rows with higher row ids: those are read alone, and the row count
+ * confirms nothing else changed. Otherwise every row id is read: ids gone are tombstoned (or, when
+ * a new row is the same row moved, remapped), new ids and ids whose rows changed since (stable row
+ * ids keep their id across an update) are read and applied.
+ */
+export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number): Promise<SyncPlan> {
+  const onlyInserts = [...range(ix.version + 1, x)].every((v) => ix.inserts.has(v));
+  if (onlyInserts) {
+    const total = await countRows(t);
+    const added = total - ix.rowSlots.size;
+    if (added >= 0) {
+      return {
+        rows: added,
+        run: async () => {
+          const r = await apply(pool, ix, t, x, `${ROW_ID} > ${ix.maxRowId}`, [], [], []);
+          if (r.written + r.vectorless.length + ix.rowSlots.size === total) return publish(ix, x, r, [], []);
+          // Something other than inserts happened in between (an insert that overwrote): the rows
+          // just written are known, and every row id is compared.
+          adopt(ix, r);
+          for (const v of range(ix.version + 1, x)) ix.inserts.delete(v);
+          await (await planSync(pool, ix, t, x)).run();
+        },
+      };
+    }
+  }
+  const ids = new Set<number>();
+  for (const chunk of await rowIdsOf(t)) for (const id of chunk) ids.add(Number(id));
+  const removed: number[] = [];
+  const goneIds: number[] = [];
+  for (const [id, slot] of ix.rowSlots) if (!ids.has(id)) (slot === NO_VECTOR ? goneIds : removed).push(slot === NO_VECTOR ? id : slot);
+  const addedOld: number[] = [];
+  let addedNew = 0;
+  for (const id of ids) {
+    if (ix.rowSlots.has(id)) continue;
+    if (id > ix.maxRowId) addedNew++;
+    else addedOld.push(id);
+  }
+  const changedIds: bigint[] = [];
+  const changedSlots: number[] = [];
+  for (const chunk of await rowIdsOf(t, `_row_last_updated_at_version > ${ix.version}`)) {
+    for (const id of chunk) {
+      const slot = ix.rowSlots.get(Number(id));
+      if (slot === undefined) continue;
+      changedIds.push(id);
+      changedSlots.push(slot);
+    }
+  }
+  const reread = [...addedOld.map(String), ...changedIds.map(String)];
+  return {
+    rows: addedNew + reread.length,
+    run: async () => {
+      const where = [`${ROW_ID} > ${ix.maxRowId}`, ...chunks(reread, 1000).map((c) => `${ROW_ID} IN (${c.join(",")})`)].join(" OR ");
+      const r = await apply(pool, ix, t, x, addedNew + reread.length > 0 ? where : null, removed, changedIds, changedSlots);
+      const remapped = new Set(r.remapSlots);
+      await publish(ix, x, r, removed.filter((s) => !remapped.has(s)), goneIds);
+    },
+  };
+}
+
+function* range(from: number, to: number): Generator<number> {
+  for (let v = from; v <= to; v++) yield v;
+}
+
+const chunks = <T>(xs: T[], n: number): T[][] => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, (i + 1) * n));
+
+/** What a pool thread applied, and the first slot it could have written (new slots follow it). */
+interface Done extends Applied {
+  firstNew: number;
+}
+
+/** Read the rows `where` selects at version x and apply them in a pool thread (the index's one writer). */
+async function apply(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number, where: string | null, removed: number[], changedIds: bigint[], changedSlots: number[]): Promise<Done> {
+  const batches: Uint8Array[] = [];
+  if (where !== null) for await (const b of readRows(t, ix.names, where)) batches.push(b);
+  refresh(ix.graph);
+  const firstNew = slotCount(ix.graph);
+  const r = await pool.apply({
+    index: ix.ref,
+    vectorColumn: ix.column,
+    version: x,
+    batches,
+    removed: Int32Array.from(removed),
+    changedIds: BigUint64Array.from(changedIds),
+    changedSlots: Int32Array.from(changedSlots),
+    link: true,
+  });
+  return { ...r, firstNew };
+}
+
+/**
+ * Make version x the index's: retire the rows gone and replaced, give moved rows their new ids
+ * (only while no search runs: a search at the old version would read the new id), and map the
+ * new slots' row ids.
+ */
+async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], goneIds: number[]): Promise<void> {
+  const g = ix.graph;
+  refresh(g);
+  for (const s of [...gone, ...r.replaced]) {
+    retire(g, s, x);
+    ix.rowSlots.delete(Number(rowIdOf(g, s)));
+  }
+  for (const id of goneIds) ix.rowSlots.delete(id);
+  if (r.remapSlots.length > 0) {
+    ix.exclusive = true;
+    if (ix.searching > 0) await new Promise<void>((resolve) => (ix.drained = resolve));
+    for (const s of r.remapSlots) ix.rowSlots.delete(Number(rowIdOf(g, s)));
+    ix.moves++;
+    r.remapSlots.forEach((s, i) => {
+      setRowId(g, s, r.remapIds[i]);
+      ix.rowSlots.set(Number(r.remapIds[i]), s);
+      ix.maxRowId = Math.max(ix.maxRowId, Number(r.remapIds[i]));
+    });
+  }
+  adopt(ix, r);
+  for (const v of ix.inserts) if (v <= x) ix.inserts.delete(v);
+  ix.version = x;
+  ix.slotsAtVersion = slotCount(g);
+  ix.exclusive = false;
+  ix.dirty = true;
+}
+
+/** Map the row ids of the slots a pool thread just wrote (and of its rows without a vector). */
+function adopt(ix: ServingIndex, r: Done): void {
+  const known = (id: number, slot: number) => {
+    ix.rowSlots.set(id, slot);
+    if (id > ix.maxRowId) ix.maxRowId = id;
+  };
+  for (let s = r.firstNew, n = slotCount(ix.graph); s < n; s++) known(Number(rowIdOf(ix.graph, s)), s);
+  for (const id of r.vectorless) known(Number(id), NO_VECTOR);
+  r.firstNew = slotCount(ix.graph);
+  r.vectorless = [];
+}
+
+/** What /metrics shows of an index. */
+export const figures = (ix: ServingIndex) => ({ bytes: usedBytes(ix.graph), rows: ix.rowSlots.size, tombstones: tombstones(ix.graph) });
+
+/** Slots that are tombstones, as a share of all: past a third, a rebuild is due. */
+export const wornOut = (ix: ServingIndex) => slotCount(ix.graph) > 4096 && tombstones(ix.graph) * 3 > slotCount(ix.graph);

@@ -1,0 +1,129 @@
+// The threads that search the serving indexes: a Piscina pool of `--workers` threads running the
+// tasks of workers/threads/serving.ts. A thread runs one task at a time; searches that arrive while
+// every thread is busy wait here and leave together in the next free thread's task (one task
+// hop, ~65 µs of Piscina's, shared by all of them), taking turns between the answer plans they
+// wait under. Each search task gets a scratch lane of the index memory of its own.
+import { Piscina } from "piscina";
+import type { Applied, AnswerPlan } from "../src/engine/serving-rows.js";
+import { LANES } from "../src/engine/serving-graph.js";
+import { recordPoolTask } from "../src/metrics.js";
+import type { ApplyTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask } from "./threads/serving.js";
+
+export interface ServingPool {
+  /** Write rows into an index (the caller keeps one writer at a time per index). */
+  apply(task: ApplyTask): Promise<Applied>;
+  /** Link written slots [from, to) of an index (tasks of one build run on every thread at once). */
+  link(index: IndexRef, from: number, to: number): Promise<void>;
+  /** One search: an IPC answer, or the rows found when `hitsOnly`. */
+  search(index: IndexRef, plan: AnswerPlan, query: SearchQuery, hitsOnly: boolean): Promise<Uint8Array | FoundRows>;
+  /** Threads, tasks running, searches waiting. */
+  stats(): { threads: number; busy: number; queued: number };
+  /** Threads the pool runs (tasks at once). */
+  size: number;
+  destroy(): Promise<void>;
+}
+
+interface Waiting {
+  query: SearchQuery;
+  resolve(r: Uint8Array | FoundRows): void;
+  reject(e: unknown): void;
+}
+
+interface Group {
+  index: IndexRef;
+  plan: AnswerPlan;
+  hitsOnly: boolean;
+  waiting: Waiting[];
+}
+
+/** Most searches one task takes: enough to spread a burst over the threads, not to hold one long. */
+const MOST_A_TASK = 32;
+
+export function createServingPool(threads: number, workerHeapMb?: number): ServingPool {
+  // Lane 0 is the writer's; a search task takes another, so threads past LANES - 1 would idle.
+  const size = Math.min(threads, LANES - 1);
+  const pool = new Piscina({
+    // dist/workers/serving-pool.js → dist/workers/threads/serving.js
+    filename: new URL("./threads/serving.js", import.meta.url).href,
+    minThreads: size,
+    maxThreads: size,
+    idleTimeout: 2 ** 31 - 1,
+    ...(workerHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: workerHeapMb } } : {}),
+  });
+  const lanes = Array.from({ length: LANES - 1 }, (_, i) => LANES - 1 - i);
+  const groups = new Map<string, Group>();
+  let running = 0;
+  let queued = 0;
+
+  function next(): void {
+    while (running < size && queued > 0) {
+      // The group first in line: the one whose key was queued first (Map order), moved to the back.
+      const [key, g] = groups.entries().next().value!;
+      groups.delete(key);
+      const take = Math.min(MOST_A_TASK, Math.max(1, Math.ceil(queued / size)), g.waiting.length);
+      const batch = g.waiting.splice(0, take);
+      queued -= batch.length;
+      if (g.waiting.length) groups.set(key, g);
+      void runSearches(g, batch);
+    }
+  }
+
+  async function runSearches(g: Group, batch: Waiting[]): Promise<void> {
+    running++;
+    const lane = lanes.pop()!;
+    const started = performance.now();
+    try {
+      const task: SearchTask = { index: g.index, lane, plan: g.plan, queries: batch.map((w) => w.query), hitsOnly: g.hitsOnly };
+      const answers = (await pool.run(task, { name: "servingSearch" })) as (Uint8Array | FoundRows)[];
+      batch.forEach((w, i) => w.resolve(answers[i]));
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+    } finally {
+      lanes.push(lane);
+      running--;
+      recordPoolTask("serving_search", (performance.now() - started) / 1000);
+      next();
+    }
+  }
+
+  return {
+    async apply(task) {
+      running++;
+      const started = performance.now();
+      try {
+        return (await pool.run(task, { name: "servingApply", transferList: task.batches.map((b) => b.buffer as ArrayBuffer) })) as Applied;
+      } finally {
+        running--;
+        recordPoolTask("serving_apply", (performance.now() - started) / 1000);
+        next();
+      }
+    },
+    async link(index, from, to) {
+      running++;
+      const lane = lanes.pop()!;
+      const started = performance.now();
+      try {
+        const task: LinkTask = { index, lane, from, to };
+        await pool.run(task, { name: "servingLink" });
+      } finally {
+        lanes.push(lane);
+        running--;
+        recordPoolTask("serving_link", (performance.now() - started) / 1000);
+        next();
+      }
+    },
+    search(index, plan, query, hitsOnly) {
+      return new Promise((resolve, reject) => {
+        const key = `${index.key}\u0000${plan.key}\u0000${hitsOnly}`;
+        let g = groups.get(key);
+        if (!g) groups.set(key, (g = { index, plan, hitsOnly, waiting: [] }));
+        g.waiting.push({ query, resolve, reject });
+        queued++;
+        next();
+      });
+    },
+    stats: () => ({ threads: pool.threads.length, busy: running, queued }),
+    size,
+    destroy: () => pool.destroy(),
+  };
+}

@@ -1,0 +1,83 @@
+// Serving indexes kept in the state directory across restarts: one file per table column, a small
+// JSON header (whose table, which column and cached columns, the version it answers at and that
+// version's commit time) then the index memory's bytes as they are. A restart loads the file when
+// the table still holds that version (same commit time: not a table recreated under the same name)
+// and syncs it from there; otherwise the index is built again while LanceDB serves.
+import { createHash } from "node:crypto";
+import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import type { Entry } from "../src/catalog/catalog.js";
+import { loadGraphMemory, refresh, usedBytes } from "../src/engine/serving-graph.js";
+import type { CachedColumn } from "../src/engine/serving-rows.js";
+import type { IndexedVectors } from "../src/engine/serving-source.js";
+import { indexOf, indexRows, type ServingIndex } from "./serving-index.js";
+
+const MAGIC = "QVSERVE1";
+
+interface Header {
+  objectId: string;
+  location: string | null;
+  column: string;
+  metric: IndexedVectors["metric"];
+  version: number;
+  /** The commit time of `version`, as the table's version list gives it. */
+  committed: number;
+  columns: CachedColumn[];
+  names: string[];
+}
+
+const fileOf = (stateDir: string, objectId: string, column: string) =>
+  path.join(stateDir, "serving", createHash("sha256").update(`${objectId}\u0000${column}`).digest("hex").slice(0, 32) + ".qvx");
+
+/** Write `ix` (no writer may run meanwhile): to a temporary file, then renamed over the old one. */
+export async function saveIndex(stateDir: string, ix: ServingIndex, committed: number): Promise<void> {
+  const file = fileOf(stateDir, ix.entry.objectId, ix.column);
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const header: Header = { objectId: ix.entry.objectId, location: ix.entry.location, column: ix.column, metric: ix.metric, version: ix.version, committed, columns: ix.ref.columns, names: ix.names };
+  const json = Buffer.from(JSON.stringify(header));
+  const head = Buffer.alloc(Math.ceil((12 + json.length) / 8) * 8);
+  head.write(MAGIC, 0, "latin1");
+  head.writeUInt32LE(json.length, 8);
+  json.copy(head, 12);
+  refresh(ix.graph);
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fh = await open(tmp, "w", 0o600);
+  try {
+    await fh.write(head);
+    await fh.write(new Uint8Array(ix.graph.memory.buffer, 0, usedBytes(ix.graph)));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+  ix.dirty = false;
+}
+
+/** A saved index of `entry`'s column whose version still has commit time `committed(version)`; null otherwise. */
+export async function loadIndex(
+  stateDir: string,
+  entry: Entry,
+  column: string,
+  maxBytes: number,
+  key: string,
+  committed: (version: number) => Promise<number | null>,
+): Promise<ServingIndex | null> {
+  const file = fileOf(stateDir, entry.objectId, column);
+  const bytes = await readFile(file).catch(() => null);
+  if (!bytes || bytes.toString("latin1", 0, 8) !== MAGIC) return null;
+  const length = bytes.readUInt32LE(8);
+  const header = JSON.parse(bytes.toString("utf8", 12, 12 + length)) as Header;
+  if (header.objectId !== entry.objectId || header.location !== entry.location || header.column !== column || (await committed(header.version)) !== header.committed) {
+    await rm(file, { force: true });
+    return null;
+  }
+  const body = bytes.subarray(Math.ceil((12 + length) / 8) * 8);
+  if (body.byteLength > maxBytes) return null;
+  const memory = loadGraphMemory(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), maxBytes);
+  const ix = indexOf(entry, column, header.metric, { key, memory, columns: header.columns }, header.names, header.version);
+  indexRows(ix);
+  return ix;
+}
+
+/** Forget a table's saved index (the table was dropped, or its index is no longer wanted). */
+export const removeSaved = (stateDir: string, objectId: string, column: string) => rm(fileOf(stateDir, objectId, column), { force: true });

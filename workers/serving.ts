@@ -1,0 +1,514 @@
+// The serving indexes: for a table's indexed vector column, an HNSW index in one shared memory,
+// searched in the pool's threads (workers/serving-pool.ts), kept at the table's latest version by
+// the after-commit event (before the write is answered) and by re-checks, with LanceDB as the
+// store of record answering every search the index cannot: another version or a branch, an option
+// it does not honour, a table not (yet) indexed or over the memory budget. Each search says which
+// path answered it, and why (`quiver_search_path_total`, the response headers, explain).
+import { BroadcastChannel } from "node:worker_threads";
+import type { Entry } from "../src/catalog/catalog.js";
+import type { Config } from "../src/config.js";
+import type { Commit } from "../src/engine/commits.js";
+import { arrow } from "../src/engine/arrow.js";
+import { jsonAnswer } from "../src/engine/query.js";
+import type { QuerySpec } from "../src/engine/query-spec.js";
+import { slotCount, tombstones } from "../src/engine/serving-graph.js";
+import { columnLayout, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
+import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../src/engine/serving-source.js";
+import { tableVersion } from "../src/engine/table-info.js";
+import type { TableHandle, Tables } from "../src/engine/tables.js";
+import { log } from "../src/log.js";
+import { recordSearchPath, recordServingBuild, watchServing, type ServingSample } from "../src/metrics.js";
+import { createFilters, type FilterBits } from "./serving-filters.js";
+import { AWAITED_ROWS, buildIndex, EF_CONSTRUCTION, GRAPH_M, figures, planSync, TooBig, wornOut, type ServingIndex } from "./serving-index.js";
+import { createServingPool, type ServingPool } from "./serving-pool.js";
+import { loadIndex, removeSaved, saveIndex } from "./serving-store.js";
+import type { FoundRows, SearchQuery } from "./threads/serving.js";
+
+/** A search's answer from the serving index, or why LanceDB answers it (null: not a vector search). */
+export type Served = { chunks: Uint8Array[] | AsyncIterable<Uint8Array> } | { reason: string | null };
+
+export interface ServingIndexes {
+  /** Answer a search from the serving index, or say why not. `at`: the version and branch it names. */
+  search(entry: Entry, table: TableHandle, spec: QuerySpec, at: At, format: "arrow" | "json" | "ndjson"): Promise<Served>;
+  /** One line for explain: which path a search takes, and why. */
+  explain(entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<string | null>;
+  /** After-commit subscriber the write waits for: the table's index brought to the commit's version. */
+  committed(commit: Commit): Promise<void>;
+  /** A table was dropped: its index and its saved file go. */
+  forget(entry: Entry): void;
+  close(): Promise<void>;
+}
+
+export interface At {
+  version?: number | null;
+  branch?: string | null;
+  /** The version the request's token asks to see (x-quiver-min-version). */
+  minVersion?: number | null;
+}
+
+type Status = "checking" | "building" | "ready" | "memory" | "disabled" | "failed" | "none";
+
+/** One table's state: the index, its writes (one at a time), its answer plans. */
+interface TableState {
+  entry: Entry;
+  status: Status;
+  /** The float vector columns of the table (to name the one a search without vector_column means). */
+  vectorColumns: string[];
+  vector: IndexedVectors | null;
+  ix: ServingIndex | null;
+  /** Syncs and rebuild swaps, one after another. */
+  writer: Promise<void>;
+  /** The highest version a sync was asked for. */
+  target: number;
+  /** Versions this process committed whose writes wait for the index before they are answered. */
+  awaiting: Set<number>;
+  generation: number;
+  rebuilding: boolean;
+  plans: Map<string, Promise<Plan>>;
+  /** When the state was decided (a failed or over-budget table is looked at again later). */
+  since: number;
+}
+
+interface Plan extends AnswerPlan {
+  /** Columns the index does not cache: answers take them from the engine by row id. */
+  hitsOnly: boolean;
+  /** For hitsOnly: the engine's schema, and the table columns to take. */
+  schema: Uint8Array;
+  take: string[];
+}
+
+const MIB = 1 << 20;
+/** Most rows (k + offset) a search answered from the index may ask for. */
+const MOST_ROWS = 10_000;
+/** A failed or over-budget table is looked at again after this long. */
+const RETRY_MS = 60_000;
+/** A changed index is saved at most this often (and when the server closes). */
+const SAVE_MS = 10 * 60_000;
+/** LanceDB's default probes: a request above them asks for more recall. */
+const ENGINE_PROBES = 20;
+const PROPERTY = "quiver.serving";
+
+export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir">, tables: Tables): ServingIndexes {
+  const states = new Map<string, TableState>();
+  const filters = createFilters();
+  // Workers drop their views of an index that was replaced or dropped (its memory is then freed).
+  const dropped = new BroadcastChannel("quiver-serving");
+  let pool: ServingPool | null = null;
+  const poolOf = () => (pool ??= createServingPool(config.workers, config.workerHeapMb));
+  let closed = false;
+
+  const budget = () => config.servingMemoryMb * MIB;
+  const used = (except?: TableState) => [...states.values()].reduce((n, s) => n + (s !== except && s.ix ? figures(s.ix).bytes : 0), 0);
+
+  const enabled = (entry: Entry) => {
+    const p = entry.properties?.[PROPERTY];
+    return p === "on" || (p !== "off" && config.serving === "on" && config.servingMemoryMb > 0);
+  };
+
+  const unwatch = watchServing(() =>
+    [...states.values()]
+      .filter((s) => s.status !== "none" && s.status !== "checking")
+      .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, rows: 0, tombstones: 0 }) })),
+  );
+
+  const at = (entry: Entry) => (version: number) => tables.open(entry, { version });
+
+  function drop(s: TableState): void {
+    if (s.ix) dropped.postMessage(s.ix.ref.key);
+    s.ix = null;
+  }
+
+  /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
+  function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), generation: 0, rebuilding: false, plans: new Map(), since: Date.now() };
+    st.status = "checking";
+    st.since = Date.now();
+    states.set(entry.objectId, st);
+    void (async () => {
+      const schema = await schemaOf(table);
+      st.vectorColumns = schema.fields.filter((f) => (f.type as { typeId: number }).typeId === arrow.Type.FixedSizeList).map((f) => f.name);
+      const vectors = await indexedVectors(table);
+      if (!enabled(entry)) return void (st.status = "disabled");
+      if (vectors.length === 0) return void (st.status = "none");
+      st.vector = vectors[0];
+      st.status = "building";
+      const started = performance.now();
+      const key = () => `${entry.objectId}\u0000${st.vector!.column}\u0000${++st.generation}`;
+      const room = Math.max(0, budget() - used(st));
+      const loaded = await loadIndex(config.stateDir, entry, st.vector.column, room, key(), async (v) => versionTime(await at(entry)(v), v).catch(() => null)).catch((err: unknown) => {
+        log.warn("serving index: the saved index could not be read; building it again", { table: entry.objectId, error: String(err) });
+        return null;
+      });
+      const ix = loaded ?? (await buildIndex(poolOf(), entry, await at(entry)(await tableVersion(table)), st.vector, room, key()));
+      recordServingBuild((performance.now() - started) / 1000, loaded !== null);
+      log.info(loaded ? "serving index loaded" : "serving index built", { table: entry.objectId, column: ix.column, version: ix.version, rows: ix.rowSlots.size, bytes: figures(ix).bytes, seconds: Math.round(performance.now() - started) / 1000 });
+      if (closed) return;
+      st.ix = ix;
+      st.status = "ready";
+      if (!loaded) void persist(st);
+      requestSync(st, await tableVersion(table).catch(() => ix.version));
+    })().catch((err: unknown) => {
+      if (err instanceof TooBig) {
+        st.status = "memory";
+        log.warn("serving index: the table does not fit --serving-memory-mb; LanceDB serves its searches", { table: entry.objectId, memoryMb: config.servingMemoryMb, need: err.message });
+      } else {
+        st.status = "failed";
+        log.warn("serving index: build failed; LanceDB serves the table's searches", { table: entry.objectId, error: String((err as Error)?.stack ?? err) });
+      }
+      drop(st);
+    });
+    return st;
+  }
+
+  /** Save a changed index, in its writer's turn (no rows are written meanwhile). */
+  function persist(st: TableState): Promise<void> {
+    const job = st.writer.then(async () => {
+      const ix = st.ix;
+      if (!ix || !ix.dirty) return;
+      const committed = await versionTime(await at(st.entry)(ix.version), ix.version);
+      if (committed !== null) await saveIndex(config.stateDir, ix, committed);
+    });
+    st.writer = job.catch((err: unknown) => log.warn("serving index: save failed", { table: st.entry.objectId, error: String(err) }));
+    return st.writer;
+  }
+
+  /**
+   * Bring the index to version x (or the latest) in the writer's turn. Resolves when it is there,
+   * or at once when the change is large (its rows are read and linked after: searches go to
+   * LanceDB meanwhile).
+   */
+  function requestSync(st: TableState, x: number | null): Promise<void> {
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((r) => (release = r));
+    const job = st.writer.then(async () => {
+      const ix = st.ix;
+      if (!ix || st.status !== "ready" || closed) return;
+      const want = Math.max(st.target, x ?? (await tableVersion(await tables.open(st.entry))));
+      st.target = want;
+      if (ix.version >= want) return;
+      const t0 = performance.now();
+      const plan = await planSync(poolOf(), ix, await at(st.entry)(want), want);
+      const t1 = performance.now();
+      if (plan.rows > AWAITED_ROWS) release();
+      await plan.run();
+      if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version: want, rows: plan.rows, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
+      if (wornOut(ix) && !st.rebuilding) void rebuild(st, true);
+    });
+    st.writer = job.catch((err: unknown) => {
+      log.warn("serving index: sync failed; it is built again while LanceDB serves", { table: st.entry.objectId, error: String(err) });
+      void rebuild(st, false);
+    });
+    return Promise.race([st.writer, released]);
+  }
+
+  /**
+   * A new index built and brought to the table's version, then swapped in. One worn out by
+   * tombstones (`worn`) keeps serving meanwhile, and stays if the new one cannot be built; one that
+   * cannot follow the table (a sync failed: it is consistent at its version, but stuck there) gives
+   * its memory to the new one at once.
+   */
+  async function rebuild(st: TableState, worn: boolean): Promise<void> {
+    if (st.rebuilding || !st.vector || closed) return;
+    st.rebuilding = true;
+    if (!worn) {
+      drop(st);
+      st.status = "building";
+    }
+    try {
+      const latest = await tables.open(st.entry);
+      const started = performance.now();
+      const fresh = await buildIndex(poolOf(), st.entry, await at(st.entry)(await tableVersion(latest)), st.vector, Math.max(0, budget() - used()), `${st.entry.objectId}\u0000${st.vector.column}\u0000${++st.generation}`);
+      recordServingBuild((performance.now() - started) / 1000, false);
+      const swap = st.writer.then(async () => {
+        const want = Math.max(st.target, st.ix?.version ?? 0, fresh.version);
+        if (fresh.version < want) await (await planSync(poolOf(), fresh, await at(st.entry)(want), want)).run();
+        drop(st);
+        st.ix = fresh;
+        st.status = "ready";
+        st.plans.clear();
+      });
+      st.writer = swap.catch(() => undefined);
+      await swap;
+      void persist(st);
+    } catch (err) {
+      if (worn && st.ix) {
+        log.warn("serving index: rebuild failed; the current index keeps serving", { table: st.entry.objectId, error: String(err) });
+      } else {
+        st.status = err instanceof TooBig ? "memory" : "failed";
+        st.since = Date.now();
+        drop(st);
+        log.warn("serving index: rebuild failed; LanceDB serves the table's searches", { table: st.entry.objectId, error: String(err) });
+      }
+    } finally {
+      st.rebuilding = false;
+    }
+  }
+
+  /** Drop a table's index, its state and its saved file, once its writes are done; its next search starts again. */
+  function forget(st: TableState): void {
+    states.delete(st.entry.objectId);
+    st.writer = st.writer.then(() => {
+      drop(st);
+      return removeSaved(config.stateDir, st.entry.objectId, st.vector?.column ?? "");
+    });
+  }
+
+  /**
+   * After a schema or index change: whether the index still is the table's, i.e. its column is
+   * still indexed with its distance and every cached column is still there with its type (a column
+   * added is answered by a take; a scalar or full-text index changes nothing here).
+   */
+  async function stillFits(st: TableState): Promise<boolean> {
+    const ix = st.ix;
+    if (!ix) return false;
+    const latest = await tables.open(st.entry);
+    const now = (await indexedVectors(latest)).find((v) => v.column === ix.column);
+    if (!now || now.metric !== ix.metric || now.dim !== ix.graph.dim) return false;
+    const { columns } = columnLayout((await schemaOf(latest)).fields, ix.column);
+    return ix.ref.columns.every((c) => columns.some((n) => n.name === c.name && n.kind === c.kind && n.width === c.width && n.size === c.size));
+  }
+
+  const saver = setInterval(() => {
+    for (const st of states.values()) if (st.ix?.dirty) void persist(st);
+  }, SAVE_MS);
+  saver.unref();
+
+  // ---- deciding the path -----------------------------------------------------------------------
+
+  interface Route {
+    st: TableState;
+    ix: ServingIndex;
+    version: number;
+    /** The index's moves when the search began (see ServingIndex.moves). */
+    moves: number;
+    k: number;
+    ef: number;
+  }
+
+  /**
+   * Whether the versions after the index's up to `current` are commits of writes this process has
+   * not answered yet (they wait for the index): a search may then still be answered at the index's
+   * version, as none of their clients has been told of them. A version another process committed,
+   * which a write's re-check may have brought in, is no later than a read without a token may see
+   * (the consistency interval); a token's version is checked by the caller.
+   */
+  function unanswered(st: TableState, version: number, current: number): boolean {
+    if (tables.writesInFlight(st.entry.objectId) > 0) return true;
+    for (let v = version + 1; v <= current; v++) if (!st.awaiting.has(v)) return false;
+    return true;
+  }
+
+  /** The reason LanceDB answers `spec` whatever the index's state, or null. */
+  function optionReason(spec: QuerySpec, at: At): string | null {
+    if (at.branch && at.branch !== "main") return "branch";
+    if (spec.fastSearch) return "option:fast_search";
+    if (spec.columns !== null && !Array.isArray(spec.columns)) return "option:columns";
+    if (spec.k === 0) return "option:k";
+    if ((spec.k ?? 10) + spec.offset > MOST_ROWS) return "option:k";
+    return null;
+  }
+
+  async function route(entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<Route | { reason: string | null }> {
+    if (spec.vectors === null || spec.fts !== null) return { reason: null };
+    if (!enabled(entry)) return { reason: "disabled" };
+    const optional = optionReason(spec, at);
+    if (optional) return { reason: optional };
+    let st = states.get(entry.objectId);
+    if (st && st.entry !== entry && st.entry.location !== entry.location) {
+      // The name now holds another table (dropped and created again).
+      drop(st);
+      states.delete(entry.objectId);
+      st = undefined;
+    }
+    if (!st || ((st.status === "failed" || st.status === "memory" || st.status === "disabled") && Date.now() - st.since > RETRY_MS)) st = start(entry, table, st);
+    if (st.status !== "ready" || !st.ix) {
+      const reasons: Record<Status, string> = { checking: "not_built", building: "not_built", ready: "not_built", memory: "memory", disabled: "disabled", failed: "failed", none: "not_indexed" };
+      return { reason: reasons[st.status] };
+    }
+    const ix = st.ix;
+    const column = spec.vectorColumn ?? (st.vectorColumns.length === 1 ? st.vectorColumns[0] : null);
+    if (column !== ix.column) return { reason: "option:vector_column" };
+    if (spec.distanceType !== null && spec.distanceType !== ix.metric) return { reason: "option:distance_type" };
+    if (spec.vectors.some((v) => v.length !== ix.graph.dim)) return { reason: "option:vector" };
+    if (ix.exclusive) return { reason: "syncing" };
+    const current = at.version ?? tables.knownVersion(entry.objectId, table) ?? (await tableVersion(table));
+    if (current !== ix.version && !(at.version == null && ix.version >= (at.minVersion ?? 0) && unanswered(st, ix.version, current))) {
+      if (at.version == null && current > ix.version) void requestSync(st, current);
+      return { reason: at.version != null ? "version" : "stale" };
+    }
+    const k = spec.k ?? 10;
+    const wanted = k + spec.offset;
+    let ef = Math.max(config.servingEf, wanted, spec.ef ?? 0);
+    if (spec.refineFactor) ef = Math.max(ef, wanted * spec.refineFactor);
+    const probes = spec.maxNprobes ?? spec.minNprobes;
+    if (probes && probes > ENGINE_PROBES) ef = Math.max(ef, Math.ceil((config.servingEf * probes) / ENGINE_PROBES));
+    // Past this a walk is about as wide as the rows; the heaps it allocates stay bounded.
+    return { st, ix, version: ix.version, moves: ix.moves, k, ef: Math.min(ef, MOST_ROWS) };
+  }
+
+  /** The answer's shape for this projection: the engine's own output schema, each field's source. */
+  function planOf(st: TableState, ix: ServingIndex, table: TableHandle, spec: QuerySpec): Promise<Plan> {
+    const key = JSON.stringify([spec.columns, spec.withRowId, spec.multi]);
+    let p = st.plans.get(key);
+    if (!p) {
+      p = (async (): Promise<Plan> => {
+        const schemaFile = await answerSchema(table, { ...spec, vectors: spec.vectors!.slice(0, spec.multi ? 2 : 1) }, st.entry.objectId);
+        const fields = arrow.tableFromIPC(schemaFile).schema.fields;
+        const sources: Source[] = [];
+        const take: string[] = [];
+        for (const f of fields) {
+          if (f.name === "_distance") sources.push({ from: "distance" });
+          else if (f.name === "_rowid") sources.push({ from: "rowid" });
+          else if (f.name === "query_index") sources.push({ from: "query" });
+          else if (f.name === ix.column) sources.push({ from: "vector" });
+          else {
+            const c = ix.ref.columns.findIndex((x) => x.name === f.name);
+            if (c >= 0) sources.push({ from: "column", column: c });
+            take.push(f.name);
+          }
+        }
+        const hitsOnly = take.some((n) => !ix.ref.columns.some((c) => c.name === n));
+        return { key: `${ix.ref.key}\u0000${key}`, schema: schemaFile, sources, hitsOnly, take: hitsOnly ? fields.map((f) => f.name).filter((n) => !["_distance", "_rowid", "query_index"].includes(n)) : [] };
+      })();
+      st.plans.set(key, p);
+      p.catch(() => st.plans.get(key) === p && st.plans.delete(key));
+    }
+    return p;
+  }
+
+  /**
+   * An answer from rows found whose columns the index does not cache: the columns are taken from
+   * the engine by row id (at the search's version: a take that ran at another is not used).
+   */
+  async function completed(table: TableHandle, version: number, plan: Plan, found: FoundRows): Promise<Uint8Array | null> {
+    const schema = arrow.tableFromIPC(plan.schema).schema;
+    const ids = [...new Set(found.rowIds)];
+    const parts: import("apache-arrow").Table[] = [];
+    for await (const b of takeRows(table, ids, plan.take)) parts.push(arrow.tableFromIPC(b));
+    if ((await tableVersion(table)) !== version) return null;
+    const rowOf = new Map<bigint, { t: number; i: number }>();
+    parts.forEach((t, ti) => {
+      const col = t.getChild("_rowid")!;
+      for (let i = 0; i < t.numRows; i++) rowOf.set(col.get(i) as bigint, { t: ti, i });
+    });
+    const n = found.rowIds.length;
+    const at = Array.from(found.rowIds, (id) => rowOf.get(id));
+    if (at.some((x) => x === undefined)) return null;
+    const vectors = schema.fields.map((f) => {
+      if (f.name === "_distance") return arrow.makeVector(found.distances);
+      if (f.name === "_rowid") return arrow.makeVector(found.rowIds);
+      if (f.name === "query_index") return arrow.makeVector(found.queries);
+      return arrow.vectorFromArray(at.map((x) => parts[x!.t].getChild(f.name)!.get(x!.i)), f.type);
+    });
+    const data = arrow.makeData({ type: new arrow.Struct(schema.fields), length: n, nullCount: 0, children: vectors.map((v) => v.data[0]) });
+    return arrow.tableToIPC(new arrow.Table([new arrow.RecordBatch(schema, data)]), "file");
+  }
+
+  return {
+    async search(entry, table, spec, at, format) {
+      const r = await route(entry, table, spec, at);
+      if ("reason" in r) {
+        if (r.reason !== null) recordSearchPath("engine", r.reason);
+        return r;
+      }
+      const { st, ix, version } = r;
+      let bits: FilterBits | null = null;
+      let plan: Plan;
+      try {
+        if (spec.filter !== null) bits = await filters.bitsFor(ix, spec.filter, (v) => tables.open(entry, { version: v }));
+        plan = await planOf(st, ix, table, spec);
+      } catch (err) {
+        // The engine answers (and words any error in the filter or columns as it always does).
+        log.debug("serving index: engine answers", { table: entry.objectId, error: String(err) });
+        recordSearchPath("engine", spec.filter !== null ? "filter" : "plan");
+        return { reason: spec.filter !== null ? "filter" : "plan" };
+      }
+      // A sync that moved rows (new row ids in place) may have run meanwhile: then LanceDB answers.
+      // Rows added or retired since are no matter: the search reads the index at its version.
+      if (ix.exclusive || ix.moves !== r.moves || st.ix !== ix) {
+        recordSearchPath("engine", "stale");
+        return { reason: "stale" };
+      }
+      const query: SearchQuery = {
+        vectors: Float32Array.from(spec.vectors!.flat()),
+        k: r.k,
+        offset: spec.offset,
+        ef: r.ef,
+        exact: spec.bypassVectorIndex,
+        version,
+        bits: bits?.bits ?? null,
+        passing: bits?.passing ?? 0,
+        postfilter: !spec.prefilter,
+        lower: spec.lowerBound ?? -Infinity,
+        upper: spec.upperBound ?? Infinity,
+      };
+      ix.searching++;
+      let answer: Uint8Array | FoundRows;
+      try {
+        answer = await poolOf().search(ix.ref, plan, query, plan.hitsOnly);
+      } catch (err) {
+        // A search that failed in its thread is a bug to fix, not the client's failure: LanceDB answers.
+        log.error("serving index: search failed; LanceDB answers", { table: entry.objectId, error: String((err as Error)?.stack ?? err) });
+        recordSearchPath("engine", "error");
+        return { reason: "error" };
+      } finally {
+        if (--ix.searching === 0 && ix.drained) {
+          ix.drained();
+          ix.drained = null;
+        }
+      }
+      const bytes = answer instanceof Uint8Array ? answer : await completed(table, version, plan, answer);
+      if (bytes === null) {
+        recordSearchPath("engine", "stale");
+        return { reason: "stale" };
+      }
+      recordSearchPath("serving", "");
+      return { chunks: format === "arrow" ? [bytes] : jsonAnswer(bytes, format === "ndjson") };
+    },
+
+    async explain(entry, table, spec, at) {
+      const r = await route(entry, table, spec, at);
+      // Where no serving index is in play the plan is the engine's alone, as LanceDB's clients expect.
+      if ("reason" in r) return r.reason === null || r.reason === "disabled" || r.reason === "not_indexed" ? null : `QuiverSearchPath: engine (reason: ${r.reason})`;
+      const { ix } = r;
+      const how = spec.bypassVectorIndex ? "exact (every row measured)" : `HNSW m=${GRAPH_M} ef_construction=${EF_CONSTRUCTION} ef=${r.ef}`;
+      const filter = spec.filter === null ? "" : `, filter ${spec.prefilter ? "before" : "after"} the search (a row bitmap evaluated by LanceDB)`;
+      return `QuiverSearchPath: serving index (${how}, metric=${ix.metric}, column=${JSON.stringify(ix.column)}, version=${ix.version}, rows=${ix.rowSlots.size}, slots=${slotCount(ix.graph)}, tombstones=${tombstones(ix.graph)}${filter}, k=${r.k}, offset=${spec.offset})`;
+    },
+
+    async committed(c) {
+      const st = states.get(c.table.objectId);
+      if (!st || c.branch !== null) return;
+      if (c.change === "schema" || c.change === "index" || c.change === "overwrite") {
+        st.plans.clear();
+        if (c.change === "overwrite" || !(await stillFits(st))) {
+          // The index's column, its distance or a cached column's type is no longer the table's: start again.
+          forget(st);
+          return;
+        }
+      }
+      if (c.change === "insert" && c.version !== null && st.ix) st.ix.inserts.add(c.version);
+      if (c.version === null) return requestSync(st, null);
+      st.awaiting.add(c.version);
+      try {
+        await requestSync(st, c.version);
+      } finally {
+        st.awaiting.delete(c.version!);
+      }
+    },
+
+    forget(entry) {
+      const st = states.get(entry.objectId);
+      if (st && st.entry.location === entry.location) forget(st);
+    },
+
+    async close() {
+      closed = true;
+      unwatch();
+      clearInterval(saver);
+      await Promise.all([...states.values()].map((st) => persist(st)));
+      dropped.close();
+      await pool?.destroy();
+    },
+  };
+}

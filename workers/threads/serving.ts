@@ -1,0 +1,131 @@
+// Pool tasks of the serving index (workers/serving.ts): writing rows into an index's shared memory
+// (one writer at a time per index) and searching it (any number at once), answering each search
+// as the Arrow IPC file the engine would send, so the main thread only passes bytes on.
+import { BroadcastChannel } from "node:worker_threads";
+import { arrow } from "../../src/engine/arrow.js";
+import { graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
+import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn } from "../../src/engine/serving-rows.js";
+
+/** An index as a task names it: its memory, and a key for this thread's view of it. */
+export interface IndexRef {
+  key: string;
+  memory: WebAssembly.Memory;
+  columns: CachedColumn[];
+}
+
+const views = new Map<string, Graph>();
+// An index replaced or dropped: its view goes, so its memory can be freed.
+const dropped = new BroadcastChannel("quiver-serving");
+dropped.onmessage = (e) => views.delete((e as { data: string }).data);
+dropped.unref();
+
+function viewOf(ix: IndexRef): Graph {
+  let g = views.get(ix.key);
+  if (!g) {
+    // Views of indexes that were dropped or rebuilt go with their keys; a handful stay.
+    if (views.size >= 16) views.delete(views.keys().next().value!);
+    views.set(ix.key, (g = graphOf(ix.memory)));
+  }
+  return g;
+}
+
+export interface ApplyTask {
+  index: IndexRef;
+  vectorColumn: string;
+  /** The table version the rows are part of from. */
+  version: number;
+  /** Arrow IPC files of rows with `_rowid`, the vector column and the cached columns. */
+  batches: Uint8Array[];
+  /** Slots of rows gone at the version (a row equal to one is that row moved: its row id changed). */
+  removed: Int32Array;
+  /** Rows still there that may have changed: their row ids and slots. */
+  changedIds: BigUint64Array;
+  changedSlots: Int32Array;
+  /** Link each new row at once (a sync); a build links them afterwards, in several threads (servingLink). */
+  link: boolean;
+}
+
+/** Write rows into the index (serving-rows.ts, applyBatch). One writer at a time per index. */
+export function servingApply(task: ApplyTask): Applied {
+  const g = viewOf(task.index);
+  refresh(g);
+  const known = knownOf(g, task.removed, task.changedIds, task.changedSlots);
+  const out: Applied = { remapSlots: [], remapIds: [], replaced: [], written: 0, vectorless: [] };
+  for (const bytes of task.batches) {
+    for (const batch of arrow.tableFromIPC(bytes).batches) applyBatch(g, task.index.columns, batch, task.vectorColumn, task.version, known, out, task.link);
+  }
+  return out;
+}
+
+export interface LinkTask {
+  index: IndexRef;
+  lane: number;
+  /** Slots [from, to) to link: written, with their levels, not linked yet. */
+  from: number;
+  to: number;
+}
+
+/** Link written slots into the graph; other threads link other slots of the same index meanwhile. */
+export function servingLink(task: LinkTask): void {
+  const g = viewOf(task.index);
+  for (let s = task.from; s < task.to; s++) link(g, s, task.lane);
+}
+
+/** One search: its query vectors and what it admits. */
+export interface SearchQuery {
+  /** The query vectors, one after another. */
+  vectors: Float32Array;
+  k: number;
+  offset: number;
+  ef: number;
+  exact: boolean;
+  version: number;
+  bits: Uint32Array | null;
+  passing: number;
+  postfilter: boolean;
+  lower: number;
+  upper: number;
+}
+
+export interface SearchTask {
+  index: IndexRef;
+  lane: number;
+  plan: AnswerPlan;
+  queries: SearchQuery[];
+  /** Answer with the rows found (row ids and distances) for the caller to complete, not an IPC file. */
+  hitsOnly: boolean;
+}
+
+/** Rows found for a search answered by the caller (columns the index does not cache). */
+export interface FoundRows {
+  rowIds: BigUint64Array;
+  distances: Float32Array;
+  queries: Int32Array;
+}
+
+export function servingSearch(task: SearchTask): (Uint8Array | FoundRows)[] {
+  const g = viewOf(task.index);
+  return task.queries.map((q) => {
+    const n = q.vectors.length / g.dim;
+    const found = Array.from({ length: n }, (_, i) => {
+      const r = search(g, task.lane, q.vectors.subarray(i * g.dim, (i + 1) * g.dim), { ...q, k: q.k + q.offset });
+      return { slots: r.slots.subarray(q.offset), distances: r.distances.subarray(q.offset) };
+    });
+    const slots = concat(found.map((f) => f.slots), Int32Array);
+    const distances = concat(found.map((f) => f.distances), Float32Array);
+    const queries = Int32Array.from(found.flatMap((f, i) => Array.from(f.slots, () => i)));
+    if (task.hitsOnly) return { rowIds: BigUint64Array.from(slots, (s) => rowIdOf(g, s)), distances, queries };
+    return encodeAnswer(g, task.index.columns, task.plan, { slots, distances, queries });
+  });
+}
+
+function concat<T extends Int32Array | Float32Array>(parts: T[], Make: { new (n: number): T }): T {
+  if (parts.length === 1) return parts[0];
+  const out = new Make(parts.reduce((s, p) => s + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
