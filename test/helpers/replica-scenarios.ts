@@ -529,7 +529,8 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
       const { job } = await split("kill2");
       // The replica of a task that has checkpointed rows (a replica's id is in its state directory).
       const checkpointed = (await untilTaskRows(job, 1000)).find((t) => t.status === "Running" && Number(t.properties.rows_done) >= 1000)!;
-      const victim = bed.replicas.findIndex((q) => readFileSync(path.join(q.dataDir, "replica-id"), "utf8").trim() === checkpointed.properties.replica);
+      // Recorded as `<replica name>-<the first 8 hex digits of the id file's UUID>`.
+      const victim = bed.replicas.findIndex((q) => checkpointed.properties.replica.endsWith(`-${readFileSync(path.join(q.dataDir, "replica-id"), "utf8").replace(/-/g, "").slice(0, 8)}`));
       expect(victim).toBeGreaterThanOrEqual(0);
       await bed.kill(victim);
       const done = await settle(bed, job, 120_000);
