@@ -346,7 +346,7 @@ function sweepAxes(v: unknown): Options["sweep"] {
   return axes;
 }
 
-/** A server on this machine started from this directory keeps its generated admin key here (README, first start). */
+/** A server on this machine started from this directory keeps its generated admin key here (README, "Quick start"). */
 const LOCAL_ADMIN_KEY = "data/.quiver/admin.key";
 
 function apiKey(raw: Record<string, unknown>, env: NodeJS.ProcessEnv, url: string): string | undefined {

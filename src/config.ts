@@ -1,5 +1,5 @@
 // Configuration: flags > environment (QUIVER_*) > JSON config file > defaults, validated once at startup.
-// The option table below is the single definition; the README's configuration table mirrors it.
+// The option table below is the single definition; docs/configuration.md's table mirrors it (test/readme.test.ts).
 import { readFileSync } from "node:fs";
 import { availableParallelism, hostname } from "node:os";
 import path from "node:path";

@@ -1,6 +1,6 @@
 // THE route table: every path of the lance-namespace REST spec (docs/contract.md), each mapped to one
 // operation with the role it needs. Routing, validation and authorisation are all read off it,
-// and so is the README's API overview.
+// and docs/api.md's route list is checked against it (test/readme.test.ts).
 import type { Pattern } from "./http/router.js";
 import type { Principal, Role } from "./auth/principal.js";
 import type { RouteSpec, Scope } from "./http/route-spec.js";

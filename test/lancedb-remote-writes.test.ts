@@ -218,9 +218,9 @@ describe("LanceDB remote client: writes", () => {
     expect(await remote.tableNames()).not.toContain("copy");
   });
 
-  it("the calls the remote client refuses by itself fail with its own message, and the README lists each", async () => {
+  it("the calls the remote client refuses by itself fail with its own message, and docs/api.md lists each", async () => {
     const t = await remote.createTable("refused", rowsOf(range(0, 3)));
-    const readme = readFileSync(path.resolve(__dirname, "../README.md"), "utf8");
+    const apiDoc = readFileSync(path.resolve(__dirname, "../docs/api.md"), "utf8");
     const refused: [string, () => Promise<unknown>][] = [
       ["optimize", () => t.optimize()],
       ["dropAllTables", () => remote.dropAllTables()],
@@ -233,7 +233,7 @@ describe("LanceDB remote client: writes", () => {
     ];
     for (const [name, call] of refused) {
       await expect(call(), name).rejects.toThrow(/not supported|cannot be run on a remote table/);
-      expect(readme, name).toContain(`\`${name}\``);
+      expect(apiDoc, name).toContain(`\`${name}\``);
     }
   });
 });

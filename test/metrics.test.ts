@@ -1,4 +1,4 @@
-// GET /metrics (Prometheus text) and the access log: who may scrape, every metric the README lists
+// GET /metrics (Prometheus text) and the access log: who may scrape, every metric docs/operations.md lists
 // moving with the work that feeds it, and access lines carrying the request id and the context
 // headers at the configured sampling rates.
 import { mkdtempSync } from "node:fs";

@@ -20,7 +20,7 @@ async function names(dir: string): Promise<string[]> {
 /** Locations (`<name>.lance`) of the root datasets: directories with versions and no deregistered marker. */
 export async function scanRootDatasets(root: string): Promise<Set<string>> {
   const found = new Set<string>();
-  // On an object store only the catalog's rows name tables (README, "Object storage").
+  // On an object store only the catalog's rows name tables (docs/configuration.md, "Object storage").
   if (isRemote(root)) return found;
   const dirs = (await names(root)).filter((n) => lanceNameOf(n) !== null);
   await Promise.all(

@@ -1,6 +1,6 @@
 // Arrow values as JSON, for clients that ask for rows as JSON (`Accept: application/json` or
 // `application/x-ndjson`) rather than Arrow IPC. Each column type gets one converter, built once per
-// result from its schema. The mapping (the README lists it):
+// result from its schema. The mapping (docs/api.md, "JSON rows"):
 //   integers → numbers, except 64-bit ones beyond ±(2^53 − 1) → decimal strings (JSON numbers lose them);
 //   floats → numbers, NaN and ±Infinity → the strings "NaN", "Infinity", "-Infinity";
 //   binary → base64 strings; dates → "YYYY-MM-DD"; timestamps → ISO 8601 (with "Z" when the column

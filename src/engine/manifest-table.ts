@@ -1,8 +1,8 @@
 // The `__manifest` Lance table of the directory catalog (upstream V2 layout), read and written
 // through LanceDB's ordinary Table API. LanceDB only opens tables named `<x>.lance`, so a private
 // folder holds a symlink `__manifest.lance` → `<root>/__manifest` (local disk only). An object
-// store has no symlinks: there the catalog is the table `__manifest.lance` at the root (README,
-// "Object storage": LanceDB's directory namespace does not see it).
+// store has no symlinks: there the catalog is the table `__manifest.lance` at the root
+// (docs/configuration.md, "Object storage": LanceDB's directory namespace does not see it).
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";

@@ -238,7 +238,7 @@ function fixedSizeLists(values: (unknown[] | null)[], type: A.FixedSizeList): A.
   return arrow.makeVector(arrow.makeData({ type, length: values.length, nullCount, nullBitmap, child: items.data[0] }));
 }
 
-/** The schema JSON rows imply (README, "JSON rows"): the first non-null value of each column decides. */
+/** The schema JSON rows imply (docs/api.md, "JSON rows"): the first non-null value of each column decides. */
 function inferSchema(rows: Record<string, unknown>[]): A.Schema {
   const names: string[] = [];
   for (const r of rows) for (const k of Object.keys(r)) if (!names.includes(k)) names.push(k);

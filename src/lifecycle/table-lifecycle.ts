@@ -69,7 +69,7 @@ async function claimLocation(deps: LifecycleDeps, id: readonly string[]): Promis
   // On an object store nothing makes a location exclusive before the dataset is written, and
   // replicas racing to create `<name>.lance` there made one of them remove the winner's data on
   // its failure: there every table gets a random location (the catalog names it; LanceDB's
-  // by-name layout is no help there, README "Object storage").
+  // by-name layout is no help there, docs/configuration.md "Object storage").
   for (let loc = newLocation(id, isRemote(deps.tables.root)); ; loc = newLocation(id, true)) {
     // Held before the directory exists, so reclaiming orphans never sees it unheld.
     const release = await deps.claims.hold(loc);
@@ -78,7 +78,8 @@ async function claimLocation(deps: LifecycleDeps, id: readonly string[]): Promis
   }
 }
 
-/** A location lets the client open the files itself (README, Security): only roles configured for it get one. */
+/** A location lets the client open the files itself (docs/security.md, "Table locations and file
+ * permissions"): only roles configured for it get one. */
 export const located = (deps: LifecycleDeps, p: Principal) => roleRank[p.role] >= roleRank[deps.config.locationRole as Role];
 export const locationFor = (deps: LifecycleDeps, p: Principal, dir: string) => (located(deps, p) ? { location: dir } : {});
 

@@ -1,4 +1,4 @@
-// The layer rule of the README's design section, checked on the import graph of src/ and workers/:
+// The layer rule of docs/design.md ("Layers"), checked on the import graph of src/ and workers/:
 // a module imports only modules of its own layer or of a lower one, and no import cycle exists.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";

@@ -1,4 +1,4 @@
-// WebAssembly UDFs. The ABI (README, "Virtual columns"):
+// WebAssembly UDFs. The ABI (docs/compute.md, "Virtual columns and backfills"):
 //   import  env.memory                       the instance's memory (capped by --udf-wasm-memory-mb)
 //   export  alloc(size: i32) -> i32           memory for the host to write inputs into
 //   export  apply(inputs: i32, n_inputs: i32, n_rows: i32) -> i32

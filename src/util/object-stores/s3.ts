@@ -1,7 +1,7 @@
 // S3 and S3-compatible stores (s3://bucket/prefix) through @aws-sdk/client-s3, with object_store's
 // AWS option names; credentials and region otherwise from the SDK's own chain (AWS_* variables,
 // profiles, instance roles). The put-if-absent is `If-None-Match: *`, which the store must support
-// (README, "Object storage").
+// (docs/configuration.md, "Object storage").
 import { bareETag, statusOf, type ObjectStore, type StorageOption } from "./object-store.js";
 
 export async function openS3(bucket: string, option: StorageOption): Promise<ObjectStore> {
