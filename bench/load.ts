@@ -36,6 +36,7 @@ import { parseArgs } from "node:util";
 import { queryVectors, type Spec } from "./dataset.js";
 import { BENCH_TABLE, datasetArgs, datasetName, generate } from "./generate.js";
 import { Conn } from "./http-client.js";
+import { parsePrometheus } from "../loadtest/server-metrics.js";
 import { startEcho, startQuiver, type QuiverProcess } from "./quiver-process.js";
 import { closedLoop, header, line, summary, type Result } from "./stats.js";
 
@@ -374,11 +375,14 @@ async function levels(w: Workload, table: lancedb.Table, servers: Servers, out: 
 }
 
 /** One sample of a server's /metrics, or NaN. */
-async function metric(url: URL, name: string): Promise<number> {
+/** The sum of a metric's series with `labels` (the server adds its own, e.g. `replica`); NaN without any. */
+async function metric(url: URL, name: string, labels: Record<string, string> = {}): Promise<number> {
   const conn = new Conn(url.hostname, Number(url.port));
   try {
-    const text = (await conn.request("GET", "/metrics", `x-api-key: ${KEY}\r\n`, null)).body.toString();
-    return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+    const scrape = parsePrometheus((await conn.request("GET", "/metrics", `x-api-key: ${KEY}\r\n`, null)).body.toString());
+    const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+    const found = [...scrape].filter(([key]) => (key === name || key.startsWith(`${name}{`)) && wanted.every((w) => key.includes(w)));
+    return found.length === 0 ? NaN : found.reduce((n, [, v]) => n + v, 0);
   } finally {
     conn.close();
   }
@@ -399,8 +403,8 @@ async function servingReady(w: Workload, url: URL): Promise<string> {
     conn.close();
   }
   const [built, loaded, bytes, rows] = await Promise.all([
-    metric(url, `quiver_serving_build_seconds_sum\\{loaded="false"\\}`),
-    metric(url, `quiver_serving_build_seconds_sum\\{loaded="true"\\}`),
+    metric(url, "quiver_serving_build_seconds_sum", { loaded: "false" }),
+    metric(url, "quiver_serving_build_seconds_sum", { loaded: "true" }),
     metric(url, "quiver_serving_index_bytes"),
     metric(url, "quiver_serving_index_rows"),
   ]);
