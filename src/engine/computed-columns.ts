@@ -14,7 +14,7 @@ export const quoteIdent = (name: string) => "`" + name.replace(/`/g, "``") + "`"
 
 /** Declare LanceDB SQL computed columns, each with its descriptor beside LanceDB's own metadata: the version. */
 export async function declareSqlColumns(t: lancedb.Table, cols: { name: string; valueSql: string; metadata: Record<string, string> }[], field: string): Promise<number> {
-  await commitSchemaEdit(() => t.addColumns({ computed: cols.map(({ name, valueSql }) => ({ name, valueSql })) }), field);
+  await commitSchemaEdit(t, () => t.addColumns({ computed: cols.map(({ name, valueSql }) => ({ name, valueSql })) }), field);
   try {
     return await updateFieldMetadata(t, cols.map((c) => ({ path: c.name, metadata: c.metadata })));
   } catch (err) {

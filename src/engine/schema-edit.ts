@@ -3,7 +3,7 @@
 // has no call of its own.
 import type * as lancedb from "@lancedb/lancedb";
 import { ApiError, Code, invalid } from "../errors.js";
-import { recordCommitConflict } from "../metrics.js";
+import { recordCommitConflict, recordCommitRetries } from "../metrics.js";
 import type * as A from "apache-arrow";
 import { arrow } from "./arrow.js";
 import { EXPRESSION_FAULT } from "./query-errors.js";
@@ -26,12 +26,26 @@ function schemaEditError(err: unknown, field?: string): ApiError | null {
   return invalid(field !== undefined ? `${field}: ${reason}` : reason);
 }
 
-/** Runs one schema-changing LanceDB call; returns the version it committed. */
-export async function commitSchemaEdit(edit: () => Promise<{ version: number }>, field?: string): Promise<number> {
-  try {
-    return (await edit()).version;
-  } catch (err) {
-    throw schemaEditError(err, field) ?? err;
+// A schema change that lost its commit to a compaction (Quiver's own maintenance rewrites
+// fragments in the background) changes nothing a client asked about: it is made again on the
+// latest version, so background work never shows as a client's 409. A lost race with another
+// client's change stays a 409.
+const LOST_TO_COMPACTION = /concurrent transaction Rewrite/;
+const SCHEMA_EDIT_ATTEMPTS = 4;
+
+/** Runs one schema-changing LanceDB call on `t`; returns the version it committed. */
+export async function commitSchemaEdit(t: lancedb.Table, edit: () => Promise<{ version: number }>, field?: string): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await edit()).version;
+    } catch (err) {
+      if (attempt < SCHEMA_EDIT_ATTEMPTS && isCommitConflict(err) && LOST_TO_COMPACTION.test(errorText(err))) {
+        recordCommitRetries("table", 1);
+        await t.checkoutLatest();
+        continue;
+      }
+      throw schemaEditError(err, field) ?? err;
+    }
   }
 }
 
@@ -39,17 +53,17 @@ export type ColumnAlteration = lancedb.ColumnAlteration;
 export type FieldMetadataUpdate = lancedb.FieldMetadataUpdate;
 
 /** Adds columns whose values are SQL over each row; `field` names the request input holding it. */
-export const addSqlColumns = (t: lancedb.Table, cols: { name: string; valueSql: string }[], field: string) => commitSchemaEdit(() => t.addColumns(cols), field);
+export const addSqlColumns = (t: lancedb.Table, cols: { name: string; valueSql: string }[], field: string) => commitSchemaEdit(t, () => t.addColumns(cols), field);
 
-export const alterColumns = (t: lancedb.Table, alterations: ColumnAlteration[]) => commitSchemaEdit(() => t.alterColumns(alterations));
+export const alterColumns = (t: lancedb.Table, alterations: ColumnAlteration[]) => commitSchemaEdit(t, () => t.alterColumns(alterations));
 
-export const dropColumns = (t: lancedb.Table, paths: string[]) => commitSchemaEdit(() => t.dropColumns(paths));
+export const dropColumns = (t: lancedb.Table, paths: string[]) => commitSchemaEdit(t, () => t.dropColumns(paths));
 
-export const updateFieldMetadata = (t: lancedb.Table, updates: FieldMetadataUpdate[]) => commitSchemaEdit(() => t.updateFieldMetadata(updates));
+export const updateFieldMetadata = (t: lancedb.Table, updates: FieldMetadataUpdate[]) => commitSchemaEdit(t, () => t.updateFieldMetadata(updates));
 
 /** Adds all-null columns (nullable, of the given types, with the given field metadata). */
 export const addNullColumns = (t: lancedb.Table, fields: { name: string; type: A.DataType; metadata?: Record<string, string> }[]) =>
-  commitSchemaEdit(() =>
+  commitSchemaEdit(t, () =>
     t.addColumns(new arrow.Schema(fields.map((f) => new arrow.Field(f.name, f.type, true, f.metadata ? new Map(Object.entries(f.metadata)) : undefined)))),
   );
 
@@ -58,4 +72,4 @@ export const addNullColumns = (t: lancedb.Table, fields: { name: string; type: A
  * columns are added, keeping existing values, so adding no columns commits just the new keys.
  */
 export const addSchemaMetadata = (t: lancedb.Table, entries: Record<string, string>) =>
-  commitSchemaEdit(() => t.addColumns(new arrow.Schema([], new Map(Object.entries(entries)))));
+  commitSchemaEdit(t, () => t.addColumns(new arrow.Schema([], new Map(Object.entries(entries)))));
