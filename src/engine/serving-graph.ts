@@ -266,13 +266,18 @@ function between(g: Graph, a: number, b: number): number {
 
 let visited = new Uint32Array(0);
 let epoch = 0;
-/** Candidates: a min-heap by distance. Results: a max-heap by distance. */
-let cD = new Float32Array(1024);
-let cI = new Int32Array(1024);
-let cN = 0;
-let rD = new Float32Array(1024);
-let rI = new Int32Array(1024);
-let rN = 0;
+/**
+ * A binary min-heap of (distance, slot) pairs in typed arrays. Candidates are kept by distance;
+ * results by negated distance, so that their top is the farthest (a max-heap by distance).
+ */
+interface Heap {
+  d: Float32Array;
+  i: Int32Array;
+  n: number;
+}
+const newHeap = (): Heap => ({ d: new Float32Array(1024), i: new Int32Array(1024), n: 0 });
+const candidates = newHeap();
+const results = newHeap();
 
 function fresh(count: number): void {
   if (visited.length < count) {
@@ -286,89 +291,62 @@ function fresh(count: number): void {
 }
 
 function room(n: number): void {
-  if (cD.length > n && rD.length > n) return;
-  const size = Math.max(n + 1, cD.length * 2);
-  const grow = <T extends Float32Array | Int32Array>(a: T, make: (n: number) => T): T => {
-    const b = make(size);
-    b.set(a);
-    return b;
-  };
-  cD = grow(cD, (n) => new Float32Array(n));
-  cI = grow(cI, (n) => new Int32Array(n));
-  rD = grow(rD, (n) => new Float32Array(n));
-  rI = grow(rI, (n) => new Int32Array(n));
+  for (const h of [candidates, results]) {
+    if (h.d.length > n) continue;
+    const size = Math.max(n + 1, h.d.length * 2);
+    const d = new Float32Array(size);
+    const i = new Int32Array(size);
+    d.set(h.d);
+    i.set(h.i);
+    h.d = d;
+    h.i = i;
+  }
 }
 
-function cPush(d: number, id: number): void {
-  if (cN + 1 >= cD.length) room(cN + 1);
-  let i = cN++;
+function push(h: Heap, d: number, id: number): void {
+  if (h.n + 1 >= h.d.length) room(h.n + 1);
+  const hd = h.d;
+  const hi = h.i;
+  let i = h.n++;
   while (i > 0) {
     const p = (i - 1) >> 1;
-    if (cD[p] <= d) break;
-    cD[i] = cD[p];
-    cI[i] = cI[p];
+    if (hd[p] <= d) break;
+    hd[i] = hd[p];
+    hi[i] = hi[p];
     i = p;
   }
-  cD[i] = d;
-  cI[i] = id;
+  hd[i] = d;
+  hi[i] = id;
 }
 
-function cPop(): void {
-  const d = cD[--cN];
-  const id = cI[cN];
+function pop(h: Heap): void {
+  const hd = h.d;
+  const hi = h.i;
+  const n = --h.n;
+  const d = hd[n];
+  const id = hi[n];
   let i = 0;
   for (;;) {
     let c = 2 * i + 1;
-    if (c >= cN) break;
-    if (c + 1 < cN && cD[c + 1] < cD[c]) c++;
-    if (cD[c] >= d) break;
-    cD[i] = cD[c];
-    cI[i] = cI[c];
+    if (c >= n) break;
+    if (c + 1 < n && hd[c + 1] < hd[c]) c++;
+    if (hd[c] >= d) break;
+    hd[i] = hd[c];
+    hi[i] = hi[c];
     i = c;
   }
-  cD[i] = d;
-  cI[i] = id;
-}
-
-function rPush(d: number, id: number): void {
-  if (rN + 1 >= rD.length) room(rN + 1);
-  let i = rN++;
-  while (i > 0) {
-    const p = (i - 1) >> 1;
-    if (rD[p] >= d) break;
-    rD[i] = rD[p];
-    rI[i] = rI[p];
-    i = p;
-  }
-  rD[i] = d;
-  rI[i] = id;
-}
-
-function rPop(): void {
-  const d = rD[--rN];
-  const id = rI[rN];
-  let i = 0;
-  for (;;) {
-    let c = 2 * i + 1;
-    if (c >= rN) break;
-    if (c + 1 < rN && rD[c + 1] > rD[c]) c++;
-    if (rD[c] <= d) break;
-    rD[i] = rD[c];
-    rI[i] = rI[c];
-    i = c;
-  }
-  rD[i] = d;
-  rI[i] = id;
+  hd[i] = d;
+  hi[i] = id;
 }
 
 /** The results heap, drained nearest first. */
 function drain(): { slots: Int32Array; distances: Float32Array } {
-  const slots = new Int32Array(rN);
-  const distances = new Float32Array(rN);
-  for (let i = rN - 1; i >= 0; i--) {
-    slots[i] = rI[0];
-    distances[i] = rD[0];
-    rPop();
+  const slots = new Int32Array(results.n);
+  const distances = new Float32Array(results.n);
+  for (let i = results.n - 1; i >= 0; i--) {
+    slots[i] = results.i[0];
+    distances[i] = -results.d[0];
+    pop(results);
   }
   return { slots, distances };
 }
@@ -441,17 +419,17 @@ function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef
   const out = addrs + BATCH * 4;
   fresh(limit);
   room(ef + g.m0 + 2);
-  cN = 0;
-  rN = 0;
+  candidates.n = 0;
+  results.n = 0;
   let visits = 1;
   visited[ep] = epoch;
-  cPush(epD, ep);
-  if (admit === null || admits(g, ep, epD, admit)) rPush(epD, ep);
-  while (cN > 0) {
-    const d = cD[0];
-    const c = cI[0];
-    if (rN >= ef && d > rD[0]) break;
-    cPop();
+  push(candidates, epD, ep);
+  if (admit === null || admits(g, ep, epD, admit)) push(results, -epD, ep);
+  while (candidates.n > 0) {
+    const d = candidates.d[0];
+    const c = candidates.i[0];
+    if (results.n >= ef && d > -results.d[0]) break;
+    pop(candidates);
     const w = linksWord(g, c, level);
     const n = Math.min(g.i32[w], level === 0 ? g.m0 : g.m);
     let m = 0;
@@ -468,12 +446,12 @@ function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef
     measure(g, q, addrs, out, idsBuf, m);
     for (let j = 0; j < m; j++) {
       const dd = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
-      if (rN < ef || dd < rD[0]) {
+      if (results.n < ef || dd < -results.d[0]) {
         const id = idsBuf[j];
-        cPush(dd, id);
+        push(candidates, dd, id);
         if (admit === null || admits(g, id, dd, admit)) {
-          rPush(dd, id);
-          if (rN > ef) rPop();
+          push(results, -dd, id);
+          if (results.n > ef) pop(results);
         }
       }
     }
@@ -499,7 +477,7 @@ function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, a
   const addrs = q + g.dimPad * 4;
   const out = addrs + BATCH * 4;
   room(k + 2);
-  rN = 0;
+  results.n = 0;
   const total = slots ? slots.length : limit;
   const bits = admit.bits;
   const version = admit.version;
@@ -518,9 +496,9 @@ function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, a
     g.kernel.many(q, addrs, m, out, g.dimPad, dots(g));
     for (let j = 0; j < m; j++) {
       const d = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
-      if (d >= admit.lower && d < admit.upper && (rN < k || d < rD[0])) {
-        rPush(d, idsBuf[j]);
-        if (rN > k) rPop();
+      if (d >= admit.lower && d < admit.upper && (results.n < k || d < -results.d[0])) {
+        push(results, -d, idsBuf[j]);
+        if (results.n > k) pop(results);
       }
     }
   }
@@ -581,7 +559,7 @@ export function search(g: Graph, lane: number, query: ArrayLike<number>, o: Sear
     for (let l = Math.min(g.i32[H.MAX_LEVEL], levelOf(g, entry)); l > 0; l--) [cur, curD] = greedy(g, lane, qNorm, cur, curD, l, limit);
     const ef = Math.max(o.ef, k);
     if (!beam(g, lane, qNorm, cur, curD, ef, 0, limit, during, Math.max(limit >> 2, ef * g.m0 * 2))) scan(g, lane, qNorm, k, limit, during, null);
-    while (rN > k) rPop();
+    while (results.n > k) pop(results);
   }
   const found = drain();
   if (!o.postfilter || o.bits === null) return found;
