@@ -9,6 +9,7 @@ import type { Entry } from "../src/catalog/catalog.js";
 import type { Config } from "../src/config.js";
 import type { Commit } from "../src/engine/commits.js";
 import { arrow } from "../src/engine/arrow.js";
+import { isVersionMissing } from "../src/engine/messages.js";
 import { jsonAnswer } from "../src/engine/query.js";
 import type { QuerySpec } from "../src/engine/query-spec.js";
 import { slotCount, tombstones } from "../src/engine/serving-graph.js";
@@ -183,11 +184,19 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const job = st.writer.then(async () => {
       const ix = st.ix;
       if (!ix || st.status !== "ready" || closed) return;
-      const want = Math.max(st.target, x ?? (await tableVersion(await tables.open(st.entry))));
+      let want = Math.max(st.target, x ?? (await tableVersion(await tables.open(st.entry))));
       st.target = want;
       if (ix.version >= want) return;
       const t0 = performance.now();
-      const plan = await planSync(poolOf(), ix, await at(st.entry)(want), want);
+      // A version maintenance already removed (the sync ran behind a stream of commits): the
+      // latest holds its rows and every change after it.
+      const source = await at(st.entry)(want).catch(async (err: unknown) => {
+        if (!isVersionMissing(err)) throw err;
+        const latest = await tables.open(st.entry);
+        want = st.target = Math.max(want, await tableVersion(latest));
+        return at(st.entry)(want);
+      });
+      const plan = await planSync(poolOf(), ix, source, want);
       const t1 = performance.now();
       if (plan.rows > AWAITED_ROWS) release();
       await plan.run();

@@ -28,3 +28,6 @@ export const isCommitConflict = (err: unknown) =>
 /** Why Quiver installs no LSM write spec, and refuses merge_insert on a table that has one (src/operations/lsm.ts). */
 export const LSM_UNSUPPORTED =
   "LanceDB's LSM write path: this server's engine (LanceDB 0.39, local tables) accepts a write spec but cannot flush, compact or checkpoint its MemWAL, so merge_insert rows would never become visible";
+
+/** Whether the engine failed because a table version it was asked for no longer exists (or never did). */
+export const isVersionMissing = (err: unknown) => /Version not found error|_versions\/\d+\.manifest was not found/.test(errorText(err));

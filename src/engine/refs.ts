@@ -5,7 +5,7 @@ import { namedBranch, type TableHandle } from "./tables.js";
 import { exists, joinInside, readBytes, removeTree } from "../util/store-files.js";
 import { branchNameFault, branchTreePath, checkedRef } from "../util/ref-names.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { engineReason, errorText } from "./messages.js";
+import { engineReason, errorText, isVersionMissing } from "./messages.js";
 
 /** The table's tags: name → version and manifest size. */
 export const listTags = async (t: TableHandle) => (await t.tags()).list();
@@ -95,7 +95,7 @@ export function refError(err: unknown, n: RefNames): ApiError | null {
   if (/Ref not found error: tag \S+ does not exist/.test(msg)) {
     return new ApiError(Code.TableTagNotFound, `tag ${q(n.tag)} not found in table ${q(n.table)}`);
   }
-  if (/Version not found error|_versions\/\d+\.manifest was not found/.test(msg)) {
+  if (isVersionMissing(err)) {
     return new ApiError(Code.TableVersionNotFound, `version ${n.version} not found${onBranch} in table ${q(n.table)}`);
   }
   if (/Ref not found error: Branch .* does not exist|tree\/.*\/_versions(,|\s|$)/.test(msg)) {
