@@ -368,6 +368,28 @@ describe("rebuilds", () => {
   });
 });
 
+describe("syncs behind maintenance", () => {
+  it("a commit whose version maintenance removed before its sync ran brings the index to the latest version, no rebuild", async () => {
+    const v = qsSmall[5];
+    const db = await lancedb.connectNamespace("dir", { root });
+    const t = await db.createTable("behind", [...batches(SMALL, SMALL.rows)][0], []);
+    await t.createIndex("vector", ivf());
+    await served("behind", { vector: { single_vector: v } });
+    const builds = await metricValue(q, "quiver_serving_build_seconds_count", { loaded: "false" });
+    const gone = (await t.add(rows(SMALL, 60_000, 5))).version;
+    await t.add(rows(SMALL, 61_000, 5));
+    await new Promise((r) => setTimeout(r, 20));
+    await t.optimize({ cleanupOlderThan: new Date() });
+    const entry = q.services.catalog.get(["behind"])!;
+    // The after-commit event of a write whose version is gone by the time its sync runs.
+    await q.services.serving.committed({ table: entry, branch: null, version: gone, change: "insert", rows: 5, byCachedHandle: false });
+    const latest = (await post("behind", "describe", {})).json.version;
+    expect((await answer("behind", { vector: { single_vector: v } }, { "x-quiver-min-version": String(latest) })).path).toBe("serving");
+    expect(await metricValue(q, "quiver_serving_index_rows", { table: "behind" })).toBe(SMALL.rows + 10);
+    expect(await metricValue(q, "quiver_serving_build_seconds_count", { loaded: "false" })).toBe(builds);
+  });
+});
+
 describe("replicas", () => {
   it("two replicas on one data directory each keep their own index and follow each other's commits", async () => {
     const v = qsSmall[7];

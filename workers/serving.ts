@@ -184,23 +184,26 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const job = st.writer.then(async () => {
       const ix = st.ix;
       if (!ix || st.status !== "ready" || closed) return;
-      let want = Math.max(st.target, x ?? (await tableVersion(await tables.open(st.entry))));
+      const want = Math.max(st.target, x ?? (await tableVersion(await tables.open(st.entry))));
       st.target = want;
       if (ix.version >= want) return;
-      const t0 = performance.now();
-      // A version maintenance already removed (the sync ran behind a stream of commits): the
-      // latest holds its rows and every change after it.
-      const source = await at(st.entry)(want).catch(async (err: unknown) => {
+      const syncTo = async (version: number) => {
+        const t0 = performance.now();
+        const plan = await planSync(poolOf(), ix, await at(st.entry)(version), version);
+        const t1 = performance.now();
+        if (plan.rows > AWAITED_ROWS) release();
+        await plan.run();
+        if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version, rows: plan.rows, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
+      };
+      try {
+        await syncTo(want);
+      } catch (err) {
+        // A version maintenance already removed (the sync ran behind a stream of commits): the
+        // latest, read afresh, holds its rows and every change after it.
         if (!isVersionMissing(err)) throw err;
-        const latest = await tables.open(st.entry);
-        want = st.target = Math.max(want, await tableVersion(latest));
-        return at(st.entry)(want);
-      });
-      const plan = await planSync(poolOf(), ix, source, want);
-      const t1 = performance.now();
-      if (plan.rows > AWAITED_ROWS) release();
-      await plan.run();
-      if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version: want, rows: plan.rows, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
+        st.target = Math.max(want, await tableVersion(await tables.open(st.entry, { fresh: true })));
+        await syncTo(st.target);
+      }
       if (wornOut(ix) && !st.rebuilding) void rebuild(st, true);
     });
     st.writer = job.catch((err: unknown) => {
@@ -224,7 +227,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       st.status = "building";
     }
     try {
-      const latest = await tables.open(st.entry);
+      // Read afresh: the cached handle's latest may be a version maintenance has removed since.
+      const latest = await tables.open(st.entry, { fresh: true });
       const started = performance.now();
       const fresh = await buildIndex(poolOf(), st.entry, await at(st.entry)(await tableVersion(latest)), st.vector, Math.max(0, budget() - used()), `${st.entry.objectId}\u0000${st.vector.column}\u0000${++st.generation}`);
       recordServingBuild((performance.now() - started) / 1000, false);
