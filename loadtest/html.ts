@@ -86,6 +86,7 @@ function datasetSection(r: Report): string {
     }
     if (l.index) rows.push([`index ${esc(l.index.type)} ${esc(JSON.stringify(l.index.params))} build s`, l.index.build_s]);
     rows.push(["fragments after the load", l.after.fragments]);
+    if (l.serving_ready_s !== null) rows.push(["the server's serving index answered after s", l.serving_ready_s]);
   }
   return `<h2>Dataset and load phase</h2>${table(["figure", "value"], rows)}`;
 }

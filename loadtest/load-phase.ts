@@ -7,6 +7,7 @@ import { Field, FixedSizeList, Float32, Int32, makeData, makeVector, RecordBatch
 import type { Dataset } from "./datasets.js";
 import { callJson, type Client } from "./http.js";
 import { badInput } from "./input-error.js";
+import { SEARCH_PATH_HEADER } from "./recall.js";
 import { tablePath } from "./sources.js";
 
 export interface LoadOptions {
@@ -38,6 +39,8 @@ export interface LoadFigures {
   index: { type: string; params: Record<string, unknown>; build_s: number } | null;
   /** The table after the load: fragments, version count, bytes (from its stats). */
   after: { fragments: number | null; rows: number | null; bytes: number | null };
+  /** Seconds until the server's own search index (Quiver's serving index) answered, null when it says of none. */
+  serving_ready_s: number | null;
 }
 
 const ARROW_STREAM = "application/vnd.apache.arrow.stream";
@@ -117,6 +120,7 @@ export async function loadPhase(c: Client, headers: Record<string, string>, d: D
     rows_per_s: 0,
     index: null,
     after: { fragments: null, rows: null, bytes: null },
+    serving_ready_s: null,
   };
   const existing = await rowCount(c, headers, o.table);
   if (existing !== null && !o.reload) {
@@ -125,6 +129,7 @@ export async function loadPhase(c: Client, headers: Record<string, string>, d: D
       figures.skipped = `table ${o.table} already held the dataset's ${rows} rows${index ? " and a vector index" : ""} (--reload to load it again)`;
       figures.after = await tableAfter(c, headers, o.table);
       log(`load phase skipped: ${figures.skipped}`);
+      figures.serving_ready_s = await servingReady(c, headers, d, o.table, log);
       return figures;
     }
   } else {
@@ -165,5 +170,31 @@ export async function loadPhase(c: Client, headers: Record<string, string>, d: D
     log(`built ${index} ${JSON.stringify(params)} in ${figures.index.build_s.toFixed(1)} s`);
   }
   figures.after = await tableAfter(c, headers, o.table);
+  if (index) figures.serving_ready_s = await servingReady(c, headers, d, o.table, log);
   return figures;
+}
+
+const SERVING_WAIT_S = 600;
+
+/**
+ * A server that builds a search index of its own after the table's (Quiver's serving index, built
+ * on a table's first search) says so in each answer's path header: searches measured while it is
+ * building would be the engine's, so wait until it answers (at most SERVING_WAIT_S). Seconds it
+ * took; null for a server whose answers do not say.
+ */
+async function servingReady(c: Client, headers: Record<string, string>, d: Dataset, table: string, log: (line: string) => void): Promise<number | null> {
+  const body = Buffer.from(JSON.stringify({ vector: { single_vector: Array.from(d.queries.data.subarray(0, d.queries.dim)) }, k: 1, columns: ["id"] }));
+  const t0 = performance.now();
+  for (;;) {
+    const a = await c.send({ method: "POST", path: tablePath(table, "query"), headers: { ...headers, "content-type": "application/json" }, body });
+    const path = a.headers[SEARCH_PATH_HEADER];
+    if (a.status !== 200 || typeof path !== "string" || !/reason=not_built/.test(path)) {
+      if (typeof path !== "string" || path !== "serving") return null;
+      const s = seconds(t0);
+      log(`the server's serving index answered after ${s.toFixed(1)} s`);
+      return s;
+    }
+    if (seconds(t0) > SERVING_WAIT_S) throw new Error(`the server's serving index of ${table} was still building after ${SERVING_WAIT_S} s`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
 }

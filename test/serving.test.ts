@@ -368,6 +368,21 @@ describe("rebuilds", () => {
   });
 });
 
+describe("a name used again", () => {
+  it("a table dropped and made again under its name is searched in its own rows, in memory of its own", async () => {
+    const v = qsSmall[4];
+    const db = await lancedb.connectNamespace("dir", { root });
+    await (await db.createTable("again", [...batches(SMALL, SMALL.rows)][0], [])).createIndex("vector", ivf());
+    await served("again", { vector: { single_vector: v } });
+    expect((await post("again", "drop", {})).status).toBe(200);
+    await (await db.createTable("again", rows(SMALL, 900_000, 300), [])).createIndex("vector", ivf());
+    const got = await served("again", { vector: { single_vector: v } });
+    expect((col(got, "id") as number[]).every((id) => id >= 900_000)).toBe(true);
+    expectSame(got, await exact("again", v));
+    expect(await metricValue(q, "quiver_serving_index_rows", { table: "again" })).toBe(300);
+  });
+});
+
 describe("syncs behind maintenance", () => {
   it("a commit whose version maintenance removed before its sync ran brings the index to the latest version, no rebuild", async () => {
     const v = qsSmall[5];

@@ -63,7 +63,6 @@ interface TableState {
   target: number;
   /** Versions this process committed whose writes wait for the index before they are answered. */
   awaiting: Set<number>;
-  generation: number;
   rebuilding: boolean;
   plans: Map<string, Promise<Plan>>;
   /** When the state was decided (a failed or over-budget table is looked at again later). */
@@ -88,6 +87,12 @@ const SAVE_MS = 10 * 60_000;
 /** LanceDB's default probes: a request above them asks for more recall. */
 const ENGINE_PROBES = 20;
 const PROPERTY = "quiver.serving";
+
+// The pool's threads keep each index's memory by its key until told it was dropped: a key is never
+// used twice in a process, or a table dropped and made again under its name could be searched in
+// its predecessor's memory (seen: answers from a dropped table's graph while the new index was empty).
+let memories = 0;
+const memoryKey = (entry: Entry, column: string) => `${entry.objectId}\u0000${column}\u0000${++memories}`;
 
 export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir">, tables: Tables): ServingIndexes {
   const states = new Map<string, TableState>();
@@ -121,7 +126,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), generation: 0, rebuilding: false, plans: new Map(), since: Date.now() };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, plans: new Map(), since: Date.now() };
     st.status = "checking";
     st.since = Date.now();
     states.set(entry.objectId, st);
@@ -134,7 +139,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       st.vector = vectors[0];
       st.status = "building";
       const started = performance.now();
-      const key = () => `${entry.objectId}\u0000${st.vector!.column}\u0000${++st.generation}`;
+      const key = () => memoryKey(entry, st.vector!.column);
       const room = Math.max(0, budget() - used(st));
       const loaded = await loadIndex(config.stateDir, entry, st.vector.column, room, key(), async (v) => versionTime(await at(entry)(v), v).catch(() => null)).catch((err: unknown) => {
         log.warn("serving index: the saved index could not be read; building it again", { table: entry.objectId, error: String(err) });
@@ -230,7 +235,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       // Read afresh: the cached handle's latest may be a version maintenance has removed since.
       const latest = await tables.open(st.entry, { fresh: true });
       const started = performance.now();
-      const fresh = await buildIndex(poolOf(), st.entry, await at(st.entry)(await tableVersion(latest)), st.vector, Math.max(0, budget() - used()), `${st.entry.objectId}\u0000${st.vector.column}\u0000${++st.generation}`);
+      const fresh = await buildIndex(poolOf(), st.entry, await at(st.entry)(await tableVersion(latest)), st.vector, Math.max(0, budget() - used()), memoryKey(st.entry, st.vector.column));
       recordServingBuild((performance.now() - started) / 1000, false);
       const swap = st.writer.then(async () => {
         const want = Math.max(st.target, st.ix?.version ?? 0, fresh.version);
