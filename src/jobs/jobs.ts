@@ -146,6 +146,10 @@ function nextFair(due: JobRecord[], lastStart: Map<string, number>, holdsGroup: 
 interface Run {
   rec: JobRecord;
   handle?: Running;
+  /** Settles once the kind's start did (close() waits for it: a run still starting has no handle to stop). */
+  started?: Promise<unknown>;
+  /** The handle's stop, once asked (asked once). */
+  stopCall?: Promise<void>;
   stopping?: Promise<void>;
   /** Told to stop (a stopped run's end is no outcome). */
   stopped?: boolean;
@@ -155,7 +159,9 @@ interface Run {
 
 function stopRun(run: Run): Promise<void> {
   run.stopped = true;
-  return run.handle ? run.handle.stop().catch(() => undefined) : Promise.resolve();
+  if (!run.handle) return Promise.resolve();
+  run.stopCall ??= run.handle.stop().catch(() => undefined);
+  return run.stopCall;
 }
 
 /** How a run that ended by itself is stored: a failure after a cancel was asked is the cancel's (a canceled task failed its backfill). */
@@ -226,6 +232,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     // A run that ended is recorded by finish(), which leaves a record changed elsewhere as it is.
     if (!run || run.outcome) return Promise.resolve();
     run.stopping ??= (async () => {
+      // A run still starting has no handle yet: stopped once it has one.
+      await run.started;
       await stopRun(run);
       const r = await store.update(id, (s) => {
         if (s.lease?.replica !== me) return undefined;
@@ -258,7 +266,9 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     };
     try {
       try {
-        run.handle = await kind.start({ rec: run.rec, report, mayCommit });
+        const starting = kind.start({ rec: run.rec, report, mayCommit });
+        run.started = starting.catch(() => undefined);
+        run.handle = await starting;
       } catch (err) {
         return await finish(rec.id, { status: "Failed", error: describeError(err) });
       }
@@ -509,6 +519,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       await ticking;
       await Promise.all(
         [...runs.entries()].map(async ([id, run]) => {
+          await run.started;
           const resume = byName.get(run.rec.operation)?.interrupted === "resume";
           // A run asked to cancel stops first and then is Canceled (its last commit before its finishedAt).
           const canceling = !run.outcome && (await store.read(id))?.cancelAt !== undefined;

@@ -232,6 +232,34 @@ describe("job kinds", () => {
     expect(await after.read(jf.id)).toMatchObject({ status: "Failed", error: "interrupted by a server shutdown" });
   });
 
+  it("a shutdown while a run is still starting waits for its start, then stops it and queues it again", async () => {
+    const dir = tempDir();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const seen = { begun: false, stopped: false };
+    const slow: JobKind = {
+      name: "slow",
+      limit: 1,
+      interrupted: "resume",
+      async start() {
+        seen.begun = true;
+        await gate;
+        let finish!: () => void;
+        const done = new Promise<void>((r) => (finish = r));
+        return { done, stop: async () => void ((seen.stopped = true), finish()) };
+      },
+      describe: () => ({}),
+    };
+    const jobs = await started(dir, [slow], String, BOUNDS);
+    const j = await jobs.submit("slow", ["t"], {}, "o");
+    await eventually(() => expect(seen.begun).toBe(true));
+    const closing = jobs.close();
+    setTimeout(release, 100);
+    await closing;
+    expect(seen.stopped).toBe(true);
+    expect(await (await storeAt(dir)).read(j.id)).toMatchObject({ status: "Queued" });
+  });
+
   it("a record of a kind this server does not know fails on start-up", async () => {
     const dir = tempDir();
     await (await storeAt(dir)).insert({ ...rec("x"), status: "Running", lease: { replica: "A", expires: Date.now() + 60_000 }, operation: "gone" });

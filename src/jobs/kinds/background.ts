@@ -36,7 +36,7 @@ const STOP_DEADLINE_MS = 30_000;
 
 /**
  * Processes started ahead, one per job process module and niceness, for jobs that run often and
- * briefly (maintenance under a write stream): a job takes the one waiting, and the next is started
+ * briefly (maintenance under a write stream, incremental view refreshes): a job takes the one waiting, and the next is started
  * meanwhile, so a job does not wait for a process start (0.3–1.7 s measured on the 2-core machine
  * under load, most of such a job). A waiting process holds no event loop open here, and one left
  * unused ends by itself (workers/processes/job-process.ts); it is taken only well before that.
