@@ -31,14 +31,8 @@ export interface LatencySummary {
   max: number;
 }
 
-export interface TimelinePoint {
-  /** Seconds since the measured part began, at the end of this interval. */
-  t: number;
-  requests: number;
-  ok: number;
-  errors: number;
-  /** Answers a second (all statuses). */
-  rate: number;
+/** Percentiles of a period (ms): of every answer's latency, and of service time (from each send). */
+export interface PeriodPercentiles {
   p50: number;
   p95: number;
   p99: number;
@@ -46,6 +40,16 @@ export interface TimelinePoint {
   max: number;
   service_p50: number;
   service_p99: number;
+}
+
+export interface TimelinePoint extends PeriodPercentiles {
+  /** Seconds since the measured part began, at the end of this interval. */
+  t: number;
+  requests: number;
+  ok: number;
+  errors: number;
+  /** Answers a second (all statuses). */
+  rate: number;
   /** The most requests the harness had outstanding at once in this interval. */
   outstanding: number;
   /** Open loop: the most due requests waiting for a connection at once in this interval. */

@@ -9,7 +9,7 @@ import type { LoadFigures } from "./load-phase.js";
 import type { Interval } from "./noise.js";
 import type { Options } from "./options.js";
 import type { RecallFigures } from "./recall.js";
-import type { LatencySummary, RunFigures } from "./recorder.js";
+import type { LatencySummary, PeriodPercentiles, RunFigures } from "./recorder.js";
 import type { ServerPoint } from "./server-metrics.js";
 import type { ThresholdResult } from "./thresholds.js";
 
@@ -68,16 +68,9 @@ export interface RunRecord {
 }
 
 /** The figures of one run that repeats compare (ms, answers a second, cores). */
-export interface RepeatRow {
+export interface RepeatRow extends PeriodPercentiles {
   throughput: number;
   errors: number;
-  p50: number;
-  p95: number;
-  p99: number;
-  p999: number;
-  max: number;
-  service_p50: number;
-  service_p99: number;
   best_rate: number | null;
   server_cpu: number | null;
 }
