@@ -90,7 +90,7 @@ describe("escaped code in the sandbox", () => {
         new (p.getBuiltinModule("worker_threads").Worker)(\`const fs = require("fs"); const s = require("net").connect(${JSON.stringify(socketPath)});
           const then = (v) => { fs.writeSync(2, "SOCKET " + v + "\\\\n");
             fs.writeSync(2, JSON.stringify({ t: new Date().toISOString(), level: "error", msg: "FORGED" }) + "\\\\n");
-            const junk = Buffer.alloc(1 << 20, 65); for (let i = 0; i < 10; i++) fs.writeSync(2, junk); process.exit(0); };
+            const junk = Buffer.alloc(1 << 20, 65); for (let i = 0; i < 10; i++) fs.writeSync(2, junk); s.destroy(); };
           s.on("connect", () => then("ALLOWED")); s.on("error", () => then("denied"));\`, { eval: true });`);
       await inSandbox(attack, log, inherited);
       const text = readFileSync(logFile, "utf8");
