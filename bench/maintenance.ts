@@ -232,13 +232,20 @@ async function seedMix(c: Conn) {
 }
 
 /** How many maintenance jobs of the mix table there were, and how many rebuilt an index (on a connection of its own: an idle one may have been closed). */
-async function maintenanceJobs(port: number): Promise<{ count: number; rebuilds: number }> {
+async function maintenanceJobs(port: number): Promise<{ count: number; rebuilds: number; durations: string }> {
   const c = new Conn("127.0.0.1", port);
   const jobs = (await post(c, json, "/v1/jobs/list", { table: ["mix"] })).jobs.filter((j: { job_type: string }) => j.job_type === "maintenance");
   let rebuilds = 0;
-  for (const j of jobs) if ((await post(c, json, `/v1/transaction/${j.job_id}/describe`, {})).properties?.indexes_rebuilt) rebuilds++;
+  const ms: number[] = [];
+  for (const j of jobs) {
+    const p = (await post(c, json, `/v1/transaction/${j.job_id}/describe`, {})).properties ?? {};
+    if (p.indexes_rebuilt) rebuilds++;
+    if (p.duration_ms !== undefined) ms.push(Number(p.duration_ms));
+  }
   c.close();
-  return { count: jobs.length, rebuilds };
+  ms.sort((a, b) => a - b);
+  const durations = ms.length ? `job duration p50 ${ms[Math.floor(ms.length / 2)]} ms, max ${ms.at(-1)} ms, total ${ms.reduce((a, b) => a + b, 0)} ms` : "no job durations";
+  return { count: jobs.length, rebuilds, durations };
 }
 
 /** Fragments and versions of the mix table, read every second while `running()` (one read at a time). */
@@ -309,7 +316,7 @@ async function mix(port: number) {
   console.log(`mix: queries/s per second ${perS.join(" ")}`);
   console.log(`mix: min ${Math.min(...perS)} = ${(Math.min(...perS) / base).toFixed(2)}x quiet, median ${median(perS)}; seconds under 0.5x: ${perS.filter((n) => n < base / 2).length}; errors ${JSON.stringify(Object.fromEntries(loaded.errors))}`);
   console.log(`fragments per second ${f.fragments.join(" ")}`);
-  console.log(`fragments peak ${Math.max(...f.fragments)}, index segments peak ${Math.max(...f.segments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; inserts ${ins.length}, p50 ${ins[Math.floor(ins.length / 2)]?.toFixed(1)} ms, p99 ${ins[Math.floor(ins.length * 0.99)]?.toFixed(1)} ms; maintenance jobs ${jobs.count}, index rebuilds ${jobs.rebuilds}`);
+  console.log(`fragments peak ${Math.max(...f.fragments)}, index segments peak ${Math.max(...f.segments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; inserts ${ins.length}, p50 ${ins[Math.floor(ins.length / 2)]?.toFixed(1)} ms, p99 ${ins[Math.floor(ins.length * 0.99)]?.toFixed(1)} ms; maintenance jobs ${jobs.count}, index rebuilds ${jobs.rebuilds}; ${jobs.durations}`);
 }
 
 async function azuriteInserts(port: number) {
@@ -340,7 +347,7 @@ async function azuriteInserts(port: number) {
   const jobs = await maintenanceJobs(port);
   console.log(`${lat.length} single-row inserts from 8 clients in ${seconds} s: p50 ${lat[Math.floor(lat.length / 2)]?.toFixed(0)} ms, p99 ${lat[Math.floor(lat.length * 0.99)]?.toFixed(0)} ms, max ${lat.at(-1)?.toFixed(0)} ms; errors ${errors.length}`);
   console.log(`fragments per second ${f.fragments.join(" ")}`);
-  console.log(`fragments peak ${Math.max(...f.fragments)}, index segments peak ${Math.max(...f.segments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; maintenance jobs ${jobs.count}, index rebuilds ${jobs.rebuilds}`);
+  console.log(`fragments peak ${Math.max(...f.fragments)}, index segments peak ${Math.max(...f.segments)}, versions kept peak ${Math.max(...f.versions)} / last ${f.versions.at(-1)}; maintenance jobs ${jobs.count}, index rebuilds ${jobs.rebuilds}; ${jobs.durations}`);
   for (const x of conns) x.close();
 }
 

@@ -87,6 +87,7 @@ export const options = [
   { key: "maintenance-deleted-percent", kind: "int", def: 10, min: 0, max: 100, doc: "deleted rows, as a percentage of the rows their fragments hold, a table branch may carry before it is maintained (compaction rewrites such fragments without them; 0: never for this reason)" },
   { key: "maintenance-cooldown-ms", kind: "int", def: 0, min: 0, doc: "least time between the starts of two automatic maintenance jobs of one table branch (0: none; --maintenance-max-share paces them)" },
   { key: "maintenance-max-share", kind: "int", def: 50, min: 1, max: 100, doc: "most of its time, in percent, a table branch spends in automatic maintenance: after a job that took d, the next waits d x (100 - share) / share; while a threshold is passed the next starts as soon as that allows" },
+  { key: "commit-spacing-ms", kind: "int", def: 250, min: 0, doc: "while a table branch holds --maintenance-small-fragments small fragments or more, its appends and merge inserts start a commit at most this often (up to twice as long as the fragments grow past the threshold), so writers arriving meanwhile share one commit and one fragment; 0: never spaced; see docs/maintenance.md" },
   { key: "maintenance-sweep-ms", kind: "int", def: 600_000, min: 0, doc: "how often every table's main branch is checked (tables other processes write); 0: no sweep" },
   { key: "auto-backfill-delay-ms", kind: "int", def: 1000, min: 0, doc: "after a write to a table with auto_backfill columns, how long to wait for more writes before the follow-up backfill starts" },
   { key: "location-role", kind: "string", def: "read", doc: "least role whose table descriptions carry the table's storage location (read, write or admin); a client given it can open the files itself, see Security" },
@@ -177,6 +178,7 @@ export interface Config {
   maintenanceMaxVersions: number;
   maintenanceMaxIndexSegments: number;
   maintenanceSweepMs: number;
+  commitSpacingMs: number;
   refreshJobs: number;
   autoRefreshMinRows: number;
   autoRefreshCooldownMs: number;

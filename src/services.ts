@@ -15,6 +15,7 @@ import { createSearchBatcher, type SearchBatcher } from "./engine/search-batcher
 import { CHOICE, createBatchChoice } from "./engine/batch-choice.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
+import { createCommitSpacing } from "./engine/commit-spacing.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { backfillKind } from "./jobs/kinds/backfill.js";
 import { backfillTaskKind } from "./jobs/kinds/backfill-task.js";
@@ -128,10 +129,12 @@ export async function createServices(config: Config, credential: (key: string) =
   ));
   const auto = autoBackfill({ jobs, tables, workers: config.workers, delayMs: config.autoBackfillDelayMs });
   const refreshes = autoRefresh({ jobs, tables, views, catalog, workers: config.workers, minRows: config.autoRefreshMinRows, cooldownMs: config.autoRefreshCooldownMs, credential });
+  const spacing = createCommitSpacing(config.commitSpacingMs);
   const maintenance = autoMaintenance({
     jobs,
     tables,
     catalog,
+    spacing,
     settings: {
       enabled: config.autoMaintenance === "on",
       smallFragments: config.maintenanceSmallFragments,
@@ -158,7 +161,7 @@ export async function createServices(config: Config, credential: (key: string) =
     system,
     claims,
     tables,
-    appends: createGroupCommit(tables),
+    appends: createGroupCommit(tables, spacing),
     searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots, choice: createBatchChoice({ ...CHOICE, everyMs: config.batchMeasureMs }) }),
     serving,
     jobs,

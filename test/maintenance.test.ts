@@ -516,6 +516,41 @@ describe("automatic maintenance after a backfill, and its metrics", () => {
   }, 240_000);
 });
 
+describe("commit spacing while maintenance lags", () => {
+  // A first job starts at once and a second not for ten minutes (the cooldown): the small fragments
+  // written after the first stay past the threshold, and writers' commits are spaced.
+  let sp: Quiver;
+  beforeAll(async () => {
+    sp = await startQuiver({ args: ["--workers", "1", "--maintenance-small-fragments", "3", "--maintenance-cooldown-ms", "600000", "--commit-spacing-ms", "400"] });
+  });
+  afterAll(async () => {
+    await sp.stop();
+    removeDir(sp.dataDir);
+  });
+
+  it("inserts sent 40 ms apart share commits once the table's small fragments pass the threshold; every row is stored and answered with its version", async () => {
+    const c = calls(() => sp);
+    expect((await c.post("spaced", "create", rows(0, 1))).status).toBe(200);
+    for (let i = 1; i < 4; i++) await c.insert("spaced", i, 1);
+    const jobs = async () => ((await sp.call("POST", "/v1/jobs/list", { table: ["spaced"] })).json.jobs as { job_type: string; status: string }[]).filter((j) => j.job_type === "maintenance");
+    expect((await until(jobs, (j) => j.length === 1 && j[0].status === "Succeeded"))[0].status).toBe("Succeeded");
+    for (let i = 4; i < 8; i++) await c.insert("spaced", i, 1);
+    // The look after those commits (a second later) finds 5 small fragments and no job may start.
+    expect(await until(async () => (await c.post("spaced", "stats", {})).json.fragment_stats.num_small_fragments as number, (n) => n >= 3)).toBeGreaterThanOrEqual(3);
+    await new Promise((r) => setTimeout(r, 1500));
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => new Promise((r) => setTimeout(r, 40 * i)).then(() => c.post("spaced", "insert", rows(100 + i, 1)))),
+    );
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    const versions = new Set(replies.map((r) => r.json.version as number));
+    // Unspaced, each insert is a commit of its own (8 versions): 40 ms is longer than a commit here.
+    expect(versions.size).toBeLessThanOrEqual(3);
+    for (const [i, r] of replies.entries()) expect((await c.post("spaced", "count_rows", { version: r.json.version, predicate: `id = ${100 + i}` })).json).toBe(1);
+    expect((await c.post("spaced", "count_rows", {})).json).toBe(16);
+    expect(await jobs()).toHaveLength(1);
+  }, 120_000);
+});
+
 describe("the versions bound", () => {
   let v: Quiver;
   beforeAll(async () => {

@@ -6,13 +6,16 @@
 // own row counts. Only batches with the same schema (and for merges, the same key and clauses) are
 // combined (each was checked against the table before it got here, so a bad batch never joins a
 // group); if a combined commit fails anyway, each batch is committed on its own, so one writer's
-// failure is never its neighbours'.
+// failure is never its neighbours'. While a table branch carries too many small fragments, its
+// commits start a spacing apart (src/engine/commit-spacing.ts), and groups fill meanwhile.
+import { setTimeout as sleep } from "node:timers/promises";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { log } from "../log.js";
 import { recordCommitRetries } from "../metrics.js";
 import { arrow } from "./arrow.js";
+import { spacingKey, type CommitSpacing } from "./commit-spacing.js";
 import { quoteIdent } from "./computed-columns.js";
 import { namedBranch, type Tables, type TableHandle } from "./tables.js";
 import { mergeRows, type MergeHow } from "./writes.js";
@@ -59,7 +62,7 @@ const shapeOf = (s: A.Schema) => s.fields.map((f) => `${f.name}:${String(f.type)
 
 const concat = (parts: A.Table[]) => (parts.length === 1 ? parts[0] : parts[0].concat(...parts.slice(1)));
 
-export function createGroupCommit(tables: Tables): GroupCommit {
+export function createGroupCommit(tables: Tables, spacing: CommitSpacing): GroupCommit {
   /** Per table branch and kind: the group still open to joiners (its commit has not begun). */
   const open = new Map<string, Waiting<unknown, unknown>[]>();
 
@@ -91,10 +94,14 @@ export function createGroupCommit(tables: Tables): GroupCommit {
     // The commit queue reached this group: it closes to joiners and commits what it holds.
     const close = () => open.get(key) === group && open.delete(key);
     let answers: R[];
+    const spaced = spacingKey(entry.objectId, namedBranch(branch));
     try {
       const rows = () => group.reduce((n, w) => n + kind.rows(w.item), 0);
+      const wait = spacing.wait(spaced, rows());
+      if (wait > 0) await sleep(wait);
       const r = await tables.write(entry, branch, { change: kind.change, rows: rows() }, () => {
         close();
+        spacing.started(spaced);
         return group.length === 1 ? kind.alone(group[0].item).then((a) => ({ version: kind.versionOf(a), answers: [a] })) : kind.together(group.map((w) => w.item));
       });
       answers = r.answers;

@@ -9,6 +9,7 @@
 // spends at most --maintenance-max-share of its time in automatic jobs, so a write stream cannot
 // keep one busy.
 import type { Catalog, Entry } from "../../catalog/catalog.js";
+import { spacingKey, type CommitSpacing } from "../../engine/commit-spacing.js";
 import { exportFigures, tableFigures, type TableFigures } from "../../engine/maintenance.js";
 import type { MaintenanceProgress } from "../../../workers/processes/maintenance.js";
 import { tableVersion } from "../../engine/table-info.js";
@@ -69,7 +70,7 @@ const CHECK_DELAY_MS = 1000;
 // start adds small fragments that every query searches one by one (docs/maintenance.md).
 const JOB_END_POLL_MS = 100;
 
-export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Catalog; settings: AutoMaintenanceSettings }): Trigger {
+export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Catalog; settings: AutoMaintenanceSettings; spacing: CommitSpacing }): Trigger {
   const timers = new Map<string, NodeJS.Timeout>();
   const lastStart = new Map<string, number>();
   /** Per table branch: the last maintenance job seen (its end sets when the next may start). */
@@ -82,7 +83,7 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
   const dueSince = new Map<string, number>();
   /** Per table branch whose last maintenance job changed nothing: the version then (a job runs again only once something was committed since). */
   const leftAt = new Map<string, number>();
-  const keyOf = (entry: Entry, branch: string | null) => `${entry.objectId}\u0000${branch ?? ""}`;
+  const keyOf = (entry: Entry, branch: string | null) => spacingKey(entry.objectId, branch);
   const share = Math.min(100, Math.max(1, deps.settings.maxSharePercent)) / 100;
 
   const arm = (entry: Entry, branch: string | null, delay: number) => {
@@ -123,9 +124,10 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     const current = deps.catalog.get(entry.id) ?? entry;
     const k = keyOf(current, branch);
     const s = settingsFor(current, deps.settings);
-    if (!s.enabled || !current.location) return;
+    if (!s.enabled || !current.location) return deps.spacing.seen(k, 0, 0);
     const active = activeMaintenance(deps.jobs, current.id, branch);
     if (active) {
+      if ((active.progress as MaintenanceProgress | undefined)?.phase === "rebuilding") deps.spacing.rebuilding(k);
       lastJob.set(k, active.id);
       return arm(current, branch, JOB_END_POLL_MS);
     }
@@ -139,6 +141,8 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     const table = await deps.tables.open(current, { branch, fresh: true });
     const [f, version] = await Promise.all([tableFigures(table), tableVersion(table)]);
     exportFigures(current.objectId, branch, f);
+    // The group commit spaces the table branch's commits while its small fragments are past the threshold.
+    deps.spacing.seen(k, f.small_fragments, s.smallFragments);
     if (idle) leftAt.set(k, version);
     const unindexed = Object.values(f.unindexed_rows).reduce((a, b) => a + b, 0);
     const deletedPercent = f.deleted_rows === 0 ? 0 : (100 * f.deleted_rows) / (f.rows + f.deleted_rows);
