@@ -338,7 +338,7 @@ export function recordSearchIdle(seconds: number): void {
 const searchPaths = new Map<string, { path: string; reason: string; n: number }>();
 new Counter({
   name: "quiver_search_path_total",
-  help: "Vector searches by the path that answered them: serving (the serving index) or engine (LanceDB), with the reason the engine answered (version, branch, option:<name>, not_built, stale, syncing, memory, disabled, failed, filter)",
+  help: "Vector searches by the path that answered them: serving (the serving index) or engine (LanceDB), with the reason the engine answered (version, branch, option:<name>, not_built, stale, memory, disabled, failed, filter)",
   labelNames: ["path", "reason"] as const,
   registers: [registry],
   collect() {

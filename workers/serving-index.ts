@@ -37,8 +37,8 @@ export interface ServingIndex {
   maxRowId: number;
   /** Versions this process committed as inserts, not yet synced (the cheap sync reads only new rows). */
   inserts: Set<number>;
-  /** Set while slots get new row ids in place: searches go to LanceDB until it is done. */
-  exclusive: boolean;
+  /** While slots get new row ids in place (exclusive), resolves once they have: searches wait for it. */
+  remapped: Promise<void> | null;
   /** How many times slots got new row ids: a search that began before one is not answered from the index. */
   moves: number;
   /** Searches in flight, and who waits for none to be. */
@@ -120,7 +120,7 @@ export function indexOf(entry: Entry, column: string, metric: IndexedVectors["me
     rowSlots: new Map(),
     maxRowId: -1,
     inserts: new Set(),
-    exclusive: false,
+    remapped: null,
     moves: 0,
     searching: 0,
     drained: null,
@@ -242,8 +242,9 @@ async function apply(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: num
 
 /**
  * Make version x the index's: retire the rows gone and replaced, give moved rows their new ids
- * (only while no search runs: a search at the old version would read the new id), and map the
- * new slots' row ids.
+ * (only while no search runs: a search at the old version would read the new id; searches that
+ * arrive meanwhile wait, a few milliseconds, rather than fall to LanceDB, whose answers took
+ * hundreds of milliseconds under load), and map the new slots' row ids.
  */
 async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], goneIds: number[]): Promise<void> {
   const g = ix.graph;
@@ -253,8 +254,9 @@ async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], gon
     ix.rowSlots.delete(Number(rowIdOf(g, s)));
   }
   for (const id of goneIds) ix.rowSlots.delete(id);
+  let release = () => {};
   if (r.remapSlots.length > 0) {
-    ix.exclusive = true;
+    ix.remapped = new Promise<void>((resolve) => (release = resolve));
     if (ix.searching > 0) await new Promise<void>((resolve) => (ix.drained = resolve));
     for (const s of r.remapSlots) ix.rowSlots.delete(Number(rowIdOf(g, s)));
     ix.moves++;
@@ -268,7 +270,8 @@ async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], gon
   for (const v of ix.inserts) if (v <= x) ix.inserts.delete(v);
   ix.version = x;
   ix.slotsAtVersion = slotCount(g);
-  ix.exclusive = false;
+  ix.remapped = null;
+  release();
   ix.dirty = true;
 }
 

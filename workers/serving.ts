@@ -64,6 +64,8 @@ interface TableState {
   /** Versions this process committed whose writes wait for the index before they are answered. */
   awaiting: Set<number>;
   rebuilding: boolean;
+  /** Since when searches found the table ahead of the index (null: they did not). */
+  behindSince: number | null;
   plans: Map<string, Promise<Plan>>;
   /** When the state was decided (a failed or over-budget table is looked at again later). */
   since: number;
@@ -86,6 +88,8 @@ const RETRY_MS = 60_000;
 const SAVE_MS = 10 * 60_000;
 /** LanceDB's default probes: a request above them asks for more recall. */
 const ENGINE_PROBES = 20;
+/** A search whose rows moved while its filter and plan were made starts again this often before LanceDB answers it. */
+const MOVED_RETRIES = 2;
 const PROPERTY = "quiver.serving";
 
 // The pool's threads keep each index's memory by its key until told it was dropped: a key is never
@@ -94,7 +98,7 @@ const PROPERTY = "quiver.serving";
 let memories = 0;
 const memoryKey = (entry: Entry, column: string) => `${entry.objectId}\u0000${column}\u0000${++memories}`;
 
-export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir">, tables: Tables): ServingIndexes {
+export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir" | "consistencyIntervalMs">, tables: Tables): ServingIndexes {
   const states = new Map<string, TableState>();
   const filters = createFilters();
   // Workers drop their views of an index that was replaced or dropped (its memory is then freed).
@@ -126,7 +130,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, plans: new Map(), since: Date.now() };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, behindSince: null, plans: new Map(), since: Date.now() };
     st.status = "checking";
     st.since = Date.now();
     states.set(entry.objectId, st);
@@ -202,6 +206,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       };
       try {
         await syncTo(want);
+        st.behindSince = null;
       } catch (err) {
         // A version maintenance already removed (the sync ran behind a stream of commits): the
         // latest, read afresh, holds its rows and every change after it.
@@ -348,11 +353,25 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     if (column !== ix.column) return { reason: "option:vector_column" };
     if (spec.distanceType !== null && spec.distanceType !== ix.metric) return { reason: "option:distance_type" };
     if (spec.vectors.some((v) => v.length !== ix.graph.dim)) return { reason: "option:vector" };
-    if (ix.exclusive) return { reason: "syncing" };
+    if (ix.remapped) {
+      await ix.remapped;
+      return route(entry, table, spec, at);
+    }
     const current = at.version ?? tables.knownVersion(entry.objectId, table) ?? (await tableVersion(table));
-    if (current !== ix.version && !(at.version == null && ix.version >= (at.minVersion ?? 0) && unanswered(st, ix.version, current))) {
-      if (at.version == null && current > ix.version) void requestSync(st, current);
-      return { reason: at.version != null ? "version" : "stale" };
+    if (current === ix.version) st.behindSince = null;
+    else if (at.version != null) return { reason: "version" };
+    else if (ix.version < (at.minVersion ?? 0)) {
+      void requestSync(st, current);
+      return { reason: "stale" };
+    } else if (current > ix.version) {
+      if (st.target < current) void requestSync(st, current);
+      // A search without a version asked for may be answered at the index's version while its sync
+      // runs, for as long as a cached table may be stale (--consistency-interval-ms): behind by
+      // writes this process has not answered yet, or by another process's commits (maintenance's
+      // compactions among them, whose syncs read every row id). LanceDB answered such searches
+      // before, at hundreds of milliseconds each under load: the worst second of a write stream.
+      st.behindSince ??= Date.now();
+      if (!unanswered(st, ix.version, current) && Date.now() - st.behindSince >= config.consistencyIntervalMs) return { reason: "stale" };
     }
     const k = spec.k ?? 10;
     const wanted = k + spec.offset;
@@ -422,67 +441,72 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     return arrow.tableToIPC(new arrow.Table([new arrow.RecordBatch(schema, data)]), "file");
   }
 
+  /** A search through the index, again (up to `retries` times) when rows moved while its filter and plan were made. */
+  async function serve(entry: Entry, table: TableHandle, spec: QuerySpec, at: At, format: "arrow" | "json" | "ndjson", retries: number): Promise<Served> {
+    const r = await route(entry, table, spec, at);
+    if ("reason" in r) {
+      if (r.reason !== null) recordSearchPath("engine", r.reason);
+      return r;
+    }
+    const { st, ix, version } = r;
+    let bits: FilterBits | null = null;
+    let plan: Plan;
+    try {
+      if (spec.filter !== null) bits = await filters.bitsFor(ix, spec.filter, (v) => tables.open(entry, { version: v }));
+      plan = await planOf(st, ix, table, spec);
+    } catch (err) {
+      // The engine answers (and words any error in the filter or columns as it always does).
+      log.debug("serving index: engine answers", { table: entry.objectId, error: String(err) });
+      recordSearchPath("engine", spec.filter !== null ? "filter" : "plan");
+      return { reason: spec.filter !== null ? "filter" : "plan" };
+    }
+    // A sync that moved rows (new row ids in place) may have run meanwhile: the search starts
+    // again (the filter's bitmap is then of the new version), or after that LanceDB answers.
+    // Rows added or retired since are no matter: the search reads the index at its version.
+    if (ix.remapped || ix.moves !== r.moves || st.ix !== ix) {
+      if (retries > 0) return serve(entry, table, spec, at, format, retries - 1);
+      recordSearchPath("engine", "stale");
+      return { reason: "stale" };
+    }
+    const query: SearchQuery = {
+      vectors: Float32Array.from(spec.vectors!.flat()),
+      k: r.k,
+      offset: spec.offset,
+      ef: r.ef,
+      exact: spec.bypassVectorIndex,
+      version,
+      bits: bits?.bits ?? null,
+      passing: bits?.passing ?? 0,
+      postfilter: !spec.prefilter,
+      lower: spec.lowerBound ?? -Infinity,
+      upper: spec.upperBound ?? Infinity,
+    };
+    ix.searching++;
+    let answer: Uint8Array | FoundRows;
+    try {
+      answer = await poolOf().search(ix.ref, plan, query, plan.hitsOnly);
+    } catch (err) {
+      // A search that failed in its thread is a bug to fix, not the client's failure: LanceDB answers.
+      log.error("serving index: search failed; LanceDB answers", { table: entry.objectId, error: String((err as Error)?.stack ?? err) });
+      recordSearchPath("engine", "error");
+      return { reason: "error" };
+    } finally {
+      if (--ix.searching === 0 && ix.drained) {
+        ix.drained();
+        ix.drained = null;
+      }
+    }
+    const bytes = answer instanceof Uint8Array ? answer : await completed(table, version, plan, answer);
+    if (bytes === null) {
+      recordSearchPath("engine", "stale");
+      return { reason: "stale" };
+    }
+    recordSearchPath("serving", "");
+    return { chunks: format === "arrow" ? [bytes] : jsonAnswer(bytes, format === "ndjson") };
+  }
+
   return {
-    async search(entry, table, spec, at, format) {
-      const r = await route(entry, table, spec, at);
-      if ("reason" in r) {
-        if (r.reason !== null) recordSearchPath("engine", r.reason);
-        return r;
-      }
-      const { st, ix, version } = r;
-      let bits: FilterBits | null = null;
-      let plan: Plan;
-      try {
-        if (spec.filter !== null) bits = await filters.bitsFor(ix, spec.filter, (v) => tables.open(entry, { version: v }));
-        plan = await planOf(st, ix, table, spec);
-      } catch (err) {
-        // The engine answers (and words any error in the filter or columns as it always does).
-        log.debug("serving index: engine answers", { table: entry.objectId, error: String(err) });
-        recordSearchPath("engine", spec.filter !== null ? "filter" : "plan");
-        return { reason: spec.filter !== null ? "filter" : "plan" };
-      }
-      // A sync that moved rows (new row ids in place) may have run meanwhile: then LanceDB answers.
-      // Rows added or retired since are no matter: the search reads the index at its version.
-      if (ix.exclusive || ix.moves !== r.moves || st.ix !== ix) {
-        recordSearchPath("engine", "stale");
-        return { reason: "stale" };
-      }
-      const query: SearchQuery = {
-        vectors: Float32Array.from(spec.vectors!.flat()),
-        k: r.k,
-        offset: spec.offset,
-        ef: r.ef,
-        exact: spec.bypassVectorIndex,
-        version,
-        bits: bits?.bits ?? null,
-        passing: bits?.passing ?? 0,
-        postfilter: !spec.prefilter,
-        lower: spec.lowerBound ?? -Infinity,
-        upper: spec.upperBound ?? Infinity,
-      };
-      ix.searching++;
-      let answer: Uint8Array | FoundRows;
-      try {
-        answer = await poolOf().search(ix.ref, plan, query, plan.hitsOnly);
-      } catch (err) {
-        // A search that failed in its thread is a bug to fix, not the client's failure: LanceDB answers.
-        log.error("serving index: search failed; LanceDB answers", { table: entry.objectId, error: String((err as Error)?.stack ?? err) });
-        recordSearchPath("engine", "error");
-        return { reason: "error" };
-      } finally {
-        if (--ix.searching === 0 && ix.drained) {
-          ix.drained();
-          ix.drained = null;
-        }
-      }
-      const bytes = answer instanceof Uint8Array ? answer : await completed(table, version, plan, answer);
-      if (bytes === null) {
-        recordSearchPath("engine", "stale");
-        return { reason: "stale" };
-      }
-      recordSearchPath("serving", "");
-      return { chunks: format === "arrow" ? [bytes] : jsonAnswer(bytes, format === "ndjson") };
-    },
+    search: (entry, table, spec, at, format) => serve(entry, table, spec, at, format, MOVED_RETRIES),
 
     async explain(entry, table, spec, at) {
       const r = await route(entry, table, spec, at);
