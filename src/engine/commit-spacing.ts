@@ -13,7 +13,7 @@
 
 /** The interval grows in proportion to the small fragments over the threshold, up to this many times the base. */
 const MAX_FACTOR = 2;
-const REBUILD_FACTOR = 4;
+const REBUILD_FACTOR = 5;
 const BULK_ROWS = 1000;
 
 export interface CommitSpacing {
