@@ -105,6 +105,13 @@ describe("GET /metrics", () => {
     expect((await q.call("POST", "/v1/table/mf/add_columns", add("slow", "(x) => { const t = Date.now(); while (Date.now() - t < 50) {} return x; }"))).status).toBe(200);
     const slow = await q.call("POST", "/v1/table/mf/backfill_column", { column: "slow", task_size: 1, concurrency: 1, checkpoint_size: 1 });
     expect((await until(q, slow.json.job_id, (s) => s === "Running", 60_000)).status).toBe("Running");
+    // Computing rows: its record says Running as soon as this replica claims it, a moment before
+    // the run it counts exists (under load a scrape fell in between).
+    const end = Date.now() + 60_000;
+    while (Number((await q.call("POST", `/v1/transaction/${slow.json.job_id}/describe`, {})).json.properties.rows_done ?? 0) < 1) {
+      expect(Date.now(), "the slow backfill computed no row").toBeLessThan(end);
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const during = await scrape();
     expect(sample(during, "quiver_replica_jobs_running", { kind: "backfill" })).toBe(1);
     expect(sample(during, "quiver_jobs", { kind: "backfill", state: "Running" })).toBe(1);

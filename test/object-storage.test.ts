@@ -302,12 +302,12 @@ describe("start-up errors", () => {
 
   it("an unreachable S3 endpoint fails the start within the deadline, with one line and no stack", async () => {
     const r = await runQuiverToEnd([
-      "--data-dir", "s3://bucket/quiver", "--state-dir", state, "--storage-timeout-ms", "5000",
+      "--data-dir", "s3://bucket/quiver", "--state-dir", state, "--storage-timeout-ms", "2000",
       "--storage-option", "endpoint=http://127.0.0.1:1", "--storage-option", "allow_http=true",
       "--storage-option", "aws_access_key_id=dummy", "--storage-option", "aws_secret_access_key=dummy-secret-value", "--storage-option", "region=us-east-1",
     ]);
     expect(r.code).toBe(1);
-    expect(r.ms).toBeLessThan(15_000);
+    expect(r.ms).toBeLessThan(12_000);
     const lines = r.stderr.trim().split("\n").filter((l) => l.startsWith("quiver:"));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^quiver: cannot open the data directory s3:\/\/bucket\/quiver: /);

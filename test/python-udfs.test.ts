@@ -1,5 +1,6 @@
 // Python UDFs end to end on a real server, in its compute sandbox: virtual columns (scalar, batch,
-// struct output, udf_name), a udtf and a chunker view, and the time limit. Escapes: test/security/sandbox-escape.test.ts.
+// struct output, udf_name), a udtf and a chunker view, and the time limit. Escapes: test/security/sandbox-escape.test.ts;
+// the memory limit: test/python-memory.test.ts.
 import { Field, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { describe, expect, it, vi } from "vitest";
 import { toStream } from "./helpers/arrow.js";
@@ -125,26 +126,5 @@ describe("Python views", () => {
       { id: 2, word: "w2", pos: 0 },
       { id: 2, word: "v2", pos: 1 },
     ]);
-  });
-});
-
-describe("Python memory", () => {
-  // Cap: 2 workers x 128 MB + 512 MB of resident memory for the compute sandbox process.
-  const small = serverForFile({ args: ["--worker-heap-mb", "128", "--workers", "2", "--udf-timeout-ms", "60000"] });
-
-  it("a UDF that allocates without end fails the backfill saying it ran out of memory; the next Python backfill works", async () => {
-    const id = "pymem";
-    expect((await small.call("POST", `/v1/table/${id}/create`, [{ id: 1, x: 1 }, { id: 2, x: 2 }])).status).toBe(200);
-    const hog = python("def f(x):\n    keep = []\n    while True:\n        keep.append(b'a' * (32 << 20))", { type: "int64" });
-    expect((await small.call("POST", `/v1/table/${id}/add_columns`, { new_columns: [{ name: "y", virtual_column: hog }] })).status).toBe(200);
-    const r = await small.call("POST", `/v1/table/${id}/backfill_column`, { column: "y" });
-    expect(r.status, r.text).toBe(202);
-    const done = await settle(small, r.json.job_id, 200_000);
-    expect(done.status).toBe("Failed");
-    expect(JSON.stringify(done.properties)).toMatch(/ran out of memory: the compute sandbox passed 768 MB/);
-    const ok = python("def f(x):\n    return int(x) + 1", { type: "int64" }, {}, "z");
-    expect((await small.call("POST", `/v1/table/${id}/add_columns`, { new_columns: [{ name: "z", virtual_column: ok }] })).status).toBe(200);
-    const again = await small.call("POST", `/v1/table/${id}/backfill_column`, { column: "z" });
-    expect((await settle(small, again.json.job_id, 200_000)).status).toBe("Succeeded");
   });
 });

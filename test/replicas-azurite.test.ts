@@ -1,7 +1,8 @@
 // Three Quiver replicas on one Azurite container (Azure Blob Storage's emulator) behind HAProxy
 // (test/helpers/replicas.ts): the main paths through the balancer, a create race, concurrent
-// writes, jobs followed, cancelled and taken over across replicas, Idempotency-Key retries,
-// versions across replicas and a backfill split over them (test/helpers/replica-scenarios.ts).
+// writes, jobs followed and cancelled across replicas, Idempotency-Key retries and versions across
+// replicas (test/helpers/replica-scenarios.ts). Backfills taken over and split across replicas:
+// test/replicas-azurite-backfills.test.ts (a bed of its own, so the two halves run side by side).
 import { describe } from "vitest";
 import { replicasForFile } from "./helpers/replicas.js";
 import * as s from "./helpers/replica-scenarios.js";
@@ -13,8 +14,6 @@ describe("three replicas on one Azurite container", () => {
   s.createRace(bed);
   s.concurrentWrites(bed);
   s.jobsAcrossReplicas(bed);
-  s.backfillTakeover(bed);
   s.idempotencyAcrossReplicas(bed);
   s.versionsAcrossReplicas(bed);
-  s.backfillTasksAcrossReplicas(bed);
 });

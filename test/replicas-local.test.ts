@@ -1,8 +1,9 @@
-// Two Quiver replicas on one local data directory behind HAProxy (test/helpers/replicas.ts): the
-// main paths through the balancer, a create race, concurrent writes, reads through a replica's
-// crash, jobs followed, cancelled and taken over across replicas, a restart beside a live job,
-// Idempotency-Key retries, versions across replicas and backfills split over them: spread, canceled,
-// and a task's replica killed (test/helpers/replica-scenarios.ts).
+// Two Quiver replicas on one local directory behind HAProxy (test/helpers/replicas.ts): the main
+// paths through the balancer, a create race, concurrent writes, reads through a replica's crash,
+// jobs followed and cancelled across replicas, a restart beside a live job, Idempotency-Key retries
+// and versions across replicas (test/helpers/replica-scenarios.ts). Backfills taken over and split
+// across replicas: test/replicas-local-backfills.test.ts (a bed of its own, so the two halves run
+// side by side).
 import { describe } from "vitest";
 import { replicasForFile } from "./helpers/replicas.js";
 import * as s from "./helpers/replica-scenarios.js";
@@ -15,10 +16,7 @@ describe("two replicas on one local directory", () => {
   s.concurrentWrites(bed);
   s.readsThroughAKill(bed);
   s.jobsAcrossReplicas(bed);
-  s.backfillTakeover(bed);
   s.restartLeavesLiveJobs(bed);
   s.idempotencyAcrossReplicas(bed);
   s.versionsAcrossReplicas(bed);
-  s.backfillTasksAcrossReplicas(bed);
-  s.splitBackfillsAcrossReplicas(bed);
 });

@@ -55,6 +55,9 @@ async function untilRows(c: Caller, id: string, rows: number, timeoutMs = 60_000
   }
 }
 
+/** Every replica restarted with `args` added, all at once (nothing runs meanwhile), back in rotation. */
+const restartAll = (bed: Replicas, args: string[]) => Promise.all(bed.replicas.map((_, i) => bed.restart(i, args)));
+
 /** Table create, insert, query (vector, full-text, filter), an index build, a js backfill and a view, all through the balancer. */
 export function mainPaths(bed: Replicas): void {
   describe("through the balancer: the table, query, index and compute main paths", () => {
@@ -340,7 +343,7 @@ async function tasksOf(c: Caller, job: string): Promise<Job[]> {
 export function backfillTasksAcrossReplicas(bed: Replicas): void {
   it("a backfill split into tasks runs one on every replica though each has two slots, each row computed once", async () => {
     const n = bed.replicas.length;
-    for (let i = 0; i < n; i++) await bed.restart(i, ["--backfill-tasks", String(n), "--backfill-jobs", "2"]);
+    await restartAll(bed, ["--backfill-tasks", String(n), "--backfill-jobs", "2"]);
     const T = "tasks1";
     expect((await bed.call("POST", `/v1/table/${T}/create`, rowsIpc(10_000, DIM, 0))).status).toBe(200);
     expect((await bed.call("POST", `/v1/table/${T}/add_columns`, { new_columns: [slowColumn("t")] })).status).toBe(200);
@@ -507,7 +510,7 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
     }
 
     it("setup: every replica splits backfills in two, two slots each", async () => {
-      for (let i = 0; i < bed.replicas.length; i++) await bed.restart(i, ["--backfill-tasks", "2", "--backfill-jobs", "2"]);
+      await restartAll(bed, ["--backfill-tasks", "2", "--backfill-jobs", "2"]);
     }, 120_000);
 
     it("a cancel stops the tasks on every replica: no commit after their finished_at, counts equal to the rows committed", async () => {
