@@ -39,7 +39,7 @@ export interface ServingIndex {
   inserts: Set<number>;
   /** While slots get new row ids in place (exclusive), resolves once they have: searches wait for it. */
   remapped: Promise<void> | null;
-  /** How many times slots got new row ids: a search that began before one is not answered from the index. */
+  /** How many times slots got new row ids: a search that began before one starts again (or LanceDB answers it). */
   moves: number;
   /** Searches in flight, and who waits for none to be. */
   searching: number;
