@@ -1,9 +1,11 @@
 // The state directory's lock (src/util/state-lock.ts) is a socket the kernel releases when the
 // process ends: a predecessor that lingers as a zombie, or a PID file left naming some live
-// process, never blocks a start, and of two starts at once on one state directory exactly one runs.
+// process, or a live process still holding a removed directory whose inode number a new one got,
+// never blocks a start, and of two starts at once on one state directory exactly one runs.
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { expect, it } from "vitest";
 import { V8_FLAGS } from "../src/util/v8-flags.js";
 import { ADMIN_KEY, removeDir, serverEnv, startQuiver, tempDataDir } from "./helpers/quiver.js";
@@ -80,5 +82,31 @@ it("two starts at once on one state directory: exactly one runs, the other exits
     for (const r of both) if (r.code === undefined) r.p.kill("SIGTERM");
     await until(() => both.every((r) => r.code !== undefined), "both to exit");
     removeDir(dir);
+  }
+});
+
+it("a state directory made where a live process's was removed (its inode number reused) is not that process's: a start there runs", async () => {
+  const dir = tempDataDir();
+  const data = tempDataDir();
+  // A process that holds the lock of `dir` and lives on.
+  const lock = pathToFileURL(path.resolve(__dirname, "../dist/src/util/state-lock.js")).href;
+  const holder = spawn(process.execPath, ["--input-type=module", "-e", `await (await import(${JSON.stringify(lock)})).lockStateDir(${JSON.stringify(dir)}); console.log("held"); setInterval(() => {}, 1000);`], { stdio: ["ignore", "pipe", "inherit"] });
+  let said = "";
+  holder.stdout!.on("data", (d) => (said += d));
+  try {
+    await until(() => said.includes("held"), "the holder to lock");
+    const old = statSync(dir);
+    rmdirSync(dir);
+    mkdirSync(dir);
+    // ext4 (this project's CI) hands a freed inode number to the next directory made beside it.
+    expect(statSync(dir).ino, "the new directory has the removed one's inode number").toBe(old.ino);
+    const next = await startQuiver({ dataUri: data, dataDir: dir });
+    expect((await next.call("GET", "/v1/namespace/%24/list")).status).toBe(200);
+    expect(holder.exitCode).toBeNull();
+    await next.stop();
+  } finally {
+    holder.kill("SIGKILL");
+    removeDir(dir);
+    removeDir(data);
   }
 });

@@ -3,9 +3,11 @@
 // a zombie not yet reaped: its descriptors are closed already), and a PID written before (a PID
 // file's) means nothing to it. Binding is atomic: of two starts at once, one binds and the other
 // is refused. Where it lives:
-//   - Linux: the abstract socket namespace (no file), named from the directory's device and inode,
-//     so any path to the directory (a symlink, a bind mount) names one lock. Abstract names belong
-//     to the network namespace: containers with their own network must not share a state dir.
+//   - Linux: the abstract socket namespace (no file), named from the directory's device, inode and
+//     birth time, so any path to the directory (a symlink, a bind mount) names one lock, and a
+//     directory made where another was removed does not inherit the lock of a process still using
+//     the removed one (file systems reuse inode numbers at once). Abstract names belong to the
+//     network namespace: containers with their own network must not share a state dir.
 //   - Windows: a named pipe, named the same way; released by the kernel too.
 //   - Elsewhere (macOS): `.lock.sock` in the directory. Its file outlives a crash; a start finds it
 //     dead (nothing accepts a connection) and takes it over, so two starts at the same moment
@@ -18,8 +20,9 @@ import path from "node:path";
 /** Where the lock of `dir` lives on this platform. */
 export function lockAddress(dir: string): string {
   if (process.platform !== "linux" && process.platform !== "win32") return path.join(dir, ".lock.sock");
-  const { dev, ino } = statSync(dir, { bigint: true });
-  const name = `quiver-state-${dev.toString(16)}-${ino.toString(16)}`;
+  // A file system without birth times reports 0: device and inode alone then.
+  const { dev, ino, birthtimeNs } = statSync(dir, { bigint: true });
+  const name = `quiver-state-${dev.toString(16)}-${ino.toString(16)}-${birthtimeNs.toString(16)}`;
   return process.platform === "linux" ? `\0${name}` : `\\\\.\\pipe\\${name}`;
 }
 
