@@ -364,6 +364,15 @@ const servingBuild = new Histogram({
 });
 export const recordServingBuild = (seconds: number, loaded: boolean) => servingBuild.observe({ loaded: String(loaded) }, seconds);
 
+const servingSync = new Histogram({
+  name: "quiver_serving_sync_seconds",
+  help: "Time to bring a serving index to a table's new version, by how its rows were found: taken (an insert's new rows, by row id), scanned (rows above the highest row id), compared (every row id read and compared: after compactions, deletes, updates)",
+  labelNames: ["read"] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+export const recordServingSync = (read: "taken" | "scanned" | "compared", seconds: number) => servingSync.observe({ read }, seconds);
+
 /** One table's serving index, as /metrics reports it. */
 export interface ServingSample {
   table: string;

@@ -172,11 +172,16 @@ describe("writes", () => {
         const vec = arrow.makeVector(arrow.makeData({ type: t.schema.fields[3].type, length: 3, nullCount: 0, child: arrow.makeData({ type: new arrow.Float32(), length: 3 * SMALL.dim, data: Float32Array.from([...v, ...v.map((x) => x + 1e-3), ...v.map((x) => x + 2e-3)]) }) }));
         return new arrow.Table({ id: t.getChild("id")!, text: t.getChild("text")!, category: t.getChild("category")!, vector: vec });
       };
+      const syncs = async (read: string) => (await metricValue(q, "quiver_serving_sync_seconds_count", { read })) ?? 0;
+      const [taken, scanned] = [await syncs("taken"), await syncs("scanned")];
       const ins = await post(table, "insert", ipc(at(near)));
       expect(ins.status, ins.text).toBe(200);
       const token = { "x-quiver-min-version": String(ins.json.version) };
       const afterInsert = await answer(table, { vector: { single_vector: v } }, token);
       expect(afterInsert.path).toBe("serving");
+      // The insert's rows were taken by the row ids they must have, not scanned for.
+      expect(await syncs("taken")).toBe(taken + 1);
+      expect(await syncs("scanned")).toBe(scanned);
       expect(col(afterInsert.t, "id").slice(0, 3)).toEqual([10_000, 10_001, 10_002]);
       expectSame(afterInsert.t, await exact(table, v));
       // Delete one of them, update another (its vector moves away), merge_insert the third.

@@ -4,7 +4,8 @@
 import type { Entry } from "../src/catalog/catalog.js";
 import { createGraphMemory, graphOf, refresh, retire, rowIdOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
 import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
-import { readRows, rowIdsOf, schemaOf, type IndexedVectors } from "../src/engine/serving-source.js";
+import { arrow } from "../src/engine/arrow.js";
+import { readRows, rowIdsOf, schemaOf, takeRows, type IndexedVectors } from "../src/engine/serving-source.js";
 import { countRows, tableVersion } from "../src/engine/table-info.js";
 import type { TableHandle } from "../src/engine/tables.js";
 import type { ServingPool } from "./serving-pool.js";
@@ -146,8 +147,12 @@ export const AWAITED_ROWS = 5000;
 /** What a sync found it must do, before it reads any row (so a large one need not be waited for). */
 export interface SyncPlan {
   rows: number;
-  run(): Promise<void>;
+  /** Applies it; says how the rows were found (`quiver_serving_sync_seconds`). */
+  run(): Promise<SyncRead>;
 }
+
+/** How a sync found its rows: the new rows taken by row id, scanned for (`_rowid` above the highest), or every row id compared. */
+export type SyncRead = "taken" | "scanned" | "compared";
 
 /**
  * How to bring `ix` to the version of handle `t` (`x`). Inserts this process made since the
@@ -165,25 +170,43 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
       return {
         rows: added,
         run: async () => {
-          const r = await apply(pool, ix, t, x, `${ROW_ID} > ${ix.maxRowId}`, [], [], []);
-          if (r.written + r.vectorless.length + ix.rowSlots.size === total) return publish(ix, x, r, [], []);
+          const taken = await newRowsTaken(ix, t, added, x - ix.version);
+          const r = await apply(pool, ix, x, taken ?? (await read(t, ix, `${ROW_ID} > ${ix.maxRowId}`)), [], [], []);
+          if (r.written + r.vectorless.length + ix.rowSlots.size === total) {
+            await publish(ix, x, r, [], []);
+            return taken ? "taken" : "scanned";
+          }
           // Something other than inserts happened in between (an insert that overwrote): the rows
           // just written are known, and every row id is compared.
           adopt(ix, r);
           for (const v of range(ix.version + 1, x)) ix.inserts.delete(v);
-          await (await planSync(pool, ix, t, x)).run();
+          return (await planSync(pool, ix, t, x)).run();
         },
       };
     }
   }
+  // Every row id compared with the index's, in slices with the event loop's turn between them: at
+  // 100k rows each pass held the main thread for tens of milliseconds, and every search in flight
+  // waited (the worst seconds of a write stream, after each compaction). Syncs are one at a time:
+  // nothing changes the index meanwhile.
+  let n = 0;
   const ids = new Set<number>();
-  for (const chunk of await rowIdsOf(t)) for (const id of chunk) ids.add(Number(id));
+  for (const chunk of await rowIdsOf(t)) {
+    for (const id of chunk) {
+      ids.add(Number(id));
+      if (++n % SLICE === 0) await turn();
+    }
+  }
   const removed: number[] = [];
   const goneIds: number[] = [];
-  for (const [id, slot] of ix.rowSlots) if (!ids.has(id)) (slot === NO_VECTOR ? goneIds : removed).push(slot === NO_VECTOR ? id : slot);
+  for (const [id, slot] of ix.rowSlots) {
+    if (!ids.has(id)) (slot === NO_VECTOR ? goneIds : removed).push(slot === NO_VECTOR ? id : slot);
+    if (++n % SLICE === 0) await turn();
+  }
   const addedOld: number[] = [];
   let addedNew = 0;
   for (const id of ids) {
+    if (++n % SLICE === 0) await turn();
     if (ix.rowSlots.has(id)) continue;
     if (id > ix.maxRowId) addedNew++;
     else addedOld.push(id);
@@ -203,12 +226,17 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
     rows: addedNew + reread.length,
     run: async () => {
       const where = [`${ROW_ID} > ${ix.maxRowId}`, ...chunks(reread, 1000).map((c) => `${ROW_ID} IN (${c.join(",")})`)].join(" OR ");
-      const r = await apply(pool, ix, t, x, addedNew + reread.length > 0 ? where : null, removed, changedIds, changedSlots);
+      const r = await apply(pool, ix, x, addedNew + reread.length > 0 ? await read(t, ix, where) : [], removed, changedIds, changedSlots);
       const remapped = new Set(r.remapSlots);
       await publish(ix, x, r, removed.filter((s) => !remapped.has(s)), goneIds);
+      return "compared";
     },
   };
 }
+
+/** Rows compared between two turns of the event loop. */
+const SLICE = 4096;
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function* range(from: number, to: number): Generator<number> {
   for (let v = from; v <= to; v++) yield v;
@@ -221,10 +249,42 @@ interface Done extends Applied {
   firstNew: number;
 }
 
-/** Read the rows `where` selects at version x and apply them in a pool thread (the index's one writer). */
-async function apply(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number, where: string | null, removed: number[], changedIds: bigint[], changedSlots: number[]): Promise<Done> {
+/** The rows `where` selects at the handle's version, with the columns the index reads. */
+async function read(t: TableHandle, ix: ServingIndex, where: string): Promise<Uint8Array[]> {
   const batches: Uint8Array[] = [];
-  if (where !== null) for await (const b of readRows(t, ix.names, where)) batches.push(b);
+  for await (const b of readRows(t, ix.names, where)) batches.push(b);
+  return batches;
+}
+
+/** Rows added at most this many, over at most this many versions, are taken by the row ids they must have. */
+const TAKEN_ROWS = 1000;
+const TAKEN_VERSIONS = 16;
+
+/**
+ * The `added` rows that inserts appended since the index's version, taken by the row ids they can
+ * have, or null when those are not all of them. A scan for `_rowid > maxRowId` reads every
+ * fragment (10 ms at 60 fragments of a 100k-row table, idle, for one row); a take reads the new
+ * rows alone. Appends give new rows ids above every earlier one: with stable row ids the next
+ * integers, else offsets 0.. of fragments numbered after the newest one's (at most one fragment a
+ * commit here). Any id above maxRowId is a new row, so `added` of them are all of them.
+ */
+async function newRowsTaken(ix: ServingIndex, t: TableHandle, added: number, versions: number): Promise<Uint8Array[] | null> {
+  if (added === 0 || added > TAKEN_ROWS || versions > TAKEN_VERSIONS || ix.maxRowId < 0) return null;
+  const max = BigInt(ix.maxRowId);
+  const ids = new Set<bigint>();
+  for (let i = 1n; i <= BigInt(added); i++) ids.add(max + i);
+  for (let f = (max >> 32n) + 1n, last = f + BigInt(versions); f < last; f++) for (let i = 0n; i < BigInt(added); i++) ids.add((f << 32n) + i);
+  const batches: Uint8Array[] = [];
+  let found = 0;
+  for await (const b of takeRows(t, [...ids], ix.names)) {
+    batches.push(b);
+    found += arrow.tableFromIPC(b).numRows;
+  }
+  return found === added ? batches : null;
+}
+
+/** Apply rows read at version x (and the slots removed or changed) in a pool thread (the index's one writer). */
+async function apply(pool: ServingPool, ix: ServingIndex, x: number, batches: Uint8Array[], removed: number[], changedIds: bigint[], changedSlots: number[]): Promise<Done> {
   refresh(ix.graph);
   const firstNew = slotCount(ix.graph);
   const r = await pool.apply({

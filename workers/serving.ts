@@ -18,7 +18,7 @@ import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type Ind
 import { tableVersion } from "../src/engine/table-info.js";
 import type { TableHandle, Tables } from "../src/engine/tables.js";
 import { log } from "../src/log.js";
-import { recordSearchPath, recordServingBuild, watchServing, type ServingSample } from "../src/metrics.js";
+import { recordSearchPath, recordServingBuild, recordServingSync, watchServing, type ServingSample } from "../src/metrics.js";
 import { createFilters, type FilterBits } from "./serving-filters.js";
 import { AWAITED_ROWS, buildIndex, EF_CONSTRUCTION, GRAPH_M, figures, planSync, TooBig, wornOut, type ServingIndex } from "./serving-index.js";
 import { createServingPool, type ServingPool } from "./serving-pool.js";
@@ -201,8 +201,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         const plan = await planSync(poolOf(), ix, await at(st.entry)(version), version);
         const t1 = performance.now();
         if (plan.rows > AWAITED_ROWS) release();
-        await plan.run();
-        if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version, rows: plan.rows, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
+        const read = await plan.run();
+        recordServingSync(read, (performance.now() - t0) / 1000);
+        if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version, rows: plan.rows, read, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
       };
       try {
         await syncTo(want);
