@@ -147,6 +147,29 @@ describe("answers", () => {
     const unfiltered = col(await served("items", { vector: { single_vector: v } }), "id") as number[];
     const post = await served("items", { vector: { single_vector: v }, filter: "id % 2 = 0", prefilter: false });
     expect(col(post, "id")).toEqual(unfiltered.filter((id) => id % 2 === 0));
+    // Simple comparisons over cached columns are evaluated by the index itself, with the engine's answers.
+    const simple = ["id = 17", "id <> 17 AND id < 60", "(id < 20 OR id >= 380) AND category != 'beta'", "id IN (3, 5, 8, 400) OR category = 'gamma'", "id > -1 AND text IS NOT NULL", "text IS NULL OR id = 5", "category IN ('alpha','beta')"];
+    for (const filter of [...simple, "id % 7 = 0 AND text LIKE '%a%'"]) {
+      const got = await served("items", { vector: { single_vector: v }, filter });
+      expectSame(got, await exact("items", v, (x) => x.where(filter)));
+      const plan = (await q.call("POST", "/v1/table/items/explain_plan", { query: { vector: { single_vector: v }, filter } })).json as string;
+      expect(plan).toContain(simple.includes(filter) ? "evaluated over the index's cached columns" : "evaluated by LanceDB");
+    }
+    // 64-bit and unsigned integers, negative ones, values past 2^32 and 2^53, and nulls, read in place as the engine reads them.
+    const n = 300;
+    const wide = new arrow.Table({
+      id: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => i), new arrow.Int32()),
+      big: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => (i % 10 === 0 ? null : BigInt(i - 150) * 2n ** 45n + BigInt(i))), new arrow.Int64()),
+      small: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => i % 256), new arrow.Uint8()),
+      vector: rows(SMALL, 0, n).getChild("vector")!,
+    });
+    expect((await q.call("POST", "/v1/table/wide/create", ipc(wide))).status).toBe(200);
+    await (await (await lancedb.connectNamespace("dir", { root })).openTable("wide", [])).createIndex("vector", ivf());
+    const w = qsSmall[1];
+    for (const filter of ["big < 0", "big >= 35184372088832", `big = ${7n * 2n ** 45n + 157n}`, `big <= ${-100n * 2n ** 45n + 50n}`, "big > 4503599627370496 OR small = 255", "big IS NULL", "small > 200 AND big IS NOT NULL", "small IN (0, 1, 44)"]) {
+      const got = await served("wide", { vector: { single_vector: w }, filter, k: 20 });
+      expectSame(got, await exact("wide", w, (x) => x.where(filter).limit(20)));
+    }
     // A filter the engine refuses is the engine's 400, as without the serving index.
     const bad = await search("items", { vector: { single_vector: v }, filter: "nosuch = 1" });
     expect(bad.status).toBe(404);
