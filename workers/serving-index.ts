@@ -259,6 +259,7 @@ async function read(t: TableHandle, ix: ServingIndex, where: string): Promise<Ui
 /** Rows added at most this many, over at most this many versions, are taken by the row ids they must have. */
 const TAKEN_ROWS = 1000;
 const TAKEN_VERSIONS = 16;
+const SKIPPED_FRAGMENTS = 8;
 
 /**
  * The `added` rows that inserts appended since the index's version, taken by the row ids they can
@@ -266,14 +267,15 @@ const TAKEN_VERSIONS = 16;
  * fragment (10 ms at 60 fragments of a 100k-row table, idle, for one row); a take reads the new
  * rows alone. Appends give new rows ids above every earlier one: with stable row ids the next
  * integers, else offsets 0.. of fragments numbered after the newest one's (at most one fragment a
- * commit here). Any id above maxRowId is a new row, so `added` of them are all of them.
+ * commit here, a few numbers skipped at most). Any id above maxRowId is a new row, so `added` of them are all of them.
  */
 async function newRowsTaken(ix: ServingIndex, t: TableHandle, added: number, versions: number): Promise<Uint8Array[] | null> {
   if (added === 0 || added > TAKEN_ROWS || versions > TAKEN_VERSIONS || ix.maxRowId < 0) return null;
   const max = BigInt(ix.maxRowId);
   const ids = new Set<bigint>();
   for (let i = 1n; i <= BigInt(added); i++) ids.add(max + i);
-  for (let f = (max >> 32n) + 1n, last = f + BigInt(versions); f < last; f++) for (let i = 0n; i < BigInt(added); i++) ids.add((f << 32n) + i);
+  // Fragment numbers a compaction reserved and did not use are skipped by the next append's.
+  for (let f = (max >> 32n) + 1n, last = f + BigInt(versions + SKIPPED_FRAGMENTS); f < last; f++) for (let i = 0n; i < BigInt(added); i++) ids.add((f << 32n) + i);
   const batches: Uint8Array[] = [];
   let found = 0;
   for await (const b of takeRows(t, [...ids], ix.names)) {
