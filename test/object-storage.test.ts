@@ -13,6 +13,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAzurite, type Azurite } from "./helpers/azurite.js";
 import { racingWritersLoseNothing } from "./helpers/managed-versions.js";
+import { openManifestTable } from "../src/engine/manifest-table.js";
 import { renderMetrics } from "../src/metrics.js";
 import { listNames, useStorageOptions } from "../src/util/store-files.js";
 import { sample } from "./helpers/metrics.js";
@@ -295,6 +296,22 @@ function runQuiverToEnd(args: string[], env: Record<string, string> = {}): Promi
   proc.stdout!.resume();
   return new Promise((resolve) => proc.on("exit", (code) => resolve({ code, stderr, ms: Date.now() - t0 })));
 }
+
+describe("replicas starting together on a new data directory", () => {
+  it("each opens the catalog's manifest table: the creations that lose to another open the winner's (one used to end its start)", async () => {
+    useStorageOptions(az.storageOptions());
+    const state = mkdtempSync(path.join(tmpdir(), "quiver-state-"));
+    try {
+      for (let round = 0; round < 10; round++) {
+        const root = `az://${CONTAINER}/together-${round}`;
+        const stores = await Promise.all(Array.from({ length: 4 }, () => openManifestTable(root, state, az.storageOptions())));
+        expect((await Promise.all(stores.map((m) => m.readAll()))).map((r) => r.rows.length)).toEqual([0, 0, 0, 0]);
+      }
+    } finally {
+      rmSync(state, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
 
 describe("start-up errors", () => {
   const state = mkdtempSync(path.join(tmpdir(), "quiver-state-"));

@@ -10,6 +10,7 @@ import type { ManifestRow, ManifestStore } from "../catalog/catalog.js";
 import { REMOTE_MANIFEST_LOCATION } from "../catalog/locations.js";
 import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
+import { isCommitConflict } from "./messages.js";
 import { merged } from "./writes.js";
 
 const { Field, List, Schema, Utf8 } = arrow;
@@ -31,7 +32,27 @@ async function openRemote(root: string, storageOptions: Record<string, string>):
     return await conn.openTable("__manifest");
   } catch (err) {
     if (!/not found|does not exist/i.test(String((err as Error)?.message ?? err))) throw err;
-    return conn.createEmptyTable("__manifest", schema, { existOk: true });
+    return create(conn);
+  }
+}
+
+/**
+ * Create the manifest table, or open it when another replica's creation won: replicas started
+ * together on a new data directory each create it, and all but one commit lose ("preempted by
+ * concurrent transaction Overwrite"), which ended their start (seen on Azurite).
+ */
+async function create(conn: lancedb.Connection): Promise<lancedb.Table> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await conn.createEmptyTable("__manifest", schema, { existOk: true });
+    } catch (err) {
+      if (!isCommitConflict(err) || attempt >= 3) throw err;
+    }
+    try {
+      return await conn.openTable("__manifest");
+    } catch {
+      // Not readable yet: its creator has not finished; create again (existOk opens it then).
+    }
   }
 }
 
@@ -52,7 +73,7 @@ async function openLocal(root: string, privateDir: string): Promise<lancedb.Tabl
     table = await conn.openTable("__manifest");
   } else {
     mkdirSync(target, { recursive: true });
-    table = await conn.createEmptyTable("__manifest", schema, { existOk: true });
+    table = await create(conn);
   }
   return table;
 }
