@@ -100,7 +100,12 @@ describe("GET /metrics", () => {
     const bad = await q.call("POST", "/v1/table/mf/backfill_column", { column: "bad" });
     expect(bad.status, bad.text).toBe(202);
     expect((await settle(q, bad.json.job_id, 60_000)).status).toBe("Failed");
-    expect(sample(await scrape(), "quiver_job_failures_total", { kind: "backfill", reason: "error" })).toBe(failedBefore + 1);
+    // The record is stored Failed a moment before the counter counts it (the store's commit is
+    // visible before its call returns; under load a scrape fell in between, CI on Node 22).
+    const failures = async () => sample(await scrape(), "quiver_job_failures_total", { kind: "backfill", reason: "error" })!;
+    const counted = Date.now() + 10_000;
+    while ((await failures()) < failedBefore + 1 && Date.now() < counted) await new Promise((r) => setTimeout(r, 20));
+    expect(await failures()).toBe(failedBefore + 1);
     // A backfill that runs until canceled: this replica runs one while it lasts.
     expect((await q.call("POST", "/v1/table/mf/add_columns", add("slow", "(x) => { const t = Date.now(); while (Date.now() - t < 50) {} return x; }"))).status).toBe(200);
     const slow = await q.call("POST", "/v1/table/mf/backfill_column", { column: "slow", task_size: 1, concurrency: 1, checkpoint_size: 1 });
