@@ -5,7 +5,7 @@
 // and an unknown excludes its row under AND and OR alike, so two values decide the same rows as
 // the engine's three. Anything else (another type, a function, a cast, a quoted name, NOT, LIKE)
 // is null here and the engine evaluates it. A filter on a unique key (`id = 12345`, one per
-// search) cost a scan of every fragment in the engine; here it is one pass over the slots.
+// search) cost a scan of every fragment in the engine; here it is a lookup in a value index.
 import type { DataType, Field } from "apache-arrow";
 import { arrow } from "./arrow.js";
 import type { CachedColumn } from "./serving-rows.js";
@@ -156,10 +156,17 @@ function keyAt(g: Graph, view: DataView, slot: number, c: CachedColumn, type: Da
   if (isString(type)) return decoder.decode(g.u8.subarray(view.getUint32(at, true), view.getUint32(at, true) + view.getUint32(at + 4, true)));
   const signed = (type as import("apache-arrow").Int).isSigned;
   if (c.width === 8) return signed ? view.getBigInt64(at, true) : view.getBigUint64(at, true);
-  if (c.width === 4) return signed ? view.getInt32(at, true) : view.getUint32(at, true);
-  if (c.width === 2) return signed ? view.getInt16(at, true) : view.getUint16(at, true);
-  return signed ? view.getInt8(at) : view.getUint8(at);
+  return smallInt(c.width, signed)(view, at);
 }
+
+type Read = (view: DataView, at: number) => number;
+/** Readers of integers of 1, 2 and 4 bytes, as numbers: [unsigned, signed]. */
+const SMALL_INTS: Record<number, [Read, Read]> = {
+  1: [(v, a) => v.getUint8(a), (v, a) => v.getInt8(a)],
+  2: [(v, a) => v.getUint16(a, true), (v, a) => v.getInt16(a, true)],
+  4: [(v, a) => v.getUint32(a, true), (v, a) => v.getInt32(a, true)],
+};
+const smallInt = (width: number, signed: boolean): Read => SMALL_INTS[width][signed ? 1 : 0];
 
 /** Slots by their value of one column, for slots below `upTo`: built on the first lookup, extended by later ones. */
 export interface ValueIndex {
@@ -220,10 +227,7 @@ function against(c: CachedColumn, type: DataType, literal: Literal): Against {
   const signed = (type as import("apache-arrow").Int).isSigned;
   if (c.width <= 4) {
     const n = Number(literal);
-    const read: (view: DataView, at: number) => number =
-      c.width === 1 ? (signed ? (v, a) => v.getInt8(a) : (v, a) => v.getUint8(a))
-      : c.width === 2 ? (signed ? (v, a) => v.getInt16(a, true) : (v, a) => v.getUint16(a, true))
-      : signed ? (v, a) => v.getInt32(a, true) : (v, a) => v.getUint32(a, true);
+    const read = smallInt(c.width, signed);
     return (_g, view, at) => read(view, at) - n;
   }
   const hi = Number(signed ? BigInt.asIntN(32, literal >> 32n) : BigInt.asUintN(32, literal >> 32n));
