@@ -120,10 +120,10 @@ const pickFor = (w: Workload, op: string) => (loop: number, i: number) => {
   return { path: o.path, body: o.bodies[(loop * 31 + i) % o.bodies.length] };
 };
 
-/** CPU seconds a process has used (user + system), from /proc; null where there is no /proc. */
-function cpuSeconds(pid: number): number | null {
+/** CPU seconds a process (or, with `tid`, one of its threads) has used (user + system), from /proc; null where there is no /proc. */
+function cpuSeconds(pid: number, tid?: number): number | null {
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    const f = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1].split(" ");
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch {
     return null;
@@ -187,10 +187,19 @@ async function httpPhase(w: Workload, url: URL, name: string, op: string, c: num
     if (WARM > 0) await phase(name, WARM);
     const m0 = opts.batches ? await batchSeries(url) : null;
     const cpu0 = opts.pid ? cpuSeconds(opts.pid) : null;
+    // The server's main thread (its thread id is its pid) runs the uWS loop: near 100% busy, it is the limit.
+    const main0 = opts.pid ? cpuSeconds(opts.pid, opts.pid) : null;
+    const client0 = process.cpuUsage();
     const r = await phase(name, D);
     const cpu1 = opts.pid ? cpuSeconds(opts.pid) : null;
+    const main1 = opts.pid ? cpuSeconds(opts.pid, opts.pid) : null;
+    const client = process.cpuUsage(client0);
     const cpuUs = cpu0 !== null && cpu1 !== null && r.ok ? ((cpu1 - cpu0) * 1e6) / r.ok : undefined;
-    console.log(line(r) + (cpuUs !== undefined ? `  server CPU ${cpuUs.toFixed(1)} µs/request` : ""));
+    const busy =
+      main0 !== null && main1 !== null
+        ? `  main thread ${f0((100 * (main1 - main0)) / r.seconds)}% busy, this client ${f0((client.user + client.system) / 1e4 / r.seconds)}%`
+        : "";
+    console.log(line(r) + (cpuUs !== undefined ? `  server CPU ${cpuUs.toFixed(1)} µs/request` : "") + busy);
     if (m0) console.log(`    ${batching(m0, await batchSeries(url), r.seconds)}`);
     return { ...r, cpuUs };
   } finally {
@@ -437,7 +446,7 @@ async function workerCounts(w: Workload, state: string, out: string[], bounds: s
       console.log(header());
       const rounds: Result[][] = counts.map(() => []);
       for (let i = 0; i < ROUNDS; i++) {
-        for (const [j, p] of servers.entries()) rounds[j].push(await httpPhase(w, new URL(p.url), `serving --workers ${counts[j]} c=${c}`, "vector", c, { serving: true }));
+        for (const [j, p] of servers.entries()) rounds[j].push(await httpPhase(w, new URL(p.url), `serving --workers ${counts[j]} c=${c}`, "vector", c, { serving: true, pid: p.proc.pid }));
       }
       const ms = rounds.map(medians);
       ms.forEach((m, j) => out.push(`| ${w.name} | ${c} | Quiver, serving index, --workers ${counts[j]} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f2(m.qps / ms[0].qps)} |`));
