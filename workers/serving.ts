@@ -471,7 +471,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       return { reason: "stale" };
     }
     const query: SearchQuery = {
-      vectors: Float32Array.from(spec.vectors!.flat()),
+      vectors: flatVectors(spec.vectors!),
       k: r.k,
       offset: spec.offset,
       ef: r.ef,
@@ -556,4 +556,15 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       await pool?.destroy();
     },
   };
+}
+
+/** Query vectors one after another (Float32Array.from over an iterator cost ~10% of the main thread's time a search). */
+function flatVectors(vectors: number[][]): Float32Array {
+  const out = new Float32Array(vectors.reduce((n, v) => n + v.length, 0));
+  let at = 0;
+  for (const v of vectors) {
+    out.set(v, at);
+    at += v.length;
+  }
+  return out;
 }
