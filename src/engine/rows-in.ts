@@ -101,13 +101,21 @@ function int64(signed: boolean): Read {
 }
 
 const SPECIAL = new Map([["NaN", NaN], ["Infinity", Infinity], ["-Infinity", -Infinity]]);
-const float: Read = (v, at) => {
-  // JSON has no infinite numbers: one here is a literal past float64's range (1e400), not a value to store.
-  if (typeof v === "number" && !Number.isFinite(v)) throw invalid(`${at}: a number outside the range of a 64-bit float; send "Infinity" or "-Infinity" for an infinite value`);
-  if (typeof v === "number") return v;
-  if (typeof v === "string" && SPECIAL.has(v)) return SPECIAL.get(v);
-  throw misfit(at, "a number", v);
-};
+/** Whether a finite number stays finite in a float of the column's precision (half, single, double). */
+const FITS = [(n: number) => Math.abs(n) < 65520, (n: number) => Number.isFinite(Math.fround(n)), () => true];
+
+function float(precision: A.Precision): Read {
+  const bits = [16, 32, 64][precision];
+  return (v, at) => {
+    // JSON has no infinite numbers: one here is a literal past the float's range (1e400; 1e39 in a
+    // float32 column), not a value to store: Arrow would store it as Infinity.
+    if (typeof v === "number" && (!Number.isFinite(v) || !FITS[precision](v)))
+      throw invalid(`${at}: a number outside the range of a ${bits}-bit float; send "Infinity" or "-Infinity" for an infinite value`);
+    if (typeof v === "number") return v;
+    if (typeof v === "string" && SPECIAL.has(v)) return SPECIAL.get(v);
+    throw misfit(at, "a number", v);
+  };
+}
 
 const typed = (kind: string): Read => (v, at) => {
   if (typeof v !== kind) throw misfit(at, `a ${kind}`, v);
@@ -156,7 +164,7 @@ function reader(t: A.DataType): Read {
     const i = t as A.Int;
     return i.bitWidth === 64 ? int64(i.isSigned) : integer(i.bitWidth, i.isSigned);
   }
-  if (D.isFloat(t)) return float;
+  if (D.isFloat(t)) return float((t as A.Float).precision);
   if (D.isBool(t)) return typed("boolean");
   if (D.isUtf8(t) || D.isLargeUtf8(t)) return typed("string");
   if (D.isBinary(t) || D.isLargeBinary(t)) return binary;

@@ -1,7 +1,8 @@
 // JSON that JavaScript reads differently from what it says. A row key `__proto__` set the prototype
 // of the objects rows are built in: a create was a 500, or (a number's key) answered 200 having
 // stored no rows. A number literal past float64's range (1e400) parses as Infinity: it was stored
-// as Infinity in rows and taken as a query's `k` or a search's bounds. Each is now a 400 naming the row or field, and
+// as Infinity in rows and taken as a query's `k` or a search's bounds; 1e39 in a float32 column
+// (a vector's element) was stored as Infinity too. Each is now a 400 naming the row or field, and
 // nothing is stored; `constructor` and `prototype` are plain column names.
 import { describe, expect, it } from "vitest";
 import { inProcessForFile } from "../helpers/in-process.js";
@@ -51,7 +52,7 @@ describe("`__proto__`, `constructor` and `prototype` in JSON rows", () => {
   });
 });
 
-describe("numbers outside float64's range", () => {
+describe("numbers outside a float's range", () => {
   it("in JSON rows are 400 naming the row and column, also in a vector and in NDJSON", async () => {
     const tooBig = /outside the range of a 64-bit float/;
     expect400(await send("/v1/table/n$i/create", '[{"id":1,"x":1.5},{"id":2,"x":1e400}]'), /^rows\[1\]\.x: a number outside the range of a 64-bit float/);
@@ -62,6 +63,22 @@ describe("numbers outside float64's range", () => {
     expect((await send("/v1/table/n$i/create", '[{"id":1,"x":1.5}]')).status).toBe(200);
     expect400(await send("/v1/table/n$i/insert", `[{"id":2,"x":1${"0".repeat(309)}}]`), /^rows\[0\]\.x: /);
     expect(await rowsOf("n$i")).toEqual([{ id: 1, x: 1.5 }]);
+  });
+
+  it("past a float32 or float16 column's range are 400 naming the row and column, where Arrow stored Infinity", async () => {
+    const schema = { fields: [{ name: "id", type: { type: "int64" }, nullable: false }, { name: "h", type: { type: "float16" }, nullable: true }, { name: "f", type: { type: "float32" }, nullable: true }] };
+    const create = (rows: object[]) => send("/v1/table/n$s/create", JSON.stringify({ schema, rows }));
+    expect400(await create([{ id: 1, f: 3.5e38 }]), /^rows\[0\]\.f: a number outside the range of a 32-bit float/);
+    expect400(await create([{ id: 1, f: -1e39 }]), /^rows\[0\]\.f: a number outside the range of a 32-bit float/);
+    expect400(await create([{ id: 1, h: 70000 }]), /^rows\[0\]\.h: a number outside the range of a 16-bit float/);
+    expect((await q.call("POST", "/v1/table/n$s/exists", {})).status).toBe(404);
+    // The largest finite values of each fit; "Infinity" is how an infinite value is sent.
+    expect((await create([{ id: 1, h: 65504, f: 3.4028234663852886e38 }, { id: 2, h: 1.5, f: "Infinity" }])).status).toBe(200);
+    expect(await rowsOf("n$s")).toEqual([{ id: 1, h: 65504, f: 3.4028234663852886e38 }, { id: 2, h: 1.5, f: "Infinity" }]);
+    // A vector given as an array of numbers is float32: an element past its range names the element.
+    expect((await send("/v1/table/n$v/create", '[{"id":1,"v":[1,2,3]}]')).status).toBe(200);
+    expect400(await send("/v1/table/n$v/insert", '[{"id":2,"v":[1,1e39,3]}]'), /^rows\[0\]\.v\[1\]: a number outside the range of a 32-bit float/);
+    expect(await rowsOf("n$v")).toEqual([{ id: 1, v: [1, 2, 3] }]);
   });
 
   it("in a JSON body are 400 naming the field", async () => {
