@@ -25,6 +25,7 @@ import { AWAITED_ROWS, buildIndex, EF_CONSTRUCTION, GRAPH_M, figures, planSync, 
 import { createServingPool, type ServingPool } from "./serving-pool.js";
 import { loadIndex, removeSaved, saveIndex } from "./serving-store.js";
 import type { FoundRows, SearchQuery } from "./threads/serving.js";
+import { concatNumbers } from "../src/util/typed-concat.js";
 
 /** A search's answer from the serving index, or why LanceDB answers it (null: not a vector search). */
 export type Served = { chunks: Uint8Array[] | AsyncIterable<Uint8Array> } | { reason: string | null };
@@ -471,7 +472,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       return { reason: "stale" };
     }
     const query: SearchQuery = {
-      vectors: flatVectors(spec.vectors!),
+      // Copied straight in: Float32Array.from over flat()'s iterator was a tenth of the main thread's time a search.
+      vectors: concatNumbers(spec.vectors!, Float32Array),
       k: r.k,
       offset: spec.offset,
       ef: r.ef,
@@ -556,15 +558,4 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       await pool?.destroy();
     },
   };
-}
-
-/** Query vectors one after another (Float32Array.from over an iterator cost ~10% of the main thread's time a search). */
-function flatVectors(vectors: number[][]): Float32Array {
-  const out = new Float32Array(vectors.reduce((n, v) => n + v.length, 0));
-  let at = 0;
-  for (const v of vectors) {
-    out.set(v, at);
-    at += v.length;
-  }
-  return out;
 }

@@ -4,6 +4,7 @@
 import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../../src/engine/arrow.js";
 import { graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
+import { concatNumbers } from "../../src/util/typed-concat.js";
 import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn } from "../../src/engine/serving-rows.js";
 
 /** An index as a task names it: its memory, and a key for this thread's view of it. */
@@ -111,21 +112,10 @@ export function servingSearch(task: SearchTask): (Uint8Array | FoundRows)[] {
       const r = search(g, task.lane, q.vectors.subarray(i * g.dim, (i + 1) * g.dim), { ...q, k: q.k + q.offset });
       return { slots: r.slots.subarray(q.offset), distances: r.distances.subarray(q.offset) };
     });
-    const slots = concat(found.map((f) => f.slots), Int32Array);
-    const distances = concat(found.map((f) => f.distances), Float32Array);
+    const slots = concatNumbers(found.map((f) => f.slots), Int32Array);
+    const distances = concatNumbers(found.map((f) => f.distances), Float32Array);
     const queries = Int32Array.from(found.flatMap((f, i) => Array.from(f.slots, () => i)));
     if (task.hitsOnly) return { rowIds: BigUint64Array.from(slots, (s) => rowIdOf(g, s)), distances, queries };
     return encodeAnswer(g, task.index.columns, task.plan, { slots, distances, queries });
   });
-}
-
-function concat<T extends Int32Array | Float32Array>(parts: T[], Make: { new (n: number): T }): T {
-  if (parts.length === 1) return parts[0];
-  const out = new Make(parts.reduce((s, p) => s + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
