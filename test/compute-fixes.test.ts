@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
-const q = serverForFile({ args: ["--workers", "2"] });
+const q = serverForFile({ args: ["--workers", "1"] });
 // Several backfills or refreshes per test on a shared 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
 const post = (id: string, op: string, body?: unknown) => q.call("POST", `/v1/table/${id}/${op}`, body);

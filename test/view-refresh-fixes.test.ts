@@ -8,7 +8,7 @@ import { serverForFile } from "./helpers/quiver.js";
 import { settle, until } from "./helpers/transactions.js";
 import { envelope } from "./helpers/views.js";
 
-const q = serverForFile({ args: ["--workers", "2"] });
+const q = serverForFile({ args: ["--workers", "1"] });
 // Several backfills or refreshes per test on a shared 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
 const post = (p: string, body?: unknown) => q.call("POST", p, body);

@@ -11,7 +11,7 @@ import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 import { envelope, schemaOf } from "./helpers/views.js";
 
-const q = serverForFile({ args: ["--auto-refresh-cooldown-ms", "1500", "--workers", "2"] });
+const q = serverForFile({ args: ["--auto-refresh-cooldown-ms", "1500", "--workers", "1"] });
 const N = 2000;
 const WORDS = ["ant", "bee", "cat", "dog", "eel"];
 

@@ -11,7 +11,7 @@ import { fromIPC, toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
-const q = serverForFile({ args: ["--udf-timeout-ms", "1000", "--worker-heap-mb", "128", "--auto-backfill-delay-ms", "200", "--workers", "2"] });
+const q = serverForFile({ args: ["--udf-timeout-ms", "1000", "--worker-heap-mb", "128", "--auto-backfill-delay-ms", "200", "--workers", "1"] });
 const N = 100_000;
 
 let wasm = "";

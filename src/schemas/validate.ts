@@ -1,4 +1,6 @@
-// ajv, compiled once per schema, for JSON bodies and (coercing strings) query parameters.
+// ajv, compiled once per schema, on its first use, for JSON bodies and (coercing strings) query
+// parameters: compiling every operation's schemas as the routes load was half of a server's
+// start-up CPU, and most processes that load them (job processes, short-lived test servers) use few.
 // A request body's unknown top-level fields are refused, naming them (a misspelt field must not be
 // silently ignored: `count_rows {"filter": …}` once counted every row); the schemas list what the
 // lance-namespace spec and LanceDB's clients send. Inside a body, unknown fields are ignored.
@@ -116,8 +118,9 @@ function pick(errors: ErrorObject[]): string {
 export type Validator<T> = (data: unknown, limits?: ExpressionLimits) => T;
 
 export function compile<S extends TSchema>(schema: S): Validator<Static<S>> {
-  const fn: ValidateFunction = ajv.compile(schema);
+  let fn: ValidateFunction | undefined;
   return (data: unknown, limits?: ExpressionLimits) => {
+    fn ??= ajv.compile(schema);
     if (!fn.call(limits, data)) throw invalid(pick(fn.errors!));
     return data as Static<S>;
   };
@@ -149,7 +152,7 @@ export function compileBody<S extends TSchema>(schema: S): Validator<Static<S>> 
 export type ParamsValidator<T> = (q: URLSearchParams, limits: ExpressionLimits) => T;
 
 export function compileParams<S extends TObject>(schema: S): ParamsValidator<Static<S>> {
-  const fn: ValidateFunction = coercing.compile(schema);
+  let fn: ValidateFunction | undefined;
   const lists = new Set(Object.entries(schema.properties).filter(([, p]) => (p as TSchema).type === "array").map(([k]) => k));
   return (q, limits) => {
     const data: Record<string, unknown> = {};
@@ -158,6 +161,7 @@ export function compileParams<S extends TObject>(schema: S): ParamsValidator<Sta
       if (lists.has(k)) data[k] = q.getAll(k).flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v.length > 0);
       else if (q.get(k) !== "") data[k] = q.get(k);
     }
+    fn ??= coercing.compile(schema);
     if (!fn.call(limits, data)) throw invalid(pick(fn.errors!));
     return data as Static<S>;
   };

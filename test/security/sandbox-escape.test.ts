@@ -15,7 +15,7 @@ import { toStream } from "../helpers/arrow.js";
 import { ADMIN_KEY, DEFAULT_KEYS, serverForFile } from "../helpers/quiver.js";
 import { settle } from "../helpers/transactions.js";
 
-const q = serverForFile({ args: ["--udf-timeout-ms", "1000", "--workers", "2"] });
+const q = serverForFile({ args: ["--udf-timeout-ms", "1000", "--workers", "1"] });
 const marks = mkdtempSync(path.join(tmpdir(), "quiver-escape-"));
 afterAll(() => rmSync(marks, { recursive: true, force: true }));
 
