@@ -88,18 +88,29 @@ it("two starts at once on one state directory: exactly one runs, the other exits
 it("a state directory made where a live process's was removed (its inode number reused) is not that process's: a start there runs", async () => {
   const dir = tempDataDir();
   const data = tempDataDir();
-  // A process that holds the lock of `dir` and lives on.
+  // A process that holds the lock of each directory it is given (a line on stdin each) and lives on.
   const lock = pathToFileURL(path.resolve(__dirname, "../dist/src/util/state-lock.js")).href;
-  const holder = spawn(process.execPath, ["--input-type=module", "-e", `await (await import(${JSON.stringify(lock)})).lockStateDir(${JSON.stringify(dir)}); console.log("held"); setInterval(() => {}, 1000);`], { stdio: ["ignore", "pipe", "inherit"] });
-  let said = "";
-  holder.stdout!.on("data", (d) => (said += d));
+  const holder = spawn(
+    process.execPath,
+    ["--input-type=module", "-e", `const { lockStateDir } = await import(${JSON.stringify(lock)}); process.stdin.setEncoding("utf8").on("data", async (d) => { for (const l of d.split("\\n").filter(Boolean)) { await lockStateDir(l); console.log("held"); } }); setInterval(() => {}, 1000);`],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  let held = 0;
+  holder.stdout!.on("data", (d) => (held += String(d).split("held").length - 1));
   try {
-    await until(() => said.includes("held"), "the holder to lock");
-    const old = statSync(dir);
-    rmdirSync(dir);
-    mkdirSync(dir);
-    // ext4 (this project's CI) hands a freed inode number to the next directory made beside it.
-    expect(statSync(dir).ino, "the new directory has the removed one's inode number").toBe(old.ino);
+    // ext4 (this project's CI) hands a freed inode number to the next directory made, but a test
+    // file running beside this one may make one first: then the holder locks the new directory too,
+    // and it is removed and made again, until it comes back with the inode number of one held.
+    let reused = false;
+    for (let tries = 0; tries < 20 && !reused; tries++) {
+      holder.stdin!.write(`${dir}\n`);
+      await until(() => held === tries + 1, "the holder to lock");
+      const old = statSync(dir);
+      rmdirSync(dir);
+      mkdirSync(dir);
+      reused = statSync(dir).ino === old.ino;
+    }
+    expect(reused, "a new directory got a held directory's inode number").toBe(true);
     const next = await startQuiver({ dataUri: data, dataDir: dir });
     expect((await next.call("GET", "/v1/namespace/%24/list")).status).toBe(200);
     expect(holder.exitCode).toBeNull();
