@@ -155,15 +155,29 @@ function uniqueKeyParts(data: A.Table, key: string[]): number[][] {
 const take = (data: A.Table, rows: number[]) =>
   new arrow.Table(Object.fromEntries(data.schema.fields.map((f) => [f.name, arrow.vectorFromArray(rows.map((i) => data.getChild(f.name)!.get(i)), f.type)])));
 
+/** What a checkpoint's write did: its commits, and the rows holding their values after it. */
+export interface Written {
+  versions: number[];
+  /** Rows written, with those an earlier commit of the same run had written (see `earlier`). */
+  written: number;
+  /**
+   * Commits before this write that had already written some of its rows the values it computed:
+   * one of the run's own whose report was lost (its replica's lease lapsed after the commit was
+   * granted, and the run was taken over and resumed from the checkpoint before).
+   */
+  earlier: number[];
+}
+
 /**
  * Write computed values (`data`: the key columns and the value column) into `rows` as they were
  * read, leaving any row that changed since untouched; answers each commit's version and the rows
  * written. Key-less rows (a null key) cannot be matched and are not written. With `tracked` (stable
  * row ids), a row a compaction moved since the read (same last-update version, new address) is
  * found at its new address and written: otherwise a backfill racing a compaction would skip rows
- * that never changed.
+ * that never changed. A row that changed since the read but already holds the value computed for
+ * it counts as written (see Written.earlier), so a resumed run's counts stay the rows committed.
  */
-export async function writeValues(t: lancedb.Table, key: string[], data: A.Table, rows: ReadRows, tracked: boolean): Promise<{ versions: number[]; written: number }> {
+export async function writeValues(t: lancedb.Table, key: string[], data: A.Table, rows: ReadRows, tracked: boolean): Promise<Written> {
   const parts = uniqueKeyParts(data, key).map((r) => (r.length === data.numRows ? data : take(data, r)));
   const versions: number[] = [];
   let written = 0;
@@ -177,7 +191,47 @@ export async function writeValues(t: lancedb.Table, key: string[], data: A.Table
     if (!tracked || written >= data.numRows || round >= 5) break;
     addresses = await movedAddresses(t, rows);
   }
-  return { versions, written };
+  if (!tracked || written >= data.numRows) return { versions, written, earlier: [] };
+  const before = await writtenBefore(t, key, data, rows, new Set(versions));
+  return { versions, written: written + before.rows, earlier: before.versions };
+}
+
+/** `data`'s non-null values by key, as text (JSON, bigints as digits). */
+function valuesByKey(data: A.Table, key: string[], value: string): Map<string, string> {
+  const keys = key.map((k) => data.getChild(k)!);
+  const vals = data.getChild(value)!;
+  const out = new Map<string, string>();
+  for (let i = 0; i < data.numRows; i++) {
+    const v = vals.get(i);
+    if (v !== null) out.set(JSON.stringify(keys.map((c) => String(c.get(i)))), textOf(v));
+  }
+  return out;
+}
+
+const textOf = (v: unknown) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? String(x) : x));
+
+/** Rows of `rows` holding the values `data` computed for them, written by commits other than `ours`: how many, and those commits. */
+async function writtenBefore(t: lancedb.Table, key: string[], data: A.Table, rows: ReadRows, ours: Set<number>): Promise<{ rows: number; versions: number[] }> {
+  const value = data.schema.fields.find((f) => !key.includes(f.name))!.name;
+  const want = valuesByKey(data, key, value);
+  await t.checkoutLatest();
+  const now = await t
+    .takeRowIds(rows.ids)
+    .select(new Map([...key.map((k) => [k, k] as [string, string]), [value, value], ["_v", "_row_last_updated_at_version"]]))
+    .toArrow();
+  const held = valuesByKey(now, key, value);
+  const at = now.getChild("_v")!;
+  const keys = key.map((k) => now.getChild(k)!);
+  const versions = new Set<number>();
+  let n = 0;
+  for (let j = 0; j < now.numRows; j++) {
+    const v = Number(at.get(j));
+    const k = JSON.stringify(keys.map((c) => String(c.get(j))));
+    if (ours.has(v) || !held.has(k) || held.get(k) !== want.get(k)) continue;
+    n++;
+    versions.add(v);
+  }
+  return { rows: n, versions: [...versions].sort((a, b) => a - b) };
 }
 
 async function mergeGuarded(t: lancedb.Table, key: string[], source: A.Table, guard: string) {

@@ -1,6 +1,8 @@
 // A backfill writes values only into rows unchanged since it read them. A compaction between the
 // read and the write moves rows without changing them: their values must still be written (a
-// backfill racing automatic maintenance once wrote nothing and counted the rows as computed).
+// backfill racing automatic maintenance once wrote nothing and counted the rows as computed). A
+// run resumed from the checkpoint before its own last commit (the commit's report lost to a
+// takeover) meets rows it already wrote: they count as written, not as skipped.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -44,5 +46,26 @@ describe("writing computed values", () => {
     expect(w.written).toBe(4);
     const two = await t.query().where("id = 2").select(["x", "a"]).toArray();
     expect([Number(two[0].x), two[0].a]).toEqual([200, null]);
+  });
+
+  it("rows an earlier commit of the run already wrote (its report lost to a takeover) count as written, with that commit named", async () => {
+    const t = await table("resumed");
+    const read = await plan(t);
+    const first = await writeValues(t, ["id"], values([1, 2, 3, 4, 5]), read, true);
+    expect(first).toMatchObject({ written: 5, earlier: [] });
+    // The resumed run computes the same checkpoint from the same read again.
+    const again = await writeValues(t, ["id"], values([1, 2, 3, 4, 5]), read, true);
+    expect(again.written).toBe(5);
+    expect(again.earlier).toEqual(first.versions);
+  });
+
+  it("a row changed since the read to another value, or computed as null, is not counted as written before", async () => {
+    const t = await table("resumed-changed");
+    const read = await plan(t);
+    await writeValues(t, ["id"], values([1, 2, 3, 4, 5]), read, true);
+    await t.update({ where: "id = 2", values: { a: "7" } });
+    const data = arrow.tableFromArrays({ id: BigInt64Array.from([1n, 2n, 3n, 4n, 5n]), a: [10n, 20n, 30n, 40n, null] });
+    const again = await writeValues(t, ["id"], data, read, true);
+    expect(again.written).toBe(3);
   });
 });

@@ -143,8 +143,9 @@ async function runUdf(req: BackfillRequest, udf: UdfDefinition, tables: Tables, 
     const computed = outputs.reduce((n, t) => n + t.numRows, 0);
     const data = joined(outputs);
     const read = { ids: plan.ids.slice(start, end), addresses: plan.addresses.slice(start, end), versions: plan.versions.slice(start, end) };
-    const w = computed > 0 ? await writeValues(writer, key, data, read, tracked) : { versions: [], written: 0 };
-    w.versions.forEach((v) => done.add(v));
+    const w = computed > 0 ? await writeValues(writer, key, data, read, tracked) : { versions: [], written: 0, earlier: [] };
+    // A commit of this run whose report was lost is the run's too (a resume skips its rows).
+    [...w.versions, ...w.earlier].forEach((v) => done.add(v));
     counts.rows_done += w.written;
     counts.rows_computed += computed;
     counts.rows_skipped += end - start - w.written;
