@@ -8,6 +8,7 @@ import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
 import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, type ValueIndex } from "../src/engine/serving-predicate.js";
 import { rowIdsOf, schemaOf } from "../src/engine/serving-source.js";
 import type { TableHandle } from "../src/engine/tables.js";
+import { slicer } from "../src/util/turns.js";
 import { NO_VECTOR, type ServingIndex } from "./serving-index.js";
 
 export interface FilterBits {
@@ -24,8 +25,8 @@ interface Evaluated extends FilterBits {
 
 /** Filters remembered per index; the least recently used go past this. */
 const MOST_FILTERS = 64;
-/** Slots added to a value index between two turns of the event loop. */
-const SLICE = 8192;
+/** Slots added to a value index between two looks at the clock (src/util/turns.ts). */
+const SLICE = 256;
 /** New slots evaluated by row id at most; more and the filter is evaluated again whole. */
 const MOST_NEW = 2000;
 
@@ -73,9 +74,10 @@ export function createFilters(): Filters {
       const point = compiled.point;
       // Built in slices with the event loop's turn between them (100k slots held it 20-40 ms).
       index.growing = index.growing.then(async () => {
+        const slice = slicer();
         while (index.upTo < covered) {
           extendValueIndex(ix.graph, index, point, covered, SLICE);
-          if (index.upTo < covered) await new Promise<void>((resolve) => setImmediate(resolve));
+          if (index.upTo < covered) await slice.pause();
         }
       });
       await index.growing;

@@ -8,6 +8,7 @@ import { arrow } from "../src/engine/arrow.js";
 import { readRows, rowIdsOf, schemaOf, takeRows, type IndexedVectors } from "../src/engine/serving-source.js";
 import { countRows, tableVersion } from "../src/engine/table-info.js";
 import type { TableHandle } from "../src/engine/tables.js";
+import { slicer } from "../src/util/turns.js";
 import type { ServingPool } from "./serving-pool.js";
 import type { IndexRef } from "./threads/serving.js";
 
@@ -187,26 +188,27 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
   }
   // Every row id compared with the index's, in slices with the event loop's turn between them: at
   // 100k rows each pass held the main thread for tens of milliseconds, and every search in flight
-  // waited (the worst seconds of a write stream, after each compaction). Syncs are one at a time:
+  // waited (the worst seconds of a write stream, after each compaction; src/util/turns.ts). Syncs are one at a time:
   // nothing changes the index meanwhile.
   let n = 0;
+  const slice = slicer();
   const ids = new Set<number>();
   for (const chunk of await rowIdsOf(t)) {
     for (const id of chunk) {
       ids.add(Number(id));
-      if (++n % SLICE === 0) await turn();
+      if (++n % CHECK_EVERY === 0) await slice.pause();
     }
   }
   const removed: number[] = [];
   const goneIds: number[] = [];
   for (const [id, slot] of ix.rowSlots) {
     if (!ids.has(id)) (slot === NO_VECTOR ? goneIds : removed).push(slot === NO_VECTOR ? id : slot);
-    if (++n % SLICE === 0) await turn();
+    if (++n % CHECK_EVERY === 0) await slice.pause();
   }
   const addedOld: number[] = [];
   let addedNew = 0;
   for (const id of ids) {
-    if (++n % SLICE === 0) await turn();
+    if (++n % CHECK_EVERY === 0) await slice.pause();
     if (ix.rowSlots.has(id)) continue;
     if (id > ix.maxRowId) addedNew++;
     else addedOld.push(id);
@@ -234,9 +236,8 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
   };
 }
 
-/** Rows compared between two turns of the event loop. */
-const SLICE = 4096;
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** Rows compared between two looks at the clock (src/util/turns.ts). */
+const CHECK_EVERY = 256;
 
 function* range(from: number, to: number): Generator<number> {
   for (let v = from; v <= to; v++) yield v;

@@ -15,8 +15,11 @@ import { refNameFault, type RefKind } from "../util/ref-names.js";
 
 // passContext: a validator is called with the server's expression limits as `this`. strictNumbers:
 // a number literal past float64's range (1e400) parses as Infinity, which no number field takes;
-// verbose keeps the value in the error, so the answer can say why.
-const options = { allErrors: false, useDefaults: true, strict: false, strictNumbers: true, verbose: true, passContext: true } as const;
+// verbose keeps the value in the error, so the answer can say why. validateSchema off: checking a
+// schema against JSON Schema's meta-schema first compiled that meta-schema on each instance's first
+// use, 40–55 ms holding the event loop (every search in flight waited at a server's first write);
+// the schemas are code, checked once by test/unit/schemas.test.ts.
+const options = { allErrors: false, useDefaults: true, strict: false, strictNumbers: true, verbose: true, passContext: true, validateSchema: false } as const;
 const ajv = new Ajv({ ...options, coerceTypes: false });
 // Query parameters are strings on the wire: "10" is coerced to 10, "true" to true, one value to a list.
 const coercing = new Ajv({ ...options, coerceTypes: "array" });
