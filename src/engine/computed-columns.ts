@@ -138,12 +138,15 @@ function addressGuard(addresses: bigint[]): string {
   return parts.join(" OR ");
 }
 
+/** Row `i`'s key (the values of `cols`) as one string. */
+const keyText = (cols: A.Vector[], i: number) => JSON.stringify(cols.map((c) => String(c.get(i))));
+
 /** Split rows so no merge source holds one key twice (a merge matches each source row by key). */
 function uniqueKeyParts(data: A.Table, key: string[]): number[][] {
   const cols = key.map((k) => data.getChild(k)!);
   const parts: { seen: Set<string>; rows: number[] }[] = [];
   for (let i = 0; i < data.numRows; i++) {
-    const k = JSON.stringify(cols.map((c) => String(c.get(i))));
+    const k = keyText(cols, i);
     let part = parts.find((p) => !p.seen.has(k));
     if (!part) parts.push((part = { seen: new Set(), rows: [] }));
     part.seen.add(k);
@@ -203,7 +206,7 @@ function valuesByKey(data: A.Table, key: string[], value: string): Map<string, s
   const out = new Map<string, string>();
   for (let i = 0; i < data.numRows; i++) {
     const v = vals.get(i);
-    if (v !== null) out.set(JSON.stringify(keys.map((c) => String(c.get(i)))), textOf(v));
+    if (v !== null) out.set(keyText(keys, i), textOf(v));
   }
   return out;
 }
@@ -226,7 +229,7 @@ async function writtenBefore(t: lancedb.Table, key: string[], data: A.Table, row
   let n = 0;
   for (let j = 0; j < now.numRows; j++) {
     const v = Number(at.get(j));
-    const k = JSON.stringify(keys.map((c) => String(c.get(j))));
+    const k = keyText(keys, j);
     if (ours.has(v) || !held.has(k) || held.get(k) !== want.get(k)) continue;
     n++;
     versions.add(v);
