@@ -186,10 +186,10 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
       };
     }
   }
-  // Every row id compared with the index's, in slices with the event loop's turn between them: at
-  // 100k rows each pass held the main thread for tens of milliseconds, and every search in flight
-  // waited (the worst seconds of a write stream, after each compaction; src/util/turns.ts). Syncs are one at a time:
-  // nothing changes the index meanwhile.
+  // Every row id compared with the index's, in slices with the event loop's turn between them
+  // (src/util/turns.ts): at 100k rows each pass held the main thread for tens of milliseconds, and
+  // every search in flight waited (the worst seconds of a write stream, after each compaction).
+  // Syncs are one at a time: nothing changes the index meanwhile.
   let n = 0;
   const slice = slicer();
   const ids = new Set<number>();
