@@ -67,7 +67,7 @@ export const options = [
   { key: "index-builds", kind: "int", def: 1, min: 1, doc: "index builds running at once; more wait as Queued" },
   { key: "backfill-jobs", kind: "int", def: 2, min: 1, doc: "column backfills running at once; more wait as Queued" },
   { key: "backfill-tasks", kind: "int", def: 1, min: 1, max: 16, doc: "tasks a backfill of a JavaScript, WebAssembly or Python column is split into (contiguous ranges of its rows), which any replica with a free slot runs, `--backfill-jobs` at once on each; set it to the number of replicas (1: a backfill runs as one job)" },
-  { key: "job-lease-ms", kind: "int", def: 30_000, min: 200, doc: "how long a replica holds a running job without renewing its lease (renewed while the job runs): a replica that dies has its jobs taken over by another after this; see docs/operations.md, Replicas" },
+  { key: "job-lease-ms", kind: "int", def: 30_000, min: 200, doc: "how long a replica holds a running job without renewing its lease (renewed while the job runs): a replica that dies has its jobs taken over by another after this and a third more; see docs/operations.md, Replicas" },
   { key: "max-queued-jobs-per-credential", kind: "int", def: 32, min: 1, doc: "background jobs (index builds, backfills, view refreshes) one credential may have Queued at once; more are answered 503 Slow down with Retry-After" },
   { key: "max-queued-jobs-per-table", kind: "int", def: 16, min: 1, doc: "background jobs one table (or view) may have Queued at once, whoever submitted them; more are answered 503 Slow down with Retry-After" },
   { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript, Python or WebAssembly UDF may run on one batch before its job fails" },

@@ -187,6 +187,13 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   // A commit is allowed only while the lease has at least this long left: a replica that could not
   // renew it (the store out of reach) stops committing well before another may take the job over.
   const commitMarginMs = leaseMs / 3;
+  // Another replica takes a lease over (or a cancel ends its record) only this long after it
+  // expired: a commit granted at the margin has two thirds of a lease to land, and an overloaded
+  // replica's late renewal still counts (with a 3 s test lease at load average 10+, a commit landed
+  // after a takeover, and once after a cancel's `finished_at`).
+  const graceMs = leaseMs / 3;
+  /** A lease no replica holds any longer (its holder died, or stopped renewing it). */
+  const lapsed = (l: JobRecord["lease"], now: number) => l === undefined || l.expires + graceMs < now;
   const runs = new Map<string, Run>();
   /** When each owner's job last started (this replica), for nextFair. */
   const lastStart = new Map<string, number>();
@@ -296,7 +303,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const kind = byName.get(r.operation);
     const now = Date.now();
     const claimable = (s: JobRecord) =>
-      takeover ? s.status === "Running" && (s.lease === undefined || s.lease.expires < now || s.lease.replica === me) : s.status === "Queued";
+      takeover ? s.status === "Running" && (lapsed(s.lease, now) || s.lease!.replica === me) : s.status === "Queued";
     const resume = !kind || kind.interrupted === "resume";
     let reason: JobFailureReason = "error";
     const { rec: got, changed } = await apply(r.id, (s) => {
@@ -388,9 +395,9 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       if (closed) return;
       if (r.status !== "Running" || runs.has(r.id)) continue;
       const own = r.lease === undefined || r.lease.replica === me;
-      if (!own && r.lease!.expires >= now) continue;
+      if (!own && !lapsed(r.lease, now)) continue;
       const kind = byName.get(r.operation);
-      if (kind && !own && ((free.get(kind.name) ?? 0) <= 0 || !due(kind, r, r.lease!.expires, now))) continue;
+      if (kind && !own && ((free.get(kind.name) ?? 0) <= 0 || !due(kind, r, r.lease!.expires + graceMs, now))) continue;
       if ((await claim(r, true)) && kind) free.set(kind.name, (free.get(kind.name) ?? 0) - 1);
     }
     for (const kind of kinds) {
@@ -433,11 +440,11 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     for (;;) {
       const r = await store.read(id);
       if (!r || isTerminal(r.status)) return;
-      const gone = r.lease === undefined || r.lease.expires < Date.now() || (r.lease.replica === me && !runs.has(id));
-      if (gone) {
+      const gone = (s: JobRecord, now: number) => lapsed(s.lease, now) || (s.lease!.replica === me && !runs.has(id));
+      if (gone(r, Date.now())) {
         const now = Date.now();
         const e = await store.update(id, (s) =>
-          s.status === "Running" && (s.lease === undefined || s.lease.expires < now || (s.lease.replica === me && !runs.has(id)))
+          s.status === "Running" && gone(s, now)
             ? { ...s, status: "Canceled", finishedAt: now, lease: undefined }
             : undefined,
         );

@@ -304,6 +304,24 @@ describe("two replicas on one store", () => {
     await jb.close();
   });
 
+  it("a lease that expired less than a third of a lease ago is still left alone (a commit granted at the margin may be landing)", async () => {
+    const dir = tempDir();
+    const expired = Date.now() - 100;
+    await (await storeAt(dir)).insert({ ...rec("x"), operation: "r", status: "Running", progress: { started: 1 }, lease: { replica: "slow", expires: expired } });
+    const r = controlled("r", 1, "resume");
+    // A 6 s lease: taken over 2 s after it expired, not at the first look.
+    const jb = await started(dir, [r.kind], String, BOUNDS, "B", 6_000);
+    await new Promise((res) => setTimeout(res, 400));
+    expect(Date.now()).toBeLessThan(expired + 2_000);
+    expect(r.runs.has("x")).toBe(false);
+    expect((await jb.get("x"))?.lease?.replica).toBe("slow");
+    await eventually(async () => expect(await jb.get("x")).toMatchObject({ status: "Running", lease: { replica: "B" } }));
+    expect(Date.now()).toBeGreaterThanOrEqual(expired + 2_000);
+    r.runs.get("x")!.finish();
+    await eventually(async () => expect(await statusOf(jb, "x")).toBe("Succeeded"));
+    await jb.close();
+  });
+
   it("a run that finished is never stopped while its end is being stored (an index build's stop drops the index it built)", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
