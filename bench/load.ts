@@ -428,6 +428,7 @@ async function servingReady(w: Workload, url: URL): Promise<string> {
 async function workerCounts(w: Workload, state: string, out: string[], bounds: string[]): Promise<void> {
   const counts = String(values["serving-workers"]).split(",").filter(Boolean).map(Number);
   const lv = String(values["worker-levels"]).split(",").filter(Boolean).map(Number);
+  if (counts.length === 0) return;
   const servers: QuiverProcess[] = [];
   const dirs: string[] = [];
   try {
@@ -554,6 +555,15 @@ async function describeAgainstEcho(w: Workload, servers: Servers, echo: QuiverPr
   bounds.push(`describe: ${f2(dm.qps / em.qps)} of the echo by req/s, ${f2(ec / dc)} by server CPU (bound ≥ 0.40: ${bound(dm.qps / em.qps >= 0.4 && ec / dc >= 0.4)})`);
 }
 
+/** A section's markdown table; a section that measured nothing (left out by its flags) prints nothing. */
+function table(title: string, columns: string[], rows: string[]): void {
+  if (rows.length === 0) return;
+  console.log(`\n${title}`);
+  console.log(`|${columns.map((c) => (c ? ` ${c} ` : " ")).join("|")}|`);
+  console.log(`|${columns.map(() => "---|").join("")}`);
+  for (const r of rows) console.log(r);
+}
+
 async function main() {
   console.log(`machine: ${cpus()[0]?.model ?? "?"} x ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}, load average ${loadavg().map((x) => x.toFixed(2)).join(" ")}, ${new Date().toISOString()}`);
   console.log(`k=${K}, nprobes=${NPROBES}; ${D} s phases (+${WARM} s warm-up), ${ROUNDS} alternating rounds`);
@@ -638,22 +648,14 @@ async function main() {
       for (const d of states) rmSync(d, { recursive: true, force: true });
     }
   }
-  console.log(`\nquery kinds, ${C} in flight, medians of ${ROUNDS} alternating rounds (ratios to the in-process engine in the same round)`);
-  console.log("| data | kind | | QPS | p50 ms | p99 ms | QPS / per call | QPS / limit | p99 ratio |");
-  console.log("|---|---|---|---|---|---|---|---|---|");
-  for (const r of kindRows) console.log(r);
-  console.log(`\nvector search, medians of ${ROUNDS} alternating rounds (ratios to the in-process engine at the same number in flight: one search a call, and the multi-vector limit)`);
-  console.log("| data | in flight | | QPS | p50 ms | p99 ms | QPS / per call | QPS / limit | p50 ratio | p99 ratio |");
-  console.log("|---|---|---|---|---|---|---|---|---|---|");
-  for (const r of levelRows) console.log(r);
-  console.log(`\nthe serving index by worker count, medians of ${ROUNDS} alternating rounds`);
-  console.log("| data | in flight | | QPS | p50 ms | p99 ms | QPS / one worker |");
-  console.log("|---|---|---|---|---|---|---|");
-  for (const r of workerRows) console.log(r);
-  console.log(`\nthe serving index under a write stream, ${C} searches in flight, ${D} s phases`);
-  console.log("| data | | QPS | p50 ms | p99 ms | worst second's p99 ms | share served by the index |");
-  console.log("|---|---|---|---|---|---|---|");
-  for (const r of streamRows) console.log(r);
+  table(`query kinds, ${C} in flight, medians of ${ROUNDS} alternating rounds (ratios to the in-process engine in the same round)`, ["data", "kind", "", "QPS", "p50 ms", "p99 ms", "QPS / per call", "QPS / limit", "p99 ratio"], kindRows);
+  table(
+    `vector search, medians of ${ROUNDS} alternating rounds (ratios to the in-process engine at the same number in flight: one search a call, and the multi-vector limit)`,
+    ["data", "in flight", "", "QPS", "p50 ms", "p99 ms", "QPS / per call", "QPS / limit", "p50 ratio", "p99 ratio"],
+    levelRows,
+  );
+  table(`the serving index by worker count, medians of ${ROUNDS} alternating rounds`, ["data", "in flight", "", "QPS", "p50 ms", "p99 ms", "QPS / one worker"], workerRows);
+  table(`the serving index under a write stream, ${C} searches in flight, ${D} s phases`, ["data", "", "QPS", "p50 ms", "p99 ms", "worst second's p99 ms", "share served by the index"], streamRows);
   console.log("\nthe issues' bounds (medians):");
   for (const b of bounds) console.log(`  ${b}`);
 }
