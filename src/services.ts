@@ -22,6 +22,7 @@ import { backfillTaskKind } from "./jobs/kinds/backfill-task.js";
 import { indexBuildKind } from "./jobs/kinds/index-build.js";
 import { maintenanceKind } from "./jobs/kinds/maintenance.js";
 import { stopSpares } from "./jobs/kinds/background.js";
+import { startLauncher, stopLauncher } from "./jobs/kinds/launcher.js";
 import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
@@ -89,6 +90,8 @@ export async function createServices(config: Config, credential: (key: string) =
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
   // Before anything is opened: of two starts on one state directory, one goes on.
   await lockStateDir(privateDir);
+  // While this process is still small: job processes are forked from it, never from the server.
+  startLauncher();
   // An object store that does not answer (a wrong endpoint, a network cut) fails the start in
   // bounded time with one line, instead of LanceDB's retries for minutes.
   const reach = <T>(p: Promise<T>) =>
@@ -181,6 +184,7 @@ export async function createServices(config: Config, credential: (key: string) =
       tables.close();
       views.close();
       await jobs.close();
+      stopLauncher();
       await Promise.all([pool.destroy(), compute.close(), claims.close()]);
     },
   };

@@ -28,6 +28,21 @@ export const UNUSED_EXIT_MS = 60_000;
  */
 export type MayCommit = { type: "may-commit"; ok?: boolean };
 
+// ---- the job process launcher (workers/processes/launcher.ts)
+
+/** From the server: start a job process (`entry`, a built module, at `niceness`), pass it a message, signal it. */
+export type LauncherCommand =
+  | { t: "spawn"; id: number; entry: string; niceness: number }
+  | { t: "send"; id: number; m: unknown }
+  | { t: "kill"; id: number; signal: NodeJS.Signals };
+
+/** To the server, about job process `id`: a message from it, its channel closed, its end, a failed start. */
+export type LauncherEvent =
+  | { t: "message"; id: number; m: unknown }
+  | { t: "disconnect"; id: number }
+  | { t: "exit"; id: number; code: number | null; signal: NodeJS.Signals | null }
+  | { t: "error"; id: number; message: string };
+
 /** The end of a run, after any number of progress messages of the job's own shape. */
 export type EndMessage = { type: "done" } | { type: "error"; message: string };
 

@@ -108,19 +108,26 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   return bed;
 }
 
-/** The replicas (indexes into bed.replicas) whose process has a job child running `script` (e.g. "backfill.js") now. */
+/** The replicas (indexes into bed.replicas) that have a job process running `script` (e.g. "backfill.js") now. */
 export function runningJobIn(bed: Replicas, script: string): number[] {
-  const children = new Map<number, string[]>();
+  const parent = new Map<number, number>();
+  const running: number[] = [];
   for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
       // The command's name may hold spaces and parentheses; the fields after its last ")" do not.
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      children.set(ppid, [...(children.get(ppid) ?? []), ...cmd]);
+      parent.set(Number(pid), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").some((a) => a.endsWith(`/${script}`))) running.push(Number(pid));
     } catch {
       // The process ended while being read.
     }
   }
-  return bed.replicas.flatMap((q, i) => (q.proc.exitCode === null && (children.get(q.proc.pid!) ?? []).some((a) => a.endsWith(`/${script}`)) ? [i] : []));
+  // A job process is the replica's grandchild: started by its launcher (src/jobs/kinds/launcher.ts).
+  const ancestors = (pid: number) => {
+    const up: number[] = [];
+    for (let p = parent.get(pid); p !== undefined && p > 1 && up.length < 8; p = parent.get(p)) up.push(p);
+    return up;
+  };
+  const owners = new Set(running.flatMap(ancestors));
+  return bed.replicas.flatMap((q, i) => (q.proc.exitCode === null && owners.has(q.proc.pid!) ? [i] : []));
 }

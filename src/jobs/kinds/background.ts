@@ -1,35 +1,15 @@
 // Child processes for background work (index builds, backfills, view refreshes, maintenance), all speaking the
-// job protocol of workers/protocol.ts. LanceDB runs its work on native threads of the process that
-// calls it, so work started in the server competes with queries on equal terms; in a child process
-// started through `nice`, every thread it ever makes runs at the lower priority (a priority set on
-// a pid afterwards reaches only the process's main thread). A job process gets the server's
-// environment without its QUIVER_* variables (API keys, JWT secrets): it needs none of them, and
-// an object store's credentials (AWS_*, AZURE_*, ...) must still reach LanceDB.
-import { fork, spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { setPriority } from "node:os";
-import { fileURLToPath } from "node:url";
+// job protocol of workers/protocol.ts, started through the launcher (./launcher.ts). LanceDB
+// runs its work on native threads of the process that calls it, so work started in the server
+// competes with queries on equal terms; in a child process started through `nice`, every thread it
+// ever makes runs at the lower priority (a priority set on a pid afterwards reaches only the
+// process's main thread).
 import { UNUSED_EXIT_MS, type EndMessage, type JobCommand, type MayCommit } from "../../../workers/protocol.js";
 import type { Running } from "../jobs.js";
-
-const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
+import { launchJob, type JobChild } from "./launcher.js";
 
 /** The niceness of jobs whose work must never slow queries (backfills, refreshes). */
 export const LOWEST_PRIORITY = 19;
-
-/** The server's environment without Quiver's own variables. */
-function jobEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(env).filter(([k]) => !k.toUpperCase().startsWith("QUIVER_")));
-}
-
-/** Start `entry` (a built module) with an IPC channel, at `niceness`. */
-function startBackground(entry: URL, niceness: number): ChildProcess {
-  const options = { stdio: ["ignore", "inherit", "inherit", "ipc"] as ["ignore", "inherit", "inherit", "ipc"], env: jobEnvironment() };
-  if (NICE) return spawn(NICE, ["-n", String(niceness), process.execPath, fileURLToPath(entry)], options);
-  const child = fork(entry, [], options);
-  if (child.pid !== undefined) setPriority(child.pid, niceness);
-  return child;
-}
 
 // A stop lets the step in progress finish; a process still busy after this is killed.
 const STOP_DEADLINE_MS = 30_000;
@@ -41,22 +21,15 @@ const STOP_DEADLINE_MS = 30_000;
  * under load, most of such a job). A waiting process holds no event loop open here, and one left
  * unused ends by itself (workers/processes/job-process.ts); it is taken only well before that.
  */
-const spares = new Map<string, { child: ChildProcess; at: number }>();
+const spares = new Map<string, { child: JobChild; at: number }>();
 
-function takeSpare(entry: URL, niceness: number): ChildProcess {
+function takeSpare(entry: URL, niceness: number): JobChild {
   const key = `${entry.href}\u0000${niceness}`;
   const waiting = spares.get(key);
-  const next = startBackground(entry, niceness);
-  next.unref();
-  next.channel?.unref();
-  spares.set(key, { child: next, at: Date.now() });
-  if (waiting && waiting.child.connected && Date.now() - waiting.at < UNUSED_EXIT_MS / 2) {
-    waiting.child.ref();
-    waiting.child.channel?.ref();
-    return waiting.child;
-  }
+  spares.set(key, { child: launchJob(entry, niceness), at: Date.now() });
+  if (waiting && waiting.child.connected && Date.now() - waiting.at < UNUSED_EXIT_MS / 2) return waiting.child;
   waiting?.child.kill();
-  return startBackground(entry, niceness);
+  return launchJob(entry, niceness);
 }
 
 /** End the processes waiting for a job (the server stops). */
@@ -80,7 +53,7 @@ export function runInBackground<R, M>(
   handle: (m: M) => Promise<void>,
   opts: { stop?: "after-step" | "kill"; mayCommit?: () => Promise<boolean>; spare?: boolean } = {},
 ): Running {
-  const child = opts.spare ? takeSpare(entry, niceness) : startBackground(entry, niceness);
+  const child = opts.spare ? takeSpare(entry, niceness) : launchJob(entry, niceness);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let stopped = false;
   let handled = Promise.resolve();

@@ -1,0 +1,64 @@
+// Job processes are started by the launcher (src/jobs/kinds/launcher.ts), a small process the server
+// forks first, never by the server itself: forking the server held its event loop in proportion
+// to its memory (workers/processes/launcher.ts). Neither the launcher nor a job process gets the
+// server's QUIVER_* variables (API keys, JWT secrets).
+import { readdirSync, readFileSync } from "node:fs";
+import { afterAll, describe, expect, it } from "vitest";
+import { startQuiver, type Quiver } from "./helpers/quiver.js";
+import { idNameRows, tableCalls } from "./helpers/tables.js";
+import { settle } from "./helpers/transactions.js";
+
+let q: Quiver | undefined;
+afterAll(async () => q?.stop());
+
+/** Live processes: parent and command line, by pid. */
+function processes(): Map<number, { ppid: number; cmd: string[] }> {
+  const out = new Map<number, { ppid: number; cmd: string[] }>();
+  for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      out.set(Number(pid), { ppid: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]), cmd: readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0") });
+    } catch {
+      // Ended while being read.
+    }
+  }
+  return out;
+}
+
+const runs = (cmd: string[], script: string) => cmd.some((a) => a.endsWith(`/${script}`));
+const environment = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean);
+
+describe("the job process launcher", () => {
+  it("a maintenance job's process (and the spare started beside it) is the launcher's child, and neither has the server's QUIVER_* variables", async () => {
+    // Started with its API keys in QUIVER_API_KEYS.
+    q = await startQuiver();
+    const server = q.proc.pid!;
+    const [launcher] = [...processes()].filter(([, p]) => p.ppid === server && runs(p.cmd, "launcher.js")).map(([pid]) => pid);
+    expect(launcher, "the server's launcher").toBeDefined();
+    const { post } = tableCalls(q);
+    expect((await post("t", "create", idNameRows([1, 2, 3]))).status).toBe(200);
+    const r = await post("t", "optimize", {});
+    expect(r.status, r.text).toBe(202);
+    expect((await settle(q, r.json.job_id, 60_000)).status).toBe("Succeeded");
+    // The job's process has ended; the one started ahead for the next job waits, started the same way.
+    const all = [...processes()].filter(([, p]) => runs(p.cmd, "maintenance.js"));
+    const jobs = all.filter(([, p]) => p.ppid === launcher);
+    expect(jobs.length).toBeGreaterThanOrEqual(1);
+    expect(all.filter(([, p]) => p.ppid === server)).toEqual([]);
+    for (const pid of [launcher, ...jobs.map(([pid]) => pid)]) {
+      const env = environment(pid);
+      expect(env.some((v) => v.startsWith("PATH="))).toBe(true);
+      expect(env.filter((v) => v.toUpperCase().startsWith("QUIVER_"))).toEqual([]);
+    }
+  });
+
+  it("the launcher ends with the server", async () => {
+    const server = q!.proc.pid!;
+    const launcher = [...processes()].find(([, p]) => p.ppid === server && runs(p.cmd, "launcher.js"))![0];
+    await q!.stop();
+    q = undefined;
+    const end = Date.now() + 10_000;
+    while (processes().has(launcher) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(processes().has(launcher)).toBe(false);
+  });
+});
