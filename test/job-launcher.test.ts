@@ -2,8 +2,9 @@
 // forks first, never by the server itself: forking the server held its event loop in proportion
 // to its memory (workers/processes/launcher.ts). Neither the launcher nor a job process gets the
 // server's QUIVER_* variables (API keys, JWT secrets).
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
+import { processTable as processes, runs } from "./helpers/processes.js";
 import { startQuiver, type Quiver } from "./helpers/quiver.js";
 import { idNameRows, tableCalls } from "./helpers/tables.js";
 import { settle } from "./helpers/transactions.js";
@@ -11,21 +12,6 @@ import { settle } from "./helpers/transactions.js";
 let q: Quiver | undefined;
 afterAll(async () => q?.stop());
 
-/** Live processes: parent and command line, by pid. */
-function processes(): Map<number, { ppid: number; cmd: string[] }> {
-  const out = new Map<number, { ppid: number; cmd: string[] }>();
-  for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      out.set(Number(pid), { ppid: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]), cmd: readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0") });
-    } catch {
-      // Ended while being read.
-    }
-  }
-  return out;
-}
-
-const runs = (cmd: string[], script: string) => cmd.some((a) => a.endsWith(`/${script}`));
 const environment = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean);
 
 describe("the job process launcher", () => {

@@ -4,10 +4,10 @@
 // rotation as soon as its readiness check fails (or as docs/haproxy.cfg says), and retries a request
 // on another replica only where that is safe (bench/haproxy.ts). Ports come from the OS; everything is stopped, and removed,
 // after the file.
-import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { freePort, startHaproxy, type Checks, type Haproxy } from "../../bench/haproxy.js";
 import { startAzurite, type Azurite } from "./azurite.js";
+import { processesRunning, processTable } from "./processes.js";
 import { ADMIN_KEY, removeDir, request, startQuiver, tempDataDir, type Caller, type Quiver } from "./quiver.js";
 
 /** The job lease the replicas run with: a replica that died gives its jobs up after this long. */
@@ -110,24 +110,6 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
 
 /** The replicas (indexes into bed.replicas) that have a job process running `script` (e.g. "backfill.js") now. */
 export function runningJobIn(bed: Replicas, script: string): number[] {
-  const parent = new Map<number, number>();
-  const running: number[] = [];
-  for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
-    try {
-      // The command's name may hold spaces and parentheses; the fields after its last ")" do not.
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      parent.set(Number(pid), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").some((a) => a.endsWith(`/${script}`))) running.push(Number(pid));
-    } catch {
-      // The process ended while being read.
-    }
-  }
-  // A job process is the replica's grandchild: started by its launcher (src/jobs/kinds/launcher.ts).
-  const ancestors = (pid: number) => {
-    const up: number[] = [];
-    for (let p = parent.get(pid); p !== undefined && p > 1 && up.length < 8; p = parent.get(p)) up.push(p);
-    return up;
-  };
-  const owners = new Set(running.flatMap(ancestors));
-  return bed.replicas.flatMap((q, i) => (q.proc.exitCode === null && owners.has(q.proc.pid!) ? [i] : []));
+  const table = processTable();
+  return bed.replicas.flatMap((q, i) => (q.proc.exitCode === null && processesRunning(script, q.proc.pid!, table).length > 0 ? [i] : []));
 }

@@ -5,8 +5,9 @@
 // for 30 s, and stopped sandboxes outlived the server. Now each tenant has its own sandbox, whose
 // owner kills it when it is stopped, runs a thread of its own, or passes a deadline, and whose
 // process tree dies with its parent.
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
+import { processesRunning } from "../helpers/processes.js";
 import { removeDir, serverForFile, startQuiver } from "../helpers/quiver.js";
 import { addColumn, escaping, jsColumn, post, rows, sandboxProcesses, sleep, spinningThreads, TENANT_KEYS, twoTenants, W1, W2, type SandboxProcess } from "../helpers/sandbox.js";
 
@@ -35,13 +36,7 @@ async function busiest(root: number): Promise<SandboxProcess> {
 
 /** The pid of the job process running `script` (workers/processes/<script>) under `root`. */
 function jobProcess(root: number, script: string): number | undefined {
-  return readdirSync("/proc").map(Number).filter(Number.isInteger).find((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`processes/${script}`) && readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")[1] === String(root);
-    } catch {
-      return false;
-    }
-  });
+  return processesRunning(script, root)[0];
 }
 
 /** Whether `pid` still runs (a zombie waiting for its reaper does not). */

@@ -315,7 +315,8 @@ describe("two replicas on one store", () => {
     expect(Date.now()).toBeLessThan(expired + 2_000);
     expect(r.runs.has("x")).toBe(false);
     expect((await jb.get("x"))?.lease?.replica).toBe("slow");
-    await eventually(async () => expect(await jb.get("x")).toMatchObject({ status: "Running", lease: { replica: "B" } }));
+    // Its start has run once it recorded progress (the claim is stored first).
+    await eventually(async () => expect(await jb.get("x")).toMatchObject({ status: "Running", progress: { started: 2 }, lease: { replica: "B" } }));
     expect(Date.now()).toBeGreaterThanOrEqual(expired + 2_000);
     r.runs.get("x")!.finish();
     await eventually(async () => expect(await statusOf(jb, "x")).toBe("Succeeded"));

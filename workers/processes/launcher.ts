@@ -1,7 +1,7 @@
 // The process that starts job processes for the server (src/jobs/kinds/background.ts), started
 // once while the server is still small. Starting a process forks its parent first, and a fork holds
 // the caller for as long as copying its memory map takes: measured on the 2-core machine, 2 ms for
-// a 44 MB process, 5 ms at 123 MB, 40–60 ms at 1 GB and 73–134 ms at 3 GB (Node 20 and 22). The
+// a 44 MB process, 5 ms at 123 MB, 37–64 ms at 1 GB and 73–134 ms at 3 GB (Node 20 and 22). The
 // server holds the serving indexes, so each job start (maintenance's, under a write stream, every
 // few seconds) stopped every search in flight for that long; forked from this small process it
 // costs the server one message. Each job process's channel ends here; its messages pass through
