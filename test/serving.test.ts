@@ -448,7 +448,9 @@ describe("searches while the index syncs", () => {
     expect(col(want, "_rowid")).not.toEqual(col(before, "_rowid"));
     const paths = new Set<string>();
     let got = before;
-    for (let i = 0; i < 200 && col(got, "_rowid").join() !== col(want, "_rowid").join(); i++) {
+    // Bounded by time, not tries: idle, the sync ends after 11-27 searches (0.2-0.4 s); on a loaded CI
+    // machine 200 searches once ran out before it did.
+    for (const until = Date.now() + 30_000; Date.now() < until && col(got, "_rowid").join() !== col(want, "_rowid").join(); ) {
       const a = await answer("moving", { vector: { single_vector: v }, with_row_id: true });
       paths.add(a.path);
       got = a.t;
