@@ -143,3 +143,8 @@ export const routes: Pattern<RouteSpec>[] = [
   r("POST", "/v1/materialized_view/{id}/create", "CreateMaterializedView", views.createMaterializedView, "write"),
   r("POST", "/v1/materialized_view/{id}/refresh", "RefreshMaterializedView", views.refreshMaterializedView, "write"),
 ];
+
+/** Routes whose validators are compiled in idle turns right after listening, not at their first request. */
+const DATA_PATH = new Set(["QueryTable", "InsertIntoTable", "MergeInsertIntoTable", "CountTableRows"]);
+
+export const dataPathValidators = () => routes.filter((r) => DATA_PATH.has(r.value.name)).flatMap((r) => [r.value.op.validate, r.value.op.args].filter((v) => v !== undefined));
