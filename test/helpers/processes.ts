@@ -2,16 +2,25 @@
 // A job process is a server's grandchild: started by its launcher (src/jobs/kinds/launcher.ts).
 import { readdirSync, readFileSync } from "node:fs";
 
-/** Each live process's parent pid and command line, by pid. */
-export function processTable(): Map<number, { ppid: number; cmd: string[] }> {
-  const out = new Map<number, { ppid: number; cmd: string[] }>();
+/** A live process: its parent, state (R, S, T, …), CPU time used and command line. */
+export interface ProcessInfo {
+  ppid: number;
+  state: string;
+  cpuMs: number;
+  cmd: string[];
+}
+
+/** Each live process, by pid. */
+export function processTable(): Map<number, ProcessInfo> {
+  const out = new Map<number, ProcessInfo>();
   for (const name of readdirSync("/proc")) {
     const pid = Number(name);
     if (!Number.isInteger(pid)) continue;
     try {
       // The command's name may hold spaces and parentheses; the fields after its last ")" do not.
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      out.set(pid, { ppid: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]), cmd: readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0") });
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(pid, { ppid: Number(f[1]), state: f[0], cpuMs: (Number(f[11]) + Number(f[12])) * 10, cmd: readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0") });
     } catch {
       // Ended while being read.
     }

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { Float64, Int64, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { expect } from "vitest";
 import { toStream } from "./arrow.js";
+import { processesRunning, processTable, runs } from "./processes.js";
 import { ADMIN_KEY, DEFAULT_KEYS, replyOf, requestInit, type Quiver, type Reply } from "./quiver.js";
 
 export const W1 = "k-w1";
@@ -61,29 +62,11 @@ export interface SandboxProcess {
   cpuMs: number;
 }
 
-const stat = (pid: number) => {
-  const s = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-  return { state: f[0], ppid: Number(f[1]), cpuMs: (Number(f[11]) + Number(f[12])) * 10 };
-};
-
 /** Every compute sandbox process (node running workers/processes/compute.js) whose ancestors include `root`; all of them when `root` is null. */
 export function sandboxProcesses(root: number | null): SandboxProcess[] {
-  const out: SandboxProcess[] = [];
-  for (const name of readdirSync("/proc")) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      if (argv[0] !== process.execPath || !argv.some((a) => a.endsWith("processes/compute.js"))) continue;
-      let up = pid;
-      while (root !== null && up > 1 && up !== root) up = stat(up).ppid;
-      if (root === null || up === root) out.push({ pid, ...stat(pid) });
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return out;
+  const table = processTable();
+  const pids = root === null ? [...table].filter(([, p]) => runs(p.cmd, "compute.js")).map(([pid]) => pid) : processesRunning("compute.js", root, table);
+  return pids.filter((pid) => table.get(pid)!.cmd[0] === process.execPath).map((pid) => ({ pid, state: table.get(pid)!.state, cpuMs: table.get(pid)!.cpuMs }));
 }
 
 /**
