@@ -131,14 +131,21 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   }
 
   // Engine calls of batchable searches running, over all groups, and since when there were none:
-  // the engine's idle time between batches, recorded at the start of the next.
+  // the engine's idle time between batches, recorded at the start of the next. Searches sent alone
+  // while batching is off count as calls too: else the time they ran read as idle at the next batch.
   let calls = 0;
   let idleSince = -1;
+  const callStarts = (now: number) => {
+    if (calls++ === 0 && idleSince >= 0) recordSearchIdle((now - idleSince) / 1000);
+  };
+  const callEnds = (end: number) => {
+    if (--calls === 0) idleSince = end;
+  };
 
   function dispatch(table: lancedb.Table, spec: QuerySpec, name: string, g: Group, ms: Member[], key: string): void {
     const vectors = ms.reduce((n, m) => n + m.vectors.length, 0);
     const now = performance.now();
-    if (calls++ === 0 && idleSince >= 0) recordSearchIdle((now - idleSince) / 1000);
+    callStarts(now);
     g.running++;
     g.runningVectors += vectors;
     g.lastStart = now;
@@ -148,7 +155,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     );
     void runBatch(table, spec, name, ms, () => {
       const end = performance.now();
-      if (--calls === 0) idleSince = end;
+      callEnds(end);
       g.running--;
       g.runningVectors -= vectors;
       g.returning += vectors;
@@ -227,7 +234,11 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
           choice.done(batched, now - since, now);
           return r;
         });
-      if (!batched) return timed(runQuery(table, spec, name));
+      if (!batched) {
+        // A top-k search's answer is whole when its first batch is ready: the call ends then.
+        callStarts(since);
+        return timed(runQuery(table, spec, name).finally(() => callEnds(performance.now())));
+      }
       const key = keyOf(spec);
       const g = groupOf(table, key);
       return timed(

@@ -40,6 +40,7 @@ async function calls() {
     vectors: num(/^quiver_batch_size_sum (\S+)$/m),
     ofOne: num(/^quiver_batch_size_bucket\{le="1"\} (\S+)$/m),
     afterIdle: num(/^quiver_batch_idle_seconds_count (\S+)$/m),
+    idleSeconds: num(/^quiver_batch_idle_seconds_sum (\S+)$/m),
     waited: num(/^quiver_batch_wait_seconds_sum (\S+)$/m),
   };
 }
@@ -64,6 +65,23 @@ describe("search batcher", () => {
       await new Promise((r) => setTimeout(r, 5));
     }
     expect(await since(before)).toEqual({ count: 3, vectors: 3, ofOne: 3, afterIdle: 2 });
+  });
+
+  it("counts searches sent alone while batching is off as engine calls: the time they ran is not recorded as idle at the next batch", async () => {
+    let on = true;
+    const b = createSearchBatcher({ batchMax: 64, slots: 2, choice: { batching: () => on, done: () => undefined } });
+    await b.run(slow, search(slowVectors[0]), "slow");
+    await new Promise((r) => setTimeout(r, 5));
+    const before = await calls();
+    on = false;
+    const t0 = performance.now();
+    for (const v of slowVectors.slice(1, 6)) await b.run(slow, search(v), "slow");
+    const aloneMs = performance.now() - t0;
+    on = true;
+    await b.run(slow, search(slowVectors[6]), "slow");
+    // Only the moments between one call's end and the next one's start were idle.
+    const idleMs = ((await calls()).idleSeconds - before.idleSeconds) * 1000;
+    expect(idleMs).toBeLessThan(aloneMs / 4);
   });
 
   it("while a batch runs, keeps the searches arriving waiting until they are a fair share, rounded down, then sends them while it runs", async () => {
