@@ -190,28 +190,35 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
   // (src/util/turns.ts): at 100k rows each pass held the main thread for tens of milliseconds, and
   // every search in flight waited (the worst seconds of a write stream, after each compaction).
   // Syncs are one at a time: nothing changes the index meanwhile.
+  // One pass over the table's row ids marks the index's slots they name and collects the ids it
+  // lacks; one over the index's rows finds those unmarked. The ids are read as 32-bit halves, no
+  // BigInt a row (a row id is below 2^53; typed arrays are little-endian where Node runs).
   let n = 0;
   const slice = slicer();
-  const ids = new Set<number>();
+  const seen = new Uint8Array(slotCount(ix.graph));
+  const seenVectorless = new Set<number>();
+  const addedOld: number[] = [];
+  let addedNew = 0;
   for (const chunk of await rowIdsOf(t)) {
-    for (const id of chunk) {
-      ids.add(Number(id));
+    const halves = new Uint32Array(chunk.buffer, chunk.byteOffset, chunk.length * 2);
+    for (let i = 0; i < chunk.length; i++) {
+      const id = halves[2 * i + 1] * 2 ** 32 + halves[2 * i];
+      const slot = ix.rowSlots.get(id);
+      if (slot === undefined) {
+        if (id > ix.maxRowId) addedNew++;
+        else addedOld.push(id);
+      } else if (slot === NO_VECTOR) seenVectorless.add(id);
+      else seen[slot] = 1;
       if (++n % CHECK_EVERY === 0) await slice.pause();
     }
   }
   const removed: number[] = [];
   const goneIds: number[] = [];
   for (const [id, slot] of ix.rowSlots) {
-    if (!ids.has(id)) (slot === NO_VECTOR ? goneIds : removed).push(slot === NO_VECTOR ? id : slot);
+    if (slot === NO_VECTOR) {
+      if (!seenVectorless.has(id)) goneIds.push(id);
+    } else if (seen[slot] === 0) removed.push(slot);
     if (++n % CHECK_EVERY === 0) await slice.pause();
-  }
-  const addedOld: number[] = [];
-  let addedNew = 0;
-  for (const id of ids) {
-    if (++n % CHECK_EVERY === 0) await slice.pause();
-    if (ix.rowSlots.has(id)) continue;
-    if (id > ix.maxRowId) addedNew++;
-    else addedOld.push(id);
   }
   const changedIds: bigint[] = [];
   const changedSlots: number[] = [];
