@@ -117,7 +117,7 @@ function pick(errors: ErrorObject[]): string {
   return `${fieldPath(at)}: must be ${types.join(" or ") || "null"}`;
 }
 
-/** Compiled on first use, or ahead by `prepare()` (compiling one holds the event loop 5–50 ms). */
+/** Compiled on first use, or ahead by `prepare()` (compiling one holds the event loop up to ~100 ms). */
 interface Preparable {
   prepare(): void;
 }
