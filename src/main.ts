@@ -23,8 +23,8 @@ async function main(): Promise<void> {
   const services = await createServices(config, (key) => auth!.credential(key));
   auth = await setupAuth(config, services.system);
   const server = await startServer(services, createPipeline(services, auth.authenticate, routes));
-  // Compiling the search body's validator held the event loop 80–105 ms at the first search after a start, every
-  // request in flight waiting; the data path's are compiled in idle turns from now on.
+  // Compiling the search body's validator held the event loop 80–105 ms at the first search after
+  // a start, every request in flight waiting; the data path's compile in idle turns from now on.
   prepareInTurns(dataPathValidators());
   // After listening: a second start on a taken port must fail before touching the data directory.
   await services.jobs.start();
