@@ -1,39 +1,19 @@
 // The request pipeline in process, without a socket: what dispatch() answers for routing,
 // credentials, public routes, bodies and readiness.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { setupAuth } from "../../src/auth/authenticate.js";
-import { loadConfig } from "../../src/config.js";
-import { createPipeline, type Incoming, type Outgoing, type Pipeline } from "../../src/http/pipeline.js";
-import { routes } from "../../src/routes.js";
-import { createServices, type Services } from "../../src/services.js";
+import { describe, expect, it } from "vitest";
+import type { Incoming, Outgoing } from "../../src/http/pipeline.js";
+import { inProcessForFile } from "../helpers/in-process.js";
+import { ADMIN_KEY as KEY, READ_KEY as READ } from "../helpers/quiver.js";
 
-const KEY = "unit-admin-key";
-const READ = "unit-read-key";
-let dir: string;
-let svc: Services;
-let pipeline: Pipeline;
-
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "quiver-pipeline-"));
-  const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin,${READ}:read`], {});
-  svc = await createServices(config, () => null);
-  const auth = await setupAuth(config, svc.system);
-  await svc.jobs.start();
-  pipeline = createPipeline(svc, auth.authenticate, routes);
-});
-afterAll(async () => {
-  await svc.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+// The built services, as a server process runs them: its job launcher and worker threads start
+// from files next to them.
+const q = inProcessForFile();
 
 const signal = () => new AbortController().signal;
 const send = (method: string, p: string, body?: unknown, headers: Record<string, string> = { "x-api-key": KEY }): Promise<Outgoing> => {
   const [pathOnly, query = ""] = p.split("?");
   const inc: Incoming = { method, path: pathOnly, query, headers, signal, gone: () => false };
-  return pipeline.dispatch(inc, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
+  return q.pipeline.dispatch(inc, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
 };
 const json = (o: Outgoing) => (o.kind === "body" ? JSON.parse(String(o.body)) : undefined);
 
@@ -61,7 +41,7 @@ describe("pipeline", () => {
 
   it("a body id that differs from the path is 400; malformed JSON is 400", async () => {
     expect(json(await send("POST", "/v1/namespace/a/describe", { id: ["b"] }))).toMatchObject({ status: 400, detail: expect.stringMatching(/^id: body id/) });
-    const bad = await pipeline.dispatch({ method: "POST", path: "/v1/namespace/a/describe", query: "", headers: { "x-api-key": KEY }, signal }, Buffer.from("{"));
+    const bad = await q.pipeline.dispatch({ method: "POST", path: "/v1/namespace/a/describe", query: "", headers: { "x-api-key": KEY }, signal }, Buffer.from("{"));
     expect(json(bad).detail).toMatch(/^body: malformed JSON/);
   });
 
@@ -71,21 +51,21 @@ describe("pipeline", () => {
   });
 
   it("readiness is 503 while draining", async () => {
-    svc.lifecycle.draining = true;
+    q.services.lifecycle.draining = true;
     try {
       const o = await send("GET", "/readyz", undefined, {});
       expect([o.status, json(o)]).toEqual([503, { status: "draining" }]);
     } finally {
-      svc.lifecycle.draining = false;
+      q.services.lifecycle.draining = false;
     }
   });
 
   describe("steps before the body (admit)", () => {
     const incoming = (method: string, p: string, headers: Record<string, string>, query = "") => ({ method, path: p, query, headers, signal });
     const admit = async (method: string, p: string, headers: Record<string, string>, query = "") => {
-      const routed = pipeline.route(method, p);
+      const routed = q.pipeline.route(method, p);
       if (routed.kind !== "route") throw new Error("not routed");
-      return pipeline.admit(routed.route, incoming(method, p, headers, query));
+      return q.pipeline.admit(routed.route, incoming(method, p, headers, query));
     };
 
     it("credentials: a bad header key is 401 and a role short of the route 403, answered before any body", async () => {
