@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
-// The interpreter loads again after the sandbox is replaced (about 1.5 s, more on a loaded machine).
+// The interpreter loads again after the sandbox is replaced (about 0.5 s, more on a loaded machine).
 vi.setConfig({ testTimeout: 240_000 });
 
 const int64Column = (name: string, udf: string) => ({ name, virtual_column: { udf_backend: "python", udf, input_columns: ["x"], outputs: [{ column: name, data_type: { type: "int64" }, nullable: true }] } });
