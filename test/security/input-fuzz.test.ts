@@ -1,43 +1,29 @@
 // A tenant's input is never a 500: every JSON route of the route table, in process over dispatch(),
 // with each body field given wrong types and deep nesting, and the inputs that used to be 500s
 // (a 3,000-deep struct row in a JSON insert, `version()` in `columns`).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import type { TObject } from "@sinclair/typebox";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { setupAuth } from "../../src/auth/authenticate.js";
-import { loadConfig } from "../../src/config.js";
-import { createPipeline, type Outgoing, type Pipeline } from "../../src/http/pipeline.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Outgoing } from "../../src/http/pipeline.js";
 import { routes } from "../../src/routes.js";
-import { createServices, type Services } from "../../src/services.js";
+import { inProcessForFile } from "../helpers/in-process.js";
+import { ADMIN_KEY as KEY } from "../helpers/quiver.js";
 
-const KEY = "fuzz-admin-key";
-let dir: string;
-let svc: Services;
-let pipeline: Pipeline;
+// The built services, as a server process runs them: its job launcher and worker threads start
+// from files next to them.
+const q = inProcessForFile();
 
 const signal = () => new AbortController().signal;
 const send = (p: string, body: unknown, headers: Record<string, string> = {}): Promise<Outgoing> => {
   const [pathOnly, query = ""] = p.split("?");
   const raw = typeof body === "string" ? body : JSON.stringify(body);
-  return pipeline.dispatch({ method: "POST", path: pathOnly, query, headers: { "x-api-key": KEY, ...headers }, signal }, Buffer.from(raw));
+  return q.pipeline.dispatch({ method: "POST", path: pathOnly, query, headers: { "x-api-key": KEY, ...headers }, signal }, Buffer.from(raw));
 };
 const detail = (o: Outgoing) => (o.kind === "body" ? (JSON.parse(String(o.body)) as { detail: string }).detail : "");
 
 beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "quiver-fuzz-"));
-  const config = loadConfig(["--data-dir", dir, "--api-keys", `${KEY}:admin`], {});
-  svc = await createServices(config);
-  await svc.jobs.start();
-  pipeline = createPipeline(svc, (await setupAuth(config, svc.system)).authenticate, routes);
   expect((await send("/v1/namespace/f/create", {})).status).toBe(200);
   const rows = Array.from({ length: 10 }, (_, i) => ({ id: i, name: `n${i}`, s: { a: i } }));
   expect((await send("/v1/table/f$t/create", rows, { "content-type": "application/json" })).status).toBe(200);
-});
-afterAll(async () => {
-  await svc.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** `{"a":{"a":…}}` nested `n` deep. */
