@@ -40,6 +40,7 @@ import { BENCH_TABLE, datasetArgs, datasetName, generate } from "./generate.js";
 import { Conn } from "./http-client.js";
 import { parsePrometheus } from "../loadtest/server-metrics.js";
 import { startEcho, startQuiver, type QuiverProcess } from "./quiver-process.js";
+import { usesStableRowIds } from "../src/engine/versions.js";
 import { closedLoop, header, line, summary, type Result } from "./stats.js";
 
 const { values } = parseArgs({
@@ -65,7 +66,7 @@ const { values } = parseArgs({
     nprobes: { type: "string", default: "20" },
   },
 });
-const { dataDir, spec } = datasetArgs();
+const { dataDir, spec, rowIds } = datasetArgs();
 const LEVELS = String(values.levels).split(",").filter(Boolean).map(Number);
 const C = Number(values.concurrency);
 const ECHO_C = Number(values["echo-concurrency"]);
@@ -603,7 +604,7 @@ async function main() {
   if (values["gaussian-dir"]) {
     const dir = String(values["gaussian-dir"]);
     const gspec: Spec = { ...spec, clusters: Number(values["gaussian-clusters"]) };
-    if (!existsSync(path.join(dir, `${BENCH_TABLE}.lance`))) await generate(dir, gspec);
+    if (!existsSync(path.join(dir, `${BENCH_TABLE}.lance`))) await generate(dir, gspec, rowIds);
     sets.push(workload(datasetName(gspec), dir, gspec));
   }
   const common = values.workers ? ["--workers", String(values.workers)] : [];
@@ -617,7 +618,9 @@ async function main() {
   const streamRows: string[] = [];
   const bounds: string[] = [];
   for (const [n, w] of sets.entries()) {
-    console.log(`\n== dataset: ${w.name}, ${w.dataDir} (${spec.rows} x ${spec.dim})`);
+    const version = await (await (await lancedb.connectNamespace("dir", { root: w.dataDir })).openTable(BENCH_TABLE, [])).version();
+    const stable = await usesStableRowIds(path.join(w.dataDir, `${BENCH_TABLE}.lance`), version);
+    console.log(`\n== dataset: ${w.name}, ${w.dataDir} (${spec.rows} x ${spec.dim}; row ids: ${stable ? "stable" : "addresses"})`);
     const db = await lancedb.connectNamespace("dir", { root: w.dataDir });
     await db.createNamespace([NS], { mode: "exist_ok", properties: { owner: "bench" } } as never).catch(() => undefined);
     const table = await db.openTable(BENCH_TABLE);

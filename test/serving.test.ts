@@ -256,6 +256,33 @@ describe("writes", () => {
     expect(await metricValue(q, "quiver_serving_index_tombstones", { table: "addr" })).toBe(tombstones);
   });
 
+  it("stable row ids: another process's appends, compaction and index commits are followed without comparing every row id; its delete is", async () => {
+    const v = qsSmall[3];
+    await served("stable", { vector: { single_vector: v } });
+    const syncs = async (read: string) => (await metricValue(q, "quiver_serving_sync_seconds_count", { read })) ?? 0;
+    const compared = await syncs("compared");
+    const t = await (await lancedb.connectNamespace("dir", { root })).openTable("stable", []);
+    // Appends in small fragments, then maintenance's kind of commits: a compaction (which keeps
+    // stable row ids), the vector index brought up to date and a scalar index made.
+    for (let i = 0; i < 3; i++) await t.add(rows(SMALL, 40_000 + i * 10, 10));
+    await t.optimize();
+    await t.createIndex("id", { config: lancedb.Index.btree() });
+    const latest = await t.version();
+    const got = await served("stable", { vector: { single_vector: v }, with_row_id: true }, { "x-quiver-min-version": String(latest) });
+    const want = await exact("stable", v, (x) => x.withRowId());
+    expectSame(got, want);
+    expect(col(got, "_rowid")).toEqual(col(want, "_rowid"));
+    expect(await metricValue(q, "quiver_serving_index_rows", { table: "stable" })).toBe(await t.countRows());
+    expect(await syncs("compared")).toBe(compared);
+    // A delete says which rows went only through every row id: compared, and never answered.
+    const nearest = col(want, "id")[0] as number;
+    await t.delete(`id = ${nearest}`);
+    const after = await served("stable", { vector: { single_vector: v } }, { "x-quiver-min-version": String(await t.version()) });
+    expect(col(after, "id")).not.toContain(nearest);
+    expectSame(after, await exact("stable", v));
+    expect(await syncs("compared")).toBe(compared + 1);
+  });
+
   it("under a write stream, every acknowledged row is found by the next search carrying its version", async () => {
     const v = qsSmall[5];
     await served("stable", { vector: { single_vector: v } });

@@ -1,9 +1,12 @@
-import { statSync } from "node:fs";
+import * as lancedb from "@lancedb/lancedb";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { fromIPC } from "./helpers/arrow.js";
 import { inProcessForFile } from "./helpers/in-process.js";
 import { abRows, openDirect, seedTable } from "./helpers/seed.js";
+import { versionOperation } from "../src/engine/versions.js";
 
 const rows = abRows;
 const open = (name: string, ns: string[] = [], opts: { branch?: string; version?: number } = {}) => openDirect(q.dataDir, name, ns, opts);
@@ -212,5 +215,40 @@ describe("restore", () => {
     const r = await restore("ns1$ns2$zz", { version: 1 });
     expect(r.status).toBe(404);
     expect(r.json.code).toBe(4);
+  });
+});
+
+describe("what made a version", () => {
+  it("is read from the version's transaction, with whether the table has stable row ids", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "quiver-txn-"));
+    try {
+      const made = async (t: lancedb.Table, from: number) => {
+        const out: string[] = [];
+        for (let v = from + 1; v <= (await t.version()); v++) out.push((await versionOperation(path.join(dir, `${t.name}.lance`), v))!.operation);
+        return out;
+      };
+      const db = await lancedb.connect(dir);
+      const stable = await db.createTable("s", rows(0, 3), { storageOptions: { new_table_enable_stable_row_ids: "true" } });
+      expect(await versionOperation(path.join(dir, "s.lance"), 1)).toEqual({ operation: "other", stableRowIds: true });
+      await stable.add(rows(3, 2));
+      await stable.add(rows(5, 2));
+      let v = await stable.version();
+      await stable.optimize();
+      expect(await made(stable, v)).toContain("rewrite");
+      v = await stable.version();
+      await stable.createIndex("a", { config: lancedb.Index.btree() });
+      await stable.delete("a = 1");
+      expect(await made(stable, v)).toEqual(["create_index", "delete"]);
+      v = await stable.version();
+      await stable.checkout(2);
+      await stable.restore();
+      expect(await made(stable, v)).toEqual(["other"]);
+      const addr = await db.createTable("a", rows(0, 3));
+      await addr.add(rows(3, 1));
+      expect(await versionOperation(path.join(dir, "a.lance"), 2)).toEqual({ operation: "append", stableRowIds: false });
+      expect(await versionOperation(path.join(dir, "a.lance"), 99)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -18,6 +18,7 @@ import { compileFilter } from "../src/engine/serving-predicate.js";
 import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../src/engine/serving-source.js";
 import { tableVersion } from "../src/engine/table-info.js";
 import type { TableHandle, Tables } from "../src/engine/tables.js";
+import { tableDir, versionOperation } from "../src/engine/versions.js";
 import { log } from "../src/log.js";
 import { recordSearchPath, recordServingBuild, recordServingSync, watchServing, type ServingSample } from "../src/metrics.js";
 import { createFilters, type FilterBits } from "./serving-filters.js";
@@ -124,6 +125,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   );
 
   const at = (entry: Entry) => (version: number) => tables.open(entry, { version });
+  const operationOf = (entry: Entry) => (version: number) => Promise.resolve().then(() => versionOperation(tableDir(tables.root, entry), version)).catch(() => null);
 
   function drop(s: TableState): void {
     if (s.ix) dropped.postMessage(s.ix.ref.key);
@@ -200,7 +202,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if (ix.version >= want) return;
       const syncTo = async (version: number) => {
         const t0 = performance.now();
-        const plan = await planSync(poolOf(), ix, await at(st.entry)(version), version);
+        const plan = await planSync(poolOf(), ix, await at(st.entry)(version), version, operationOf(st.entry));
         const t1 = performance.now();
         if (plan.rows > AWAITED_ROWS) release();
         const read = await plan.run();
@@ -247,7 +249,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       recordServingBuild((performance.now() - started) / 1000, false);
       const swap = st.writer.then(async () => {
         const want = Math.max(st.target, st.ix?.version ?? 0, fresh.version);
-        if (fresh.version < want) await (await planSync(poolOf(), fresh, await at(st.entry)(want), want)).run();
+        if (fresh.version < want) await (await planSync(poolOf(), fresh, await at(st.entry)(want), want, operationOf(st.entry))).run();
         drop(st);
         st.ix = fresh;
         st.status = "ready";

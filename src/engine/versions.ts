@@ -107,38 +107,92 @@ function varint(b: Buffer, p: number): [number, number] {
 
 // Lance's reader feature flag for move-stable row ids (the table format's `reader_feature_flags`, bit 2).
 const FLAG_STABLE_ROW_IDS = 2;
+// Fields of the table format's Manifest message (protos/table.proto in Lance's repository).
 const READER_FEATURE_FLAGS = 9;
+const TRANSACTION_FILE = 12;
+const TRANSACTION_SECTION = 21;
+// The operation a version's Transaction message (protos/transaction.proto) holds is the field of
+// its `operation` oneof that is present; the few the serving index reasons about, by field number.
+const OPERATIONS: Record<number, LanceOperation> = { 100: "append", 101: "delete", 103: "create_index", 104: "rewrite", 107: "reserve_fragments" };
 
-/**
- * Was the table created with stable row ids (which also track when each row was last updated)?
- * Read from the manifest of `version`: the file ends with the manifest's position, the format
- * version and "LANC"; the manifest is a length-prefixed protobuf message.
- */
-export async function usesStableRowIds(tableDir: string, version: number, branch?: string): Promise<boolean> {
-  const m = await manifestFile(tableDir, version, branch);
-  if (!m) return false;
-  const b = await readBytes(joinPath(tableDir, m.path));
-  if (b.length < 16 || b.toString("latin1", b.length - 4) !== MANIFEST_MAGIC) return false;
-  const at = Number(b.readBigInt64LE(b.length - 16));
-  const end = at + 4 + b.readUInt32LE(at);
-  for (let p = at + 4; p < end; ) {
+/** What made a version, as its transaction says: the operations named here, or "other". */
+export type LanceOperation = "append" | "delete" | "create_index" | "rewrite" | "reserve_fragments" | "other";
+
+export interface VersionOperation {
+  operation: LanceOperation;
+  /** The table has stable row ids (a compaction keeps them; row addresses move). */
+  stableRowIds: boolean;
+}
+
+/** A protobuf message's fields from `from` to `to`: numbers, varint values, and where length-delimited ones lie. */
+function* protoFields(b: Buffer, from: number, to: number): Generator<{ field: number; value: number; at: number }> {
+  for (let p = from; p < to; ) {
     let tag: number;
     [tag, p] = varint(b, p);
     const field = Math.floor(tag / 8);
     const wire = tag & 7;
-    if (wire === 0) {
-      let v: number;
-      [v, p] = varint(b, p);
-      if (field === READER_FEATURE_FLAGS) return (v & FLAG_STABLE_ROW_IDS) !== 0;
-    } else if (wire === 1) p += 8;
+    let value = 0;
+    const at = p;
+    if (wire === 0) [value, p] = varint(b, p);
+    else if (wire === 1) p += 8;
     else if (wire === 5) p += 4;
     else if (wire === 2) {
-      let len: number;
-      [len, p] = varint(b, p);
-      p += len;
-    } else return false;
+      [value, p] = varint(b, p);
+      yield { field, value, at: p };
+      p += value;
+      continue;
+    } else return;
+    yield { field, value, at };
   }
+}
+
+/**
+ * The manifest of `version` read whole, and where its Manifest message lies: the file ends with the
+ * message's position, the format version and "LANC"; the message is length-prefixed.
+ */
+async function readManifest(tableDir: string, version: number, branch?: string): Promise<{ bytes: Buffer; from: number; to: number } | null> {
+  const m = await manifestFile(tableDir, version, branch);
+  if (!m) return null;
+  const bytes = await readBytes(joinPath(tableDir, m.path));
+  if (bytes.length < 16 || bytes.toString("latin1", bytes.length - 4) !== MANIFEST_MAGIC) return null;
+  const at = Number(bytes.readBigInt64LE(bytes.length - 16));
+  return { bytes, from: at + 4, to: at + 4 + bytes.readUInt32LE(at) };
+}
+
+/** Was the table created with stable row ids (which also track when each row was last updated)? Read from the manifest of `version`. */
+export async function usesStableRowIds(tableDir: string, version: number, branch?: string): Promise<boolean> {
+  const m = await readManifest(tableDir, version, branch);
+  if (!m) return false;
+  for (const f of protoFields(m.bytes, m.from, m.to)) if (f.field === READER_FEATURE_FLAGS) return (f.value & FLAG_STABLE_ROW_IDS) !== 0;
   return false;
+}
+
+/**
+ * The operation that made `version` and whether the table has stable row ids, from its manifest:
+ * the transaction is inside it (a u32 length, then the message) or, from older writers, in
+ * `_transactions/<name>`. Null when the version or its transaction is no longer there.
+ */
+export async function versionOperation(tableDir: string, version: number, branch?: string): Promise<VersionOperation | null> {
+  const m = await readManifest(tableDir, version, branch);
+  if (!m) return null;
+  let stableRowIds = false;
+  let txn: { bytes: Buffer; from: number; to: number } | null = null;
+  let file = "";
+  for (const f of protoFields(m.bytes, m.from, m.to)) {
+    if (f.field === READER_FEATURE_FLAGS) stableRowIds = (f.value & FLAG_STABLE_ROW_IDS) !== 0;
+    else if (f.field === TRANSACTION_SECTION) txn = { bytes: m.bytes, from: f.value + 4, to: f.value + 4 + m.bytes.readUInt32LE(f.value) };
+    else if (f.field === TRANSACTION_FILE) file = m.bytes.toString("utf8", f.at, f.at + f.value);
+  }
+  if (!txn && file) {
+    // A name that would leave the table directory (joinInside refuses it) reads as no transaction.
+    const bytes = await Promise.resolve()
+      .then(() => readBytes(joinInside(tableDir, `${branchPrefix(branch)}_transactions/${file}`)))
+      .catch(() => null);
+    if (bytes) txn = { bytes, from: 0, to: bytes.length };
+  }
+  if (!txn) return null;
+  for (const f of protoFields(txn.bytes, txn.from, txn.to)) if (f.field >= 100) return { operation: OPERATIONS[f.field] ?? "other", stableRowIds };
+  return null;
 }
 
 /** `scheme://bucket` of an object-store URI. */
