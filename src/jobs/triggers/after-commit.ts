@@ -54,6 +54,7 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
     const t = await deps.tables.open(entry, { branch, fresh: true });
     const fields = (await tableSchema(t)).fields;
     const todo = pending.get(k) ?? new Set<string>();
+    pending.set(k, todo);
     for (const f of fields) {
       if (!todo.delete(f.name)) continue;
       const vc = fromFieldMetadata(f.name, f.metadata);
@@ -77,7 +78,11 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
       const auto = fields.filter((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill).map((f) => f.name);
       if (auto.length === 0) return;
       const k = keyOf(table, branch);
-      pending.set(k, new Set([...(pending.get(k) ?? []), ...auto]));
+      // Added to the set a running `follow` holds: a new set in its place was dropped when that
+      // follow emptied the old one (an insert's columns left uncomputed, seen in CI under load).
+      const todo = pending.get(k) ?? new Set<string>();
+      for (const name of auto) todo.add(name);
+      pending.set(k, todo);
       arm(table, branch);
     },
     close() {
