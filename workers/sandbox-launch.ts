@@ -24,12 +24,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { log } from "../src/log.js";
+import { diesWithParent, SETPRIV } from "./parent-death.js";
 import { installPaths, mountPoint, rootBinds, ROOT_SCRIPT, type Bind } from "./sandbox-root.js";
 
 const UNPRIVILEGED = 65534;
 const find = (names: string[]) => names.find((p) => existsSync(p));
 const UNSHARE = find(["/usr/bin/unshare", "/bin/unshare"]);
-const SETPRIV = find(["/usr/bin/setpriv", "/bin/setpriv"]);
 const NICE = find(["/usr/bin/nice", "/bin/nice"]);
 const SH = find(["/bin/sh", "/usr/bin/sh"]);
 const CHAIN_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
@@ -64,13 +64,12 @@ async function canDropPrivileges(): Promise<boolean> {
 /** The steps before node: parent-death signal, priority, namespaces, the root, then the user it runs as. */
 function chain(iso: Extract<Isolation, { mode: "namespaces" }>, niceness: number): string[] {
   const user = iso.root && iso.drop ? [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups"] : [];
-  return [
-    SETPRIV!, "--pdeathsig", "KILL", "--",
+  return diesWithParent([
     ...(NICE && niceness > 0 ? [NICE, "-n", String(niceness)] : []),
     UNSHARE!, ...(iso.root ? [] : ["--map-root-user"]), "--mount", "--net", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc", "--",
     SH!, "-c", ROOT_SCRIPT, "sh", iso.mountAt, ...iso.binds.flat(), "--",
     SETPRIV!, ...user, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL", "--",
-  ];
+  ]);
 }
 
 let probed: Promise<Isolation> | null = null;

@@ -150,8 +150,9 @@ describe("with one tenant sandbox at a time (--tenant-sandboxes 1)", () => {
 });
 
 describe("when the server dies", () => {
-  it("its sandboxes die with it, stopped ones and a job's too", { timeout: 120_000 }, async () => {
+  it("its sandboxes die with it, stopped ones and a job's too, even when the job process and its launcher cannot run", { timeout: 120_000 }, async () => {
     const s = await startQuiver({ args: ARGS, env: { QUIVER_API_KEYS: TENANT_KEYS } });
+    const stopped: number[] = [];
     try {
       await twoTenants(s, 40);
       expect((await addColumn(s, "ns1$t", jsColumn("(x) => String(x)"), W1)).status).toBe(200);
@@ -163,11 +164,18 @@ describe("when the server dies", () => {
       for (let i = 0; i < 100 && sandboxProcesses(jobProcess(s.proc.pid!, "backfill.js") ?? -1).length === 0; i++) await sleep(100);
       all = sandboxProcesses(s.proc.pid!);
       expect(all.length).toBeGreaterThanOrEqual(2);
-      for (const p of all) process.kill(p.pid, "SIGSTOP");
+      // Stopped, the job process and the launcher never read their channels' end: only the
+      // kernel's parent-death signal ends them (as it would a niced job process on a busy machine).
+      const jobs = [jobProcess(s.proc.pid!, "launcher.js")!, jobProcess(s.proc.pid!, "backfill.js")!];
+      expect(jobs.every((pid) => pid > 0)).toBe(true);
+      stopped.push(...all.map((p) => p.pid), ...jobs);
+      for (const pid of stopped) process.kill(pid, "SIGSTOP");
       await s.kill();
       await sleep(2000);
       expect(all.filter((p) => alive(p.pid))).toEqual([]);
+      expect(jobs.filter(alive)).toEqual([]);
     } finally {
+      for (const pid of stopped.filter(alive)) process.kill(pid, "SIGKILL");
       await s.kill();
       removeDir(s.dataDir);
     }

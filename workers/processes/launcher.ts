@@ -5,11 +5,13 @@
 // server holds the serving indexes, so each job start (maintenance's, under a write stream, every
 // few seconds) stopped every search in flight for that long; forked from this small process it
 // costs the server one message. Each job process's channel ends here; its messages pass through
-// unchanged and in order, both ways. When the server goes away this process ends, and with it the
-// job processes' channels, which ends them (workers/processes/job-process.ts).
+// unchanged and in order, both ways. When the server goes away the kernel kills this process, and
+// it kills the job processes (workers/parent-death.ts); their channels' end is the sign left where
+// setpriv is missing (workers/processes/job-process.ts).
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { setPriority } from "node:os";
+import { diesWithParent } from "../parent-death.js";
 import type { LauncherCommand, LauncherEvent } from "../protocol.js";
 
 const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
@@ -20,7 +22,8 @@ const tell = (e: LauncherEvent) => {
 
 function start(id: number, entry: string, niceness: number): void {
   const options = { stdio: ["ignore", "inherit", "inherit", "ipc"] as ["ignore", "inherit", "inherit", "ipc"] };
-  const child = NICE ? spawn(NICE, ["-n", String(niceness), process.execPath, entry], options) : spawn(process.execPath, [entry], options);
+  const argv = diesWithParent(NICE ? [NICE, "-n", String(niceness), process.execPath, entry] : [process.execPath, entry]);
+  const child = spawn(argv[0], argv.slice(1), options);
   children.set(id, child);
   // Without nice(1): lowered afterwards (its main thread only; see src/jobs/kinds/background.ts).
   if (!NICE && child.pid !== undefined) setPriority(child.pid, niceness);

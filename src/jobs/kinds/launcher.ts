@@ -5,9 +5,10 @@
 // ./background.ts uses. The launcher gets the server's environment without its
 // QUIVER_* variables (API keys, JWT secrets), and so do the job processes it starts; an object
 // store's credentials (AWS_*, AZURE_*, ...) must still reach LanceDB.
-import { fork, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { fileURLToPath } from "node:url";
+import { diesWithParent } from "../../../workers/parent-death.js";
 import type { LauncherCommand, LauncherEvent } from "../../../workers/protocol.js";
 
 /** A job process: `message`, `exit` (code, signal) and `error` events; its channel's state; send and kill. */
@@ -36,7 +37,9 @@ export function startLauncher(): void {
 
 function running(): NonNullable<typeof launcher> {
   if (launcher?.proc.connected) return launcher;
-  const proc = fork(fileURLToPath(LAUNCHER), [], { stdio: ["ignore", "inherit", "inherit", "ipc"], env: jobEnvironment() });
+  // Killed by the kernel with the server, and the job processes with it (workers/parent-death.ts).
+  const argv = diesWithParent([process.execPath, ...process.execArgv, fileURLToPath(LAUNCHER)]);
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "inherit", "inherit", "ipc"], env: jobEnvironment() });
   // It never holds the server's event loop open; the server's own handles do while jobs run.
   proc.unref();
   proc.channel?.unref();
