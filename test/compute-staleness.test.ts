@@ -1,22 +1,22 @@
 // Staleness is per column: a backfill of one UDF column leaves the others' values fresh, and an
 // insert into a table with auto_backfill columns costs each of them only the inserted rows.
 import { describe, expect, it, vi } from "vitest";
-import { serverForFile } from "./helpers/quiver.js";
+import { removeDir, serverForFile, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
 const q = serverForFile({ args: ["--auto-backfill-delay-ms", "100", "--workers", "1"] });
 // Several backfills or refreshes per test on a shared 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
-const post = (id: string, op: string, body?: unknown) => q.call("POST", `/v1/table/${id}/${op}`, body);
+const post = (id: string, op: string, body?: unknown, s: Quiver = q) => s.call("POST", `/v1/table/${id}/${op}`, body);
 const rows = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ id: from + i, x: from + i }));
 const col = (name: string, udf: string, extra: Record<string, unknown> = {}) => ({
   name,
   virtual_column: { udf_backend: "js", udf, input_columns: ["x"], outputs: [{ column: name, data_type: { type: "int64" }, nullable: true }], ...extra },
 });
 
-async function table(id: string, n: number, cols: unknown[]) {
-  expect((await post(id, "create", rows(1, n))).status).toBe(200);
-  const r = await post(id, "add_columns", { new_columns: cols });
+async function table(id: string, n: number, cols: unknown[], s: Quiver = q) {
+  expect((await post(id, "create", rows(1, n), s)).status).toBe(200);
+  const r = await post(id, "add_columns", { new_columns: cols }, s);
   expect(r.status, r.text).toBe(200);
 }
 async function backfill(t: string, column: string) {
@@ -84,5 +84,49 @@ describe("staleness per column", () => {
     expect(computed).toBeGreaterThanOrEqual(60);
     expect(computed).toBeLessThanOrEqual(120);
     expect((await post("st4", "count_rows", { predicate: "a <> x + 1 OR b <> x + 2" })).json).toBe(0);
+  });
+});
+
+describe("auto_backfill under a stream of writes", () => {
+  it("writes landing while a follow-up is being queued leave no row uncomputed", { timeout: 240_000 }, async () => {
+    // A 10 ms wait: the next write's follow-up starts while the last one still queues its job.
+    const s = await startQuiver({ args: ["--auto-backfill-delay-ms", "10", "--workers", "1"] });
+    try {
+      const auto = { auto_backfill: true };
+      await table("ws", 10, [col("a", "(x) => x + 1", auto), col("b", "(x) => x + 2", auto)], s);
+      // Follow-ups queue one backfill of a table at a time: never two in progress at once.
+      let most = 0;
+      let watching = true;
+      const watch = (async () => {
+        while (watching) {
+          const jobs = (await s.call("POST", "/v1/jobs/list", { table: ["ws"] })).json.jobs as { state: string }[];
+          most = Math.max(most, jobs.filter((j) => j.state === "IN_PROGRESS").length);
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      })();
+      await Promise.all(
+        Array.from({ length: 4 }, async (_, c) => {
+          for (let i = 0; i < 8; i++) {
+            expect((await post("ws", "insert", rows(100 + c * 100 + i, 1), s)).status).toBe(200);
+            await new Promise((r) => setTimeout(r, 5 + ((c * 7 + i * 13) % 40)));
+          }
+        }),
+      );
+      const end = Date.now() + 150_000;
+      for (;;) {
+        const jobs = (await s.call("POST", "/v1/jobs/list", { table: ["ws"] })).json.jobs as { state: string }[];
+        const left = (await post("ws", "count_rows", { predicate: "a IS NULL OR b IS NULL" }, s)).json as number;
+        if (left === 0 && jobs.every((j) => j.state !== "IN_PROGRESS")) break;
+        if (Date.now() > end) throw new Error(`${left} rows left uncomputed; jobs: ${JSON.stringify(jobs)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      watching = false;
+      await watch;
+      expect((await post("ws", "count_rows", { predicate: "a <> x + 1 OR b <> x + 2" }, s)).json).toBe(0);
+      expect(most).toBe(1);
+    } finally {
+      await s.stop();
+      removeDir(s.dataDir);
+    }
   });
 });

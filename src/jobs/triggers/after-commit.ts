@@ -35,6 +35,14 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
   const timers = new Map<string, NodeJS.Timeout>();
   /** Per table and branch: the auto columns a write since left to backfill. */
   const pending = new Map<string, Set<string>>();
+  /** The set for `k`; a write adds to the one a running follow-up holds, never a new one in its place. */
+  const pendingOf = (k: string) => pending.get(k) ?? pending.set(k, new Set<string>()).get(k)!;
+  /**
+   * Per table and branch, a follow-up under way. Two at once each passed the busy check before the
+   * other's job was queued (two backfills ran together, seen in CI), and the one that ended last
+   * dropped the columns a write had left meanwhile (its rows were never computed).
+   */
+  const following = new Set<string>();
   const keyOf = (entry: Entry, branch: string | null) => `${entry.objectId}\u0000${branch ?? ""}`;
   const arm = (entry: Entry, branch: string | null) => {
     const k = keyOf(entry, branch);
@@ -50,11 +58,19 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
     deps.jobs.active().some((r) => r.operation === BACKFILL && sameId(r.table, entry.id) && (r.spec as BackfillSpec).branch === branch);
   async function follow(entry: Entry, branch: string | null): Promise<void> {
     const k = keyOf(entry, branch);
-    if (busy(entry, branch)) return arm(entry, branch);
+    if (following.has(k) || busy(entry, branch)) return arm(entry, branch);
+    following.add(k);
+    try {
+      await queueNext(entry, branch, k);
+    } finally {
+      following.delete(k);
+    }
+  }
+  /** Queue a backfill of the next column left to backfill; arm again while any is left. */
+  async function queueNext(entry: Entry, branch: string | null, k: string): Promise<void> {
     const t = await deps.tables.open(entry, { branch, fresh: true });
     const fields = (await tableSchema(t)).fields;
-    const todo = pending.get(k) ?? new Set<string>();
-    pending.set(k, todo);
+    const todo = pendingOf(k);
     for (const f of fields) {
       if (!todo.delete(f.name)) continue;
       const vc = fromFieldMetadata(f.name, f.metadata);
@@ -77,12 +93,8 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
       const fields = (await tableSchema(await deps.tables.open(table, { branch }))).fields;
       const auto = fields.filter((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill).map((f) => f.name);
       if (auto.length === 0) return;
-      const k = keyOf(table, branch);
-      // Added to the set a running `follow` holds: a new set in its place was dropped when that
-      // follow emptied the old one (an insert's columns left uncomputed, seen in CI under load).
-      const todo = pending.get(k) ?? new Set<string>();
+      const todo = pendingOf(keyOf(table, branch));
       for (const name of auto) todo.add(name);
-      pending.set(k, todo);
       arm(table, branch);
     },
     close() {
