@@ -182,8 +182,12 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   const cancelPollMs = Math.min(100, pollMs);
   // How long a replica that runs n jobs of a kind lets a record wait before it takes it: n times
   // this (once more for a group it holds one of). An idle replica looks within a poll and takes
-  // it first; a replica alone takes it a moment later.
-  const spreadMs = 2 * pollMs;
+  // it first; a replica alone takes it a moment later. A look's own time counts: on a loaded
+  // machine reading the records took longer than a poll, and a busy replica took a second task
+  // before the idle one had looked (seen in CI). Other replicas' looks take about as long as this
+  // one's last few.
+  const recentLooks: number[] = [];
+  const spreadMs = () => 2 * (pollMs + Math.max(0, ...recentLooks));
   // A commit is allowed only while the lease has at least this long left: a replica that could not
   // renew it (the store out of reach) stops committing well before another may take the job over.
   const commitMarginMs = leaseMs / 3;
@@ -348,7 +352,9 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     ticking = (async () => {
       do {
         again = false;
+        const lookStart = Date.now();
         await look().catch((err: unknown) => log.error("cannot read the job records", { error: String(err) }));
+        if (recentLooks.push(Date.now() - lookStart) > 8) recentLooks.shift();
       } while (again && !closed);
     })().finally(() => (ticking = null));
     return ticking;
@@ -370,7 +376,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   /** Whether this replica takes `r` now, waiting for others since `since`: at once when it runs no job of its kind. */
   function due(kind: JobKind, r: JobRecord, since: number, now: number): boolean {
     const { load, same } = held(kind, r);
-    return load === 0 || now - since >= spreadMs * (load + same);
+    return load === 0 || now - since >= spreadMs() * (load + same);
   }
 
   async function look(): Promise<void> {
