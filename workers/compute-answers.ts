@@ -6,8 +6,8 @@
 // rows it came from (checked to be one of them, in order), so a
 // sandbox that lies cannot make the trusted side write a row it was not asked to compute.
 import type * as A from "apache-arrow";
-import type { UdfDefinition } from "../src/compute/udf.js";
-import { CHUNK, PARENT, SOURCE_ROW_ID } from "../src/compute/views.js";
+import { PARENT, type UdfDefinition } from "../src/compute/udf.js";
+import { CHUNK, SOURCE_ROW_ID } from "../src/compute/views.js";
 import { arrow } from "../src/engine/arrow.js";
 import { fromJsonField, fromJsonType } from "../src/engine/json-arrow.js";
 import type { Compute, ComputeAnswer } from "./compute-client.js";

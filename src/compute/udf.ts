@@ -79,3 +79,14 @@ export function udfDefinition(vc: VirtualColumn, limits: UdfLimits): UdfDefiniti
     wasmMaxPages: limits.udfWasmMemoryMb * 16,
   };
 }
+
+/** A view's table function (udtf or chunker body), decoded. */
+export interface TableFunction {
+  backend: "js" | "python" | "sql";
+  code: string;
+  /** python: the function to run; "" for the source's only one. */
+  name: string;
+}
+
+/** A chunker's answer: each output row's position among the source rows it was given. */
+export const PARENT = "__parent";

@@ -10,6 +10,7 @@ import { sameId, SEP } from "../catalog/names.js";
 import { arrow } from "../engine/arrow.js";
 import { invalid } from "../errors.js";
 import { errorPolicy, type ErrorHandlingBody, type ErrorPolicy } from "./error-handling.js";
+import type { TableFunction } from "./udf.js";
 import { checkExpression, checkSqlBody, type ExpressionLimits } from "../schemas/expression.js";
 import { migrateLog } from "../util/json-log.js";
 import { sqlString, type SystemTables } from "../util/system-table.js";
@@ -39,13 +40,6 @@ export interface SourceForm {
  * `{"backend":"python","source":…,"name"?:…}` (the function named, else the source's only one) or
  * `{"backend":"sql","sql":…}`.
  */
-export interface TableFunction {
-  backend: "js" | "python" | "sql";
-  code: string;
-  /** python: the function to run; "" for the source's only one. */
-  name: string;
-}
-
 /** The forms of `udtf_spec.udtf` this server runs, as errors name them. */
 export const TABLE_FUNCTION_FORMS = '{"backend":"js","source":…}, {"backend":"python","source":…} or {"backend":"sql","sql":…} (base64)';
 
@@ -97,8 +91,6 @@ export interface ViewRecord {
 /** The view columns Quiver adds: the source row a view row came from, and a chunker child's ordinal. */
 export const SOURCE_ROW_ID = "__source_row_id";
 export const CHUNK = "__chunk";
-/** A chunker's answer: each output row's position among the source rows it was given. */
-export const PARENT = "__parent";
 
 const q = JSON.stringify;
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
