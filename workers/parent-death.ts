@@ -8,7 +8,10 @@ import { existsSync } from "node:fs";
 
 export const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
 
-/** `argv` (a program and its arguments), started so that it is killed with its parent. */
-export function diesWithParent(argv: string[]): string[] {
-  return SETPRIV ? [SETPRIV, "--pdeathsig", "KILL", "--", ...argv] : argv;
+/**
+ * `argv` (a program and its arguments), started so that it is killed with its parent; `setprivFlags`
+ * go to the same setpriv call (a sandbox's change of user).
+ */
+export function diesWithParent(argv: string[], setprivFlags: string[] = []): string[] {
+  return SETPRIV ? [SETPRIV, ...setprivFlags, "--pdeathsig", "KILL", "--", ...argv] : argv;
 }

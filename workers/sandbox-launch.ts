@@ -61,14 +61,20 @@ async function canDropPrivileges(): Promise<boolean> {
   });
 }
 
+/** The step that lowers the rest's priority, if any. */
+const niced = (niceness: number): string[] => (NICE && niceness > 0 ? [NICE, "-n", String(niceness)] : []);
+
+/** setpriv's flags that run the rest as the unprivileged user. */
+const AS_UNPRIVILEGED = [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups"];
+
 /** The steps before node: parent-death signal, priority, namespaces, the root, then the user it runs as. */
 function chain(iso: Extract<Isolation, { mode: "namespaces" }>, niceness: number): string[] {
-  const user = iso.root && iso.drop ? [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups"] : [];
+  const user = iso.root && iso.drop ? AS_UNPRIVILEGED : [];
   return diesWithParent([
-    ...(NICE && niceness > 0 ? [NICE, "-n", String(niceness)] : []),
+    ...niced(niceness),
     UNSHARE!, ...(iso.root ? [] : ["--map-root-user"]), "--mount", "--net", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc", "--",
     SH!, "-c", ROOT_SCRIPT, "sh", iso.mountAt, ...iso.binds.flat(), "--",
-    SETPRIV!, ...user, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--pdeathsig", "KILL", "--",
+    ...diesWithParent([], [...user, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]),
   ]);
 }
 
@@ -159,10 +165,7 @@ export function launchSandbox(iso: Exclude<Isolation, { mode: "refused" }>, entr
     const argv = [...chain(iso, niceness), ...node];
     return spawn(argv[0], argv.slice(1), { ...options, env: { PATH: CHAIN_PATH } });
   }
-  const prefix = [
-    ...(SETPRIV ? [SETPRIV, ...(iso.drop ? [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups", "--no-new-privs"] : []), "--pdeathsig", "KILL", "--"] : []),
-    ...(NICE && niceness > 0 ? [NICE, "-n", String(niceness)] : []),
-  ];
-  const argv = [...prefix, ...node];
+  const drop = iso.drop ? [...AS_UNPRIVILEGED, "--no-new-privs"] : [];
+  const argv = diesWithParent([...niced(niceness), ...node], drop);
   return spawn(argv[0], argv.slice(1), { ...options, env: {} });
 }
