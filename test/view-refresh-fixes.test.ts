@@ -8,7 +8,8 @@ import { serverForFile } from "./helpers/quiver.js";
 import { settle, until } from "./helpers/transactions.js";
 import { envelope } from "./helpers/views.js";
 
-const q = serverForFile({ args: ["--workers", "1"] });
+// A cooldown of 0: every write looks at its auto_refresh views at once (the race below).
+const q = serverForFile({ args: ["--workers", "1", "--auto-refresh-cooldown-ms", "0"] });
 // Several backfills or refreshes per test on a shared 2-core machine.
 vi.setConfig({ testTimeout: 300_000 });
 const post = (p: string, body?: unknown) => q.call("POST", p, body);
@@ -150,6 +151,31 @@ describe("table functions whose output does not fit the view", () => {
     const r = await post("/v1/materialized_view/rf_q1/create", { kind: "query", source_query: JSON.stringify({ table: "rf_s7", columns: { n: "count(*)" } }), output_schema: jsonSchema([["n", "int64"]]) });
     expect(r.status, r.text).toBe(400);
     expect(r.json.detail).toBe("source_query.columns: query views cannot aggregate (no GROUP BY, count, sum, min, max or avg); use a udtf view for aggregates");
+  });
+});
+
+describe("auto_refresh", () => {
+  it("under a stream of writes: one look at a time, so no refresh is refused (no warning), and the view catches up", async () => {
+    await source("rf_a1", 20);
+    const r = await post("/v1/materialized_view/rf_av/create", {
+      kind: "query",
+      source_query: JSON.stringify({ table: "rf_a1", columns: ["id", "cat"] }),
+      output_schema: jsonSchema([["id", "int64"], ["cat", "utf8"]]),
+      auto_refresh: true,
+      with_no_data: false,
+    });
+    expect(r.status, r.text).toBe(201);
+    await settle(q, r.json.job_id, 200_000);
+    // 4 clients, 8 single-row inserts each: a write's look at the view often runs while another's does.
+    await Promise.all(Array.from({ length: 4 }, async (_, c) => {
+      for (let i = 0; i < 8; i++) await source("rf_a1", 1, 100 + c * 8 + i);
+    }));
+    const want = await rowsOf("rf_a1", ["id", "cat"]);
+    const end = Date.now() + 120_000;
+    while (Date.now() < end && JSON.stringify(await rowsOf("rf_av", ["id", "cat"])) !== JSON.stringify(want)) await new Promise((res) => setTimeout(res, 200));
+    expect(await rowsOf("rf_av", ["id", "cat"])).toEqual(want);
+    expect(want).toHaveLength(52);
+    expect(q.stderr()).not.toContain("auto refresh not started");
   });
 });
 

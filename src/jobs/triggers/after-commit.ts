@@ -90,7 +90,7 @@ export function autoBackfill(deps: { jobs: Jobs; tables: Tables; workers: number
   return {
     async committed({ table, branch, change }) {
       if (!BACKFILL_AFTER.has(change)) return;
-      const fields = (await tableSchema(await deps.tables.open(table, { branch }))).fields;
+      const fields = (await deps.tables.schemaOf(table, await deps.tables.open(table, { branch }))).fields;
       const auto = fields.filter((f) => fromFieldMetadata(f.name, f.metadata)?.autoBackfill).map((f) => f.name);
       if (auto.length === 0) return;
       const todo = pendingOf(keyOf(table, branch));
@@ -130,11 +130,21 @@ export function autoRefresh(deps: {
   const lastStart = new Map<string, number>();
   // Rows changed by commits the last-updated versions do not show (deletes, restores), per view.
   const uncounted = new Map<string, number>();
+  // Per view, a check under way: two at once each passed the active-refresh check before the
+  // other's job was queued, and the second was refused (409), a warning per write.
+  const checking = new Set<string>();
+  // A view that cannot be refreshed now is looked at again after the cooldown, and no sooner than
+  // this: a cooldown of 0 would otherwise look every turn of the event loop while a refresh runs.
+  const again = Math.max(deps.cooldownMs, 100);
   const arm = (location: string, delay: number) => {
     if (timers.has(location)) return;
     const timer = setTimeout(() => {
       timers.delete(location);
-      check(location).catch((err: unknown) => log.warn("auto refresh not started", { view: location, error: String(err) }));
+      if (checking.has(location)) return arm(location, again);
+      checking.add(location);
+      check(location)
+        .catch((err: unknown) => log.warn("auto refresh not started", { view: location, error: String(err) }))
+        .finally(() => checking.delete(location));
     }, delay);
     timer.unref();
     timers.set(location, timer);
@@ -151,14 +161,18 @@ export function autoRefresh(deps: {
   async function check(location: string): Promise<void> {
     const v = await deps.views.get(location);
     if (!v) return;
-    if (activeRefresh(deps.jobs, v.id)) return arm(location, deps.cooldownMs);
+    if (activeRefresh(deps.jobs, v.id)) return arm(location, again);
     // A definer refused once stops the automatic refreshes: one failed job says why, not one per write.
     const refusal = definerRefusal(v, deps.credential);
     if (refusal !== null && (await lastRefreshJob(deps.jobs, v.id))?.error === refusal) return;
     if ((uncounted.get(location) ?? 0) + (await changedRows(location)) < deps.minRows) return;
     uncounted.delete(location);
     lastStart.set(location, Date.now());
-    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id), refreshExclusive(v.id));
+    await deps.jobs.submit(VIEW_REFRESH, v.id, refreshSpec({}, deps.workers, true), v.definer?.key ?? autoOwner(v.id), refreshExclusive(v.id)).catch((err: unknown) => {
+      // Another replica refreshes the view now: look again after the cooldown.
+      if ((err as ApiError).status !== 409) throw err;
+      arm(location, again);
+    });
   }
   return {
     async committed({ table, branch, change, rows }) {
