@@ -17,7 +17,7 @@ const call = (id: string, op: string, body: unknown, qs = "") => q.call("POST", 
 
 const q = inProcessForFile({
   seed: async (dataDir) => {
-    for (const t of ["ac", "al", "dc", "fm", "sm"]) await seedTable(dataDir, [t], rows);
+    for (const t of ["ac", "al", "dc", "fm", "sm", "ws"]) await seedTable(dataDir, [t], rows);
     await seedTable(dataDir, ["ns1", "ns2", "nt"], rows);
   },
 });
@@ -247,5 +247,38 @@ describe("schema_metadata/update", () => {
     expect(await schemaMeta()).not.toHaveProperty("onb");
     const b = await (await open("sm", [], { branch: "mb" })).schema();
     expect(b.metadata.get("onb")).toBe("1");
+  });
+});
+
+describe("writes after a schema change", () => {
+  // A write reads its table's schema once per version (src/engine/tables.ts, schemaOf): each
+  // insert here follows a change of it, by this server or by another writer.
+  const insert = (row: Record<string, unknown>) => q.call("POST", "/v1/table/ws/insert", [row]);
+  it("an insert after each change of the schema is checked against the schema it changed to", async () => {
+    expect((await insert({ id: 3, x: 3.5, name: "c", s: { a: 3, b: "r" } })).status).toBe(200);
+    expect((await call("ws", "add_columns", { new_columns: [{ name: "y", expression: "x * 2" }] })).status).toBe(200);
+    const withY = await insert({ id: 4, x: 4.5, name: "d", s: { a: 4, b: "s" }, y: 9 });
+    expect(withY.status, withY.text).toBe(200);
+    expect((await call("ws", "alter_columns", { alterations: [{ path: "y", rename: "z" }] })).status).toBe(200);
+    const withZ = await insert({ id: 5, x: 5.5, name: "e", s: { a: 5, b: "t" }, z: 11 });
+    expect(withZ.status, withZ.text).toBe(200);
+    expect((await call("ws", "drop_columns", { columns: ["z"] })).status).toBe(200);
+    const before = await versionOf("ws");
+    const stale = await insert({ id: 6, x: 6.5, name: "f", s: { a: 6, b: "u" }, z: 13 });
+    expect(stale.status).toBe(400);
+    expect(stale.json.detail).toContain("z");
+    expect(await versionOf("ws")).toBe(before);
+    expect((await fieldsOf("ws")).map((f) => f.name)).toEqual(["id", "x", "name", "s"]);
+  });
+
+  it("a column another writer added is accepted once a read carrying that writer's version saw it", async () => {
+    const t = await open("ws");
+    await t.addColumns([{ name: "w", valueSql: "id + 100" }]);
+    const token = { "x-quiver-min-version": String(await t.version()) };
+    expect((await q.call("POST", "/v1/table/ws/count_rows", {}, token)).status).toBe(200);
+    const r = await insert({ id: 7, x: 7.5, name: "g", s: { a: 7, b: "v" }, w: 107 });
+    expect(r.status, r.text).toBe(200);
+    const rows = (await (await open("ws")).query().where("id = 7").toArray()) as { w: bigint | number }[];
+    expect(Number(rows[0].w)).toBe(107);
   });
 });

@@ -6,7 +6,8 @@
 // evaluated (`_rowid IN (…)`); rows gone are tombstones the search skips anyway.
 import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
 import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, type ValueIndex } from "../src/engine/serving-predicate.js";
-import { rowIdsOf, schemaOf } from "../src/engine/serving-source.js";
+import type { Schema } from "apache-arrow";
+import { rowIdsOf } from "../src/engine/serving-source.js";
 import type { TableHandle } from "../src/engine/tables.js";
 import { slicer } from "../src/util/turns.js";
 import { NO_VECTOR, type ServingIndex } from "./serving-index.js";
@@ -30,9 +31,15 @@ const SLICE = 256;
 /** New slots evaluated by row id at most; more and the filter is evaluated again whole. */
 const MOST_NEW = 2000;
 
+/** The table at a version, and its schema (read without a handle of its own where the caller has one). */
+export interface AtVersion {
+  table(version: number): Promise<TableHandle>;
+  schema(version: number): Promise<Schema>;
+}
+
 export interface Filters {
-  /** The rows `filter` selects at the index's version; `at` opens the table at a version. Throws what the engine throws. */
-  bitsFor(ix: ServingIndex, filter: string, at: (version: number) => Promise<TableHandle>): Promise<FilterBits>;
+  /** The rows `filter` selects at the index's version. Throws what the engine throws. */
+  bitsFor(ix: ServingIndex, filter: string, at: AtVersion): Promise<FilterBits>;
 }
 
 export function createFilters(): Filters {
@@ -59,11 +66,10 @@ export function createFilters(): Filters {
     return e;
   }
 
-  async function evaluate(ix: ServingIndex, filter: string, at: (version: number) => Promise<TableHandle>, before: Evaluated | null): Promise<Evaluated> {
+  async function evaluate(ix: ServingIndex, filter: string, at: AtVersion, before: Evaluated | null): Promise<Evaluated> {
     const version = ix.version;
     const covered = ix.slotsAtVersion;
-    const t = await at(version);
-    const compiled = compileFilter(filter, (await schemaOf(t)).fields, ix.ref.columns);
+    const compiled = compileFilter(filter, (await at.schema(version)).fields, ix.ref.columns);
     if (compiled?.point) {
       // One column equal to some values (a unique key's, one filter per search): a lookup.
       let columns = valueIndexes.get(ix);
@@ -90,6 +96,7 @@ export function createFilters(): Filters {
       const from = before?.covered ?? 0;
       return { bits, passing: (before?.passing ?? 0) + evaluateSlots(ix.graph, compiled.test, bits, from, covered), version, covered };
     }
+    const t = await at.table(version);
     if (!before || covered - before.covered > MOST_NEW) return whole(ix, filter, t, version, covered);
     const fresh = Array.from({ length: covered - before.covered }, (_, i) => rowIdOf(ix.graph, before.covered + i));
     let bits = before.bits;

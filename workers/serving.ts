@@ -9,6 +9,7 @@ import type { Entry } from "../src/catalog/catalog.js";
 import type { Config } from "../src/config.js";
 import type { Commit } from "../src/engine/commits.js";
 import { arrow } from "../src/engine/arrow.js";
+import type { Schema } from "apache-arrow";
 import { isVersionMissing } from "../src/engine/messages.js";
 import { jsonAnswer } from "../src/engine/query.js";
 import type { QuerySpec } from "../src/engine/query-spec.js";
@@ -457,7 +458,12 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     let bits: FilterBits | null = null;
     let plan: Plan;
     try {
-      if (spec.filter !== null) bits = await filters.bitsFor(ix, spec.filter, (v) => tables.open(entry, { version: v }));
+      if (spec.filter !== null) {
+        const open = (v: number) => tables.open(entry, { version: v });
+        // The request's handle at the index's version has its schema cached (a new filter each search, each write).
+        const schema = async (v: number) => (tables.knownVersion(entry.objectId, table) === v ? ((await tables.schemaOf(entry, table)) as unknown as Schema) : schemaOf(await open(v)));
+        bits = await filters.bitsFor(ix, spec.filter, { table: open, schema });
+      }
       plan = await planOf(st, ix, table, spec);
     } catch (err) {
       // The engine answers (and words any error in the filter or columns as it always does).

@@ -22,6 +22,12 @@ export type TableHandle = lancedb.Table;
 /** A version as LanceDB lists it: number, time and metadata. */
 export type Version = lancedb.Version;
 
+/** A table's schema as LanceDB gives it: shared by callers, never changed. */
+export type TableSchema = Awaited<ReturnType<lancedb.Table["schema"]>>;
+
+/** Commits that change rows only: the schema after one is the schema before. */
+const KEEPS_SCHEMA: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update", "delete"]);
+
 export interface OpenOptions {
   version?: number;
   branch?: string | null;
@@ -85,6 +91,13 @@ export interface Tables {
    * process's commits), without asking the engine; null for another handle or before it is known.
    */
   knownVersion(objectId: string, t: TableHandle): number | null;
+  /**
+   * The schema of `t`, a handle `open` gave for `entry`. The cached latest main's is read once per
+   * version and kept over this process's commits that change rows only: a write used to read it
+   * three times on the event loop (its check, the after-commit event, its search's filter), each
+   * a decode of the engine's IPC schema.
+   */
+  schemaOf(entry: Entry, t: TableHandle): Promise<TableSchema>;
   /** The after-commit event: writes announce themselves; jobs and version publishing announce theirs. */
   commits: Commits;
   /** Delete a table's data directory (never outside the data directory). */
@@ -122,6 +135,8 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     /** The handle once open, and the version it holds as last read (-1 until read). */
     table: lancedb.Table | null;
     version: number;
+    /** The schema at a version the handle held. */
+    schema: { version: number; value: TableSchema } | null;
     usedAt: number;
     checkedAt: number;
     checking: Promise<void> | null;
@@ -149,7 +164,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     let c = cache.get(entry.objectId);
     if (!c) {
       const handle = openRaw(entry, {});
-      const fresh: Cached = { objectId: entry.objectId, handle, table: null, version: -1, usedAt: 0, checkedAt: Date.now(), checking: null };
+      const fresh: Cached = { objectId: entry.objectId, handle, table: null, version: -1, schema: null, usedAt: 0, checkedAt: Date.now(), checking: null };
       cache.set(entry.objectId, (c = fresh));
       handle.then(async (t) => {
         const v = await t.version();
@@ -159,7 +174,9 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     }
     const t = await c.handle;
     c.usedAt = Date.now();
-    if (c.usedAt - c.checkedAt >= freshness.intervalMs || (minVersion !== undefined && (await t.version()) < minVersion)) await recheck(c, t);
+    // A handle only moves on: one known to be at the version asked for needs no engine call to say so.
+    const behind = async (min: number) => c!.version < min && (await t.version()) < min;
+    if (c.usedAt - c.checkedAt >= freshness.intervalMs || (minVersion !== undefined && (await behind(minVersion)))) await recheck(c, t);
     return t;
   }
   /**
@@ -188,8 +205,11 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       try {
         const c = cache.get(entry.objectId);
         if (c) await recheck(c, await c.handle);
+        const kept = c?.schema?.version === c?.version && KEEPS_SCHEMA.has(of.change) ? c!.schema : null;
         const r = await commit();
         await dropIfBehind(entry.objectId, versionOf(r));
+        // The next version is this commit's (no other came between): it has the same schema.
+        if (kept && versionOf(r) === kept.version + 1 && c!.version === kept.version + 1) c!.schema = { version: kept.version + 1, value: kept.value };
         return r;
       } finally {
         committing.delete(entry.objectId);
@@ -235,6 +255,17 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     knownVersion(objectId, t) {
       const c = cache.get(objectId);
       return c && c.table === t && c.version >= 0 ? c.version : null;
+    },
+    async schemaOf(entry, t) {
+      const c = cache.get(entry.objectId);
+      if (!c || c.table !== t || c.version < 0) return t.schema();
+      // While a commit or a check moves the handle on, its version as last read names the schema
+      // read before: the one a caller a moment earlier got, before the move was answered to anyone.
+      const version = c.version;
+      if (c.schema?.version === version) return c.schema.value;
+      const value = await t.schema();
+      if (c.version === version) c.schema = { version, value };
+      return value;
     },
     async write(entry, branch, of, commit) {
       if (namedBranch(branch)) return writeOf(entry, branch, of, commit);

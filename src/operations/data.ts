@@ -13,7 +13,7 @@ import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
 import { writeSpec } from "../engine/lsm.js";
-import { countRows, planFilter, tableSchema, tableStats } from "../engine/table-info.js";
+import { countRows, planFilter, tableStats } from "../engine/table-info.js";
 import { addRows, deleteRows, updateRows } from "../engine/writes.js";
 import { invalid, unsupported } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
@@ -45,7 +45,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
   if (write) await refuseView(ctx.svc, entry, write);
   const commit = <T>(of: WriteOf, fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, of, fn);
-  return { entry, table, commit, branch };
+  return { entry, table, commit, branch, schema: () => ctx.svc.tables.schemaOf(entry, table) };
 }
 
 /**
@@ -80,8 +80,8 @@ function withoutNullBools(data: A.Table, append: boolean): A.Table {
 
 export const insertIntoTable = arrowOp(async (ctx) => {
   const mode: "append" | "overwrite" = ctx.args.mode ?? "append";
-  const { entry, table, commit, branch } = await target(ctx, {}, "insert");
-  const data = await arrowBody(ctx, await tableSchema(table), entry.objectId, mode === "append");
+  const { entry, table, commit, branch, schema } = await target(ctx, {}, "insert");
+  const data = await arrowBody(ctx, await schema(), entry.objectId, mode === "append");
   const version = await engine("body", undefined, async () =>
     mode === "append" ? ctx.svc.appends.append(entry, branch, table, data) : (await commit({ change: "insert", rows: data.numRows }, () => addRows(table, data, mode))).version,
   );
@@ -95,8 +95,8 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   if (paths.length === 0) throw invalid("on: is required (one or more key columns)");
   const matchedFilt = q.when_matched_update_all_filt;
   const bySourceFilt = q.when_not_matched_by_source_delete_filt;
-  const { entry, table, branch } = await target(ctx, {}, "merge_insert");
-  const schema = await tableSchema(table);
+  const { entry, table, branch, schema: schemaOf } = await target(ctx, {}, "merge_insert");
+  const schema = await schemaOf();
   const on = paths.map((p) => {
     const segs = parseFieldPath(p, "on:");
     if (!schema.fields.some((f) => f.name === segs[0])) throw invalid(`on: column ${JSON.stringify(canonicalPath(segs))} not found in table ${JSON.stringify(entry.objectId)}`);
@@ -136,8 +136,8 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
 
 export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const { body } = ctx;
-  const { entry, table, commit } = await target(ctx, body, "update");
-  const schema = await tableSchema(table);
+  const { entry, table, commit, schema: schemaOf } = await target(ctx, body, "update");
+  const schema = await schemaOf();
   body.updates.forEach(([col], i) => {
     if (!schema.fields.some((f) => f.name === col)) {
       throw invalid(`updates[${i}][0]: column ${JSON.stringify(col)} not found in table ${JSON.stringify(entry.objectId)}`);

@@ -60,6 +60,8 @@ export const MIN_VERSION_HEADER = "x-quiver-min-version";
  */
 export async function awaitVersion(svc: Services, id: readonly string[], min: number): Promise<void> {
   const entry = await requireTable(svc.catalog, id);
-  const latest = await tableVersion(await openAt(svc, entry, { minVersion: min }));
+  const t = await openAt(svc, entry, { minVersion: min });
+  const known = svc.tables.knownVersion(entry.objectId, t);
+  const latest = known !== null && known >= min ? known : await tableVersion(t);
   if (latest < min) throw invalid(`${MIN_VERSION_HEADER}: table ${JSON.stringify(entry.objectId)} has no version ${min} (its latest is ${latest})`);
 }
