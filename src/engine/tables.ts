@@ -205,7 +205,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       try {
         const c = cache.get(entry.objectId);
         if (c) await recheck(c, await c.handle);
-        const kept = c?.schema?.version === c?.version && KEEPS_SCHEMA.has(of.change) ? c!.schema : null;
+        const kept = c?.schema && c.schema.version === c.version && KEEPS_SCHEMA.has(of.change) ? c.schema : null;
         const r = await commit();
         await dropIfBehind(entry.objectId, versionOf(r));
         // The next version is this commit's (no other came between): it has the same schema.
