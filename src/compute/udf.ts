@@ -80,7 +80,11 @@ export function udfDefinition(vc: VirtualColumn, limits: UdfLimits): UdfDefiniti
   };
 }
 
-/** A view's table function (udtf or chunker body), decoded. */
+/**
+ * A view's table function (udtf or chunker body), decoded: `udtf_spec.udtf` is base64 of
+ * `{"backend":"js","source":…}`, `{"backend":"python","source":…,"name"?:…}` (the function named,
+ * else the source's only one) or `{"backend":"sql","sql":…}`.
+ */
 export interface TableFunction {
   backend: "js" | "python" | "sql";
   code: string;

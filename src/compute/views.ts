@@ -35,11 +35,6 @@ export interface SourceForm {
   version: number | null;
 }
 
-/**
- * A udtf or chunker body: `udtf_spec.udtf` is base64 of `{"backend":"js","source":…}`,
- * `{"backend":"python","source":…,"name"?:…}` (the function named, else the source's only one) or
- * `{"backend":"sql","sql":…}`.
- */
 /** The forms of `udtf_spec.udtf` this server runs, as errors name them. */
 export const TABLE_FUNCTION_FORMS = '{"backend":"js","source":…}, {"backend":"python","source":…} or {"backend":"sql","sql":…} (base64)';
 
