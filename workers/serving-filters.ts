@@ -74,21 +74,20 @@ export function createFilters(): Filters {
       // One column equal to some values (a unique key's, one filter per search): a lookup.
       let columns = valueIndexes.get(ix);
       if (!columns) valueIndexes.set(ix, (columns = new Map()));
-      const name = compiled.point.column.name;
-      if (!columns.has(name)) columns.set(name, newValueIndex());
-      const index = columns.get(name)!;
-      const point = compiled.point;
-      // Built in slices with the event loop's turn between them (100k slots held it 20-40 ms).
+      const { column, type, keys } = compiled.point;
+      const index = columns.get(column.name) ?? newValueIndex(column, type);
+      columns.set(column.name, index);
+      // Built in slices with the event loop's turn between them.
       index.growing = index.growing.then(async () => {
         const slice = slicer();
         while (index.upTo < covered) {
-          extendValueIndex(ix.graph, index, point, covered, SLICE);
+          extendValueIndex(ix.graph, index, covered, SLICE);
           if (index.upTo < covered) await slice.pause();
         }
       });
       await index.growing;
       const bits = words(covered);
-      return { bits, passing: lookupSlots(index, point, bits, covered), version, covered };
+      return { bits, passing: lookupSlots(ix.graph, index, keys, bits, covered), version, covered };
     }
     if (compiled) {
       const bits = before && covered <= before.bits.length * 32 ? before.bits : words(covered);

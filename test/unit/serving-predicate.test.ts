@@ -1,9 +1,12 @@
 // Which filters the serving index evaluates itself (src/engine/serving-predicate.ts): only those
-// whose answer is certain to be the engine's; every other one is left to LanceDB (null).
+// whose answer is certain to be the engine's; every other one is left to LanceDB (null). And the
+// value index that answers equality filters, against a scan of the same records.
 import { expect, it } from "vitest";
-import { arrow } from "../../src/engine/arrow.js";
-import { compileFilter } from "../../src/engine/serving-predicate.js";
-import { columnLayout } from "../../src/engine/serving-rows.js";
+// From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
+import { arrow } from "../../dist/src/engine/arrow.js";
+import { createGraphMemory, graphOf, slotCount } from "../../dist/src/engine/serving-graph.js";
+import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, type ValueIndex } from "../../dist/src/engine/serving-predicate.js";
+import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
 
 const fields = [
   new arrow.Field("id", new arrow.Int32()),
@@ -37,4 +40,47 @@ it("parses a filter of 40,000 terms and a long whitespace tail (the tokenizer re
   expect(compiles(long)).toBe(true);
   expect(compiles(`${"(".repeat(16)}id = 1${")".repeat(16)}`)).toBe(true);
   expect(compiles(`${"(".repeat(17)}id = 1${")".repeat(17)}`)).toBe(false);
+});
+
+it("finds through a value index, extended a few slots at a time as rows are added, the slots a scan of the records finds: 64-bit, signed 8-bit and string keys, repeated values, NULLs in none", () => {
+  const fields = [
+    new arrow.Field("id", new arrow.Int64()),
+    new arrow.Field("name", new arrow.Utf8()),
+    new arrow.Field("small", new arrow.Int8()),
+    new arrow.Field("vector", new arrow.FixedSizeList(2, new arrow.Field("item", new arrow.Float32()))),
+  ];
+  const layout = columnLayout(fields, "vector");
+  const g = graphOf(createGraphMemory({ dim: 2, metric: "l2", m: 4, efConstruction: 8, columnBytes: layout.bytes, maxBytes: 64 << 20 }));
+  const add = (from: number, n: number) => {
+    const at = Array.from({ length: n }, (_, k) => from + k);
+    const t = new arrow.Table({
+      _rowid: arrow.vectorFromArray(at.map(BigInt), new arrow.Uint64()),
+      id: arrow.vectorFromArray(at.map((i) => (i % 7 === 0 ? null : BigInt(i - 50) * 2n ** 40n)), new arrow.Int64()),
+      name: arrow.vectorFromArray(at.map((i) => (i % 11 === 0 ? null : `n${i % 13}`)), new arrow.Utf8()),
+      small: arrow.vectorFromArray(at.map((i) => (i % 256) - 128), new arrow.Int8()),
+      vector: arrow.vectorFromArray(at.map((i) => [i, -i]), fields[3].type),
+    });
+    for (const batch of t.batches) applyBatch(g, layout.columns, batch, "vector", 1, knownOf(g, [], [], []), { remapSlots: [], remapIds: [], replaced: [], written: 0, vectorless: [] }, false);
+  };
+  const filters = [`id = ${-3n * 2n ** 40n}`, `id IN (${-50n * 2n ** 40n}, ${40n * 2n ** 40n}, ${2n ** 40n}, 5)`, "name = 'n4'", "name IN ('n0', 'n12', 'none')", "small = -128", "small IN (-100, 0, 127)"];
+  const indexes = new Map<string, ValueIndex>();
+  const check = () => {
+    for (const filter of filters) {
+      const compiled = compileFilter(filter, fields, layout.columns)!;
+      const { column, type, keys } = compiled.point!;
+      if (!indexes.has(column.name)) indexes.set(column.name, newValueIndex(column, type));
+      const index = indexes.get(column.name)!;
+      const to = slotCount(g);
+      while (index.upTo < to) extendValueIndex(g, index, to, 5);
+      const [looked, scanned] = [new Uint32Array(Math.ceil(to / 32)), new Uint32Array(Math.ceil(to / 32))];
+      expect(lookupSlots(g, index, keys, looked, to), filter).toBe(evaluateSlots(g, compiled.test, scanned, 0, to));
+      expect(looked, filter).toEqual(scanned);
+      expect(scanned.some((w) => w !== 0), filter).toBe(true);
+    }
+  };
+  add(0, 60);
+  check();
+  // Past the room the first build reserved: the buckets grow and are linked again.
+  add(60, 500);
+  check();
 });
