@@ -56,3 +56,29 @@ describe("a version newer than the cached handle knows", () => {
     expect(r.status).toBe(200);
   });
 });
+
+describe("a write carrying a version token", () => {
+  it("is checked at that version: an insert naming a column another process added a moment ago; a create ignores it", async () => {
+    await seedTable(q.dataDir, ["wt"], abRows(0, 3));
+    expect((await post("/v1/table/wt/count_rows")).json).toBe(3); // caches the handle at version 1
+    const t = await openDirect(q.dataDir, "wt");
+    await t.addColumns([{ name: "c", valueSql: "a * 10" }]);
+    const token = { "x-quiver-min-version": String(await t.version()) };
+    const row = [{ a: 9, b: "r9", c: 90 }];
+    // Without the token the rows are checked against the cached handle (a minute's interval here).
+    const stale = await q.call("POST", "/v1/table/wt/insert", row);
+    expect(stale.status).toBe(400);
+    expect(stale.json.detail).toContain('"c"');
+    const r = await q.call("POST", "/v1/table/wt/insert", row, token);
+    expect(r.status, r.text).toBe(200);
+    const rows = (await (await openDirect(q.dataDir, "wt")).query().where("a = 9").toArray()) as { c: bigint | number }[];
+    expect(rows.map((x) => Number(x.c))).toEqual([90]);
+    // A version the table does not have is 400 naming the header, and nothing is written.
+    const ahead = await q.call("POST", "/v1/table/wt/insert", [{ a: 10, b: "r10", c: 100 }], { "x-quiver-min-version": "999" });
+    expect(ahead.status).toBe(400);
+    expect(ahead.json.detail).toContain("x-quiver-min-version");
+    expect((await post("/v1/table/wt/count_rows", { predicate: "a = 10" })).json).toBe(0);
+    const created = await q.call("POST", "/v1/table/wt2/create", [{ a: 1, b: "x" }], token);
+    expect(created.status, created.text).toBe(200);
+  });
+});

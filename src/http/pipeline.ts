@@ -400,12 +400,22 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
   }
 
-  /** Step `token`: a table read's version token, met before the operation opens the table (writes re-check storage anyway). */
+  /**
+   * Step `token`: a table request's version token, met before the operation opens the table. A
+   * write re-checks storage before it commits, but checks its rows (columns, merge keys) against
+   * the cached handle before that: with the token, an insert naming a column another replica just
+   * added is checked at that version. A write to a table not there (a create) answers for itself.
+   */
   async function versionToken(a: Admitted, header: string | undefined): Promise<number | null> {
-    if (header === undefined || a.target.id === null || a.route.spec.role !== "read" || !a.route.path.startsWith("/v1/table/")) return null;
+    if (header === undefined || a.target.id === null || a.route.spec.role === "admin" || !a.route.path.startsWith("/v1/table/")) return null;
     if (!/^\d{1,15}$/.test(header.trim())) throw invalid(`${MIN_VERSION_HEADER}: must be a table version, an integer >= 0`);
     const min = Number(header.trim());
-    await awaitVersion(svc, a.target.id, min);
+    try {
+      await awaitVersion(svc, a.target.id, min);
+    } catch (err) {
+      if (a.route.spec.role === "write" && isApiError(err) && err.code === Code.TableNotFound) return null;
+      throw err;
+    }
     return min;
   }
 
