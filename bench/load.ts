@@ -504,6 +504,8 @@ async function writeStream(w: Workload, url: URL, out: string[], bounds: string[
     const row = (name: string, m: typeof r.quiet) => `| ${w.name} | ${i + 1} | ${name} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f1(Math.max(...m.perSecond))} | ${f2(m.served)} |`;
     out.push(row("quiet", r.quiet), row("quiet again (no writes: the measure's own spread)", r.again), row(`while ${writers} clients insert (${r.inserted} rows in the phase and ${f1(r.writeS)} s after)`, r.busy));
     console.log(out.slice(-3).join("\n"));
+    const seconds = (m: typeof r.quiet) => m.perSecond.map(f1).join(", ");
+    console.log(`  each second's p99, ms: quiet ${seconds(r.quiet)}; quiet again ${seconds(r.again)}; while inserting ${seconds(r.busy)}`);
   }
   // A phase's worst second against the quiet phase's median second: above 1 even for two quiet
   // phases (the worst of several seconds, on a shared machine), so the quiet pair gives the floor.

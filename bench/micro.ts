@@ -9,7 +9,9 @@
 //    re-encoding them (the route Quiver does not take);
 //  - splitting one batched (multi-vector) result of 32 top-10 searches into 32 answers;
 //  - the accounting of a finished request (metrics and access-log sampling), next to it;
-//  - one state change of a job record when the store holds 10,000 records.
+//  - one state change of a job record when the store holds 10,000 records;
+//  - JSON rows (an id, two strings and a 128-d vector each) read as the table's Arrow schema, for
+//    an insert of one row and of 100.
 //   node dist/bench/micro.js
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +21,7 @@ import { setupAuth } from "../src/auth/authenticate.js";
 import { loadConfig } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { ipcFile } from "../src/engine/ipc-out.js";
+import { rowsToTable } from "../src/engine/rows-in.js";
 import { splitByQuery } from "../src/engine/ipc-split.js";
 import { QUERY_INDEX } from "../src/engine/search-batcher.js";
 import { parseJsonBody } from "../src/http/bodies.js";
@@ -108,6 +111,16 @@ const moving = record(-1);
 await store.insert(moving);
 let tick = 0;
 
+const rowsSchema = new arrow.Schema([
+  new arrow.Field("id", new arrow.Int64(), true),
+  new arrow.Field("text", new arrow.Utf8(), true),
+  new arrow.Field("category", new arrow.Utf8(), true),
+  new arrow.Field("vector", new arrow.FixedSizeList(128, new arrow.Field("item", new arrow.Float32(), true)), true),
+]);
+const jsonRows = (n: number) =>
+  Array.from(queryVectors({ dim: 128, rank: 16, seed: 7 }, n), (v, i) => ({ id: i, text: "stream", category: "beta", vector: Array.from(v) }));
+const [oneRow, hundredRows] = [jsonRows(1), jsonRows(100)];
+
 const bench = new Bench({ time: 1000 });
 bench
   .add("pipeline: namespace describe (route, auth, parse, validate, op, encode)", () => dispatch("/v1/namespace/%24/describe", describeBody, 200))
@@ -125,6 +138,8 @@ bench
   .add("batch split: one result of 32 top-10 searches into 32 answers", () => splitByQuery(batched32, ones32, QUERY_INDEX))
   .add(`IPC pass-through, 20k x 128-d rows (${large.length} batches)`, () => reframe(large))
   .add("IPC decode + re-encode, 20k x 128-d rows", () => reencode(large))
+  .add("JSON rows as Arrow: 1 row (id, 2 strings, 128-d vector)", () => rowsToTable(oneRow, rowsSchema, "t", 1 << 30))
+  .add("JSON rows as Arrow: 100 rows", () => rowsToTable(hundredRows, rowsSchema, "t", 1 << 30))
   .add("job store: one progress change among 1,000 records (read, compare-and-swap commit)", () =>
     store.update(moving.id, (r) => ({ ...r, progress: { rows_done: ++tick } })),
   );

@@ -93,6 +93,8 @@ describe("JSON rows in", () => {
     const cases: [string, RegExp][] = [
       [JSON.stringify([{ id: 2 }, { id: "three" }]), /^rows\[1\]\.id: expected an integer in \[-2147483648, 2147483647\], got "three"$/],
       [JSON.stringify([{ id: 2, v: [1, 2, 3] }]), /^rows\[0\]\.v: expected an array of 2 values, got 3 values$/],
+      [JSON.stringify([{ id: 2, v: [1, 2] }, { id: 3, v: [1, "x"] }]), /^rows\[1\]\.v\[1\]: expected a number, got "x"$/],
+      ['[{"id": 2, "v": [1, 1e39]}]', /^rows\[0\]\.v\[1\]: a number outside the range of a 32-bit float/],
       [JSON.stringify([{ v: [1, 2] }]), /^rows\[0\]\.id: column "id" is not nullable in table "strict"$/],
       [JSON.stringify([{ id: 2, extra: 1 }]), /^rows\[0\]: column "extra" is not in table "strict"$/],
       [JSON.stringify([{ id: 2 }, 7]), /^rows\[1\]: expected an object \(one row\), got 7$/],
@@ -110,6 +112,22 @@ describe("JSON rows in", () => {
     expect(bad.json.detail).toMatch(/^body: line 2 is not JSON/);
     const d = await q.call("POST", "/v1/table/strict/describe", {});
     expect(d.json.version).toBe(1);
+  });
+
+  it("vector items: numbers and null items stored as sent; a NaN item is the engine's 400 and nothing is written", async () => {
+    const r = await post("/v1/table/strict/insert", JSON.stringify([{ id: 10, v: [1.5, -0.25] }, { id: 11, v: [null, 2] }, { id: 12, v: [-0.25, 3] }]), asJson);
+    expect(r.status, r.text).toBe(200);
+    const ipc = fromIPC((await q.call("POST", "/v1/table/strict/query", { k: 10, filter: "id >= 10" })).bytes);
+    const byId = new Map(Array.from({ length: ipc.numRows }, (_, i) => [ipc.getChild("id")!.get(i) as number, ipc.getChild("v")!.get(i)!]));
+    expect(Array.from(byId.get(10)!.toArray() as Float32Array)).toEqual([1.5, -0.25]);
+    expect(byId.get(11)!.get(0)).toBeNull();
+    expect(byId.get(11)!.get(1)).toBe(2);
+    expect(Array.from(byId.get(12)!.toArray() as Float32Array)).toEqual([-0.25, 3]);
+    const version = (await q.call("POST", "/v1/table/strict/describe", {})).json.version;
+    const nan = await post("/v1/table/strict/insert", JSON.stringify([{ id: 13, v: [1, "NaN"] }]), asJson);
+    expect(nan.status).toBe(400);
+    expect(nan.json.detail).toMatch(/NaN/);
+    expect((await q.call("POST", "/v1/table/strict/describe", {})).json.version).toBe(version);
   });
 
   it("create refuses what it cannot infer, naming the column", async () => {

@@ -104,6 +104,9 @@ const SPECIAL = new Map([["NaN", NaN], ["Infinity", Infinity], ["-Infinity", -In
 /** Whether a finite number stays finite in a float of the column's precision (half, single, double). */
 const FITS = [(n: number) => Math.abs(n) < 65520, (n: number) => Number.isFinite(Math.fround(n)), () => true];
 
+/** A number a float column of `precision` takes as it is (no error, no special value). */
+const plainFloat = (precision: A.Precision) => (v: unknown) => typeof v === "number" && Number.isFinite(v) && FITS[precision](v);
+
 function float(precision: A.Precision): Read {
   const bits = [16, 32, 64][precision];
   return (v, at) => {
@@ -137,11 +140,12 @@ function millis(v: unknown, at: string, what: string): number {
   return fine ? ms + Number(fine[1].padEnd(3, "0")) / 1000 : ms;
 }
 
-function list(item: Read, length?: number): Read {
+/** Arrays of `item`; items that `plain` passes are kept as they are, without naming their place (a vector's 128 floats named 128 places). */
+function list(item: Read, length?: number, plain?: (v: unknown) => boolean): Read {
   return (v, at) => {
     if (!Array.isArray(v)) throw misfit(at, length === undefined ? "an array" : `an array of ${length} values`, v);
     if (length !== undefined && v.length !== length) throw invalid(`${at}: expected an array of ${length} values, got ${v.length} values`);
-    return v.map((x, i) => (x === null ? null : item(x, `${at}[${i}]`)));
+    return v.map((x, i) => (x === null || plain?.(x) ? x : item(x, `${at}[${i}]`)));
   };
 }
 
@@ -170,8 +174,10 @@ function reader(t: A.DataType): Read {
   if (D.isBinary(t) || D.isLargeBinary(t)) return binary;
   if (D.isDate(t)) return (v, at) => new Date(millis(v, at, "a date (YYYY-MM-DD)"));
   if (D.isTimestamp(t)) return (v, at) => millis(v, at, "a timestamp (ISO 8601, or epoch milliseconds)");
-  if (D.isFixedSizeList(t)) return list(reader(t.children[0].type), (t as A.FixedSizeList).listSize);
-  if (D.isList(t)) return list(reader(t.children[0].type));
+  const item = t.children?.[0]?.type;
+  const plain = item && D.isFloat(item) ? plainFloat((item as A.Float).precision) : undefined;
+  if (D.isFixedSizeList(t)) return list(reader(item), (t as A.FixedSizeList).listSize, plain);
+  if (D.isList(t)) return list(reader(item), undefined, plain);
   if (D.isStruct(t)) return struct(t.children);
   throw invalid(`schema: columns of type ${t} cannot be written from JSON rows; send Arrow IPC`);
 }
@@ -189,6 +195,8 @@ function slotBytes(t: A.DataType): number {
 function builtBytes(v: unknown, t: A.DataType): number {
   const D = arrow.DataType;
   if (v !== null && v !== undefined) {
+    // Items without children take their slot whatever they hold: the list's size, without a walk.
+    if (D.isFixedSizeList(t) && Array.isArray(v) && v.length === (t as A.FixedSizeList).listSize && !t.children[0].type.children?.length) return slotBytes(t);
     if ((D.isFixedSizeList(t) || D.isList(t)) && Array.isArray(v)) return v.reduce((n: number, x) => n + builtBytes(x, t.children[0].type), 0);
     if (D.isStruct(t) && typeof v === "object") return t.children.reduce((n, c) => n + builtBytes((v as Record<string, unknown>)[c.name], c.type), 0);
   }
@@ -236,7 +244,7 @@ export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, t
  * the data), so these columns are assembled here: a null row holds `size` null items.
  */
 function fixedSizeLists(values: (unknown[] | null)[], type: A.FixedSizeList): A.Vector {
-  if (!values.includes(null)) return arrow.vectorFromArray(values, type);
+  if (!values.includes(null)) return floatLists(values as unknown[][], type) ?? arrow.vectorFromArray(values, type);
   const size = type.listSize;
   const items = arrow.vectorFromArray(values.flatMap((v) => v ?? new Array(size).fill(null)), type.children[0].type);
   const valid = values.map((v) => v !== null);
@@ -244,6 +252,28 @@ function fixedSizeLists(values: (unknown[] | null)[], type: A.FixedSizeList): A.
   valid.forEach((ok, i) => ok && (nullBitmap[i >> 3] |= 1 << (i & 7)));
   const nullCount = valid.filter((ok) => !ok).length;
   return arrow.makeVector(arrow.makeData({ type, length: values.length, nullCount, nullBitmap, child: items.data[0] }));
+}
+
+/**
+ * Vectors (fixed-size lists of 32- or 64-bit floats, no null item): written straight into one
+ * typed array. apache-arrow's builder takes each item through a child builder and its validity
+ * bitmap: 86 µs for one row of 128 floats and 19 µs a row for 100 such rows; null if an item is null.
+ */
+function floatLists(values: unknown[][], type: A.FixedSizeList): A.Vector | null {
+  const item = type.children[0].type;
+  if (!arrow.DataType.isFloat(item) || (item as A.Float).precision === arrow.Precision.HALF) return null;
+  const size = type.listSize;
+  const flat = (item as A.Float).precision === arrow.Precision.SINGLE ? new Float32Array(values.length * size) : new Float64Array(values.length * size);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    for (let j = 0; j < size; j++) {
+      const x = v[j];
+      if (typeof x !== "number") return null;
+      flat[i * size + j] = x;
+    }
+  }
+  const child = arrow.makeData({ type: item as A.Float, length: flat.length, nullCount: 0, data: flat });
+  return arrow.makeVector(arrow.makeData({ type, length: values.length, nullCount: 0, child }));
 }
 
 /** The schema JSON rows imply (docs/api.md, "JSON rows"): the first non-null value of each column decides. */
