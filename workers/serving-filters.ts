@@ -5,7 +5,7 @@
 // engine's own), as the row ids it selects. A later version needs only the rows added since
 // evaluated (`_rowid IN (…)`); rows gone are tombstones the search skips anyway.
 import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
-import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, type ValueIndex } from "../src/engine/serving-predicate.js";
+import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, type Compiled, type ValueIndex } from "../src/engine/serving-predicate.js";
 import type { Schema } from "apache-arrow";
 import { rowIdsOf } from "../src/engine/serving-source.js";
 import type { TableHandle } from "../src/engine/tables.js";
@@ -66,34 +66,35 @@ export function createFilters(): Filters {
     return e;
   }
 
+  /** One column equal to some values (a unique key's, one filter per search): the slots from `from` to `to` found in the column's value index. */
+  async function lookup(ix: ServingIndex, point: NonNullable<Compiled["point"]>, bits: Uint32Array, from: number, to: number): Promise<number> {
+    let columns = valueIndexes.get(ix);
+    if (!columns) valueIndexes.set(ix, (columns = new Map()));
+    const index = columns.get(point.column.name) ?? newValueIndex(point.column, point.type);
+    columns.set(point.column.name, index);
+    // Built in slices with the event loop's turn between them.
+    index.growing = index.growing.then(async () => {
+      const slice = slicer();
+      while (index.upTo < to) {
+        extendValueIndex(ix.graph, index, to, SLICE);
+        if (index.upTo < to) await slice.pause();
+      }
+    });
+    await index.growing;
+    return lookupSlots(ix.graph, index, point.keys, bits, from, to);
+  }
+
   async function evaluate(ix: ServingIndex, filter: string, at: AtVersion, before: Evaluated | null): Promise<Evaluated> {
     const version = ix.version;
     const covered = ix.slotsAtVersion;
     const compiled = compileFilter(filter, (await at.schema(version)).fields, ix.ref.columns);
-    if (compiled?.point) {
-      // One column equal to some values (a unique key's, one filter per search): a lookup.
-      let columns = valueIndexes.get(ix);
-      if (!columns) valueIndexes.set(ix, (columns = new Map()));
-      const { column, type, keys } = compiled.point;
-      const index = columns.get(column.name) ?? newValueIndex(column, type);
-      columns.set(column.name, index);
-      // Built in slices with the event loop's turn between them.
-      index.growing = index.growing.then(async () => {
-        const slice = slicer();
-        while (index.upTo < covered) {
-          extendValueIndex(ix.graph, index, covered, SLICE);
-          if (index.upTo < covered) await slice.pause();
-        }
-      });
-      await index.growing;
-      const bits = words(covered);
-      return { bits, passing: lookupSlots(ix.graph, index, keys, bits, covered), version, covered };
-    }
     if (compiled) {
+      // Slots below the last evaluation's keep their bits (a slot's values never change; rows gone are tombstones).
       const bits = before && covered <= before.bits.length * 32 ? before.bits : words(covered);
       if (before && bits !== before.bits) bits.set(before.bits);
       const from = before?.covered ?? 0;
-      return { bits, passing: (before?.passing ?? 0) + evaluateSlots(ix.graph, compiled.test, bits, from, covered), version, covered };
+      const added = compiled.point ? await lookup(ix, compiled.point, bits, from, covered) : evaluateSlots(ix.graph, compiled.test, bits, from, covered);
+      return { bits, passing: (before?.passing ?? 0) + added, version, covered };
     }
     const t = await at.table(version);
     if (!before || covered - before.covered > MOST_NEW) return whole(ix, filter, t, version, covered);

@@ -28,6 +28,8 @@ export interface Compiled {
 /** A value looked up in a value index: its hash, and its comparison with a slot's value (0: equal). */
 export interface Key {
   hash: number;
+  /** The hash is the value's alone (integers of up to 32 bits: `mix` is one-to-one there), so an equal hash is an equal value. */
+  exact: boolean;
   against: Against;
 }
 
@@ -149,9 +151,9 @@ export function compileFilter(filter: string, fields: Field[], columns: CachedCo
 
 const encoder = new TextEncoder();
 
-const keyOf = (c: CachedColumn, type: DataType, v: Literal): Key => ({ hash: literalHash(c, v), against: against(c, type, v) });
+const keyOf = (c: CachedColumn, type: DataType, v: Literal): Key => ({ hash: literalHash(c, v), exact: typeof v !== "string" && c.width <= 4, against: against(c, type, v) });
 
-/** The hash of two 32-bit words (a value of up to 64 bits): mixed, so that consecutive keys spread over the buckets. */
+/** The hash of two 32-bit words (a value of up to 64 bits): mixed, so that consecutive keys spread over the buckets; each step is invertible, so one word alone never collides. */
 function mix(lo: number, hi: number): number {
   let h = Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b);
   h ^= h >>> 13;
@@ -265,15 +267,20 @@ export function extendValueIndex(g: Graph, index: ValueIndex, to: number, most: 
   }
 }
 
-/** Set in `bits` the slots below `to` (all in `index`) whose value of the point's column is one of its keys; how many. */
-export function lookupSlots(g: Graph, index: ValueIndex, keys: Key[], bits: Uint32Array, to: number): number {
+/**
+ * Set in `bits` the slots from `from` up to `to` (all in `index`) whose value of the column is one of
+ * `keys`; how many. A chain runs from its highest slot down, so a lookup of the slots added since
+ * the last (a new version) stops at the first older one.
+ */
+export function lookupSlots(g: Graph, index: ValueIndex, keys: Key[], bits: Uint32Array, from: number, to: number): number {
   refresh(g);
   const view = new DataView(g.u8.buffer);
   const mask = index.heads.length - 1;
   let passing = 0;
   for (const k of keys) {
-    for (let s = index.heads[k.hash & mask] - 1; s >= 0; s = index.next[s] - 1) {
-      if (s >= to || index.hashes[s] !== k.hash || k.against(g, view, recordAt(g, s) + g.columnsAt + index.column.at) !== 0) continue;
+    for (let s = index.heads[k.hash & mask] - 1; s >= from; s = index.next[s] - 1) {
+      if (s >= to || index.hashes[s] !== k.hash) continue;
+      if (!k.exact && k.against(g, view, recordAt(g, s) + g.columnsAt + index.column.at) !== 0) continue;
       bits[s >> 5] |= 1 << (s & 31);
       passing++;
     }
