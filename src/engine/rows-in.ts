@@ -257,7 +257,7 @@ function fixedSizeLists(values: (unknown[] | null)[], type: A.FixedSizeList): A.
 /**
  * Vectors (fixed-size lists of 32- or 64-bit floats, no null item): written straight into one
  * typed array. apache-arrow's builder takes each item through a child builder and its validity
- * bitmap: 86 µs for one row of 128 floats and 19 µs a row for 100 such rows; null if an item is null.
+ * bitmap (100 rows of 128 floats: 0.67–0.94 ms with it, 0.53–0.54 ms without). Null if an item is null.
  */
 function floatLists(values: unknown[][], type: A.FixedSizeList): A.Vector | null {
   const item = type.children[0].type;
