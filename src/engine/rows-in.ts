@@ -109,12 +109,12 @@ const plainFloat = (precision: A.Precision) => (v: unknown) => typeof v === "num
 
 function float(precision: A.Precision): Read {
   const bits = [16, 32, 64][precision];
+  const plain = plainFloat(precision);
   return (v, at) => {
+    if (plain(v)) return v;
     // JSON has no infinite numbers: one here is a literal past the float's range (1e400; 1e39 in a
     // float32 column), not a value to store: Arrow would store it as Infinity.
-    if (typeof v === "number" && (!Number.isFinite(v) || !FITS[precision](v)))
-      throw invalid(`${at}: a number outside the range of a ${bits}-bit float; send "Infinity" or "-Infinity" for an infinite value`);
-    if (typeof v === "number") return v;
+    if (typeof v === "number") throw invalid(`${at}: a number outside the range of a ${bits}-bit float; send "Infinity" or "-Infinity" for an infinite value`);
     if (typeof v === "string" && SPECIAL.has(v)) return SPECIAL.get(v);
     throw misfit(at, "a number", v);
   };
