@@ -393,7 +393,7 @@ export function watchServing(read: () => ServingSample[]): () => void {
 }
 
 const SERVING_GAUGES: [keyof ServingSample, string, string][] = [
-  ["bytes", "quiver_serving_index_bytes", "Memory a table's serving index holds (vectors, graph and cached columns; one copy shared by every worker)"],
+  ["bytes", "quiver_serving_index_bytes", "Memory a table's serving index holds (vectors, graph and cached columns, one copy shared by every worker; its row-id map and value indexes on the main thread)"],
   ["rows", "quiver_serving_index_rows", "Rows a table's serving index answers (at its version)"],
   ["tombstones", "quiver_serving_index_tombstones", "Rows deleted or replaced since a table's serving index was built, still held until it is rebuilt"],
 ];

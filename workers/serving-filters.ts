@@ -5,7 +5,7 @@
 // engine's own), as the row ids it selects. A later version needs only the rows added since
 // evaluated (`_rowid IN (…)`); rows gone are tombstones the search skips anyway.
 import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
-import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, type Compiled, type ValueIndex } from "../src/engine/serving-predicate.js";
+import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, valueIndexGrowth, type Compiled } from "../src/engine/serving-predicate.js";
 import type { Schema } from "apache-arrow";
 import { rowIdsOf } from "../src/engine/serving-source.js";
 import type { TableHandle } from "../src/engine/tables.js";
@@ -42,10 +42,9 @@ export interface Filters {
   bitsFor(ix: ServingIndex, filter: string, at: AtVersion): Promise<FilterBits>;
 }
 
-export function createFilters(): Filters {
+/** `room`: the bytes the serving indexes may still take (`--serving-memory-mb` less what they hold). */
+export function createFilters(room: () => number): Filters {
   const byIndex = new WeakMap<ServingIndex, Map<string, Promise<Evaluated>>>();
-  // Slots by value of the cached columns that equality filters named, per index.
-  const valueIndexes = new WeakMap<ServingIndex, Map<string, ValueIndex>>();
 
   const words = (slots: number) => new Uint32Array(new SharedArrayBuffer(Math.ceil(Math.max(slots, 1) * 1.25 / 32) * 4 + 4));
 
@@ -66,12 +65,19 @@ export function createFilters(): Filters {
     return e;
   }
 
-  /** One column equal to some values (a unique key's, one filter per search): the slots from `from` to `to` found in the column's value index. */
-  async function lookup(ix: ServingIndex, point: NonNullable<Compiled["point"]>, bits: Uint32Array, from: number, to: number): Promise<number> {
-    let columns = valueIndexes.get(ix);
-    if (!columns) valueIndexes.set(ix, (columns = new Map()));
-    const index = columns.get(point.column.name) ?? newValueIndex(point.column, point.type);
-    columns.set(point.column.name, index);
+  /**
+   * One column equal to some values (a unique key's, one filter per search): the slots from `from`
+   * to `to` found in the column's value index; null when the index would not fit the memory left
+   * (it goes, and the records are read instead).
+   */
+  async function lookup(ix: ServingIndex, point: NonNullable<Compiled["point"]>, bits: Uint32Array, from: number, to: number): Promise<number | null> {
+    const name = point.column.name;
+    const index = ix.valueIndexes.get(name) ?? newValueIndex(point.column, point.type);
+    if (valueIndexGrowth(index, to) > room()) {
+      ix.valueIndexes.delete(name);
+      return null;
+    }
+    ix.valueIndexes.set(name, index);
     // Built in slices with the event loop's turn between them.
     index.growing = index.growing.then(async () => {
       const slice = slicer();
@@ -93,7 +99,7 @@ export function createFilters(): Filters {
       const bits = before && covered <= before.bits.length * 32 ? before.bits : words(covered);
       if (before && bits !== before.bits) bits.set(before.bits);
       const from = before?.covered ?? 0;
-      const added = compiled.point ? await lookup(ix, compiled.point, bits, from, covered) : evaluateSlots(ix.graph, compiled.test, bits, from, covered);
+      const added = (compiled.point && (await lookup(ix, compiled.point, bits, from, covered))) ?? evaluateSlots(ix.graph, compiled.test, bits, from, covered);
       return { bits, passing: (before?.passing ?? 0) + added, version, covered };
     }
     const t = await at.table(version);

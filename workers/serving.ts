@@ -104,7 +104,6 @@ const memoryKey = (entry: Entry, column: string) => `${entry.objectId}\u0000${co
 
 export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir" | "consistencyIntervalMs">, tables: Tables): ServingIndexes {
   const states = new Map<string, TableState>();
-  const filters = createFilters();
   // Workers drop their views of an index that was replaced or dropped (its memory is then freed).
   const dropped = new BroadcastChannel("quiver-serving");
   let pool: ServingPool | null = null;
@@ -113,6 +112,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   const budget = () => config.servingMemoryMb * MIB;
   const used = (except?: TableState) => [...states.values()].reduce((n, s) => n + (s !== except && s.ix ? figures(s.ix).bytes : 0), 0);
+  const filters = createFilters(() => budget() - used());
 
   const enabled = (entry: Entry) => {
     const p = entry.properties?.[PROPERTY];

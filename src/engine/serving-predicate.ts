@@ -227,17 +227,33 @@ export const newValueIndex = (column: CachedColumn, type: DataType): ValueIndex 
 });
 
 /** Room for `slots` slots: the per-slot arrays a quarter larger than needed, the buckets linked again when they grow. */
+/** Bytes a value index holds. */
+export const valueIndexBytes = (index: ValueIndex) => index.heads.byteLength + index.next.byteLength + index.hashes.byteLength;
+
+/** Slots the arrays hold once they take `slots`, and buckets (two a slot, a power of two). */
+function capacity(index: ValueIndex, slots: number): { room: number; buckets: number } {
+  const room = Math.max(slots, Math.ceil(index.next.length * 1.25));
+  let buckets = 1;
+  while (buckets < room * 2) buckets *= 2;
+  return { room, buckets };
+}
+
+/** Bytes a value index adds to hold `slots` slots. */
+export function valueIndexGrowth(index: ValueIndex, slots: number): number {
+  if (slots <= index.next.length) return 0;
+  const { room, buckets } = capacity(index, slots);
+  return room * 8 + buckets * 4 - valueIndexBytes(index);
+}
+
 function reserve(index: ValueIndex, slots: number): void {
   if (slots <= index.next.length) return;
-  const room = Math.max(slots, Math.ceil(index.next.length * 1.25));
+  const { room, buckets } = capacity(index, slots);
   const next = new Int32Array(room);
   next.set(index.next);
   const hashes = new Int32Array(room);
   hashes.set(index.hashes);
   index.next = next;
   index.hashes = hashes;
-  let buckets = 1;
-  while (buckets < room * 2) buckets *= 2;
   if (buckets === index.heads.length) return;
   index.heads = new Int32Array(buckets);
   for (let s = 0; s < index.upTo; s++) if (next[s] !== -1) link(index, s);

@@ -1,0 +1,53 @@
+// The value index an equality filter builds is the serving index's memory too: counted in its
+// bytes (and so in `--serving-memory-mb`), and not built where it would not fit, the records then
+// read instead, with the same answer.
+import { expect, it } from "vitest";
+// From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
+import { arrow } from "../../dist/src/engine/arrow.js";
+import { createGraphMemory, usedBytes } from "../../dist/src/engine/serving-graph.js";
+import { valueIndexBytes } from "../../dist/src/engine/serving-predicate.js";
+import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
+import { createFilters } from "../../dist/workers/serving-filters.js";
+import { figures, indexOf, indexRows } from "../../dist/workers/serving-index.js";
+
+const ROWS = 300;
+
+function servingIndex() {
+  const fields = [new arrow.Field("id", new arrow.Int64()), new arrow.Field("vector", new arrow.FixedSizeList(2, new arrow.Field("item", new arrow.Float32())))];
+  const layout = columnLayout(fields, "vector");
+  const memory = createGraphMemory({ dim: 2, metric: "l2", m: 4, efConstruction: 8, columnBytes: layout.bytes, maxBytes: 16 << 20 });
+  const ix = indexOf({} as never, "vector", "l2", { key: "filters-test", memory, columns: layout.columns }, ["vector", "id"], 1);
+  const at = Array.from({ length: ROWS }, (_, i) => i);
+  const t = new arrow.Table({
+    _rowid: arrow.vectorFromArray(at.map(BigInt), new arrow.Uint64()),
+    id: arrow.vectorFromArray(at.map((i) => BigInt(i * 3)), new arrow.Int64()),
+    vector: arrow.vectorFromArray(at.map((i) => [i, -i]), fields[1].type),
+  });
+  for (const batch of t.batches) applyBatch(ix.graph, layout.columns, batch, "vector", 1, knownOf(ix.graph, [], [], []), { remapSlots: [], remapIds: [], replaced: [], written: 0, vectorless: [] }, false);
+  indexRows(ix);
+  // Only filters the index evaluates itself are asked for: the engine is never reached.
+  const versionAt = { table: () => Promise.reject(new Error("not the engine's")), schema: async () => new arrow.Schema(fields) };
+  return { ix, versionAt };
+}
+
+const slotsOf = (bits: Uint32Array) => Array.from({ length: ROWS }, (_, s) => s).filter((s) => (bits[s >> 5] >>> (s & 31)) & 1);
+
+it("counts the row-id map and the value indexes in the index's bytes, and builds no value index that would not fit", async () => {
+  const { ix, versionAt } = servingIndex();
+  const base = usedBytes(ix.graph) + ROWS * 45;
+  expect(figures(ix).bytes).toBe(base);
+
+  let room = 0;
+  const filters = createFilters(() => room);
+  const scanned = await filters.bitsFor(ix, "id = 42", versionAt);
+  expect([scanned.passing, slotsOf(scanned.bits)]).toEqual([1, [14]]);
+  expect(ix.valueIndexes.size).toBe(0);
+  expect(figures(ix).bytes).toBe(base);
+
+  room = 1 << 20;
+  const looked = await filters.bitsFor(ix, "id IN (3, 897, 7)", versionAt);
+  expect([looked.passing, slotsOf(looked.bits)]).toEqual([2, [1, 299]]);
+  const index = ix.valueIndexes.get("id")!;
+  expect(valueIndexBytes(index)).toBeGreaterThan(0);
+  expect(figures(ix).bytes).toBe(base + valueIndexBytes(index));
+});
