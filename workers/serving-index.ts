@@ -71,9 +71,9 @@ async function layoutOf(t: TableHandle, v: IndexedVectors, cache: boolean) {
   return { columns, bytes, names: [v.column, ...columns.map((c) => c.name)] };
 }
 
-/** A rough size of an index of `rows` rows of `dim` floats and `columnBytes` (variable-width values aside). */
 /** Bytes an entry of an index's row-id map takes (`figures`). */
 const ROW_SLOT_BYTES = 45;
+/** A rough size of an index of `rows` rows of `dim` floats and `columnBytes` (variable-width values aside). */
 const estimate = (rows: number, dim: number, columnBytes: number) => rows * ((Math.ceil(dim / 4) * 16 + (2 * GRAPH_M + 1) * 4 + 32 + columnBytes) * 1.1 + ROW_SLOT_BYTES) + (1 << 20);
 
 /**

@@ -226,7 +226,6 @@ export const newValueIndex = (column: CachedColumn, type: DataType): ValueIndex 
   growing: Promise.resolve(),
 });
 
-/** Room for `slots` slots: the per-slot arrays a quarter larger than needed, the buckets linked again when they grow. */
 /** Bytes a value index holds. */
 export const valueIndexBytes = (index: ValueIndex) => index.heads.byteLength + index.next.byteLength + index.hashes.byteLength;
 
@@ -245,6 +244,7 @@ export function valueIndexGrowth(index: ValueIndex, slots: number): number {
   return room * 8 + buckets * 4 - valueIndexBytes(index);
 }
 
+/** Room for `slots` slots: the per-slot arrays a quarter larger than needed, the buckets linked again when they grow. */
 function reserve(index: ValueIndex, slots: number): void {
   if (slots <= index.next.length) return;
   const { room, buckets } = capacity(index, slots);
