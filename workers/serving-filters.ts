@@ -5,12 +5,13 @@
 // engine's own), as the row ids it selects. A later version needs only the rows added since
 // evaluated (`_rowid IN (…)`); rows gone are tombstones the search skips anyway.
 import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
+import { NO_VECTOR, slotOf } from "../src/engine/serving-row-slots.js";
 import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, valueIndexGrowth, type Compiled } from "../src/engine/serving-predicate.js";
 import type { Schema } from "apache-arrow";
 import { rowIdsOf } from "../src/engine/serving-source.js";
 import type { TableHandle } from "../src/engine/tables.js";
 import { slicer } from "../src/util/turns.js";
-import { NO_VECTOR, type ServingIndex } from "./serving-index.js";
+import type { ServingIndex } from "./serving-index.js";
 
 export interface FilterBits {
   bits: Uint32Array;
@@ -51,7 +52,7 @@ export function createFilters(room: () => number): Filters {
   function setBits(ix: ServingIndex, e: Evaluated, ids: BigUint64Array[]): void {
     for (const chunk of ids) {
       for (const id of chunk) {
-        const slot = ix.rowSlots.get(Number(id));
+        const slot = slotOf(ix.rowSlots, Number(id));
         if (slot === undefined || slot === NO_VECTOR) continue;
         e.bits[slot >> 5] |= 1 << (slot & 31);
         e.passing++;
@@ -73,7 +74,9 @@ export function createFilters(room: () => number): Filters {
   async function lookup(ix: ServingIndex, point: NonNullable<Compiled["point"]>, bits: Uint32Array, from: number, to: number): Promise<number | null> {
     const name = point.column.name;
     const index = ix.valueIndexes.get(name) ?? newValueIndex(point.column, point.type);
-    if (valueIndexGrowth(index, to) > room()) {
+    // Summing every index's bytes is only needed when this one grows.
+    const growth = valueIndexGrowth(index, to);
+    if (growth > 0 && growth > room()) {
       ix.valueIndexes.delete(name);
       return null;
     }

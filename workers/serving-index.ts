@@ -2,7 +2,8 @@
 // the build from the table's rows, and the sync after commits (rows added, changed, moved or gone
 // between two versions, found by their row ids, which must stay LanceDB's at every version).
 import type { Entry } from "../src/catalog/catalog.js";
-import { createGraphMemory, graphOf, refresh, retire, rowIdOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
+import { createGraphMemory, graphOf, refresh, retire, rowNumberOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
+import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, rowsMapped, rowSlotsBytes, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
 import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
 import { valueIndexBytes, type ValueIndex } from "../src/engine/serving-predicate.js";
 import { arrow } from "../src/engine/arrow.js";
@@ -32,11 +33,8 @@ export interface ServingIndex {
   version: number;
   /** Slots written when `version` was published (later ones are born after it). */
   slotsAtVersion: number;
-  /**
-   * Live row id → its slot at `version` (row ids as numbers: below 2^53 in both of Lance's
-   * schemes); NO_VECTOR for a row without a vector, which is known but never answered.
-   */
-  rowSlots: Map<number, number>;
+  /** Live row id → its slot at `version`; NO_VECTOR for a row without a vector, which is known but never answered. */
+  rowSlots: RowSlots;
   /** Slots by value of the cached columns that equality filters named (workers/serving-filters.ts), by column. */
   valueIndexes: Map<string, ValueIndex>;
   /** The highest row id ever indexed: rows added later have higher ones (fragment ids and stable ids only grow). */
@@ -54,8 +52,6 @@ export interface ServingIndex {
   dirty: boolean;
 }
 
-export const NO_VECTOR = -1;
-
 /** Slots one link task of a build takes: small enough that every thread stays busy to the end. */
 const LINK_TASK = 2000;
 
@@ -71,8 +67,8 @@ async function layoutOf(t: TableHandle, v: IndexedVectors, cache: boolean) {
   return { columns, bytes, names: [v.column, ...columns.map((c) => c.name)] };
 }
 
-/** Bytes an entry of an index's row-id map takes (`figures`). */
-const ROW_SLOT_BYTES = 45;
+/** Bytes a row takes in the row-id map at most (4 a bucket, a bucket table at least a quarter empty and doubled when full). */
+const ROW_SLOT_BYTES = 11;
 /** A rough size of an index of `rows` rows of `dim` floats and `columnBytes` (variable-width values aside). */
 const estimate = (rows: number, dim: number, columnBytes: number) => rows * ((Math.ceil(dim / 4) * 16 + (2 * GRAPH_M + 1) * 4 + 32 + columnBytes) * 1.1 + ROW_SLOT_BYTES) + (1 << 20);
 
@@ -110,22 +106,23 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
     throw err instanceof RangeError || /memory|grow/i.test(String(err)) ? new TooBig(String(err)) : err;
   }
   indexRows(ix);
-  for (const id of vectorless) ix.rowSlots.set(Number(id), NO_VECTOR);
+  for (const id of vectorless) mapRow(ix.rowSlots, Number(id), NO_VECTOR);
   return ix;
 }
 
 /** The main thread's record of an index memory answering at `version` (its row ids not mapped yet: `indexRows`). */
 export function indexOf(entry: Entry, column: string, metric: IndexedVectors["metric"], ref: IndexRef, names: string[], version: number): ServingIndex {
+  const graph = graphOf(ref.memory);
   return {
     entry,
     column,
     metric,
     ref,
-    graph: graphOf(ref.memory),
+    graph,
     names,
     version,
     slotsAtVersion: 0,
-    rowSlots: new Map(),
+    rowSlots: newRowSlots(graph),
     valueIndexes: new Map(),
     maxRowId: -1,
     inserts: new Set(),
@@ -140,12 +137,12 @@ export function indexOf(entry: Entry, column: string, metric: IndexedVectors["me
 /** Fill `rowSlots` and `maxRowId` from the slots alive at the index's version (after a build or a load). */
 export function indexRows(ix: ServingIndex): void {
   refresh(ix.graph);
-  ix.rowSlots.clear();
   ix.slotsAtVersion = slotCount(ix.graph);
+  clearRows(ix.rowSlots, ix.slotsAtVersion);
   for (let s = 0, n = slotCount(ix.graph); s < n; s++) {
-    const id = Number(rowIdOf(ix.graph, s));
+    const id = rowNumberOf(ix.graph, s);
     if (id > ix.maxRowId) ix.maxRowId = id;
-    if (visibleAt(ix.graph, s, ix.version)) ix.rowSlots.set(id, s);
+    if (visibleAt(ix.graph, s, ix.version)) mapRow(ix.rowSlots, id, s);
   }
 }
 
@@ -175,14 +172,14 @@ export type OperationOf = (version: number) => Promise<VersionOperation | null>;
 export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number, operationOf: OperationOf, compare = false): Promise<SyncPlan> {
   if (!compare && (await onlyAdded(ix, x, operationOf))) {
     const total = await countRows(t);
-    const added = total - ix.rowSlots.size;
+    const added = total - mappedRows(ix.rowSlots);
     if (added >= 0) {
       return {
         rows: added,
         run: async () => {
           const taken = await newRowsTaken(ix, t, added, x - ix.version);
           const r = await apply(pool, ix, x, taken ?? (await read(t, ix, `${ROW_ID} > ${ix.maxRowId}`)), [], [], []);
-          if (r.written + r.vectorless.length + ix.rowSlots.size === total) {
+          if (r.written + r.vectorless.length + mappedRows(ix.rowSlots) === total) {
             await publish(ix, x, r, [], []);
             return taken ? "taken" : "scanned";
           }
@@ -211,7 +208,7 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
     const halves = new Uint32Array(chunk.buffer, chunk.byteOffset, chunk.length * 2);
     for (let i = 0; i < chunk.length; i++) {
       const id = halves[2 * i + 1] * 2 ** 32 + halves[2 * i];
-      const slot = ix.rowSlots.get(id);
+      const slot = slotOf(ix.rowSlots, id);
       if (slot === undefined) {
         if (id > ix.maxRowId) addedNew++;
         else addedOld.push(id);
@@ -222,7 +219,7 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
   }
   const removed: number[] = [];
   const goneIds: number[] = [];
-  for (const [id, slot] of ix.rowSlots) {
+  for (const [id, slot] of rowsMapped(ix.rowSlots)) {
     if (slot === NO_VECTOR) {
       if (!seenVectorless.has(id)) goneIds.push(id);
     } else if (seen[slot] === 0) removed.push(slot);
@@ -232,7 +229,7 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
   const changedSlots: number[] = [];
   for (const chunk of await rowIdsOf(t, `_row_last_updated_at_version > ${ix.version}`)) {
     for (const id of chunk) {
-      const slot = ix.rowSlots.get(Number(id));
+      const slot = slotOf(ix.rowSlots, Number(id));
       if (slot === undefined) continue;
       changedIds.push(id);
       changedSlots.push(slot);
@@ -352,18 +349,19 @@ async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], gon
   refresh(g);
   for (const s of [...gone, ...r.replaced]) {
     retire(g, s, x);
-    ix.rowSlots.delete(Number(rowIdOf(g, s)));
+    unmapRow(ix.rowSlots, rowNumberOf(g, s));
   }
-  for (const id of goneIds) ix.rowSlots.delete(id);
+  for (const id of goneIds) unmapRow(ix.rowSlots, id);
   let release = () => {};
   if (r.remapSlots.length > 0) {
     ix.remapped = new Promise<void>((resolve) => (release = resolve));
     if (ix.searching > 0) await new Promise<void>((resolve) => (ix.drained = resolve));
-    for (const s of r.remapSlots) ix.rowSlots.delete(Number(rowIdOf(g, s)));
+    // Unmapped before their records get the new ids: the map finds a row by its record's id.
+    for (const s of r.remapSlots) unmapRow(ix.rowSlots, rowNumberOf(g, s));
     ix.moves++;
     r.remapSlots.forEach((s, i) => {
       setRowId(g, s, r.remapIds[i]);
-      ix.rowSlots.set(Number(r.remapIds[i]), s);
+      mapRow(ix.rowSlots, Number(r.remapIds[i]), s);
       ix.maxRowId = Math.max(ix.maxRowId, Number(r.remapIds[i]));
     });
   }
@@ -379,24 +377,21 @@ async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], gon
 /** Map the row ids of the slots a pool thread just wrote (and of its rows without a vector). */
 function adopt(ix: ServingIndex, r: Done): void {
   const known = (id: number, slot: number) => {
-    ix.rowSlots.set(id, slot);
+    mapRow(ix.rowSlots, id, slot);
     if (id > ix.maxRowId) ix.maxRowId = id;
   };
-  for (let s = r.firstNew, n = slotCount(ix.graph); s < n; s++) known(Number(rowIdOf(ix.graph, s)), s);
+  // The pool thread may have grown the memory past the main thread's view.
+  refresh(ix.graph);
+  for (let s = r.firstNew, n = slotCount(ix.graph); s < n; s++) known(rowNumberOf(ix.graph, s), s);
   for (const id of r.vectorless) known(Number(id), NO_VECTOR);
   r.firstNew = slotCount(ix.graph);
   r.vectorless = [];
 }
 
-/** What /metrics shows of an index. */
-/**
- * An index's memory: its shared memory, and on the main thread its row-id map and value indexes
- * (measured: a map entry takes 29 bytes with stable row ids, 45 with row addresses past 2^31,
- * heap numbers; the larger is counted).
- */
+/** What /metrics shows of an index: its memory is the shared memory, and on the main thread its row-id map and value indexes. */
 export const figures = (ix: ServingIndex) => ({
-  bytes: usedBytes(ix.graph) + ix.rowSlots.size * ROW_SLOT_BYTES + [...ix.valueIndexes.values()].reduce((n, v) => n + valueIndexBytes(v), 0),
-  rows: ix.rowSlots.size,
+  bytes: usedBytes(ix.graph) + rowSlotsBytes(ix.rowSlots) + [...ix.valueIndexes.values()].reduce((n, v) => n + valueIndexBytes(v), 0),
+  rows: mappedRows(ix.rowSlots),
   tombstones: tombstones(ix.graph),
 });
 

@@ -14,6 +14,7 @@ import { isVersionMissing } from "../src/engine/messages.js";
 import { jsonAnswer } from "../src/engine/query.js";
 import type { QuerySpec } from "../src/engine/query-spec.js";
 import { slotCount, tombstones } from "../src/engine/serving-graph.js";
+import { mappedRows } from "../src/engine/serving-row-slots.js";
 import { columnLayout, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
 import { compileFilter } from "../src/engine/serving-predicate.js";
 import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../src/engine/serving-source.js";
@@ -156,7 +157,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       });
       const ix = loaded ?? (await buildIndex(poolOf(), entry, await at(entry)(await tableVersion(table)), st.vector, room, key()));
       recordServingBuild((performance.now() - started) / 1000, loaded !== null);
-      log.info(loaded ? "serving index loaded" : "serving index built", { table: entry.objectId, column: ix.column, version: ix.version, rows: ix.rowSlots.size, bytes: figures(ix).bytes, seconds: Math.round(performance.now() - started) / 1000 });
+      log.info(loaded ? "serving index loaded" : "serving index built", { table: entry.objectId, column: ix.column, version: ix.version, rows: mappedRows(ix.rowSlots), bytes: figures(ix).bytes, seconds: Math.round(performance.now() - started) / 1000 });
       if (closed) return;
       st.ix = ix;
       st.status = "ready";
@@ -528,7 +529,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       const how = spec.bypassVectorIndex ? "exact (every row measured)" : `HNSW m=${GRAPH_M} ef_construction=${EF_CONSTRUCTION} ef=${r.ef}`;
       const by = spec.filter !== null && compileFilter(spec.filter, (await schemaOf(table)).fields, ix.ref.columns) !== null ? "over the index's cached columns" : "by LanceDB";
       const filter = spec.filter === null ? "" : `, filter ${spec.prefilter ? "before" : "after"} the search (a row bitmap evaluated ${by})`;
-      return `QuiverSearchPath: serving index (${how}, metric=${ix.metric}, column=${JSON.stringify(ix.column)}, version=${ix.version}, rows=${ix.rowSlots.size}, slots=${slotCount(ix.graph)}, tombstones=${tombstones(ix.graph)}${filter}, k=${r.k}, offset=${spec.offset})`;
+      return `QuiverSearchPath: serving index (${how}, metric=${ix.metric}, column=${JSON.stringify(ix.column)}, version=${ix.version}, rows=${mappedRows(ix.rowSlots)}, slots=${slotCount(ix.graph)}, tombstones=${tombstones(ix.graph)}${filter}, k=${r.k}, offset=${spec.offset})`;
     },
 
     async committed(c) {

@@ -177,6 +177,12 @@ export function rowIdOf(g: Graph, slot: number): bigint {
   return (BigInt(g.u32[w + 1]) << 32n) | BigInt(g.u32[w]);
 }
 
+/** A slot's row id as a number (below 2^53 in both of Lance's schemes): no BigInt made. */
+export function rowNumberOf(g: Graph, slot: number): number {
+  const w = metaWord(g, slot, META.ROW_LO);
+  return g.u32[w + 1] * 4294967296 + g.u32[w];
+}
+
 /** Give a slot's row a new row id (a row compaction moved); only while no search reads the index. */
 export function setRowId(g: Graph, slot: number, id: bigint): void {
   const w = metaWord(g, slot, META.ROW_LO);

@@ -6,6 +6,7 @@ import { expect, it } from "vitest";
 import { arrow } from "../../dist/src/engine/arrow.js";
 import { createGraphMemory, usedBytes } from "../../dist/src/engine/serving-graph.js";
 import { valueIndexBytes } from "../../dist/src/engine/serving-predicate.js";
+import { rowSlotsBytes } from "../../dist/src/engine/serving-row-slots.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
 import { createFilters } from "../../dist/workers/serving-filters.js";
 import { figures, indexOf, indexRows } from "../../dist/workers/serving-index.js";
@@ -34,7 +35,7 @@ const slotsOf = (bits: Uint32Array) => Array.from({ length: ROWS }, (_, s) => s)
 
 it("counts the row-id map and the value indexes in the index's bytes, and builds no value index that would not fit", async () => {
   const { ix, versionAt } = servingIndex();
-  const base = usedBytes(ix.graph) + ROWS * 45;
+  const base = usedBytes(ix.graph) + rowSlotsBytes(ix.rowSlots);
   expect(figures(ix).bytes).toBe(base);
 
   let room = 0;
