@@ -3,7 +3,7 @@
 // between two versions, found by their row ids, which must stay LanceDB's at every version).
 import type { Entry } from "../src/catalog/catalog.js";
 import { createGraphMemory, graphOf, refresh, retire, rowNumberOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
-import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, rowsMapped, rowSlotsBytes, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
+import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
 import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
 import { valueIndexBytes, type ValueIndex } from "../src/engine/serving-predicate.js";
 import { arrow } from "../src/engine/arrow.js";
@@ -67,8 +67,6 @@ async function layoutOf(t: TableHandle, v: IndexedVectors, cache: boolean) {
   return { columns, bytes, names: [v.column, ...columns.map((c) => c.name)] };
 }
 
-/** Bytes a row takes in the row-id map at most (4 a bucket, a bucket table at least a quarter empty and doubled when full). */
-const ROW_SLOT_BYTES = 11;
 /** A rough size of an index of `rows` rows of `dim` floats and `columnBytes` (variable-width values aside). */
 const estimate = (rows: number, dim: number, columnBytes: number) => rows * ((Math.ceil(dim / 4) * 16 + (2 * GRAPH_M + 1) * 4 + 32 + columnBytes) * 1.1 + ROW_SLOT_BYTES) + (1 << 20);
 

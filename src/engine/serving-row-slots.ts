@@ -20,6 +20,8 @@ export const NO_VECTOR = -1;
 /** Bytes counted for a row without a vector (a Set entry of a heap number, the larger case). */
 const VECTORLESS_BYTES = 45;
 const MIN_BUCKETS = 1024;
+/** Bytes a row with a vector takes at most: 4 a bucket, the table at least a quarter empty and doubled when full. */
+export const ROW_SLOT_BYTES = 11;
 
 export const newRowSlots = (graph: Graph, rows = 0): RowSlots => ({ graph, buckets: new Int32Array(bucketsFor(rows)), slotted: 0, vectorless: new Set() });
 
@@ -109,11 +111,5 @@ export function* rowsMapped(m: RowSlots): Generator<[number, number]> {
 function grow(m: RowSlots): void {
   const old = m.buckets;
   m.buckets = new Int32Array(old.length * 2);
-  const mask = m.buckets.length - 1;
-  for (const s of old) {
-    if (s === 0) continue;
-    let b = home(rowNumberOf(m.graph, s - 1), mask);
-    while (m.buckets[b] !== 0) b = (b + 1) & mask;
-    m.buckets[b] = s;
-  }
+  for (const s of old) if (s !== 0) m.buckets[find(m, rowNumberOf(m.graph, s - 1))] = s;
 }
