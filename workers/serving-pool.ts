@@ -14,6 +14,8 @@ export interface ServingPool {
   apply(task: ApplyTask): Promise<Applied>;
   /** Link written slots [from, to) of an index (tasks of one build run on every thread at once). */
   link(index: IndexRef, from: number, to: number): Promise<void>;
+  /** Link the live rows no walk reaches (as the index's writer, after a build or between syncs); returns how many. */
+  connect(index: IndexRef): Promise<number>;
   /** One search: an IPC answer, or the rows found when `hitsOnly`. */
   search(index: IndexRef, plan: AnswerPlan, query: SearchQuery, hitsOnly: boolean): Promise<Uint8Array | FoundRows>;
   /** Threads, tasks running, searches waiting. */
@@ -86,18 +88,21 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
     }
   }
 
+  /** A task of an index's one writer (no scratch lane of the searches'). */
+  async function writerTask(name: string, metric: string, task: unknown, transferList: ArrayBuffer[]): Promise<unknown> {
+    running++;
+    const started = performance.now();
+    try {
+      return await pool.run(task, { name, transferList });
+    } finally {
+      running--;
+      recordPoolTask(metric, (performance.now() - started) / 1000);
+      next();
+    }
+  }
+
   return {
-    async apply(task) {
-      running++;
-      const started = performance.now();
-      try {
-        return (await pool.run(task, { name: "servingApply", transferList: task.batches.map((b) => b.buffer as ArrayBuffer) })) as Applied;
-      } finally {
-        running--;
-        recordPoolTask("serving_apply", (performance.now() - started) / 1000);
-        next();
-      }
-    },
+    apply: (task) => writerTask("servingApply", "serving_apply", task, task.batches.map((b) => b.buffer as ArrayBuffer)) as Promise<Applied>,
     async link(index, from, to) {
       running++;
       const lane = lanes.pop()!;
@@ -112,6 +117,7 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
         next();
       }
     },
+    connect: (index) => writerTask("servingConnect", "serving_connect", { index }, []) as Promise<number>,
     search(index, plan, query, hitsOnly) {
       return new Promise((resolve, reject) => {
         const key = `${index.key}\u0000${plan.key}\u0000${hitsOnly}`;

@@ -24,7 +24,7 @@ import { tableDir, versionOperation } from "../src/engine/versions.js";
 import { log } from "../src/log.js";
 import { recordSearchPath, recordServingBuild, recordServingSync, watchServing, type ServingSample } from "../src/metrics.js";
 import { createFilters, type FilterBits } from "./serving-filters.js";
-import { AWAITED_ROWS, buildIndex, EF_CONSTRUCTION, GRAPH_M, figures, planSync, TooBig, wornOut, type ServingIndex } from "./serving-index.js";
+import { AWAITED_ROWS, buildIndex, connected, EF_CONSTRUCTION, GRAPH_M, figures, planSync, TooBig, wornOut, type ServingIndex } from "./serving-index.js";
 import { createServingPool, type ServingPool } from "./serving-pool.js";
 import { loadIndex, removeSaved, saveIndex } from "./serving-store.js";
 import type { FoundRows, SearchQuery } from "./threads/serving.js";
@@ -156,8 +156,10 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         return null;
       });
       const ix = loaded ?? (await buildIndex(poolOf(), entry, await at(entry)(await tableVersion(table)), st.vector, room, key()));
+      // A saved index may be from a build that left rows no walk reaches.
+      if (loaded) await connected(poolOf(), ix);
       recordServingBuild((performance.now() - started) / 1000, loaded !== null);
-      log.info(loaded ? "serving index loaded" : "serving index built", { table: entry.objectId, column: ix.column, version: ix.version, rows: mappedRows(ix.rowSlots), bytes: figures(ix).bytes, seconds: Math.round(performance.now() - started) / 1000 });
+      log.info(loaded ? "serving index loaded" : "serving index built", { table: entry.objectId, column: ix.column, version: ix.version, rows: mappedRows(ix.rowSlots), relinked: ix.relinked, bytes: figures(ix).bytes, seconds: Math.round(performance.now() - started) / 1000 });
       if (closed) return;
       st.ix = ix;
       st.status = "ready";

@@ -34,7 +34,8 @@ const H = {
   LOCK: 16,
 } as const;
 const MAGIC = 0x51564958;
-const FORMAT = 1;
+/** 2: graphs whose nodes were linked at every level at once (`link`); a format-1 save is built again. */
+const FORMAT = 2;
 const HEADER_BYTES = 4096;
 const CHUNK_SHIFT = 10;
 const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
@@ -676,28 +677,122 @@ export function link(g: Graph, slot: number, lane: number): void {
   let cur = entry;
   let curD = scale(g, measureOne(g, lane, cur), cur, qNorm);
   for (let l = top; l > level; l--) [cur, curD] = greedy(g, lane, qNorm, cur, curD, l, limit);
-  const own = metaWord(g, slot, META.LOCK);
+  const near: number[][] = [];
   for (let l = Math.min(level, top); l >= 0; l--) {
     beam(g, lane, qNorm, cur, curD, g.i32[H.EF_CONSTRUCTION], l, limit, null, Infinity);
     const found = drain();
-    const near = select(g, found.slots.filter((s) => s !== slot), found.distances.filter((_, i) => found.slots[i] !== slot), l === 0 ? g.m0 : g.m);
-    lock(g, own);
-    setLinks(g, slot, l, near);
-    unlock(g, own);
-    for (const n of near) {
-      const w = metaWord(g, n, META.LOCK);
-      lock(g, w);
-      addLink(g, n, slot, l);
-      unlock(g, w);
-    }
+    near[l] = select(g, found.slots.filter((s) => s !== slot), found.distances.filter((_, i) => found.slots[i] !== slot), l === 0 ? g.m0 : g.m);
     if (found.slots.length > 0) {
       cur = found.slots[0];
       curD = found.distances[0];
     }
   }
+  // The node's lists at every level before any link to it: another thread's walk that reaches it
+  // at one level goes on from it at the levels below. Linked one level at a time, such a walk found
+  // lists still empty there, linked its own node from this one alone, and that link was then
+  // overwritten: nodes no walk reached, and 0.1–0.5% of rows not found by their own vector.
+  const own = metaWord(g, slot, META.LOCK);
+  lock(g, own);
+  near.forEach((list, l) => setLinks(g, slot, l, list));
+  unlock(g, own);
+  near.forEach((list, l) => {
+    for (const n of list) {
+      const w = metaWord(g, n, META.LOCK);
+      lock(g, w);
+      addLink(g, n, slot, l);
+      unlock(g, w);
+    }
+  });
   if (raises) {
     g.i32[H.MAX_LEVEL] = level;
     Atomics.store(g.i32, H.ENTRY, slot);
     unlock(g, H.LOCK);
   }
+}
+
+// ---- reachability: rows a walk can answer ------------------------------------------------------
+
+/** Mark in `seen` every slot below `limit` that a walk at level 0 from `from` reaches (unmarked ones only). */
+function spread(g: Graph, from: number, seen: Uint8Array, limit: number, stack: Int32Array): void {
+  const i32 = g.i32;
+  const linksAt = g.linksAt;
+  const record = g.record;
+  let top = 0;
+  stack[top++] = from;
+  seen[from] = 1;
+  while (top > 0) {
+    const slot = stack[--top];
+    const w = (i32[(CHUNKS_AT >> 2) + (slot >> CHUNK_SHIFT)] + (slot & (CHUNK_SLOTS - 1)) * record + linksAt) >> 2;
+    for (let j = 1, n = Math.min(i32[w], g.m0); j <= n; j++) {
+      const s = i32[w + j];
+      if (s < limit && seen[s] === 0) {
+        seen[s] = 1;
+        stack[top++] = s;
+      }
+    }
+  }
+}
+
+/** The slots below `limit` a walk at level 0 from the entry point reaches (1 each); none when the graph is empty. */
+export function reachable(g: Graph, limit = slotCount(g)): Uint8Array {
+  refresh(g);
+  const seen = new Uint8Array(limit);
+  const entry = g.i32[H.ENTRY];
+  if (entry >= 0 && entry < limit) spread(g, entry, seen, limit, new Int32Array(limit));
+  return seen;
+}
+
+/**
+ * Link every live row no walk reaches from the nearest live row that one does; returns how many.
+ * The neighbour heuristic's pruning can leave such a row (1 of 20,000 built on one thread): a row
+ * no graph search could ever answer. It is linked into a free place of its neighbour's list, else
+ * in place of the farthest link whose node other lists name too. The index's writer only (links
+ * change under each node's lock; searches read lists as `link` leaves them).
+ */
+export function connect(g: Graph, lane: number): number {
+  const limit = slotCount(g);
+  const seen = reachable(g, limit);
+  const alive = (s: number) => g.i32[metaWord(g, s, META.DIED)] === ALIVE;
+  const lost = [];
+  for (let x = 0; x < limit; x++) if (seen[x] === 0 && alive(x)) lost.push(x);
+  if (lost.length === 0 || g.i32[H.ENTRY] < 0) return 0;
+  const into = new Uint32Array(limit);
+  for (let s = 0; s < limit; s++) {
+    const w = linksWord(g, s, 0);
+    for (let j = 1, n = Math.min(g.i32[w], g.m0); j <= n; j++) into[g.i32[w + j]]++;
+  }
+  const stack = new Int32Array(limit);
+  let linked = 0;
+  for (const x of lost) {
+    if (seen[x] === 1) continue;
+    const at = recordAt(g, x) >> 2;
+    const near = search(g, lane, g.f32.subarray(at, at + g.dim), { k: 16, ef: g.i32[H.EF_CONSTRUCTION], exact: false, passing: 0, postfilter: false, version: ALIVE - 1, bits: null, lower: -Infinity, upper: Infinity });
+    for (const n of near.slots) {
+      if (n === x || seen[n] === 0) continue;
+      const lockWord = metaWord(g, n, META.LOCK);
+      lock(g, lockWord);
+      const w = linksWord(g, n, 0);
+      const count = g.i32[w];
+      let place = count < g.m0 ? count + 1 : -1;
+      for (let j = 1, far = -Infinity; count >= g.m0 && j <= count; j++) {
+        const y = g.i32[w + j];
+        if (into[y] < 2) continue;
+        const d = between(g, n, y);
+        if (d > far) [far, place] = [d, j];
+      }
+      if (place > 0) {
+        if (place <= count) into[g.i32[w + place]]--;
+        g.i32[w + place] = x;
+        if (place > count) Atomics.store(g.i32, w, place);
+        into[x]++;
+      }
+      unlock(g, lockWord);
+      if (place > 0) {
+        linked++;
+        spread(g, x, seen, limit, stack);
+        break;
+      }
+    }
+  }
+  return linked;
 }

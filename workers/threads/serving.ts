@@ -3,7 +3,7 @@
 // as the Arrow IPC file the engine would send, so the main thread only passes bytes on.
 import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../../src/engine/arrow.js";
-import { graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
+import { connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
 import { concatNumbers } from "../../src/util/typed-concat.js";
 import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn } from "../../src/engine/serving-rows.js";
 
@@ -70,6 +70,13 @@ export interface LinkTask {
 export function servingLink(task: LinkTask): void {
   const g = viewOf(task.index);
   for (let s = task.from; s < task.to; s++) link(g, s, task.lane);
+}
+
+/** Link the live rows no walk reaches (serving-graph.ts, connect), as the index's writer; returns how many. */
+export function servingConnect(task: { index: IndexRef }): number {
+  const g = viewOf(task.index);
+  refresh(g);
+  return connect(g, 0);
 }
 
 /** One search: its query vectors and what it admits. */
