@@ -356,7 +356,6 @@ async function apply(pool: ServingPool, ix: ServingIndex, x: number, batches: Ui
     changedSlots: Int32Array.from(changedSlots),
     link: true,
   });
-  await connected(pool, ix, true);
   return { ...r, firstNew };
 }
 

@@ -223,6 +223,10 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         st.target = Math.max(want, await tableVersion(await tables.open(st.entry, { fresh: true })));
         await syncTo(st.target);
       }
+      // The index holds the version: the write is answered before the repair pass, which changes
+      // links only (still in the writer's turn).
+      release();
+      await connected(poolOf(), ix, true);
       if (wornOut(ix) && !st.rebuilding) void rebuild(st, true);
     });
     st.writer = job.catch((err: unknown) => {
