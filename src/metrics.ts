@@ -381,6 +381,8 @@ export interface ServingSample {
   bytes: number;
   rows: number;
   tombstones: number;
+  /** Rows no search could reach, linked again since the index was built or loaded. */
+  relinked: number;
 }
 
 // One source per server (tests run several in one process); each removes itself when it closes.
@@ -393,9 +395,10 @@ export function watchServing(read: () => ServingSample[]): () => void {
 }
 
 const SERVING_GAUGES: [keyof ServingSample, string, string][] = [
-  ["bytes", "quiver_serving_index_bytes", "Memory a table's serving index holds (vectors, graph and cached columns, one copy shared by every worker; its row-id map and value indexes on the main thread)"],
+  ["bytes", "quiver_serving_index_bytes", "Memory a table's serving index holds (vectors, graph and cached columns, one copy shared by every worker; its row-id map, value indexes and filter bitmaps on the main thread)"],
   ["rows", "quiver_serving_index_rows", "Rows a table's serving index answers (at its version)"],
   ["tombstones", "quiver_serving_index_tombstones", "Rows deleted or replaced since a table's serving index was built, still held until it is rebuilt"],
+  ["relinked", "quiver_serving_index_relinked", "Rows of a table's serving index that no search could reach, linked again since it was built or loaded (the graph's health: a count that keeps rising means its links degrade)"],
 ];
 for (const [field, name, help] of SERVING_GAUGES) {
   new Gauge({

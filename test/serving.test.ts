@@ -548,11 +548,11 @@ describe("replicas", () => {
 });
 
 describe("builds on several threads", () => {
-  it("every row is found by a search for its own vector (a build's threads linking nodes at once)", async () => {
+  it("every row is found by a search for its own vector (a build's threads linking nodes at once); /metrics counts the rows linked again", async () => {
     // Before: a thread whose walk reached a node another thread was still linking found its lower
     // levels empty, and linked its own node from that one alone, a link then overwritten: 0-10 of
     // 10,000 rows a table were never found (4 builds on 4 threads), 0 on one thread.
-    const b = await startInProcess({ args: ["--workers", "4"] });
+    const b = await startInProcess({ args: ["--workers", "4", "--log-level", "info"] });
     try {
       const db = await lancedb.connectNamespace("dir", { root: b.dataDir });
       const spec = { ...ITEMS, rows: 10_000 };
@@ -575,6 +575,10 @@ describe("builds on several threads", () => {
           expect(d.length).toBe(1000);
           expect(d.filter((x) => x > 1e-6)).toEqual([]);
         }
+        // The build's repair pass (rows no walk reached, linked again) is in its log line and in /metrics.
+        const built = JSON.parse(b.stderr().split("\n").find((l) => l.includes('"serving index built"') && l.includes(`built${i}`))!);
+        expect(built.relinked).toBeGreaterThanOrEqual(0);
+        expect(await metricValue(b, "quiver_serving_index_relinked", { table: built.table })).toBe(built.relinked);
       }
     } finally {
       await b.stop();

@@ -11,12 +11,18 @@ import type { Schema } from "apache-arrow";
 import { rowIdsOf } from "../src/engine/serving-source.js";
 import type { TableHandle } from "../src/engine/tables.js";
 import { slicer } from "../src/util/turns.js";
-import type { ServingIndex } from "./serving-index.js";
+import { TooBig, type ServingIndex } from "./serving-index.js";
 
 export interface FilterBits {
   bits: Uint32Array;
   /** Slots whose bit is set (rows later deleted included): how selective the filter is. */
   passing: number;
+}
+
+/** A filter remembered for an index, and the bytes of its bitmap counted in the index's. */
+interface Held {
+  value: Promise<Evaluated>;
+  bytes: number;
 }
 
 interface Evaluated extends FilterBits {
@@ -45,9 +51,14 @@ export interface Filters {
 
 /** `room`: the bytes the serving indexes may still take (`--serving-memory-mb` less what they hold). */
 export function createFilters(room: () => number): Filters {
-  const byIndex = new WeakMap<ServingIndex, Map<string, Promise<Evaluated>>>();
+  const byIndex = new WeakMap<ServingIndex, Map<string, Held>>();
 
-  const words = (slots: number) => new Uint32Array(new SharedArrayBuffer(Math.ceil(Math.max(slots, 1) * 1.25 / 32) * 4 + 4));
+  /** A bitmap for `slots` (room for a quarter more to come), within the memory left. */
+  function words(slots: number): Uint32Array {
+    const bytes = Math.ceil(Math.max(slots, 1) * 1.25 / 32) * 4 + 4;
+    if (bytes > room()) throw new TooBig(`a filter's bitmap of ${bytes} bytes does not fit --serving-memory-mb`);
+    return new Uint32Array(new SharedArrayBuffer(bytes));
+  }
 
   function setBits(ix: ServingIndex, e: Evaluated, ids: BigUint64Array[]): void {
     for (const chunk of ids) {
@@ -118,23 +129,42 @@ export function createFilters(room: () => number): Filters {
     return e;
   }
 
+  /** Drop `filter`'s bitmap from `ix`'s count and its filters. */
+  function forget(ix: ServingIndex, held: Map<string, Held>, filter: string): void {
+    ix.filterBytes -= held.get(filter)?.bytes ?? 0;
+    held.delete(filter);
+  }
+
   return {
     async bitsFor(ix, filter, at) {
-      let filters = byIndex.get(ix);
-      if (!filters) byIndex.set(ix, (filters = new Map()));
-      const known = filters.get(filter);
-      const before = known ? await known.catch(() => null) : null;
+      let held = byIndex.get(ix);
+      if (!held) byIndex.set(ix, (held = new Map()));
+      const known = held.get(filter);
+      const before = known ? await known.value.catch(() => null) : null;
+      // The entry held now may not be `known` any more (another search's, meanwhile): the count
+      // is of the entries held, so the one replaced hands its bytes on.
       if (before && before.version === ix.version) {
-        filters.delete(filter);
-        filters.set(filter, known!);
+        if (held.get(filter) === known) {
+          held.delete(filter);
+          held.set(filter, known!);
+        }
         return before;
       }
-      const next = evaluate(ix, filter, at, before);
-      filters.delete(filter);
-      filters.set(filter, next);
-      if (filters.size > MOST_FILTERS) filters.delete(filters.keys().next().value!);
-      next.catch(() => filters!.get(filter) === next && filters!.delete(filter));
-      return next;
+      const next: Held = { value: evaluate(ix, filter, at, before), bytes: held.get(filter)?.bytes ?? 0 };
+      held.delete(filter);
+      held.set(filter, next);
+      // Counted once evaluated (a bitmap extended in place is still one buffer), and while
+      // remembered; the least recently used goes only for one that was evaluated.
+      next.value.then(
+        (e) => {
+          if (held!.get(filter) !== next) return;
+          ix.filterBytes += e.bits.byteLength - next.bytes;
+          next.bytes = e.bits.byteLength;
+          if (held!.size > MOST_FILTERS) forget(ix, held!, held!.keys().next().value!);
+        },
+        () => held!.get(filter) === next && forget(ix, held!, filter),
+      );
+      return next.value;
     },
   };
 }

@@ -37,6 +37,8 @@ export interface ServingIndex {
   rowSlots: RowSlots;
   /** Slots by value of the cached columns that equality filters named (workers/serving-filters.ts), by column. */
   valueIndexes: Map<string, ValueIndex>;
+  /** Bytes of the filters' bitmaps remembered for it (workers/serving-filters.ts). */
+  filterBytes: number;
   /** The highest row id ever indexed: rows added later have higher ones (fragment ids and stable ids only grow). */
   maxRowId: number;
   /** Versions this process committed as inserts, not yet synced (the cheap sync reads only new rows). */
@@ -126,6 +128,7 @@ export function indexOf(entry: Entry, column: string, metric: IndexedVectors["me
     slotsAtVersion: 0,
     rowSlots: newRowSlots(graph),
     valueIndexes: new Map(),
+    filterBytes: 0,
     maxRowId: -1,
     inserts: new Set(),
     remapped: null,
@@ -409,11 +412,12 @@ function adopt(ix: ServingIndex, r: Done): void {
   r.vectorless = [];
 }
 
-/** What /metrics shows of an index: its memory is the shared memory, and on the main thread its row-id map and value indexes. */
+/** What /metrics shows of an index: its memory is the shared memory, and on the main thread its row-id map, value indexes and filter bitmaps; the rows it linked again since it was built or loaded. */
 export const figures = (ix: ServingIndex) => ({
-  bytes: usedBytes(ix.graph) + rowSlotsBytes(ix.rowSlots) + [...ix.valueIndexes.values()].reduce((n, v) => n + valueIndexBytes(v), 0),
+  bytes: usedBytes(ix.graph) + rowSlotsBytes(ix.rowSlots) + [...ix.valueIndexes.values()].reduce((n, v) => n + valueIndexBytes(v), 0) + ix.filterBytes,
   rows: mappedRows(ix.rowSlots),
   tombstones: tombstones(ix.graph),
+  relinked: ix.relinked,
 });
 
 /** Slots that are tombstones, as a share of all: past a third, a rebuild is due. */

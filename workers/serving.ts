@@ -123,7 +123,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   const unwatch = watchServing(() =>
     [...states.values()]
       .filter((s) => s.status !== "none" && s.status !== "checking")
-      .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, rows: 0, tombstones: 0 }) })),
+      .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, rows: 0, tombstones: 0, relinked: 0 }) })),
   );
 
   const at = (entry: Entry) => (version: number) => tables.open(entry, { version });
@@ -475,8 +475,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     } catch (err) {
       // The engine answers (and words any error in the filter or columns as it always does).
       log.debug("serving index: engine answers", { table: entry.objectId, error: String(err) });
-      recordSearchPath("engine", spec.filter !== null ? "filter" : "plan");
-      return { reason: spec.filter !== null ? "filter" : "plan" };
+      const reason = err instanceof TooBig ? "memory" : spec.filter !== null ? "filter" : "plan";
+      recordSearchPath("engine", reason);
+      return { reason };
     }
     // A sync that moved rows (new row ids in place) may have run meanwhile: the search starts
     // again (the filter's bitmap is then of the new version), or after that LanceDB answers.

@@ -1,6 +1,7 @@
-// The value index an equality filter builds is the serving index's memory too: counted in its
-// bytes (and so in `--serving-memory-mb`), and not built where it would not fit, the records then
-// read instead, with the same answer.
+// The value index an equality filter builds, and each filter's bitmap, are the serving index's
+// memory too: counted in its bytes (and so in `--serving-memory-mb`). A value index that would not
+// fit is not built, the records then read instead, with the same answer; a bitmap that would not
+// fit is refused (LanceDB then answers the search, reason `memory`).
 import { expect, it } from "vitest";
 // From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
@@ -9,7 +10,7 @@ import { valueIndexBytes } from "../../dist/src/engine/serving-predicate.js";
 import { rowSlotsBytes } from "../../dist/src/engine/serving-row-slots.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
 import { createFilters } from "../../dist/workers/serving-filters.js";
-import { figures, indexOf, indexRows } from "../../dist/workers/serving-index.js";
+import { figures, indexOf, indexRows, TooBig } from "../../dist/workers/serving-index.js";
 
 const ROWS = 300;
 
@@ -31,6 +32,9 @@ function servingIndex() {
   return { ix, versionAt };
 }
 
+/** A bitmap's bytes for the ROWS slots: a bit and a quarter a slot, in words, and one word more. */
+const BITMAP = Math.ceil((ROWS * 1.25) / 32) * 4 + 4;
+
 const slotsOf = (bits: Uint32Array) => Array.from({ length: ROWS }, (_, s) => s).filter((s) => (bits[s >> 5] >>> (s & 31)) & 1);
 
 it("counts the row-id map and the value indexes in the index's bytes, and builds no value index that would not fit", async () => {
@@ -38,17 +42,43 @@ it("counts the row-id map and the value indexes in the index's bytes, and builds
   const base = usedBytes(ix.graph) + rowSlotsBytes(ix.rowSlots);
   expect(figures(ix).bytes).toBe(base);
 
-  let room = 0;
+  // Room for the filter's bitmap, not for a value index.
+  let room = BITMAP;
   const filters = createFilters(() => room);
   const scanned = await filters.bitsFor(ix, "id = 42", versionAt);
   expect([scanned.passing, slotsOf(scanned.bits)]).toEqual([1, [14]]);
   expect(ix.valueIndexes.size).toBe(0);
-  expect(figures(ix).bytes).toBe(base);
+  expect(scanned.bits.byteLength).toBe(BITMAP);
+  expect(figures(ix).bytes).toBe(base + BITMAP);
 
   room = 1 << 20;
   const looked = await filters.bitsFor(ix, "id IN (3, 897, 7)", versionAt);
   expect([looked.passing, slotsOf(looked.bits)]).toEqual([2, [1, 299]]);
   const index = ix.valueIndexes.get("id")!;
   expect(valueIndexBytes(index)).toBeGreaterThan(0);
-  expect(figures(ix).bytes).toBe(base + valueIndexBytes(index));
+  expect(figures(ix).bytes).toBe(base + valueIndexBytes(index) + 2 * BITMAP);
+});
+
+it("counts each remembered filter's bitmap in the index's bytes, forgets past 64 filters, and refuses a bitmap that would not fit", async () => {
+  const { ix, versionAt } = servingIndex();
+  const base = figures(ix).bytes;
+  let room = 1 << 20;
+  const filters = createFilters(() => room);
+  for (let k = 0; k < 10; k++) await filters.bitsFor(ix, `id > ${k}`, versionAt);
+  expect(figures(ix).bytes).toBe(base + 10 * BITMAP);
+  // The same filter at the same version is the bitmap already held.
+  await filters.bitsFor(ix, "id > 3", versionAt);
+  expect(figures(ix).bytes).toBe(base + 10 * BITMAP);
+  // Two searches asking for one new filter at once: one bitmap held, counted once.
+  await Promise.all([filters.bitsFor(ix, "id > 10", versionAt), filters.bitsFor(ix, "id > 10", versionAt)]);
+  expect(figures(ix).bytes).toBe(base + 11 * BITMAP);
+  for (let k = 11; k < 70; k++) await filters.bitsFor(ix, `id > ${k}`, versionAt);
+  expect(figures(ix).bytes).toBe(base + 64 * BITMAP);
+
+  room = BITMAP - 1;
+  await expect(filters.bitsFor(ix, "id < 100", versionAt)).rejects.toBeInstanceOf(TooBig);
+  expect(figures(ix).bytes).toBe(base + 64 * BITMAP);
+  // One already evaluated at this version needs no memory more.
+  const held = await filters.bitsFor(ix, "id > 69", versionAt);
+  expect([held.passing, slotsOf(held.bits).slice(0, 2)]).toEqual([ROWS - 24, [24, 25]]);
 });
