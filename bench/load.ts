@@ -17,7 +17,8 @@
 //   4. the serving index under a write stream (8 clients inserting 2,000 single rows, each found by
 //      the next search carrying its version; then deleted), against the quiet table, second by
 //      second, in each of --rounds rounds (the bound on the median round), and a second quiet
-//      phase measured the same way: the measure's own spread on the machine;
+//      phase measured the same way: the measure's own spread on the machine; and the same under the
+//      load-test mix (an open loop of --mix-rate requests a second, 10% of them inserts of 20 rows);
 //   5. the serving index with each worker count of --serving-workers, at the levels of
 //      --worker-levels (each server loads the index the first one saved).
 // On the first dataset also: other operations (multi-vector search, count, describe, a mix), and
@@ -28,7 +29,7 @@
 //        [--rounds 3] [--duration 10] [--warmup 2] [--concurrency 32] [--echo-concurrency 64]
 //        [--kinds vector_filter,fts,hybrid] [--ops multi_vector,count,describe,mix] [--workers N]
 //        [--batch-max N] [--batch-slots N] [--gaussian-clusters 64] [--serving-workers 1,2,4]
-//        [--worker-levels 32,128] [--write-stream on|off]
+//        [--worker-levels 32,128] [--write-stream on|off] [--mix-rate 200]
 import * as lancedb from "@lancedb/lancedb";
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -38,6 +39,7 @@ import { parseArgs } from "node:util";
 import { queryVectors, type Spec } from "./dataset.js";
 import { BENCH_TABLE, datasetArgs, datasetName, generate } from "./generate.js";
 import { Conn } from "./http-client.js";
+import { openLoop, type OpenLoopRequest } from "./open-loop.js";
 import { parsePrometheus } from "../loadtest/server-metrics.js";
 import { startEcho, startQuiver, type QuiverProcess } from "./quiver-process.js";
 import { usesStableRowIds } from "../src/engine/versions.js";
@@ -61,6 +63,7 @@ const { values } = parseArgs({
     "serving-workers": { type: "string", default: "1,2,4" },
     "worker-levels": { type: "string", default: "32,128" },
     "write-stream": { type: "string", default: "on" },
+    "mix-rate": { type: "string", default: "200" },
     k: { type: "string", default: "10" },
     rounds: { type: "string", default: "3" },
     nprobes: { type: "string", default: "20" },
@@ -77,6 +80,7 @@ const NPROBES = Number(values.nprobes);
 const KEY = "bench-admin-key";
 const NS = "benchns";
 const ROUNDS = Number(values.rounds);
+const MIX_RATE = Number(values["mix-rate"]);
 const HEADERS = `x-api-key: ${KEY}\r\ncontent-type: application/json\r\n`;
 const QUERY = `/v1/table/${BENCH_TABLE}/query`;
 
@@ -386,7 +390,6 @@ async function levels(w: Workload, table: lancedb.Table, servers: Servers, out: 
   }
 }
 
-/** One sample of a server's /metrics, or NaN. */
 /** The sum of a metric's series with `labels` (the server adds its own, e.g. `replica`); NaN without any. */
 async function metric(url: URL, name: string, labels: Record<string, string> = {}): Promise<number> {
   const conn = new Conn(url.hostname, Number(url.port));
@@ -462,8 +465,8 @@ async function workerCounts(w: Workload, state: string, out: string[], bounds: s
   }
 }
 
-/** Latencies of a closed loop of vector searches, each with the second it ended in, and how many the serving index answered. */
-async function timedSearches(w: Workload, url: URL, c: number, seconds: number) {
+/** Latencies of a closed loop of vector searches, each with the second it started in, and how many the serving index answered. */
+async function timedSearches(w: Workload, url: URL, c: number, seconds: number): Promise<Phase> {
   const conns = Array.from({ length: c }, () => new Conn(url.hostname, Number(url.port)));
   const samples: { at: number; ms: number }[] = [];
   let served = 0;
@@ -481,10 +484,17 @@ async function timedSearches(w: Workload, url: URL, c: number, seconds: number) 
     }),
   );
   conns.forEach((x) => x.close());
+  return { ...tail(samples, seconds), served: served / samples.length };
+}
+
+const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))];
+
+/** Searches a second, p50 and p99 of a phase's latencies, and each second's p99 (by the second each search started in). */
+function tail(samples: { at: number; ms: number }[], seconds: number) {
   const bySecond = new Map<number, number[]>();
   for (const x of samples) bySecond.set(x.at, [...(bySecond.get(x.at) ?? []), x.ms]);
-  const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))];
-  return { qps: samples.length / seconds, p50: median(samples.map((x) => x.ms)), p99: p99(samples.map((x) => x.ms)), perSecond: [...bySecond.keys()].sort((a, b) => a - b).map((k) => p99(bySecond.get(k)!)), served: served / samples.length };
+  const ms = samples.map((x) => x.ms);
+  return { qps: samples.length / seconds, p50: median(ms), p99: p99(ms), perSecond: [...bySecond.keys()].sort((a, b) => a - b).map((k) => p99(bySecond.get(k)!)) };
 }
 
 /**
@@ -501,33 +511,96 @@ async function writeStream(w: Workload, url: URL, out: string[], bounds: string[
   for (let i = 0; i < ROUNDS; i++) {
     const r = await streamRound(w, url, 10_000_000 + i * writers * each, writers, each);
     rounds.push(r);
-    const row = (name: string, m: typeof r.quiet) => `| ${w.name} | ${i + 1} | ${name} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f1(Math.max(...m.perSecond))} | ${f2(m.served)} |`;
-    out.push(row("quiet", r.quiet), row("quiet again (no writes: the measure's own spread)", r.again), row(`while ${writers} clients insert (${r.inserted} rows in the phase and ${f1(r.writeS)} s after)`, r.busy));
-    console.log(out.slice(-3).join("\n"));
-    const seconds = (m: typeof r.quiet) => m.perSecond.map(f1).join(", ");
-    console.log(`  each second's p99, ms: quiet ${seconds(r.quiet)}; quiet again ${seconds(r.again)}; while inserting ${seconds(r.busy)}`);
+    report(w, i, r, `while ${writers} clients insert (${r.inserted} rows in the phase and ${f1(r.writeS)} s after)`, out);
   }
-  // A phase's worst second against the quiet phase's median second: above 1 even for two quiet
-  // phases (the worst of several seconds, on a shared machine), so the quiet pair gives the floor.
-  const worstOf = (m: StreamRound["busy"], r: StreamRound) => Math.max(...m.perSecond) / median(r.quiet.perSecond);
-  const worst = rounds.map((r) => worstOf(r.busy, r));
-  const floor = rounds.map((r) => worstOf(r.again, r));
-  const p99s = rounds.map((r) => r.busy.p99 / r.quiet.p99);
-  const range = (xs: number[]) => `rounds ${xs.map(f2).join(", ")}`;
   const missed = rounds.reduce((a, r) => a + r.missed, 0);
   const left = rounds.reduce((a, r) => a + r.left, 0);
   bounds.push(
-    `${w.name}: under the write stream, p99 ${f2(median(p99s))}x the quiet table's (${range(p99s)}), the worst second's ${f2(median(worst))}x the quiet seconds' median (${range(worst)}; bound ≤ 1.5: ${bound(median(worst) <= 1.5)}; ` +
-      `the same measure of a second quiet phase: ${f2(median(floor))}x, ${range(floor)}); ` +
+    `${w.name}: under the write stream, ${tailBound(rounds)}; ` +
       `acknowledged rows not found by the next search carrying their version: ${missed} of ${rounds.reduce((a, r) => a + r.inserted, 0)}; deleted rows answered: ${left} (bounds 0: ${bound(missed === 0 && left === 0)})`,
   );
 }
 
-interface StreamRound {
-  quiet: Awaited<ReturnType<typeof timedSearches>>;
-  /** A second quiet phase right after the first. */
-  again: Awaited<ReturnType<typeof timedSearches>>;
-  busy: Awaited<ReturnType<typeof timedSearches>>;
+/** A round's searches: a quiet phase, a second one right after it, and one under writes. */
+interface TailRound {
+  quiet: Phase;
+  /** A second quiet phase right after the first: the measure's own spread. */
+  again: Phase;
+  busy: Phase;
+}
+type Phase = ReturnType<typeof tail> & { served: number };
+
+/** A round's three rows of the table, and each second's p99 on the console. */
+function report(w: Workload, i: number, r: TailRound, busy: string, out: string[]): void {
+  const row = (name: string, m: Phase) => `| ${w.name} | ${i + 1} | ${name} | ${f0(m.qps)} | ${f1(m.p50)} | ${f1(m.p99)} | ${f1(Math.max(...m.perSecond))} | ${f2(m.served)} |`;
+  out.push(row("quiet", r.quiet), row("quiet again (no writes: the measure's own spread)", r.again), row(busy, r.busy));
+  console.log(out.slice(-3).join("\n"));
+  const seconds = (m: Phase) => m.perSecond.map(f1).join(", ");
+  console.log(`  each second's p99, ms: quiet ${seconds(r.quiet)}; quiet again ${seconds(r.again)}; under writes ${seconds(r.busy)}`);
+}
+
+/** The searches' tail under writes against the quiet table's, in each round, and the 1.5x bound on the median round. */
+function tailBound(rounds: TailRound[]): string {
+  // A phase's worst second against the quiet phase's median second: above 1 even for two quiet
+  // phases (the worst of several seconds, on a shared machine), so the quiet pair gives the floor.
+  const worstOf = (m: Phase, r: TailRound) => Math.max(...m.perSecond) / median(r.quiet.perSecond);
+  const worst = rounds.map((r) => worstOf(r.busy, r));
+  const floor = rounds.map((r) => worstOf(r.again, r));
+  const p99s = rounds.map((r) => r.busy.p99 / r.quiet.p99);
+  const range = (xs: number[]) => `rounds ${xs.map(f2).join(", ")}`;
+  return (
+    `p99 ${f2(median(p99s))}x the quiet table's (${range(p99s)}), the worst second's ${f2(median(worst))}x the quiet seconds' median (${range(worst)}; bound ≤ 1.5: ${bound(median(worst) <= 1.5)}; ` +
+    `the same measure of a second quiet phase: ${f2(median(floor))}x, ${range(floor)})`
+  );
+}
+
+/**
+ * The serving index under the load-test mix: an open loop of --mix-rate requests a second (sent
+ * whether or not earlier ones were answered), vector searches alone, then with every tenth an
+ * insert of 20 rows (JSON); the searches' tail second by second against the quiet table's, as the
+ * write stream's. The rows are deleted after each round.
+ */
+async function loadTestMix(w: Workload, url: URL, out: string[], bounds: string[]): Promise<void> {
+  const rows = 20;
+  console.log(`\nthe serving index under the load-test mix: an open loop of ${MIX_RATE} requests/s, searches alone, then 10% of them inserts of ${rows} rows (${w.name}), ${ROUNDS} rounds`);
+  const rounds: (TailRound & { inserted: number; errors: number })[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const first = 20_000_000 + i * 1_000_000;
+    let next = first;
+    const search = (j: number): OpenLoopRequest => ({ kind: "search", method: "POST", path: QUERY, headers: HEADERS, body: w.ops.vector.bodies[j % w.ops.vector.bodies.length] });
+    const insert = (): OpenLoopRequest => {
+      const batch = Array.from({ length: rows }, (_, k) => ({ id: next + k, text: "mix", category: "beta", vector: w.vectors[(next + k) % w.vectors.length] }));
+      next += rows;
+      return { kind: "insert", method: "POST", path: `/v1/table/${BENCH_TABLE}/insert`, headers: HEADERS, body: Buffer.from(JSON.stringify(batch)) };
+    };
+    const quiet = await mixPhase(url, search);
+    const again = await mixPhase(url, search);
+    const busy = await mixPhase(url, (j) => (j % 10 === 9 ? insert() : search(j)));
+    const conn = new Conn(url.hostname, Number(url.port));
+    const del = await conn.request("POST", `/v1/table/${BENCH_TABLE}/delete`, HEADERS, Buffer.from(JSON.stringify({ predicate: `id >= ${first}` })));
+    conn.close();
+    if (del.status !== 200) throw new Error(`delete: ${del.status} ${del.body.toString().slice(0, 200)}`);
+    const r = { quiet, again, busy, inserted: busy.inserts * rows, errors: quiet.errors + again.errors + busy.errors };
+    rounds.push(r);
+    report(w, i, r, `${MIX_RATE}/s, 10% inserts of ${rows} rows (${r.inserted} rows)`, out);
+  }
+  const errors = rounds.reduce((a, r) => a + r.errors, 0);
+  bounds.push(`${w.name}: under the load-test mix (${MIX_RATE}/s, 10% inserts of ${rows} rows), ${tailBound(rounds)}; requests not answered 2xx: ${errors} (bound 0: ${bound(errors === 0)})`);
+}
+
+/** D seconds of the open loop: its searches' tail, the share the serving index answered (from /metrics), inserts answered and requests not answered 2xx. */
+async function mixPhase(url: URL, next: (i: number) => OpenLoopRequest): Promise<Phase & { inserts: number; errors: number }> {
+  const paths = async () => [await metric(url, "quiver_search_path_total", { path: "serving" }), await metric(url, "quiver_search_path_total")];
+  const [served, all] = await paths();
+  const r = await openLoop(Number(url.port), MIX_RATE, D, next);
+  const [served2, all2] = await paths();
+  const at = r.sentIn.get("search") ?? [];
+  // The last requests of a phase may leave just after its last second: they count in that second.
+  const samples = (r.latencies.get("search") ?? []).map((ms, k) => ({ at: Math.min(at[k], D - 1), ms }));
+  return { ...tail(samples, D), served: (served2 - served) / (all2 - all), inserts: r.latencies.get("insert")?.length ?? 0, errors: [...r.errors.values()].reduce((a, n) => a + n, 0) };
+}
+
+interface StreamRound extends TailRound {
   inserted: number;
   /** Seconds the inserts went on after the searches' phase. */
   writeS: number;
@@ -618,6 +691,7 @@ async function main() {
   const levelRows: string[] = [];
   const workerRows: string[] = [];
   const streamRows: string[] = [];
+  const mixRows: string[] = [];
   const bounds: string[] = [];
   for (const [n, w] of sets.entries()) {
     const version = await (await (await lancedb.connectNamespace("dir", { root: w.dataDir })).openTable(BENCH_TABLE, [])).version();
@@ -677,7 +751,10 @@ async function main() {
       }
       await kinds(w, table, servers, kindRows, bounds);
       await levels(w, table, servers, levelRows, bounds);
-      if (values["write-stream"] !== "off") await writeStream(w, servers.serving, streamRows, bounds);
+      if (values["write-stream"] !== "off") {
+        await writeStream(w, servers.serving, streamRows, bounds);
+        await loadTestMix(w, servers.serving, mixRows, bounds);
+      }
       await serving.stop();
       await workerCounts(w, state, workerRows, bounds);
     } finally {
@@ -693,6 +770,7 @@ async function main() {
   );
   table(`the serving index by worker count, medians of ${ROUNDS} alternating rounds`, ["data", "in flight", "", "QPS", "p50 ms", "p99 ms", "QPS / one worker"], workerRows);
   table(`the serving index under a write stream, ${C} searches in flight, ${D} s phases`, ["data", "round", "", "QPS", "p50 ms", "p99 ms", "worst second's p99 ms", "share served by the index"], streamRows);
+  table(`the serving index under the load-test mix, an open loop of ${MIX_RATE} requests/s, ${D} s phases`, ["data", "round", "", "searches/s", "p50 ms", "p99 ms", "worst second's p99 ms", "share served by the index"], mixRows);
   console.log("\nthe issues' bounds (medians):");
   for (const b of bounds) console.log(`  ${b}`);
 }

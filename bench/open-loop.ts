@@ -17,6 +17,8 @@ export interface OpenLoopResult {
   perSecond: Map<string, number[]>;
   /** Latencies in ms, by kind (2xx answers). */
   latencies: Map<string, number[]>;
+  /** The second of the run each of `latencies` was sent in, by kind. */
+  sentIn: Map<string, number[]>;
   /** Non-2xx answers and failed connections, by kind. */
   errors: Map<string, number>;
 }
@@ -27,6 +29,7 @@ export async function openLoop(port: number, rate: number, seconds: number, next
   const all: Conn[] = [];
   const perSecond = new Map<string, number[]>();
   const latencies = new Map<string, number[]>();
+  const sentIn = new Map<string, number[]>();
   const errors = new Map<string, number>();
   const inFlight = new Set<Promise<void>>();
   const t0 = performance.now();
@@ -46,7 +49,12 @@ export async function openLoop(port: number, rate: number, seconds: number, next
           const counts = perSecond.get(r.kind) ?? [];
           counts[s] = (counts[s] ?? 0) + 1;
           perSecond.set(r.kind, counts);
-          latencies.set(r.kind, [...(latencies.get(r.kind) ?? []), end - start]);
+          if (!latencies.has(r.kind)) {
+            latencies.set(r.kind, []);
+            sentIn.set(r.kind, []);
+          }
+          latencies.get(r.kind)!.push(end - start);
+          sentIn.get(r.kind)!.push(Math.floor((start - t0) / 1000));
         } else errors.set(r.kind, (errors.get(r.kind) ?? 0) + 1);
         idle.push(c);
       },
@@ -70,5 +78,5 @@ export async function openLoop(port: number, rate: number, seconds: number, next
   await Promise.all(inFlight);
   for (const c of all) c.close();
   for (const counts of perSecond.values()) for (let s = 0; s < seconds; s++) counts[s] ??= 0;
-  return { perSecond, latencies, errors };
+  return { perSecond, latencies, sentIn, errors };
 }
