@@ -417,16 +417,18 @@ async function servingReady(w: Workload, url: URL): Promise<string> {
   } finally {
     conn.close();
   }
-  const [built, loaded, bytes, rows] = await Promise.all([
+  const [built, loaded, bytes, index, rows] = await Promise.all([
     metric(url, "quiver_serving_build_seconds_sum", { loaded: "false" }),
     metric(url, "quiver_serving_build_seconds_sum", { loaded: "true" }),
     metric(url, "quiver_serving_index_bytes"),
+    metric(url, "quiver_serving_index_part_bytes", { part: "index" }),
     metric(url, "quiver_serving_index_rows"),
   ]);
   const raw = rows * spec.dim * 4;
+  const mib = (n: number) => `${f1(n / 2 ** 20)} MiB = ${f2(n / raw)}x the raw f32 vectors`;
   return (
     `serving index ready after ${f1((performance.now() - started) / 1000)} s (${loaded > 0 ? `loaded in ${f1(loaded)} s` : `built in ${f1(built)} s`}): ` +
-    `${rows} rows, ${f1(bytes / 2 ** 20)} MiB = ${f2(bytes / raw)}x the raw f32 vectors (cached columns included)`
+    `${rows} rows, ${mib(bytes)} with the cached columns; the index itself ${mib(index)} (bound ≤ 1.5: ${bound(index / raw <= 1.5)})`
   );
 }
 
@@ -492,7 +494,11 @@ const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length -
 /** Searches a second, p50 and p99 of a phase's latencies, and each second's p99 (by the second each search started in). */
 function tail(samples: { at: number; ms: number }[], seconds: number) {
   const bySecond = new Map<number, number[]>();
-  for (const x of samples) bySecond.set(x.at, [...(bySecond.get(x.at) ?? []), x.ms]);
+  for (const x of samples) {
+    const second = bySecond.get(x.at);
+    if (second) second.push(x.ms);
+    else bySecond.set(x.at, [x.ms]);
+  }
   const ms = samples.map((x) => x.ms);
   return { qps: samples.length / seconds, p50: median(ms), p99: p99(ms), perSecond: [...bySecond.keys()].sort((a, b) => a - b).map((k) => p99(bySecond.get(k)!)) };
 }

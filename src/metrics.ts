@@ -379,6 +379,10 @@ export interface ServingSample {
   /** ready, building, memory (over --serving-memory-mb), disabled, failed. */
   state: string;
   bytes: number;
+  /** Of `bytes`, the cached columns' fields and values. */
+  columnBytes: number;
+  /** Of `bytes`, the value indexes of equality filters and the bitmaps of the filters last used. */
+  filterBytes: number;
   rows: number;
   tombstones: number;
   /** Rows no search could reach, linked again since the index was built or loaded. */
@@ -412,6 +416,21 @@ for (const [field, name, help] of SERVING_GAUGES) {
     },
   });
 }
+new Gauge({
+  name: "quiver_serving_index_part_bytes",
+  help: "Of quiver_serving_index_bytes, what each part holds: index (the vectors, their links, row ids and versions, the row-id map), columns (the cached columns' fields and values), filters (value indexes of equality filters, bitmaps of the filters last used)",
+  labelNames: ["table", "part"] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const s of serving()) {
+      if (s.state !== "ready") continue;
+      this.set({ table: s.table, part: "index" }, s.bytes - s.columnBytes - s.filterBytes);
+      this.set({ table: s.table, part: "columns" }, s.columnBytes);
+      this.set({ table: s.table, part: "filters" }, s.filterBytes);
+    }
+  },
+});
 new Gauge({
   name: "quiver_serving_tables",
   help: "Tables with a vector index, by their serving index's state: ready, building, memory (does not fit --serving-memory-mb: LanceDB serves it), disabled, failed",

@@ -548,7 +548,7 @@ describe("replicas", () => {
 });
 
 describe("builds on several threads", () => {
-  it("every row is found by a search for its own vector (a build's threads linking nodes at once); /metrics counts the rows linked again", async () => {
+  it("every row is found by a search for its own vector (a build's threads linking nodes at once); /metrics counts the rows linked again and each part of its memory", async () => {
     // Before: a thread whose walk reached a node another thread was still linking found its lower
     // levels empty, and linked its own node from that one alone, a link then overwritten: 0-10 of
     // 10,000 rows a table were never found (4 builds on 4 threads), 0 on one thread.
@@ -579,6 +579,12 @@ describe("builds on several threads", () => {
         const built = JSON.parse(b.stderr().split("\n").find((l) => l.includes('"serving index built"') && l.includes(`built${i}`))!);
         expect(built.relinked).toBeGreaterThanOrEqual(0);
         expect(await metricValue(b, "quiver_serving_index_relinked", { table: built.table })).toBe(built.relinked);
+        // Its memory, by part: the index proper, the cached columns (id, text, category), the filters (none asked).
+        const scrape = (await b.call("GET", "/metrics")).text;
+        const part = (p: string) => sample(scrape, "quiver_serving_index_part_bytes", { table: built.table, part: p })!;
+        expect(part("columns")).toBeGreaterThan(0);
+        expect(part("filters")).toBe(0);
+        expect(part("index") + part("columns") + part("filters")).toBe(sample(scrape, "quiver_serving_index_bytes", { table: built.table }));
       }
     } finally {
       await b.stop();

@@ -2,7 +2,7 @@
 // the build from the table's rows, and the sync after commits (rows added, changed, moved or gone
 // between two versions, found by their row ids, which must stay LanceDB's at every version).
 import type { Entry } from "../src/catalog/catalog.js";
-import { createGraphMemory, graphOf, refresh, retire, rowNumberOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
+import { columnBytes, createGraphMemory, graphOf, refresh, retire, rowNumberOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
 import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
 import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
 import { valueIndexBytes, type ValueIndex } from "../src/engine/serving-predicate.js";
@@ -412,13 +412,23 @@ function adopt(ix: ServingIndex, r: Done): void {
   r.vectorless = [];
 }
 
-/** What /metrics shows of an index: its memory is the shared memory, and on the main thread its row-id map, value indexes and filter bitmaps; the rows it linked again since it was built or loaded. */
-export const figures = (ix: ServingIndex) => ({
-  bytes: usedBytes(ix.graph) + rowSlotsBytes(ix.rowSlots) + [...ix.valueIndexes.values()].reduce((n, v) => n + valueIndexBytes(v), 0) + ix.filterBytes,
-  rows: mappedRows(ix.rowSlots),
-  tombstones: tombstones(ix.graph),
-  relinked: ix.relinked,
-});
+/**
+ * What /metrics shows of an index: its memory is the shared memory, and on the main thread its
+ * row-id map, value indexes and filter bitmaps; of it, what the cached columns hold and what the
+ * filters hold (the rest is the index proper: vectors, links, row ids and versions); the rows it
+ * linked again since it was built or loaded.
+ */
+export function figures(ix: ServingIndex) {
+  const filterBytes = [...ix.valueIndexes.values()].reduce((n, v) => n + valueIndexBytes(v), 0) + ix.filterBytes;
+  return {
+    bytes: usedBytes(ix.graph) + rowSlotsBytes(ix.rowSlots) + filterBytes,
+    columnBytes: columnBytes(ix.graph),
+    filterBytes,
+    rows: mappedRows(ix.rowSlots),
+    tombstones: tombstones(ix.graph),
+    relinked: ix.relinked,
+  };
+}
 
 /** Slots that are tombstones, as a share of all: past a third, a rebuild is due. */
 export const wornOut = (ix: ServingIndex) => slotCount(ix.graph) > 4096 && tombstones(ix.graph) * 3 > slotCount(ix.graph);

@@ -123,7 +123,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   const unwatch = watchServing(() =>
     [...states.values()]
       .filter((s) => s.status !== "none" && s.status !== "checking")
-      .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, rows: 0, tombstones: 0, relinked: 0 }) })),
+      .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, columnBytes: 0, filterBytes: 0, rows: 0, tombstones: 0, relinked: 0 }) })),
   );
 
   const at = (entry: Entry) => (version: number) => tables.open(entry, { version });

@@ -32,10 +32,15 @@ const H = {
   TOMBSTONES: 15,
   /** Held while the entry point and top level change (threads link rows at once while building). */
   LOCK: 16,
+  /** Bytes allocated for the cached columns' variable-width values (what /metrics counts as theirs). */
+  VALUE_BYTES: 17,
 } as const;
 const MAGIC = 0x51564958;
-/** 2: graphs whose nodes were linked at every level at once (`link`); a format-1 save is built again. */
-const FORMAT = 2;
+/**
+ * 3: the header counts the cached columns' values (`VALUE_BYTES`); 2: nodes linked at every level
+ * at once (`link`). A save of an older format is built again.
+ */
+const FORMAT = 3;
 const HEADER_BYTES = 4096;
 const CHUNK_SHIFT = 10;
 const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
@@ -215,6 +220,19 @@ export function allocate(g: Graph, bytes: number): number {
   }
   g.i32[H.BUMP] = end;
   return at;
+}
+
+/** Bump-allocate a cached column's variable-width value, counted as the columns' memory. Writer only. */
+export function allocateValue(g: Graph, bytes: number): number {
+  const at = allocate(g, bytes);
+  g.i32[H.VALUE_BYTES] += g.i32[H.BUMP] - at;
+  return at;
+}
+
+/** Of `usedBytes`, what the cached columns hold: their fields in every record allocated, and their values. */
+export function columnBytes(g: Graph): number {
+  const chunks = Math.ceil(slotCount(g) / CHUNK_SLOTS);
+  return chunks * CHUNK_SLOTS * (g.record - align(g.columnsAt, 16)) + g.i32[H.VALUE_BYTES];
 }
 
 const laneAt = (g: Graph, lane: number) => LANES_AT + lane * g.i32[H.LANE_BYTES];

@@ -6,7 +6,7 @@ import type { DataType, Field, RecordBatch, Schema } from "apache-arrow";
 import { arrow } from "./arrow.js";
 import { FileBlock, Footer, MAGIC, TAIL_MAGIC } from "./ipc-out.js";
 import { batchMessage, footerTemplate, newWriter, node, put, schemaMessage, widthOf, type Writer } from "./ipc-split.js";
-import { allocate, assignLevel, link, newSlot, recordAt, rowIdOf, type Graph } from "./serving-graph.js";
+import { allocateValue, assignLevel, link, newSlot, recordAt, rowIdOf, type Graph } from "./serving-graph.js";
 
 const T = arrow.Type;
 
@@ -209,7 +209,7 @@ function writeValue(g: Graph, c: CachedColumn, d: import("apache-arrow").Data, i
       const offs = d.valueOffsets as Int32Array | BigInt64Array;
       const from = Number(offs[row]);
       const len = Number(offs[row + 1]) - from;
-      const addr = len > 0 ? allocate(g, len) : 0;
+      const addr = len > 0 ? allocateValue(g, len) : 0;
       if (len > 0) g.u8.set(bytesOf(d.values).subarray(from, from + len), addr);
       g.u32[(base + c.at) >> 2] = addr;
       g.u32[((base + c.at) >> 2) + 1] = len;
