@@ -2,7 +2,7 @@
 // the build from the table's rows, and the sync after commits (rows added, changed, moved or gone
 // between two versions, found by their row ids, which must stay LanceDB's at every version).
 import type { Entry } from "../src/catalog/catalog.js";
-import { columnBytes, createGraphMemory, graphOf, refresh, retire, rowNumberOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
+import { columnBytes, createGraphMemory, graphOf, MAX_MEMORY_BYTES, MAX_SLOTS, refresh, retire, rowNumberOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
 import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
 import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
 import { valueIndexBytes, type ValueIndex } from "../src/engine/serving-predicate.js";
@@ -75,6 +75,16 @@ async function layoutOf(t: TableHandle, v: IndexedVectors, cache: boolean) {
 /** A rough size of an index of `rows` rows of `dim` floats and `columnBytes` (variable-width values aside). */
 const estimate = (rows: number, dim: number, columnBytes: number) => rows * ((Math.ceil(dim / 4) * 16 + (2 * GRAPH_M + 1) * 4 + 32 + columnBytes) * 1.1 + ROW_SLOT_BYTES) + (1 << 20);
 
+/** Whether an index of `rows` rows of `dim` floats and `columnBytes` may fit `maxBytes` and the memory's own limits. */
+const mayFit = (rows: number, dim: number, columnBytes: number, maxBytes: number) => rows <= MAX_SLOTS && estimate(rows, dim, columnBytes) <= Math.min(maxBytes, MAX_MEMORY_BYTES);
+
+/** Why an index of `rows` rows of `dim` floats cannot be held in `maxBytes`, known before a row is read (null: it may be). */
+export function wontFit(rows: number, dim: number, maxBytes: number): string | null {
+  if (mayFit(rows, dim, 0, maxBytes)) return null;
+  if (rows > MAX_SLOTS) return `${rows} rows, past the ${MAX_SLOTS} an index holds`;
+  return `about ${Math.round(estimate(rows, dim, 0) / 2 ** 20)} MiB, past ${Math.round(Math.min(maxBytes, MAX_MEMORY_BYTES) / 2 ** 20)} MiB`;
+}
+
 /**
  * Build the index of column `v` from table handle `t` (its version): rows read from the engine in
  * batches and written by one pool thread, then linked by all of them at once. Cached columns are left out when the index would
@@ -84,9 +94,10 @@ const estimate = (rows: number, dim: number, columnBytes: number) => rows * ((Ma
 export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle, v: IndexedVectors, maxBytes: number, key: string): Promise<ServingIndex> {
   const version = await tableVersion(t);
   const rows = await countRows(t);
+  const refused = wontFit(rows, v.dim, maxBytes);
+  if (refused) throw new TooBig(refused);
   let layout = await layoutOf(t, v, true);
-  if (estimate(rows, v.dim, layout.bytes) > maxBytes) layout = await layoutOf(t, v, false);
-  if (estimate(rows, v.dim, 0) > maxBytes) throw new TooBig(`about ${Math.round(estimate(rows, v.dim, 0) / 2 ** 20)} MiB`);
+  if (!mayFit(rows, v.dim, layout.bytes, maxBytes)) layout = await layoutOf(t, v, false);
   const memory = createGraphMemory({ dim: v.dim, metric: v.metric, m: GRAPH_M, efConstruction: EF_CONSTRUCTION, columnBytes: layout.bytes, maxBytes });
   const ix = indexOf(entry, v.column, v.metric, { key, memory, columns: layout.columns }, layout.names, version);
   ix.dirty = true;

@@ -45,6 +45,8 @@ const HEADER_BYTES = 4096;
 const CHUNK_SHIFT = 10;
 const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
 const MAX_CHUNKS = 16384;
+/** The most rows (slots) an index holds: its chunk table's room. */
+export const MAX_SLOTS = MAX_CHUNKS * CHUNK_SLOTS;
 const CHUNKS_AT = HEADER_BYTES;
 const LANES_AT = CHUNKS_AT + MAX_CHUNKS * 4;
 /** Scratch lanes: lane 0 is the writer's, the others one per search task running. */
@@ -52,6 +54,10 @@ export const LANES = 64;
 /** Vectors one kernel call measures at most (a lane's address and output room). */
 const BATCH = 256;
 const PAGE = 65536;
+/** A WebAssembly memory's pages at most (32-bit addresses). */
+const MAX_PAGES = 65536;
+/** The most bytes an index memory can grow to, whatever the budget. */
+export const MAX_MEMORY_BYTES = MAX_PAGES * PAGE;
 /** Record fields after the links: level, upper links' address, row id (low, high), born, died, norm, and the lock of its link lists. */
 const META = { LEVEL: 0, UPPER: 1, ROW_LO: 2, ROW_HI: 3, BORN: 4, DIED: 5, NORM: 6, LOCK: 7 } as const;
 const META_BYTES = 32;
@@ -99,7 +105,7 @@ export function createGraphMemory(p: GraphParams): WebAssembly.Memory {
   const dimPad = align(p.dim, 4);
   const laneBytes = laneBytesOf(dimPad);
   const first = align(LANES_AT + LANES * laneBytes, 16);
-  const maximum = Math.max(Math.ceil(first / PAGE) + 1, Math.min(65536, Math.floor(p.maxBytes / PAGE)));
+  const maximum = Math.max(Math.ceil(first / PAGE) + 1, Math.min(MAX_PAGES, Math.floor(p.maxBytes / PAGE)));
   const memory = new WebAssembly.Memory({ initial: Math.ceil(first / PAGE), maximum, shared: true });
   const i32 = new Int32Array(memory.buffer);
   const m0 = 2 * p.m;
@@ -127,7 +133,7 @@ export function loadGraphMemory(bytes: Uint8Array, maxBytes: number): WebAssembl
   const head = new Int32Array(bytes.buffer, bytes.byteOffset, 16);
   if (head[H.MAGIC] !== MAGIC || head[H.FORMAT] !== FORMAT || head[H.BUMP] !== bytes.byteLength) throw new Error("not a serving index of this format");
   const pages = Math.ceil(bytes.byteLength / PAGE);
-  const memory = new WebAssembly.Memory({ initial: pages, maximum: Math.max(pages + 1, Math.min(65536, Math.floor(maxBytes / PAGE))), shared: true });
+  const memory = new WebAssembly.Memory({ initial: pages, maximum: Math.max(pages + 1, Math.min(MAX_PAGES, Math.floor(maxBytes / PAGE))), shared: true });
   new Uint8Array(memory.buffer).set(bytes);
   return memory;
 }
