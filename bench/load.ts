@@ -18,7 +18,9 @@
 //      the next search carrying its version; then deleted), against the quiet table, second by
 //      second, in each of --rounds rounds (the bound on the median round), and a second quiet
 //      phase measured the same way: the measure's own spread on the machine; and the same under the
-//      load-test mix (an open loop of --mix-rate requests a second, 10% of them inserts of 20 rows);
+//      load-test mix (an open loop of --mix-rate requests a second, 10% of them inserts of 20 rows).
+//      Each round starts once the background jobs of the writes before have settled, and each
+//      phase reports the seconds in which one ran;
 //   5. the serving index with each worker count of --serving-workers, at the levels of
 //      --worker-levels (each server loads the index the first one saved).
 // On the first dataset also: other operations (multi-vector search, count, describe, a mix), and
@@ -35,6 +37,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { tmpdir } from "node:os";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { queryVectors, type Spec } from "./dataset.js";
 import { BENCH_TABLE, datasetArgs, datasetName, generate } from "./generate.js";
@@ -468,7 +471,7 @@ async function workerCounts(w: Workload, state: string, out: string[], bounds: s
 }
 
 /** Latencies of a closed loop of vector searches, each with the second it started in, and how many the serving index answered. */
-async function timedSearches(w: Workload, url: URL, c: number, seconds: number): Promise<Phase> {
+async function timedSearches(w: Workload, url: URL, c: number, seconds: number): Promise<Searched> {
   const conns = Array.from({ length: c }, () => new Conn(url.hostname, Number(url.port)));
   const samples: { at: number; ms: number }[] = [];
   let served = 0;
@@ -534,7 +537,39 @@ interface TailRound {
   again: Phase;
   busy: Phase;
 }
-type Phase = ReturnType<typeof tail> & { served: number };
+/** A phase's searches: their tail and the share the serving index answered. */
+type Searched = ReturnType<typeof tail> & { served: number };
+/** ... and the seconds in which the server ran a background job. */
+type Phase = Searched & { jobSeconds: number };
+
+/**
+ * Wait until this server has run no background job and queued none for 5 seconds in a row (at
+ * most 3 minutes), so that a round's quiet phases are not the maintenance of the writes before.
+ */
+async function settle(url: URL): Promise<void> {
+  const started = performance.now();
+  for (let still = 0; still < 5 && performance.now() - started < 180_000; await sleep(1000)) {
+    const busy = (await metric(url, "quiver_jobs", { state: "Queued" })) + (await metric(url, "quiver_jobs", { state: "Running" }));
+    still = busy > 0 ? 0 : still + 1;
+  }
+  console.log(`  (background jobs settled: waited ${f1((performance.now() - started) / 1000)} s)`);
+}
+
+/** A phase, sampling twice a second whether the server runs a background job meanwhile: the seconds it did. */
+async function watchingJobs<T>(url: URL, phase: () => Promise<T>): Promise<T & { jobSeconds: number }> {
+  const seconds = new Set<number>();
+  const start = performance.now();
+  let done = false;
+  const sampler = (async () => {
+    for (; !done; await sleep(500)) if ((await metric(url, "quiver_replica_jobs_running")) > 0) seconds.add(Math.floor((performance.now() - start) / 1000));
+  })();
+  try {
+    return { ...(await phase()), jobSeconds: seconds.size };
+  } finally {
+    done = true;
+    await sampler;
+  }
+}
 
 /** A round's three rows of the table, and each second's p99 on the console. */
 function report(w: Workload, i: number, r: TailRound, busy: string, out: string[]): void {
@@ -543,6 +578,7 @@ function report(w: Workload, i: number, r: TailRound, busy: string, out: string[
   console.log(out.slice(-3).join("\n"));
   const seconds = (m: Phase) => m.perSecond.map(f1).join(", ");
   console.log(`  each second's p99, ms: quiet ${seconds(r.quiet)}; quiet again ${seconds(r.again)}; under writes ${seconds(r.busy)}`);
+  console.log(`  seconds in which a background job ran: quiet ${r.quiet.jobSeconds}, quiet again ${r.again.jobSeconds}, under writes ${r.busy.jobSeconds} (of ${D})`);
 }
 
 /** The searches' tail under writes against the quiet table's, in each round, and the 1.5x bound on the median round. */
@@ -579,9 +615,10 @@ async function loadTestMix(w: Workload, url: URL, out: string[], bounds: string[
       next += rows;
       return { kind: "insert", method: "POST", path: `/v1/table/${BENCH_TABLE}/insert`, headers: HEADERS, body: Buffer.from(JSON.stringify(batch)) };
     };
-    const quiet = await mixPhase(url, search);
-    const again = await mixPhase(url, search);
-    const busy = await mixPhase(url, (j) => (j % 10 === 9 ? insert() : search(j)));
+    await settle(url);
+    const quiet = await watchingJobs(url, () => mixPhase(url, search));
+    const again = await watchingJobs(url, () => mixPhase(url, search));
+    const busy = await watchingJobs(url, () => mixPhase(url, (j) => (j % 10 === 9 ? insert() : search(j))));
     const conn = new Conn(url.hostname, Number(url.port));
     const del = await conn.request("POST", `/v1/table/${BENCH_TABLE}/delete`, HEADERS, Buffer.from(JSON.stringify({ predicate: `id >= ${first}` })));
     conn.close();
@@ -595,7 +632,7 @@ async function loadTestMix(w: Workload, url: URL, out: string[], bounds: string[
 }
 
 /** D seconds of the open loop: its searches' tail, the share the serving index answered (from /metrics), inserts answered and requests not answered 2xx. */
-async function mixPhase(url: URL, next: (i: number) => OpenLoopRequest): Promise<Phase & { inserts: number; errors: number }> {
+async function mixPhase(url: URL, next: (i: number) => OpenLoopRequest): Promise<Searched & { inserts: number; errors: number }> {
   const paths = async () => [await metric(url, "quiver_search_path_total", { path: "serving" }), await metric(url, "quiver_search_path_total")];
   const [served, all] = await paths();
   const r = await openLoop(Number(url.port), MIX_RATE, D, next);
@@ -616,8 +653,9 @@ interface StreamRound extends TailRound {
 }
 
 async function streamRound(w: Workload, url: URL, first: number, writers: number, each: number): Promise<StreamRound> {
-  const quiet = await timedSearches(w, url, C, D);
-  const again = await timedSearches(w, url, C, D);
+  await settle(url);
+  const quiet = await watchingJobs(url, () => timedSearches(w, url, C, D));
+  const again = await watchingJobs(url, () => timedSearches(w, url, C, D));
   let missed = 0;
   let inserted = 0;
   const { arrow } = await import("../src/engine/arrow.js");
@@ -640,7 +678,7 @@ async function streamRound(w: Workload, url: URL, first: number, writers: number
       }
     }),
   );
-  const busy = await timedSearches(w, url, C, D);
+  const busy = await watchingJobs(url, () => timedSearches(w, url, C, D));
   const started = performance.now();
   await writing;
   const writeS = (performance.now() - started) / 1000;
