@@ -9,6 +9,7 @@ import { comparePage, reportPage } from "./html.js";
 import { badInput, isBadInput } from "./input-error.js";
 import { mergeReports } from "./merge.js";
 import { HELP, parseCommand, type Options } from "./options.js";
+import { harnessVersion } from "./report.js";
 import { runLoadtest, type Report } from "./run.js";
 import { summaryText } from "./summary.js";
 
@@ -46,6 +47,10 @@ async function main(argv: string[]): Promise<number> {
   }
   if ("help" in cmd) {
     process.stdout.write(HELP);
+    return 0;
+  }
+  if ("version" in cmd) {
+    process.stdout.write(`quiver-loadtest ${harnessVersion()}\n`);
     return 0;
   }
   if ("compare" in cmd) {

@@ -52,7 +52,7 @@ export async function closedLoop(l: Load): Promise<Driven> {
         const a = await l.client.send(req);
         outstanding--;
         const us = (performance.now() - sent) * 1000;
-        l.sink.record(workload, a.status, a.error, us, us);
+        l.sink.record(workload, a.status, a.error, us, us, a.body);
       }
     }),
   );
@@ -82,7 +82,7 @@ export function openLoop(l: Load, rate: number): Promise<Driven> {
       const sent = performance.now();
       void l.client.send(req).then((a) => {
         const answered = performance.now();
-        l.sink.record(workload, a.status, a.error, (answered - due) * 1000, (answered - sent) * 1000);
+        l.sink.record(workload, a.status, a.error, (answered - due) * 1000, (answered - sent) * 1000, a.body);
         inFlight--;
         pump();
       });

@@ -68,6 +68,7 @@ export function mergeRuns(runs: RunResult[]): RunResult {
     service_hdr: encodeHistogram(service),
     timeline: mergeTimelines(runs.map((r) => r.timeline)),
     workloads,
+    error_sample: runs.find((r) => r.error_sample)?.error_sample ?? null,
     sent: sum(runs.map((r) => r.sent)),
     unsent: sum(runs.map((r) => r.unsent)),
     late: sum(runs.map((r) => r.late)),

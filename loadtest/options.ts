@@ -157,6 +157,7 @@ export const HELP = `quiver-loadtest: load-test a Quiver (or any lance-namespace
   --out PREFIX           writes PREFIX.json and PREFIX.html (default loadtest-<time>)
   --quiet                no progress line
   --merge A.json B.json  one report from runs on several hosts (histograms merged, rates added)
+  --version              the harness's version
 
 Exit codes: 0 done (every --threshold held), 2 bad option or input file, 3 a threshold failed, 1 other errors.
 `;
@@ -224,17 +225,19 @@ const FLAGS = {
   quiet: { type: "boolean" },
   compare: { type: "boolean" },
   help: { type: "boolean" },
+  version: { type: "boolean" },
 } as const;
 
 /** Every flag, for the docs' test (each must be in --help and docs/loadtest.md). */
 export const FLAG_NAMES = Object.keys(FLAGS);
 
-export type Command = { help: true } | { compare: [string, string]; out: string } | { merge: string[]; out: string } | { run: Options };
+export type Command = { help: true } | { version: true } | { compare: [string, string]; out: string } | { merge: string[]; out: string } | { run: Options };
 
 /** Reads the command line (and the file it names) into a command; throws naming a bad option. */
 export function parseCommand(argv: string[], env: NodeJS.ProcessEnv = process.env): Command {
   const { values, positionals } = parseArgs({ args: argv, options: FLAGS, allowPositionals: true, strict: true });
   if (values.help) return { help: true };
+  if (values.version) return { version: true };
   if (values.compare) {
     if (positionals.length !== 2) throw new Error("--compare takes two report files: --compare a.json b.json");
     return { compare: [positionals[0], positionals[1]], out: values.out ?? "compare" };

@@ -22,7 +22,7 @@ export async function rampSearch(
     m.tick.label = `ramp ${rate.toFixed(0)}/s${attempt > 1 ? " (retry)" : ""}`;
     m.tick.end = m.tick.elapsed() + o.stepDuration;
     const tee: Sink = {
-      record: (w, s, e, us, svc) => (m.rec.record(w, s, e, us, svc), stepRec.record(w, s, e, us, svc)),
+      record: (w, s, e, us, svc, b) => (m.rec.record(w, s, e, us, svc, b), stepRec.record(w, s, e, us, svc)),
       outstanding: (n) => (m.rec.outstanding(n), stepRec.outstanding(n)),
       backlog: (n) => (m.rec.backlog(n), stepRec.backlog(n)),
     };

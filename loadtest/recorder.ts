@@ -67,8 +67,8 @@ export interface WorkloadFigures {
 }
 
 export interface Recorder {
-  /** `micros`: from when the request was due; `serviceMicros`: from when it was sent. */
-  record(workload: string, status: number, error: string | undefined, micros: number, serviceMicros: number): void;
+  /** `micros`: from when the request was due; `serviceMicros`: from when it was sent; `body`: the answer's (the first failure's is kept). */
+  record(workload: string, status: number, error: string | undefined, micros: number, serviceMicros: number, body?: Buffer): void;
   /** Requests outstanding now (the interval keeps the most). */
   outstanding(n: number): void;
   /** Due requests waiting for a connection now (open loop; the interval keeps the most). */
@@ -103,6 +103,8 @@ export interface RunFigures {
   service_hdr: string;
   timeline: TimelinePoint[];
   workloads: Record<string, WorkloadFigures>;
+  /** The first failed answer, status and the start of its body (or the transport error), so a failing run shows why. */
+  error_sample: string | null;
 }
 
 const ms = (us: number) => Math.round(us) / 1000;
@@ -178,13 +180,14 @@ export function recorder(): Recorder {
   const timeline: TimelinePoint[] = [];
   let requests = 0;
   let errors = 0;
+  let errorSample: string | null = null;
   const fresh = () => ({ requests: 0, errors: 0, outstanding: 0, backlog: null as number | null });
   let iv = fresh();
   let prevIv = fresh();
   let lastT = 0;
   let prevT = 0;
   return {
-    record(workload, status, error, micros, serviceMicros) {
+    record(workload, status, error, micros, serviceMicros, body) {
       const key = status ? String(status) : (error ?? "error");
       byStatus[key] = (byStatus[key] ?? 0) + 1;
       let w = perWorkload.get(workload);
@@ -201,6 +204,7 @@ export function recorder(): Recorder {
         intervalService.recordValue(sv);
         w.h.recordValue(v);
       } else {
+        errorSample ??= status ? `${status} ${body?.subarray(0, 300).toString() ?? ""}`.trim() : (error ?? "error");
         errors++;
         iv.errors++;
         w.errors++;
@@ -257,6 +261,7 @@ export function recorder(): Recorder {
         service_hdr: encodeHistogram(allService),
         timeline,
         workloads: Object.fromEntries([...perWorkload].map(([k, w]) => [k, { requests: w.requests, errors: w.errors, latency_ms: summarize(w.h), hdr: encodeHistogram(w.h) }])),
+        error_sample: errorSample,
       };
     },
   };

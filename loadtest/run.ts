@@ -20,7 +20,7 @@ import { loadSources, tablePath, type Sources } from "./sources.js";
 import { runSweep, sweepPoints } from "./sweep.js";
 import { evaluate } from "./thresholds.js";
 import { toArrays } from "./vector-files.js";
-import { clientLimit } from "./warnings.js";
+import { clientLimit, failures } from "./warnings.js";
 import { requests } from "./workload.js";
 
 export type { Report } from "./report.js";
@@ -162,7 +162,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       const shown = records[rep?.shown ?? records.length - 1];
       Object.assign(report, { run: shown.run, client: shown.client, server: shown.server, ramp: shown.ramp, repeats: rep });
       const processes = report.merged?.parts ?? 1;
-      report.warnings.push(...new Set(records.flatMap((r) => clientLimit(r.run, r.client, r.server, processes))));
+      report.warnings.push(...new Set(records.flatMap((r) => [...failures(r.run), ...clientLimit(r.run, r.client, r.server, processes)])));
       if (o.metrics) await touchStats(aux, headers, o.table);
     }
     report.interrupted = signal?.aborted ?? false;

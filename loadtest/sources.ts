@@ -62,6 +62,14 @@ function arrowBatches(t: Table, batch: number): Buffer[] {
 const jsonBatches = (lines: string[], batch: number): Buffer[] =>
   Array.from({ length: Math.ceil(lines.length / batch) }, (_, i) => Buffer.from(lines.slice(i * batch, (i + 1) * batch).join("\n") + "\n"));
 
+/** A query file of another dimension than the table's vectors would make every search a 400: refused before the run. */
+function sameDimension(vectors: number[][], o: Options, table: Table): void {
+  if (!table.numRows || !vectors.length) return;
+  const column = vectorColumnOf(table, o.vectorColumn, `table ${o.table}`);
+  const dim = columnVectors(table, column, `table ${o.table}`).dim;
+  if (vectors[0].length !== dim) throw badInput(`--queries ${o.queries}: its vectors have ${vectors[0].length} dimensions, but column ${column} of ${o.table} holds ${dim}`);
+}
+
 /** `queries`: a dataset's held-out query vectors, used before a file or the table's own rows. */
 export async function loadSources(o: Options, c: Client, headers: Record<string, string>, queries?: number[][]): Promise<Sources> {
   const uses = (placeholder: string) => o.workloads.some((w) => w.kind === "raw" && JSON.stringify(w.body ?? null).includes(placeholder));
@@ -77,8 +85,10 @@ export async function loadSources(o: Options, c: Client, headers: Record<string,
   }
   if (needVectors) {
     if (queries) s.vectors = queries;
-    else if (o.queries) s.vectors = readVectors(o.queries, o.vectorColumn);
-    else {
+    else if (o.queries) {
+      s.vectors = readVectors(o.queries, o.vectorColumn);
+      sameDimension(s.vectors, o, sample ?? tableFromIPC(await sampleRows(c, headers, o.table, 1, "application/vnd.apache.arrow.file")));
+    } else {
       s.vectorColumn = vectorColumnOf(sample!, o.vectorColumn, `table ${o.table}`);
       s.vectors = toArrays(columnVectors(sample!, s.vectorColumn, `table ${o.table}`));
     }

@@ -60,7 +60,7 @@ export async function runSweep(
       const before = await m.scrape?.read();
       const pointRec = recorder();
       const tee: Sink = {
-        record: (w, s, e, us, svc) => (m.rec.record(w, s, e, us, svc), pointRec.record(w, s, e, us, svc)),
+        record: (w, s, e, us, svc, b) => (m.rec.record(w, s, e, us, svc, b), pointRec.record(w, s, e, us, svc)),
         outstanding: (n) => (m.rec.outstanding(n), pointRec.outstanding(n)),
         backlog: () => {},
       };

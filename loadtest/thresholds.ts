@@ -22,7 +22,7 @@ export interface ThresholdResult {
 
 const LATENCY = ["p50", "p90", "p95", "p99", "p999", "max", "mean"] as const;
 type LatencyKey = (typeof LATENCY)[number];
-const METRICS = [...LATENCY, ...LATENCY.map((k) => `service_${k}`), "errors", "error_rate", "throughput", "recall", "best_rate"];
+const METRICS = [...LATENCY, ...LATENCY.map((k) => `service_${k}`), "errors", "error_rate", "unsent", "unsent_rate", "throughput", "recall", "best_rate"];
 const UNIT_MS: Record<string, number> = { "": 1, ms: 1, s: 1000, us: 0.001, "µs": 0.001 };
 
 /** `p99<50ms,errors<0.1%,recall>0.95` → bounds; throws naming the part it cannot read. */
@@ -33,13 +33,13 @@ export function parseThresholds(spec: string): Threshold[] {
     let metric = m[1].toLowerCase().replace("99.9", "999").replace(/^(rps|qps)$/, "throughput");
     const unit = m[4] ?? "";
     let value = Number(m[3]);
-    if (metric === "errors" && unit === "%") metric = "error_rate";
+    if (unit === "%" && (metric === "errors" || metric === "unsent")) metric = metric === "errors" ? "error_rate" : "unsent_rate";
     if (!METRICS.includes(metric)) throw badInput(`--threshold ${expr}: unknown figure ${m[1]} (one of ${METRICS.join(", ")})`);
     const latency = metric.replace(/^service_/, "");
     if ((LATENCY as readonly string[]).includes(latency)) {
       if (!(unit in UNIT_MS)) throw badInput(`--threshold ${expr}: a latency bound takes ms, s or us`);
       value *= UNIT_MS[unit];
-    } else if (unit && !(metric === "error_rate" && unit === "%") && !(["throughput", "best_rate"].includes(metric) && unit === "/s")) {
+    } else if (unit && !(metric.endsWith("_rate") && metric !== "best_rate" && unit === "%") && !(["throughput", "best_rate"].includes(metric) && unit === "/s")) {
       throw badInput(`--threshold ${expr}: ${metric} takes no unit ${unit}`);
     }
     if (!Number.isFinite(value)) throw badInput(`--threshold ${expr}: not a number`);
@@ -52,15 +52,21 @@ const holds = (t: Threshold, v: number | null): boolean =>
 
 type Figures = (metric: string) => number | null;
 
-/** A run's figures (the median over repeats where there are several). */
+/**
+ * A run's figures (the median over repeats where there are several). A latency is no figure when
+ * no request succeeded (it would read 0 and pass any bound); a request due but never sent (open
+ * loop, client behind) counts as failed in the error share, as it would for the user it stands for.
+ */
 function runFigures(r: Report): Figures {
   const run = r.run;
   const rep = r.repeats?.intervals;
   const best = r.ramp?.best ?? null;
+  const due = run ? run.requests + run.unsent : 0;
   return (metric) => {
     const service = metric.startsWith("service_");
     const key = metric.replace(/^service_/, "") as LatencyKey;
     if ((LATENCY as readonly string[]).includes(key)) {
+      if (!best && !run?.ok) return null;
       // An SLO search's latency is its best held step's; a repeat's, the median over the runs.
       if (best) return (service ? best.service_ms : best.latency_ms)[key];
       const repKey = `${service ? "service_" : ""}${key}` as keyof NonNullable<typeof rep>;
@@ -71,7 +77,11 @@ function runFigures(r: Report): Figures {
       case "errors":
         return rep?.errors?.median ?? run?.errors ?? null;
       case "error_rate":
-        return best ? 100 * best.error_rate : run && run.requests ? (100 * run.errors) / run.requests : null;
+        return best ? 100 * best.error_rate : run && due ? (100 * (run.errors + run.unsent)) / due : null;
+      case "unsent":
+        return run?.unsent ?? null;
+      case "unsent_rate":
+        return run && due ? (100 * run.unsent) / due : null;
       case "throughput":
         return best?.achieved ?? rep?.throughput?.median ?? run?.throughput ?? null;
       case "best_rate":
@@ -86,6 +96,8 @@ function runFigures(r: Report): Figures {
 
 function pointFigures(p: SweepPoint): Figures {
   return (metric) => {
+    // A point where no request succeeded has no latency (see runFigures).
+    if (p.requests === p.errors && /^(service_)?p\d+$/.test(metric)) return null;
     switch (metric) {
       case "p50":
         return p.p50_ms.median;

@@ -11,6 +11,15 @@ const STALLED_MS = 20;
 
 const f = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
 
+/** Above this share of failed answers a run measures the errors, not the server: say so, with one of them. */
+const MOSTLY_FAILED = 0.5;
+
+export function failures(run: RunResult): string[] {
+  if (!run.requests || run.errors / run.requests <= MOSTLY_FAILED) return [];
+  const statuses = Object.entries(run.by_status).filter(([s]) => !/^2\d\d$/.test(s)).map(([s, n]) => `${n} × ${s}`).join(", ");
+  return [`most requests failed (${run.errors} of ${run.requests}: ${statuses}), so the latencies describe the few that succeeded; first failure: ${run.error_sample ?? "none kept"}`];
+}
+
 /** `processes`: generator processes the client figures add up (1 for one harness). */
 export function clientLimit(run: RunResult, client: ClientFigures, server: ServerFigures | null, processes = 1): string[] {
   const out: string[] = [];

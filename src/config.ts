@@ -230,6 +230,28 @@ function bounded(opt: Option, n: number, where: string): number {
   return n;
 }
 
+/** `quiver --help`: every option as a flag, its QUIVER_* variable and its default, from the table above. */
+export function helpText(version: string): string {
+  const lines = [`quiver ${version}: a REST server for Lance tables`, "", "Usage: node --single-threaded-gc dist/src/main.js [options]   (or: npm start -- [options])", ""];
+  lines.push("Each option is a flag, a QUIVER_* variable or a key of the --config file; flags win, then variables, then the file.", "");
+  for (const o of options as readonly Option[]) {
+    const value = o.kind === "bool" ? "" : o.kind === "string" ? " VALUE" : " N";
+    const def = o.def === undefined ? "" : ` (default ${o.key === "workers" ? "the core count" : o.key === "replica-name" ? "the host name" : JSON.stringify(o.def)})`;
+    lines.push(`  --${o.key}${value}   ${envName(o.key)}${def}`, `      ${o.doc}`);
+  }
+  lines.push("  --help      this text", "  --version   the version", "");
+  return lines.join("\n");
+}
+
+/** Variables the project's other programs read (the load tester, the test suite's browser): not options, not typos. */
+const OTHER_VARIABLES = new Set(["QUIVER_STORAGE_OPTIONS", "QUIVER_API_KEY", "QUIVER_LOADTEST_GENERATOR", "QUIVER_TEST_CHROMIUM"]);
+
+/** QUIVER_* variables that name no option (a typo such as QUIVER_SERVNG would otherwise be ignored without a word). */
+export function unknownVariables(env: NodeJS.ProcessEnv = process.env): string[] {
+  const known = new Set((options as readonly Option[]).map((o) => envName(o.key)));
+  return Object.keys(env).filter((k) => k.startsWith("QUIVER_") && !known.has(k) && !OTHER_VARIABLES.has(k)).sort();
+}
+
 export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Config {
   const { values } = parseArgs({
     args: argv,

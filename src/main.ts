@@ -1,7 +1,7 @@
 // Entry point: configuration, services, auth, then the server; SIGTERM drains and exits 0.
 import { setupAuth, type AuthSetup } from "./auth/authenticate.js";
 import { adminKeyFile } from "./auth/api-keys.js";
-import { loadConfig } from "./config.js";
+import { helpText, loadConfig, unknownVariables } from "./config.js";
 import { log, setLogLevel } from "./log.js";
 import { watch } from "./metrics.js";
 import { createPipeline } from "./http/pipeline.js";
@@ -12,10 +12,16 @@ import { createServices } from "./services.js";
 import { loadUws } from "./util/runtime.js";
 import { reclaim } from "./operations/admin.js";
 import { hasV8Flags, V8_FLAGS } from "./util/v8-flags.js";
+import { packageVersion } from "./util/package-version.js";
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const argv = process.argv.slice(2);
+  if (argv.includes("--help") || argv.includes("-h")) return void process.stdout.write(helpText(packageVersion()));
+  if (argv.includes("--version")) return void process.stdout.write(`quiver ${packageVersion()}\n`);
+  const config = loadConfig(argv);
   setLogLevel(config.logLevel);
+  const unknown = unknownVariables();
+  if (unknown.length) log.warn("these QUIVER_* variables name no option and are ignored (quiver --help lists the options)", { variables: unknown });
   // Before anything is opened: on a runtime without a uWS binary, one line says which ones work.
   await loadUws();
   let auth: AuthSetup | undefined;

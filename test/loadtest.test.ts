@@ -221,6 +221,18 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
     expect(r.run!.errors).toBe(0);
   });
 
+  it("requests never sent count: an unsent bound, and the error share counts them as failed", async () => {
+    const r = await cli(["--url", slow.url, "--workload", "raw", "--method", "GET", "--path", "/slow", "--no-metrics", "--quiet", "--mode", "open", "--rate", "400", "--connections", "1", "--duration", "1", "--warmup", "0", "--threshold", "errors<0.1%,unsent<1%,errors<1000", "--out", path.join(dir, "unsent")]);
+    expect(r.code, r.stderr).toBe(3);
+    const report = JSON.parse(readFileSync(path.join(dir, "unsent.json"), "utf8"));
+    const { run, thresholds } = report;
+    // 400/s for 1 s against 50/s: most of what was due could not be sent in the time allowed.
+    expect(run.unsent).toBeGreaterThan(50);
+    expect(run.errors).toBe(0);
+    expect(thresholds.checks.map((c: { pass: boolean }) => c.pass)).toEqual([false, false, true]);
+    expect(thresholds.checks[1].value).toBeCloseTo((100 * run.unsent) / (run.requests + run.unsent), 6);
+  });
+
   it("a request past --timeout is an error named timeout, not a hang", async () => {
     const run = (await runLoadtest(raw("--connections", "2", "--duration", "0.5", "--warmup", "0", "--timeout", "0.005"))).run!;
     expect(run.requests).toBeGreaterThan(0);
@@ -248,6 +260,25 @@ describe("quiver-loadtest against a slow server (20 ms an answer, one at a time:
     expect(best!.latency_ms.p90).toBe(best!.slo_ms);
     expect(steps.filter((s) => s.pass).every((s) => s.slo_ms <= 100)).toBe(true);
     expect(r.run!.timeline.length).toBeGreaterThanOrEqual(decided.length - 1);
+  });
+});
+
+describe("quiver-loadtest against a server that refuses every request (400, a JSON error)", () => {
+  let server: http.Server;
+  let url = "";
+  beforeAll(async () => {
+    server = http.createServer((req, res) => (req.resume(), res.writeHead(400, { "content-type": "application/json" }).end('{"error":{"code":400,"message":"k: too large"}}')));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+
+  it("a latency bound has no figure and fails; the run warns that most requests failed and shows one answer", async () => {
+    const r = await cli(["--url", url, "--workload", "raw", "--method", "GET", "--path", "/x", "--no-metrics", "--quiet", "--connections", "2", "--duration", "0.5", "--warmup", "0", "--threshold", "p99<50ms,service_p50<50ms", "--out", path.join(dir, "all-fail")]);
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stdout).toMatch(/p99<50ms FAILS \(no figure\), service_p50<50ms FAILS \(no figure\)/);
+    expect(r.stderr).toMatch(/quiver-loadtest: most requests failed \(\d+ of \d+: \d+ × 400\).*first failure: 400 \{"error":\{"code":400,"message":"k: too large"\}\}/);
+    expect(JSON.parse(readFileSync(path.join(dir, "all-fail.json"), "utf8")).run.error_sample).toContain("k: too large");
   });
 });
 
@@ -324,6 +355,20 @@ describe("options and sources", () => {
     const r = await cli(["--url", q.url, "--api-key", ADMIN_KEY, "--table", "ns$docs", "--queries", bad, "--duration", "0.2", "--warmup", "0", "--quiet", "--no-metrics", "--out", path.join(dir, "never")]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(`quiver-loadtest: ${bad}: line 2 is not JSON: ${(() => { try { JSON.parse("{not json}"); } catch (e) { return (e as Error).message; } })()}\n`);
+  });
+
+  it("--queries of another dimension than the table's vectors: exit 2 before any request, naming both", async () => {
+    const wrong = path.join(dir, "wrong-dim.jsonl");
+    writeFileSync(wrong, "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]\n[0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]\n");
+    const r = await cli(["--url", q.url, "--api-key", ADMIN_KEY, "--table", "ns$docs", "--queries", wrong, "--duration", "0.2", "--warmup", "0", "--quiet", "--no-metrics", "--out", path.join(dir, "never")]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`--queries ${wrong.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}: its vectors have 7 dimensions, but column \\w+ of ns\\$docs holds \\d+`));
+  });
+
+  it("--version prints the harness's version", async () => {
+    const r = await cli(["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`quiver-loadtest ${JSON.parse(readFileSync(path.resolve(__dirname, "../package.json"), "utf8")).version}\n`);
   });
 
   it("documents every flag in --help and docs/loadtest.md", () => {

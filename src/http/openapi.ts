@@ -1,11 +1,9 @@
 // The OpenAPI 3.1 document (GET /v1/openapi.json), generated from the route table and the
 // operations' TypeBox schemas, so it describes exactly what the router serves and validates.
-import { existsSync, readFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { TSchema } from "@sinclair/typebox";
 import type { Operation } from "../operations/define.js";
 import { ErrorResponse } from "../schemas/error.js";
+import { packageVersion } from "../util/package-version.js";
 
 /** A route as the route table holds it (src/routes.ts). */
 export interface DocumentedRoute {
@@ -23,15 +21,6 @@ const ERROR_STATUSES: Record<string, string> = {
   "409": "a conflict: the object exists, or changed concurrently",
   "503": "overloaded or shutting down; retry after the Retry-After seconds",
 };
-
-/** The nearest package.json's version (src/http/ in tests, dist/src/http/ when built). */
-function packageVersion(): string {
-  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
-    const file = path.join(dir, "package.json");
-    if (existsSync(file)) return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
-    if (path.dirname(dir) === dir) return "0.0.0";
-  }
-}
 
 /** TypeBox keeps its bookkeeping in symbol keys; JSON keeps only the JSON Schema. */
 const plain = (s: TSchema) => JSON.parse(JSON.stringify(s)) as Record<string, unknown>;
