@@ -133,7 +133,7 @@ function sweepSection(r: Report): string {
     p.errors,
     pathText(p.paths && Object.keys(p.paths).length ? p.paths : p.recall?.paths),
   ]);
-  const note = `<p class="meta">Each point: a closed loop of ${r.options.duration} s at ${r.options.connections} connections per round (${s.rounds} round${s.rounds > 1 ? "s, forward then backward" : ""}; median and range), and recall@${k} of ${s.points[0]?.recall?.queries ?? 0} held-out queries against ${esc(s.points[0]?.recall?.truth === "dataset" ? "the dataset's ground truth" : "exact search")}, asked one at a time. Labels on the points: ${esc(first)}; bars: the range over the rounds (vertical) and the 95% interval of recall (horizontal). Path: the searches' path as the server counted them (serving index or engine).</p>`;
+  const note = `<p class="meta">Each point: a closed loop of ${r.options.duration} s at ${r.options.connections} connections per round (${s.rounds} round${s.rounds > 1 ? "s, forward then backward" : ""}; median and range), and recall@${k} of ${s.points[0]?.recall?.queries ?? 0} held-out queries against ${esc(s.points[0]?.recall?.truth === "dataset" ? "the dataset's ground truth" : "exact search")}${s.points[0]?.recall?.filter ? ` with the filter ${esc(s.points[0].recall.filter)}` : ""}, asked one at a time. Labels on the points: ${esc(first)}; bars: the range over the rounds (vertical) and the 95% interval of recall (horizontal). Path: the searches' path as the server counted them (serving index or engine).</p>`;
   return `<h2>Recall–QPS sweep</h2>${note}<div class="grid-charts">${charts.join("")}</div>${table(["point", "searches/s", "p50 ms", "p99 ms", "service p99 ms", `recall@${k} (95% interval)`, "lowest recall", "one-client p50 ms", "errors", "path"], rows)}`;
 }
 

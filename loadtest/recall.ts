@@ -1,7 +1,9 @@
-// Recall: each query vector searched as the workload searches it (index, nprobes and other --extra
-// or sweep fields included), one at a time, and its answer compared with the exact top k. The exact
-// answer is the dataset's stored ground truth (rows matched by their `id`), or else the same search
-// with bypass_vector_index (rows matched by `_rowid`), asked once per query and kept for the run.
+// Recall: each query vector searched as the workload searches it (index, nprobes, its filter and
+// other --extra or sweep fields included), one at a time, and its answer compared with the exact top
+// k. The exact answer is the dataset's stored ground truth (rows matched by their `id`), or else the
+// same search with bypass_vector_index (rows matched by `_rowid`), asked once per query and filter
+// and kept for the run. A filtered search is always held to the filtered exact search: a dataset's
+// stored truth knows no filter.
 // The path that served each answer (the serving index or the engine) is read from its header.
 import type { Truth } from "./ground-truth.js";
 import { recallAt } from "./ground-truth.js";
@@ -23,6 +25,8 @@ export interface RecallFigures {
   ci95: [number, number];
   /** Where the exact answers came from. */
   truth: "dataset" | "exact search";
+  /** The filter every search (exact ones included) carried, or null. */
+  filter: string | null;
   /** Median latency of the searches (one at a time) and of the exact ones (when asked), ms. */
   search_p50_ms: number;
   exact_p50_ms: number | null;
@@ -32,9 +36,21 @@ export interface RecallFigures {
 }
 
 /** The exact answers recall is measured against: a dataset's ground truth, or exact searches through the server. */
-export type TruthSource = { kind: "dataset"; truth: Truth } | { kind: "exact"; cache: Map<number, string[]> };
+export type TruthSource = ({ kind: "dataset"; truth: Truth } | { kind: "exact" }) & {
+  /** Exact answers asked so far (row ids), by filter and query number. */
+  cache: Map<string, string[]>;
+};
 
 export const exactSearch = (): TruthSource => ({ kind: "exact", cache: new Map() });
+export const datasetTruth = (truth: Truth): TruthSource => ({ kind: "dataset", truth, cache: new Map() });
+
+/** The filter a recall search carries: the sweep point's or --extra's, else that of a filtered_vector workload (unless plain vector searches are measured). */
+function recallFilter(o: Options, extra: Record<string, unknown>): string | null {
+  const given = extra.filter ?? o.extra.filter;
+  if (typeof given === "string") return given;
+  const filtered = o.workloads.find((w) => w.kind === "filtered_vector");
+  return filtered && !o.workloads.some((w) => w.kind === "vector") ? (filtered.filter ?? o.filter ?? null) : null;
+}
 
 async function search(c: Client, headers: Record<string, string>, path: string, body: Record<string, unknown>) {
   const t = performance.now();
@@ -60,24 +76,27 @@ export async function measureRecall(
   const per: number[] = [];
   const paths: Record<string, number> = {};
   const n = Math.min(o.recallQueries, queries.length);
+  const filter = recallFilter(o, extra);
+  const fields = filter === null ? extra : { ...extra, filter };
   for (let q = 0; q < n; q++) {
     const v = queries[q];
-    if (source.kind === "dataset") {
+    if (source.kind === "dataset" && filter === null) {
       const a = await search(c, headers, path, vectorQuery(o, v, { ...extra, columns: ["id"] }));
       searchTimes.push(a.ms);
       if (a.path) paths[a.path] = (paths[a.path] ?? 0) + 1;
       per.push(recallAt(source.truth, q, new Set(a.rows.map((r) => Number(r.id))), o.k));
       continue;
     }
-    const a = await search(c, headers, path, vectorQuery(o, v, { ...extra, with_row_id: true }));
+    const a = await search(c, headers, path, vectorQuery(o, v, { ...fields, with_row_id: true }));
     searchTimes.push(a.ms);
     if (a.path) paths[a.path] = (paths[a.path] ?? 0) + 1;
-    let exact = source.cache.get(q);
+    const key = `${filter ?? ""}\u0000${q}`;
+    let exact = source.cache.get(key);
     if (!exact) {
-      const e = await search(c, headers, path, vectorQuery(o, v, { bypass_vector_index: true, with_row_id: true }));
+      const e = await search(c, headers, path, vectorQuery(o, v, { ...(filter === null ? {} : { filter }), bypass_vector_index: true, with_row_id: true }));
       exactTimes.push(e.ms);
       exact = e.rows.map((r) => String(r._rowid));
-      source.cache.set(q, exact);
+      source.cache.set(key, exact);
     }
     const found = new Set(a.rows.map((r) => String(r._rowid)));
     if (exact.length) per.push(exact.filter((id) => found.has(id)).length / exact.length);
@@ -89,7 +108,8 @@ export async function measureRecall(
     mean: per.reduce((a, b) => a + b, 0) / per.length,
     min: interval(per).min,
     ci95: bootstrapMean(per),
-    truth: source.kind === "dataset" ? "dataset" : "exact search",
+    truth: source.kind === "dataset" && filter === null ? "dataset" : "exact search",
+    filter,
     search_p50_ms: median(searchTimes),
     exact_p50_ms: exactTimes.length ? median(exactTimes) : null,
     paths,

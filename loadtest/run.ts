@@ -14,7 +14,7 @@ import { interval } from "./noise.js";
 import type { Options } from "./options.js";
 import { progress } from "./progress.js";
 import { rampSearch } from "./ramp.js";
-import { exactSearch, measureRecall, type RecallFigures, type TruthSource } from "./recall.js";
+import { datasetTruth, exactSearch, measureRecall, type RecallFigures, type TruthSource } from "./recall.js";
 import { harnessVersion, machine, type RepeatRow, type Report, type RunRecord } from "./report.js";
 import { loadSources, tablePath, type Sources } from "./sources.js";
 import { runSweep, sweepPoints } from "./sweep.js";
@@ -120,7 +120,7 @@ export async function runLoadtest(o: Options, out: NodeJS.WriteStream = process.
       }
     }
     const sources = await loadSources(o, aux, headers, dataset ? toArrays(dataset.queries) : undefined);
-    const truth: TruthSource = dataset ? { kind: "dataset", truth: dataset.truth } : exactSearch();
+    const truth: TruthSource = dataset ? datasetTruth(dataset.truth) : exactSearch();
     if (!dataset && !o.queries && (o.mode === "recall" || o.sweep.length)) {
       report.warnings.push("recall: the query vectors were sampled from the table's own rows (--sampled-queries): each finds itself, so recall reads higher than for queries the table does not hold");
     }

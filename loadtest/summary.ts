@@ -45,7 +45,7 @@ export function summaryText(r: Report): string {
         : `highest rate holding p${r.ramp.percentile} <= ${r.ramp.slo_ms} ms: ${b.rate.toFixed(1)}/s (achieved ${b.achieved.toFixed(1)}/s, p50 ${b.p50_ms} ms, p${r.ramp.percentile} ${b.slo_ms} ms)`,
     );
   }
-  if (r.recall) lines.push(`recall@${r.recall.k} over ${r.recall.queries} queries: mean ${r.recall.mean.toFixed(4)} (95% interval ${r.recall.ci95[0].toFixed(4)}–${r.recall.ci95[1].toFixed(4)}), lowest ${r.recall.min.toFixed(4)}`);
+  if (r.recall) lines.push(`recall@${r.recall.k} over ${r.recall.queries} queries against ${r.recall.truth === "dataset" ? "the dataset's ground truth" : "exact search"}${r.recall.filter ? ` (filter ${r.recall.filter})` : ""}: mean ${r.recall.mean.toFixed(4)} (95% interval ${r.recall.ci95[0].toFixed(4)}–${r.recall.ci95[1].toFixed(4)}), lowest ${r.recall.min.toFixed(4)}`);
   if (r.thresholds) {
     const t = r.thresholds;
     lines.push(`thresholds${t.point ? ` (at ${t.point})` : ""}: ${t.checks.map((c) => `${c.expr} ${c.pass ? "holds" : "FAILS"} (${c.value === null ? "no figure" : r2(c.value)})`).join(", ")}`);

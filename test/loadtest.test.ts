@@ -14,6 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FLAG_NAMES, HELP, parseCommand, type Options } from "../loadtest/options.js";
 import { runLoadtest } from "../loadtest/run.js";
 import { readVectors } from "../loadtest/sources.js";
+import { groundTruth } from "../loadtest/ground-truth.js";
+import { datasetTruth, measureRecall } from "../loadtest/recall.js";
+import { baseHeaders, client } from "../loadtest/http.js";
 import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
 import { settle } from "./helpers/transactions.js";
@@ -124,6 +127,24 @@ describe("quiver-loadtest against Quiver", () => {
     expect(r.recall!.truth).toBe("exact search");
     expect(r.run).toBeNull();
     expect(r.warnings.join(" ")).toMatch(/sampled from the table's own rows \(--sampled-queries\): each finds itself/);
+  });
+
+  it("filtered recall is held to the filtered exact answer, with a dataset's truth and with a filtered_vector workload", async () => {
+    const rows = (await q.call("POST", "/v1/table/ns$docs/query", { k: 300, columns: ["id", "vector"] }, { accept: "application/json" })).json as { id: number; vector: number[] }[];
+    rows.sort((a, b) => a.id - b.id);
+    const base = { dim: 8, count: rows.length, data: Float32Array.from(rows.flatMap((r) => r.vector)) };
+    const queries = rows.slice(0, 10).map((r) => r.vector);
+    // The table's ids are its row numbers, as a dataset's are: this is its unfiltered ground truth.
+    const truth = await groundTruth(base, { dim: 8, count: 10, data: Float32Array.from(queries.flat()) }, 5, "l2");
+    const filter = "id >= 150";
+    const c = client(q.url, 1);
+    const h = baseHeaders(ADMIN_KEY, {});
+    const withExtra = await measureRecall(options(q.url, "--table", "ns$docs", "--mode", "recall", "--sampled-queries", "--k", "5", "--extra", JSON.stringify({ filter, bypass_vector_index: true })), c, h, queries, datasetTruth(truth));
+    // Each query is a row below 150, its own nearest neighbour: the unfiltered truth would score it below 1.
+    expect([withExtra.mean, withExtra.truth, withExtra.filter]).toEqual([1, "exact search", filter]);
+    const workload = await measureRecall(options(q.url, "--table", "ns$docs", "--mode", "recall", "--sampled-queries", "--k", "5", "--workload", "filtered_vector", "--filter", filter, "--extra", '{"bypass_vector_index":true}'), c, h, queries, datasetTruth(truth));
+    expect([workload.mean, workload.filter]).toEqual([1, filter]);
+    c.close();
   });
 
   it("a sweep over nprobes on a table with held-out queries (a file): a point each, recall against exact search", async () => {
