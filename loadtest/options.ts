@@ -93,7 +93,7 @@ export const HELP = `quiver-loadtest: load-test a Quiver (or any lance-namespace
 
   quiver-loadtest --url http://127.0.0.1:8080 --api-key KEY --table 'ns$docs' [options]
   quiver-loadtest --config workload.yaml [options]
-  quiver-loadtest --dataset lowrank-100k --sweep nprobes=5,10,20,40 refine_factor=0,10 --repeat 3
+  quiver-loadtest --dataset lowrank-100k --sweep ef=64,128,256,512 --repeat 3
   quiver-loadtest --compare run-a.json run-b.json [--out compare]
   quiver-loadtest --merge host-1.json host-2.json [--out merged]
 
@@ -147,7 +147,7 @@ export const HELP = `quiver-loadtest: load-test a Quiver (or any lance-namespace
   --index T              the vector index built: IVF_PQ (default), IVF_HNSW_SQ, ... or none
   --index-params JSON    more create_index fields, e.g. '{"num_partitions":256}'
   --reload               load the dataset again even when the table holds it
-  --sweep F=V,V ...      query fields to sweep, e.g. --sweep nprobes=5,10,20,40 refine_factor=0,10
+  --sweep F=V,V ...      query fields to sweep, e.g. --sweep ef=64,128,256 refine_factor=0,10
   --repeat N             runs (a sweep: rounds), alternating; medians and ranges (default 1)
   --threshold LIST       e.g. p99<50ms,errors<0.1%,recall>0.95: exit 3 when one fails
   --generators N         child processes sending the load (closed, open), figures merged

@@ -5,6 +5,7 @@
 // and kept for the run. A filtered search is always held to the filtered exact search: a dataset's
 // stored truth knows no filter.
 // The path that served each answer (the serving index or the engine) is read from its header.
+import { createHash } from "node:crypto";
 import type { Truth } from "./ground-truth.js";
 import { recallAt } from "./ground-truth.js";
 import type { Client } from "./http.js";
@@ -30,6 +31,8 @@ export interface RecallFigures {
   /** Median latency of the searches (one at a time) and of the exact ones (when asked), ms. */
   search_p50_ms: number;
   exact_p50_ms: number | null;
+  /** A digest of every answer's rows in order: two settings with the same digest searched alike. */
+  answers: string;
   /** Answers by the path the server said served them (SEARCH_PATH_HEADER); empty when it does not say. */
   paths: Record<string, number>;
   per_query: number[];
@@ -77,6 +80,7 @@ export async function measureRecall(
   const paths: Record<string, number> = {};
   const n = Math.min(o.recallQueries, queries.length);
   const filter = recallFilter(o, extra);
+  const digest = createHash("sha256");
   const fields = filter === null ? extra : { ...extra, filter };
   for (let q = 0; q < n; q++) {
     const v = queries[q];
@@ -84,6 +88,7 @@ export async function measureRecall(
       const a = await search(c, headers, path, vectorQuery(o, v, { ...extra, columns: ["id"] }));
       searchTimes.push(a.ms);
       if (a.path) paths[a.path] = (paths[a.path] ?? 0) + 1;
+      digest.update(`${a.rows.map((r) => r.id).join(",")}\n`);
       per.push(recallAt(source.truth, q, new Set(a.rows.map((r) => Number(r.id))), o.k));
       continue;
     }
@@ -98,6 +103,7 @@ export async function measureRecall(
       exact = e.rows.map((r) => String(r._rowid));
       source.cache.set(key, exact);
     }
+    digest.update(`${a.rows.map((r) => r._rowid).join(",")}\n`);
     const found = new Set(a.rows.map((r) => String(r._rowid)));
     if (exact.length) per.push(exact.filter((id) => found.has(id)).length / exact.length);
   }
@@ -112,6 +118,7 @@ export async function measureRecall(
     filter,
     search_p50_ms: median(searchTimes),
     exact_p50_ms: exactTimes.length ? median(exactTimes) : null,
+    answers: digest.digest("hex"),
     paths,
     per_query: per,
   };

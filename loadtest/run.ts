@@ -17,7 +17,7 @@ import { rampSearch } from "./ramp.js";
 import { datasetTruth, exactSearch, measureRecall, type RecallFigures, type TruthSource } from "./recall.js";
 import { harnessVersion, machine, type RepeatRow, type Report, type RunRecord } from "./report.js";
 import { loadSources, tablePath, type Sources } from "./sources.js";
-import { runSweep, sweepPoints } from "./sweep.js";
+import { identicalPoints, runSweep, sweepPoints } from "./sweep.js";
 import { evaluate } from "./thresholds.js";
 import { toArrays } from "./vector-files.js";
 import { clientLimit, failures } from "./warnings.js";
@@ -209,7 +209,10 @@ async function sweepRun(
     ),
   );
   report.sweep = measured.sweep;
-  return { run: { ...measured.figures, ...measured.driven, connections: o.connections, target_rate: null }, client: measured.client, server: measured.server, ramp: null };
+  report.warnings.push(...identicalPoints(measured.sweep.points));
+  const { figures, driven } = measured;
+  // The recorder's time runs through the warm-ups too; the throughput is the measured loops' own.
+  return { run: { ...figures, ...driven, throughput: driven.seconds ? figures.ok / driven.seconds : 0, connections: o.connections, target_rate: null }, client: measured.client, server: measured.server, ramp: null };
 }
 
 /** The loops of --generators child processes, merged, with the server scraped by this process over the same time. */

@@ -22,6 +22,15 @@ export function sweepPoints(axes: Options["sweep"]): Record<string, unknown>[] {
   return points.map((p) => Object.fromEntries(axes.map((a) => [a.name, p[a.name]])));
 }
 
+/** Points whose recall passes got the very same rows in the same order for every query: the swept field changed nothing there. */
+export function identicalPoints(points: Pick<SweepPoint, "label" | "recall">[]): string[] {
+  const by = new Map<string, string[]>();
+  for (const p of points) if (p.recall) by.set(p.recall.answers, [...(by.get(p.recall.answers) ?? []), p.label]);
+  return [...by.values()]
+    .filter((labels) => labels.length > 1)
+    .map((labels) => `sweep points ${labels.join(", ")} answered every recall query with the same rows in the same order: the server does not honour the swept setting there (on Quiver's serving index only ef widens a search), so their throughput differences are noise, not settings`);
+}
+
 const labelOf = (params: Record<string, unknown>, names: string[]) => names.map((n) => `${n}=${params[n]}`).join(" ");
 
 /** `load(sink, seconds, params)`: a closed loop's load with the point's fields in every query. */
@@ -51,6 +60,7 @@ export async function runSweep(
   const perPoint = o.warmup + o.duration;
   m.tick.end = o.repeat * points.length * perPoint;
   let sent = 0;
+  let measured = 0;
   for (let round = 0; round < o.repeat && !signal?.aborted; round++) {
     const order = round % 2 ? [...points].reverse() : points;
     for (const p of order) {
@@ -67,6 +77,7 @@ export async function runSweep(
       const d = await closedLoop(load(tee, o.duration, p.params));
       const after = await m.scrape?.read();
       sent += d.sent;
+      measured += d.seconds;
       const f = pointRec.done(d.seconds);
       p.runs.push({ qps: f.throughput, p50_ms: f.latency_ms.p50, p99_ms: f.latency_ms.p99, service_p99_ms: f.service_ms.p99, requests: f.requests, errors: f.errors, seconds: d.seconds });
       if (p.paths && before && after) {
@@ -83,7 +94,8 @@ export async function runSweep(
     p.errors = p.runs.reduce((a, r) => a + r.errors, 0);
   }
   return {
-    driven: { sent, seconds: m.tick.elapsed(), unsent: 0, late: 0, max_backlog: 0 },
+    // The measured loops' time alone: the warm-ups between them are not the sweep's throughput.
+    driven: { sent, seconds: measured, unsent: 0, late: 0, max_backlog: 0 },
     sweep: { axes: o.sweep, rounds: o.repeat, points },
   };
 }

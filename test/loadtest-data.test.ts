@@ -17,6 +17,7 @@ import type { Report, RunResult, SweepPoint } from "../loadtest/report.js";
 import type { ServerPoint } from "../loadtest/server-metrics.js";
 import { evaluate, parseThresholds } from "../loadtest/thresholds.js";
 import { readIvecs, readVectorFile, row, writeFvecs, writeIvecs, type Vectors } from "../loadtest/vector-files.js";
+import { identicalPoints } from "../loadtest/sweep.js";
 import { clientLimit } from "../loadtest/warnings.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "quiver-loadtest-data-"));
@@ -194,6 +195,13 @@ describe("noise, warnings, thresholds", () => {
     expect(evaluate(parseThresholds("p99<20ms,recall>0.95"), r)).toEqual({ pass: true, point: "nprobes=20", checks: [{ expr: "p99<20ms", value: 12, pass: true }, { expr: "recall>0.95", value: 0.96, pass: true }] });
     const fail = evaluate(parseThresholds("p99<10ms,recall>0.95"), r);
     expect([fail.pass, fail.point, fail.checks.map((c) => c.pass)]).toEqual([false, "nprobes=5", [true, false]]);
+  });
+
+  it("sweep points whose recall searches got the same rows in the same order are flagged as one setting", () => {
+    const point = (label: string, answers: string) => ({ label, recall: { answers } }) as unknown as SweepPoint;
+    const w = identicalPoints([point("nprobes=5", "a"), point("nprobes=10", "a"), point("nprobes=20", "a"), point("nprobes=40", "b"), point("ef=8", "c")]);
+    expect(w).toEqual([expect.stringMatching(/^sweep points nprobes=5, nprobes=10, nprobes=20 answered every recall query with the same rows in the same order: .*noise, not settings$/)]);
+    expect(identicalPoints([point("ef=64", "a"), point("ef=128", "b")])).toEqual([]);
   });
 
   it("--compare says whether the runs' ranges tell a figure apart, and that single runs cannot", () => {

@@ -156,7 +156,7 @@ describe("quiver-loadtest against Quiver", () => {
     expect((await settle(q, ix.json.transaction_id)).status).toBe("Succeeded");
     const file = path.join(dir, "held-out.jsonl");
     writeFileSync(file, Array.from({ length: 12 }, () => JSON.stringify(Array.from({ length: 8 }, rnd))).join("\n"));
-    const o = options(q.url, "--table", "ns$sweep", "--queries", file, "--sweep", "nprobes=1,4", "--duration", "0.4", "--warmup", "0", "--connections", "2", "--recall-queries", "12");
+    const o = options(q.url, "--table", "ns$sweep", "--queries", file, "--sweep", "nprobes=1,4", "--duration", "0.4", "--warmup", "0.3", "--connections", "2", "--recall-queries", "12");
     const r = await runLoadtest(o);
     const points = r.sweep!.points;
     expect(points.map((p) => p.label)).toEqual(["nprobes=1", "nprobes=4"]);
@@ -166,6 +166,11 @@ describe("quiver-loadtest against Quiver", () => {
       expect(p.qps.median).toBeGreaterThan(0);
       expect(p.recall!.queries).toBe(12);
     }
+    // The throughput counts the measured loops' time, not the warm-ups and recall passes between them.
+    const measured = points.reduce((a, p) => a + p.runs.reduce((b, x) => b + x.seconds, 0), 0);
+    expect(r.run!.seconds).toBeCloseTo(measured, 6);
+    expect(r.run!.throughput).toBeCloseTo(r.run!.ok / measured, 6);
+    expect(points.every((p) => /^[0-9a-f]{64}$/.test(p.recall!.answers))).toBe(true);
     // All 4 partitions probed is an exact search of IVF_FLAT.
     expect(points[1].recall!.mean).toBe(1);
     expect(points[0].recall!.mean).toBeLessThanOrEqual(1);
