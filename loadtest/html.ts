@@ -1,7 +1,7 @@
 // The report as one self-contained HTML page (inline CSS and SVG, no script, nothing fetched), and
 // the page comparing two reports with their ratios and whether the runs' noise tells them apart.
 import { overlaps, type Interval } from "./noise.js";
-import type { RepeatRow, Report, RunResult, SweepPoint } from "./report.js";
+import type { RepeatRow, Report, RunResult, SweepFigures, SweepPoint } from "./report.js";
 import type { ServerPoint } from "./server-metrics.js";
 import { esc, lineChart, percentileX, PERCENTILE_TICKS, shorten, type Series } from "./svg.js";
 
@@ -372,16 +372,38 @@ function figures(r: Report): Figure[] {
 }
 
 /** Whether A and B's runs tell a figure apart: only ranges of repeated runs can say so. */
-function noise(a: Figure, b: Figure): string {
+function noise(a: Pick<Figure, "range">, b: Pick<Figure, "range">): string {
   if (!a.range || !b.range || a.range.n < 2 || b.range.n < 2) return '<span class="noise">one run each: no noise estimate (--repeat)</span>';
   return overlaps(a.range, b.range) ? '<span class="noise">within the noise (ranges overlap)</span>' : "differs (ranges apart)";
+}
+
+/** Two sweeps point by point (points of the same label): each figure's median and range over the rounds, recall with its 95% interval. */
+function sweepRows(a: SweepFigures, b: SweepFigures): (string | number | null)[][] {
+  const other = new Map(b.points.map((p) => [p.label, p]));
+  return a.points.flatMap((p) => {
+    const q = other.get(p.label);
+    if (!q) return [];
+    const timed = ([["searches / s", p.qps, q.qps], ["p99 ms", p.p99_ms, q.p99_ms]] as const).map(([name, x, y]) => [esc(p.label), name, withRange(x), withRange(y), x.median ? `${n(y.median / x.median, 3)}×` : "–", noise({ range: x }, { range: y })]);
+    if (!p.recall || !q.recall) return timed;
+    const ci = (r: NonNullable<SweepPoint["recall"]>) => `${n(r.mean, 4)} (${n(r.ci95[0], 4)}–${n(r.ci95[1], 4)})`;
+    const apart = p.recall.ci95[1] < q.recall.ci95[0] || q.recall.ci95[1] < p.recall.ci95[0];
+    return [...timed, [esc(p.label), "recall", ci(p.recall), ci(q.recall), p.recall.mean ? `${n(q.recall.mean / p.recall.mean, 3)}×` : "–", apart ? "differs (intervals apart)" : '<span class="noise">within the noise (95% intervals overlap)</span>']];
+  });
+}
+
+/** A warning when the two reports are not runs of one kind (a sweep against a plain run compares a mix of settings with one). */
+function kinds(a: Report, b: Report): string {
+  const kind = (r: Report) => (r.sweep ? "a sweep" : r.ramp ? "an SLO search" : r.run ? `a ${r.mode} loop` : "a recall check");
+  return kind(a) === kind(b) ? "" : `<p class="fail">A is ${kind(a)} and B is ${kind(b)}: their figures do not measure the same thing, so the ratios below say little.</p>`;
 }
 
 export function comparePage(a: Report, b: Report, names: [string, string]): string {
   const fa = figures(a);
   const fb = figures(b);
-  const rows = fa
-    .map((x, i) => [x, fb[i]] as const)
+  // A sweep's all-points figures mix its settings: its points are compared one by one instead.
+  const sweeps = a.sweep && b.sweep;
+  const rows = (sweeps ? [] : fa
+    .map((x, i) => [x, fb[i]] as const))
     .filter(([x, y]) => x.value !== null || y.value !== null)
     .map(([x, y]) => [
       esc(x.name),
@@ -405,13 +427,17 @@ export function comparePage(a: Report, b: Report, names: [string, string]): stri
       lineChart({ title: "p99 over time", x: "seconds", y: "ms", xMax: end, series: both((r) => r.run!.timeline.map((p) => [p.t, p.p99])) }),
     );
   }
+  if (sweeps) {
+    const curve = (r: Report): [number, number][] => r.sweep!.points.filter((p) => p.recall).map((p) => [p.recall!.mean, p.qps.median]);
+    charts.push(lineChart({ title: "Recall against throughput", x: "recall", y: "searches / s", xFromData: true, series: both(curve).map((s) => ({ ...s, dots: true })) }));
+  }
   if (a.ramp && b.ramp) {
     charts.push(lineChart({ title: `Rate against p${a.ramp.percentile}`, x: "target rate / s", y: "ms", hline: { y: a.ramp.slo_ms, label: `SLO ${a.ramp.slo_ms} ms` }, series: both((r) => [...r.ramp!.steps].sort((x, y) => x.rate - y.rate).map((s) => [s.rate, s.slo_ms])).map((s) => ({ ...s, dots: true })) }));
   }
   const body = `<h1>Two load tests side by side</h1>
 <p class="meta">A: ${esc(names[0])}</p>${header(a).replace("<h1>", "<h3>").replace("</h1>", "</h3>")}
 <p class="meta">B: ${esc(names[1])}</p>${header(b).replace("<h1>", "<h3>").replace("</h1>", "</h3>")}
-<h2>Figures (ratio = B / A)</h2><p class="meta">With --repeat, each figure is the median of the runs with its range; a difference whose ranges overlap is within the noise.</p>${table(["figure", "A", "B", "B / A", "noise"], rows)}
+${kinds(a, b)}${sweeps ? `<h2>Sweep points (ratio = B / A)</h2><p class="meta">Points of the same settings side by side: searches a second and p99 as the median of the rounds with their range, recall with its 95% interval over the queries; a difference whose ranges overlap is within the noise.</p>${table(["point", "figure", "A", "B", "B / A", "noise"], sweepRows(a.sweep!, b.sweep!))}` : `<h2>Figures (ratio = B / A)</h2><p class="meta">With --repeat, each figure is the median of the runs with its range; a difference whose ranges overlap is within the noise.</p>${table(["figure", "A", "B", "B / A", "noise"], rows)}`}
 <div class="grid-charts">${charts.join("")}</div>`;
   return page("Load test comparison", body);
 }

@@ -215,4 +215,23 @@ describe("noise, warnings, thresholds", () => {
     expect(page).toMatch(/p99 ms<\/td>.*?differs \(ranges apart\)/);
     expect(comparePage(report([550], [5]), report([600], [9]), ["a.json", "b.json"])).toMatch(/p99 ms<\/td>.*?one run each: no noise estimate/);
   });
+
+  it("--compare of two sweeps compares them point by point with their rounds' ranges, and warns when a sweep meets a plain run", () => {
+    const point = (label: string, qps: number[], p99: number[], recall: number, ci95: [number, number]) =>
+      ({ label, qps: interval(qps), p99_ms: interval(p99), recall: { mean: recall, ci95 } }) as unknown as SweepPoint;
+    const sweep = (points: SweepPoint[]) =>
+      ({ run: null, sweep: { points, rounds: 3, axes: [] }, repeats: null, options: { workloads: [{ kind: "vector" }], url: "u", table: "t", accept: "arrow", repeat: 3, sweep: [] }, machine: { loadavg: [] }, versions: {}, started_at: "", mode: "closed", server: null }) as unknown as Report;
+    const a = sweep([point("ef=64", [900, 1000, 1100], [5, 6, 7], 0.95, [0.94, 0.96]), point("ef=128", [600, 650, 700], [8, 9, 10], 0.99, [0.985, 0.995])]);
+    const b = sweep([point("ef=64", [1500, 1600, 1700], [5.5, 6, 6.5], 0.951, [0.94, 0.962]), point("ef=128", [640, 680, 720], [3, 3.5, 4], 0.99, [0.985, 0.995])]);
+    const page = comparePage(a, b, ["a.json", "b.json"]);
+    expect(page).toContain("Sweep points (ratio = B / A)");
+    expect(page).not.toContain("one run each");
+    expect(page).toMatch(/ef=64<\/td><td>searches \/ s<\/td><td>1,?000 \(900–1,?100\)<\/td><td>1,?600 \(1,?500–1,?700\)<\/td><td>1\.6×<\/td><td>differs \(ranges apart\)/);
+    expect(page).toMatch(/ef=128<\/td><td>searches \/ s<\/td>.*?within the noise \(ranges overlap\)/);
+    expect(page).toMatch(/ef=128<\/td><td>p99 ms<\/td>.*?differs \(ranges apart\)/);
+    expect(page).toMatch(/ef=64<\/td><td>recall<\/td>.*?within the noise \(95% intervals overlap\)/);
+    expect(page).toContain("Recall against throughput");
+    const plain = { ...a, sweep: null, run: { throughput: 1, errors: 0, latency_ms: { p50: 1, p95: 1, p99: 1, p999: 1, max: 1 }, service_ms: { p50: 1, p99: 1 }, percentiles: [], timeline: [], seconds: 1 } } as unknown as Report;
+    expect(comparePage(a, plain, ["a.json", "b.json"])).toContain("A is a sweep and B is a closed loop: their figures do not measure the same thing");
+  });
 });
