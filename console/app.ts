@@ -193,6 +193,15 @@ function typeText(t: JsonType): string {
   return t.type;
 }
 
+/**
+ * A nested field's indentation, through the element's style object: the page's Content-Security-Policy
+ * (style-src 'self') refuses inline style attributes, not styles set from its own script.
+ */
+function indented<E extends HTMLElement>(el: E, depth: number): E {
+  el.style.paddingLeft = `${depth * 1.2}rem`;
+  return el;
+}
+
 const isVectorField = (f: JsonField) => f.type.type === "fixed_size_list" && /float|halffloat|double/.test(f.type.fields?.[0]?.type.type ?? "");
 
 // ---- pages --------------------------------------------------------------------------------------
@@ -212,7 +221,7 @@ function signIn(): void {
     { class: "grid", "aria-label": "Sign in" },
     h("label", { for: "api-key" }, "API key"),
     input,
-    h("p", { id: "key-help", class: "muted", style: "grid-column: 2; margin: 0" }, "The key is kept in this browser tab only and sent as the x-api-key header."),
+    h("p", { id: "key-help", class: "muted help" }, "The key is kept in this browser tab only and sent as the x-api-key header."),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in")),
   );
   form.addEventListener("submit", async (e) => {
@@ -302,7 +311,7 @@ async function tablePage(id: string[]): Promise<void> {
   const described = call<{ schema?: { fields: JsonField[] }; version?: number; location?: string }>("POST", `${p}/describe`, {});
   void section(sec.schema, async () => {
     const d = await described;
-    const rows = flatten(d.schema?.fields ?? []).map(({ path, depth, field }) => [h("code", { style: `padding-left: ${depth * 1.2}rem` }, depth ? path.split(".").pop()! : path), typeText(field.type), field.nullable ? "yes" : "no"]);
+    const rows = flatten(d.schema?.fields ?? []).map(({ path, depth, field }) => [indented(h("code", {}, depth ? path.split(".").pop()! : path), depth), typeText(field.type), field.nullable ? "yes" : "no"]);
     return h("div", {}, h("p", {}, `Latest version ${d.version ?? "—"}`), table(["Field", "Type", "Nullable"], rows, "Schema"));
   });
   void section(sec.rows, async () => h("p", {}, h("strong", {}, "Rows: "), String(await call<number>("POST", `${p}/count_rows`, {}))));
@@ -368,8 +377,11 @@ function maintainNow(p: string): HTMLElement {
 }
 
 function indexForm(p: string, fields: JsonField[], reload: () => void): HTMLElement {
-  const column = h("select", { id: "index-column" }, ...flatten(fields).map((f) => h("option", { value: f.path }, f.path)));
-  const kind = h("select", { id: "index-type" }, ...["IVF_PQ", "IVF_FLAT", "IVF_HNSW_SQ", "BTREE", "BITMAP", "LABEL_LIST", "FTS"].map((k) => h("option", { value: k }, k)));
+  // A vector column first, with a vector index: the form's defaults make the index a table is most likely built for.
+  const all = flatten(fields);
+  const vector = all.find((f) => isVectorField(f.field));
+  const column = h("select", { id: "index-column" }, ...all.map((f) => h("option", { value: f.path, selected: f === vector }, f.path)));
+  const kind = h("select", { id: "index-type" }, ...["IVF_PQ", "IVF_FLAT", "IVF_HNSW_SQ", "BTREE", "BITMAP", "LABEL_LIST", "FTS"].map((k) => h("option", { value: k, selected: k === (vector ? "IVF_PQ" : "BTREE") }, k)));
   const name = h("input", { id: "index-name", placeholder: "default: <column>_idx" });
   const status = h("p", { role: "status" });
   const form = h(
@@ -407,12 +419,12 @@ async function queryPage(id: string[]): Promise<void> {
   const tableSel = h("select", { id: "q-table" });
   const vector = h("textarea", { id: "q-vector", placeholder: "[0.1, 0.2, …]", rows: "3" });
   const vectorColumn = h("select", { id: "q-vector-column" });
-  const rowNo = h("input", { id: "q-row", type: "number", min: "0", value: "0", style: "width: 6rem" });
+  const rowNo = h("input", { id: "q-row", type: "number", min: "0", value: "0", class: "narrow" });
   const takeRow = h("button", { type: "button", class: "secondary" }, "Take vector from row");
   const fts = h("input", { id: "q-fts", placeholder: "words to search for" });
   const filter = h("input", { id: "q-filter", placeholder: "e.g. category = 'a' AND id > 10" });
   const columns = h("input", { id: "q-columns", placeholder: "all columns (or: id, text)" });
-  const k = h("input", { id: "q-k", type: "number", min: "1", value: "10", style: "width: 6rem" });
+  const k = h("input", { id: "q-k", type: "number", min: "1", value: "10", class: "narrow" });
   const curl = h("pre", { id: "q-curl", "aria-label": "The request as a curl command" });
   const copy = h("button", { type: "button", class: "secondary" }, "Copy curl command");
   const results = h("section", { id: "q-results", "aria-live": "polite" });
@@ -691,7 +703,7 @@ function serverPage(): void {
       card("In flight", String(sum(m, "quiver_requests_in_flight"))),
       card("Requests/s", lastQps === null ? "…" : lastQps.toFixed(1)),
       card("p99 latency", lastP99 === null ? "—" : `${lastP99.toFixed(1)} ms`),
-      card("Pool threads busy", `${sum(m, "quiver_pool_threads_busy")} / ${sum(m, "quiver_pool_threads")}`),
+      card("Pool threads busy", `${sum(m, "quiver_pool_threads_busy")} / ${sum(m, "quiver_pool_threads_max")} (${sum(m, "quiver_pool_threads")} started)`),
       card("Pool queue", String(sum(m, "quiver_pool_queue_length"))),
       card("Jobs running", String(sum(m, "quiver_jobs", (l) => l.state === "Running"))),
       card("Open tables", String(sum(m, "quiver_open_table_handles"))),

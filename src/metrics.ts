@@ -446,7 +446,7 @@ new Gauge({
 /** Live state, read when /metrics is scraped. */
 export interface MetricSources {
   inFlight(): number;
-  pool(): { threads: number; busy: number; queued: number };
+  pool(): { threads: number; busy: number; queued: number; max: number };
   /** Job records by kind and state (index builds are kind `create_index`), zeros included. */
   jobs(): { kind: string; state: string; count: number }[];
   /** This replica's own runs and slots, by kind, zeros included. */
@@ -503,7 +503,8 @@ gauge("quiver_in_flight_max", "The most requests holding an admission slot at on
   recordInFlight(sources!.inFlight());
   g.set(Math.max(peak.now, peak.before));
 });
-gauge("quiver_pool_threads", "Worker-pool threads started", (g) => g.set(sources!.pool().threads));
+gauge("quiver_pool_threads", "Worker-pool threads started (they start on demand and stop when idle)", (g) => g.set(sources!.pool().threads));
+gauge("quiver_pool_threads_max", "Worker-pool threads at most (--workers)", (g) => g.set(sources!.pool().max));
 gauge("quiver_pool_threads_busy", "Worker-pool threads running a task", (g) => g.set(sources!.pool().busy));
 gauge("quiver_pool_queue_length", "Worker-pool tasks waiting for a thread", (g) => g.set(sources!.pool().queued));
 gauge("quiver_open_table_handles", "Cached open table handles", (g) => g.set(sources!.openTables()));

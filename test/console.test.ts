@@ -25,6 +25,8 @@ const q = serverForFile({
 let profile = "";
 let context: BrowserContext;
 let page: Page;
+/** What the browser refused under the page's Content-Security-Policy, on any page. */
+const refused: string[] = [];
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
@@ -36,6 +38,7 @@ beforeAll(async () => {
   });
   page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(20_000);
+  page.on("console", (m) => m.type() === "error" && /Content Security Policy/i.test(m.text()) && refused.push(m.text()));
   await q.call("POST", "/v1/namespace/analytics/create", { properties: { owner: "data team" } });
   await q.call("POST", "/v1/namespace/analytics$reports/create", {});
 });
@@ -66,6 +69,17 @@ describe("console", () => {
     const missing = await fetch(`${q.url}/console/nope.js`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { detail: string }).detail).toContain("nope.js");
+  });
+
+  it("the sign-in page: no nav bar, the help text under the key's input (the stylesheet's layout, no inline style)", async () => {
+    await page.goto(`${q.url}/console`);
+    await page.getByLabel("API key").waitFor();
+    expect(await page.locator("#nav").evaluate((e) => getComputedStyle(e).display)).toBe("none");
+    const [input, help] = await Promise.all([page.getByLabel("API key").boundingBox(), page.locator("#key-help").boundingBox()]);
+    expect(await page.locator("#key-help").evaluate((e) => getComputedStyle(e).gridColumnStart)).toBe("2");
+    // Under the input, in its column.
+    expect(Math.abs(help!.x - input!.x)).toBeLessThan(2);
+    expect(help!.y).toBeGreaterThan(input!.y);
   });
 
   it("signs in with an API key kept in sessionStorage (no cookie, not in the URL) and shows the namespace tree", async () => {
@@ -100,6 +114,11 @@ describe("console", () => {
     await schema.getByText("fixed_size_list<float32>[8]").first().waitFor();
     // `s` is a struct: its fields are listed under it.
     await schema.getByRole("cell", { name: "x", exact: true }).waitFor();
+    // Nested fields are indented one step a level (1.2rem at 16px).
+    expect(await schema.getByRole("cell", { name: "x", exact: true }).locator("code").evaluate((e) => getComputedStyle(e).paddingLeft)).toBe("19.2px");
+    // The index form proposes a vector index of the vector column.
+    expect(await page.getByLabel("Column").inputValue()).toBe("vec");
+    expect(await page.getByLabel("Index type").inputValue()).toBe("IVF_PQ");
     await page.getByText("Rows: 500").waitFor();
     await page.getByRole("table", { name: "Versions" }).waitFor();
     await page.getByText("No indexes.").waitFor();
@@ -171,6 +190,8 @@ describe("console", () => {
     for (let i = 0; i < 20; i++) await q.call("POST", "/v1/table/small/count_rows", {});
     await expect.poll(() => page.locator("#chart-summary").textContent(), { timeout: 15_000 }).toMatch(/\d+\.\d requests\/s, p99 \d+\.\d ms/);
     await page.getByText("Pool threads busy").waitFor();
+    // Busy of the pool's most threads (--workers), not of those started so far (none, at first).
+    await expect.poll(() => page.locator(".card", { hasText: "Pool threads busy" }).textContent()).toMatch(/Pool threads busy\s*\d+ \/ [1-9]\d* \(\d+ started\)/);
     expect(await page.locator("svg.chart polyline").count()).toBe(2);
     await shot("server");
   });
@@ -187,5 +208,9 @@ describe("console", () => {
     const error = page.getByRole("alert");
     await expect.poll(() => error.textContent()).toContain("Not allowed (403): CreateTableIndex needs the write role; this credential has read");
     await shot("forbidden");
+  });
+
+  it("no page broke its Content-Security-Policy (no inline style or script refused)", () => {
+    expect(refused).toEqual([]);
   });
 });

@@ -26,7 +26,7 @@ export interface WorkerPool {
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
   run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
   /** Threads started, threads running a task, tasks waiting for a thread. */
-  stats(): { threads: number; busy: number; queued: number };
+  stats(): { threads: number; busy: number; queued: number; max: number };
   destroy(): Promise<void>;
 }
 
@@ -65,7 +65,7 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
   const stats = () => {
     let total = 0;
     for (const k in admitted) total += admitted[k];
-    return { threads: pool.threads.length, busy: Math.max(0, total - pool.queueSize), queued: pool.queueSize };
+    return { threads: pool.threads.length, busy: Math.max(0, total - pool.queueSize), queued: pool.queueSize, max: config.workers };
   };
 
   return {
