@@ -23,7 +23,8 @@ export const SEARCH = {
   refineFactor: 1_000,
   /** IVF partitions probed; an index has at most `partitions` of them. */
   nprobes: 65_536,
-  /** Full-text: terms a fuzzy term expands to, its edit distance, and a phrase's slop. */
+  /** Full-text: terms a fuzzy term expands to, its edit distance, and a phrase's slop. A
+   *  Levenshtein automaton grows steeply with the distance; Elasticsearch stops at 2 too. */
   maxExpansions: 10_000,
   fuzziness: 2,
   slop: 10_000,
