@@ -58,6 +58,9 @@ const rules: Rule[] = [
   [/Cannot have both nearest and full text search/, () =>
     invalid("query: the engine cannot produce a plan for hybrid (vector plus full-text) search")],
   [/Query timeout/, () => new ApiError(Code.ServiceUnavailable, "query timed out")],
+  // The k HNSW is asked for is k + offset, times refine_factor where one is given.
+  [/ef must be greater than or equal to k/, () =>
+    invalid("ef: on an HNSW index it must be at least k + offset, times refine_factor where one is given")],
   // `columns` of constants or column-free functions only (`version()`, `now()`, `1`): a scan reads at least one column.
   [/Scans must request at least one column/, () =>
     invalid("columns: every expression reads no column (e.g. version(), now() or a literal); a query must read at least one column of the table")],

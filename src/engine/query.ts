@@ -7,6 +7,7 @@ import { emptyIpcFile, ipcFile } from "./ipc-out.js";
 import { arrow } from "./arrow.js";
 import { rowEncoder } from "./json-rows.js";
 import { translateQueryError } from "./query-errors.js";
+import { slicer } from "../util/turns.js";
 import { mostRows, type FtsSpec, type QuerySpec } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
@@ -162,11 +163,26 @@ function expressionField(s: QuerySpec): string {
   return computed ? "filter or columns" : "filter";
 }
 
+/**
+ * `table.vectorSearch`, in turns: LanceDB copies its list of query vectors each time it adds one
+ * (quadratic in their count: 55,000 short vectors held the event loop about two minutes, 1,024 of
+ * 512 dimensions ~70 ms), so the list is added a slice of the event loop at a time.
+ */
+async function vectorQuery(table: lancedb.Table, vectors: number[][]): Promise<lancedb.VectorQuery> {
+  const q = table.query().nearestTo(vectors[0]);
+  const turns = slicer();
+  for (let i = 1; i < vectors.length; i++) {
+    q.addQueryVector(vectors[i]);
+    await turns.pause();
+  }
+  return q;
+}
+
 async function build(table: lancedb.Table, s: QuerySpec, name: string): Promise<Builder> {
   const defaultColumn = needsSchema(s) ? await checkFields(table, s, name) : () => "";
   let q: Builder;
   if (s.vectors !== null) {
-    const vq = table.vectorSearch(s.multi ? s.vectors : s.vectors[0]);
+    const vq = await vectorQuery(table, s.vectors);
     applyVector(vq, s);
     q = vq;
   } else {

@@ -15,7 +15,7 @@ import type { Services } from "../services.js";
 import type { Static } from "@sinclair/typebox";
 import { jsonOp } from "./define.js";
 import { PageQuery } from "../schemas/params.js";
-import { page, pageOf } from "./pagination.js";
+import { MAX_PAGE, page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { json, type OpContext } from "./types.js";
 
@@ -117,7 +117,7 @@ export const listTableIndices = jsonOp(ListIndices, async ({ id, body, args, svc
   const pending = body.version == null ? pendingBuilds(svc, id, branch).map(pendingRecord).filter((p) => !names.has(p.index_name)) : [];
   const all = [...built, ...pending].sort((a, b) => (a.index_name < b.index_name ? -1 : a.index_name > b.index_name ? 1 : 0));
   const q = pageOf(args);
-  const { items, pageToken } = page(all, (i) => i.index_name, body.page_token ?? q.after, body.limit ?? q.limit);
+  const { items, pageToken } = page(all, (i) => i.index_name, body.page_token ?? q.after, Math.min(body.limit ?? q.limit, MAX_PAGE));
   return json({ indexes: items, page_token: pageToken });
 }, { query: PageQuery });
 

@@ -1,6 +1,7 @@
 // A validated query request (either wire shape) → one plain QuerySpec the engine executes.
 // The "one of A or B, not both" and "exactly one key" rules live here so each 400 names its field.
 import { compile } from "../schemas/validate.js";
+import { SEARCH } from "../schemas/bounds.js";
 import { invalid } from "../errors.js";
 import { FtsQuery, type FtsNode, type QueryRequest } from "../schemas/query.js";
 import type { FtsSpec, QuerySpec } from "../engine/query-spec.js";
@@ -94,9 +95,29 @@ function fullText(f: QueryRequest["full_text_query"]): FtsSpec | null {
  *  number is no longer exact, and the engine would take it as a zero limit. Either way: no limit. */
 const limitOf = (k: number | null | undefined) => (k == null || k > Number.MAX_SAFE_INTEGER ? null : k);
 
+/**
+ * The sizes LanceDB allocates a search's heaps from, bounded (src/schemas/bounds.ts; the schema
+ * bounds each field alone): k + offset, and the candidates over all query vectors. A scan's k is a
+ * plain limit, which allocates nothing ahead.
+ */
+function checkSearchSizes(b: QueryRequest, queryVectors: number): void {
+  const k = limitOf(b.k) ?? 10;
+  const rows = k + (b.offset ?? 0);
+  if (k > SEARCH.rows) throw invalid(`k: ${k} is more than ${SEARCH.rows}, the most rows a vector or full-text search answers`);
+  if (rows > SEARCH.rows) throw invalid(`offset: k + offset (${rows}) is more than ${SEARCH.rows}, the most rows a vector or full-text search answers`);
+  const refined = rows * Math.max(1, b.refine_factor ?? 0);
+  const each = Math.max(refined, b.ef ?? 0);
+  if (each * queryVectors <= SEARCH.candidates) return;
+  const field = each === refined ? (refined > rows ? "refine_factor" : "k") : "ef";
+  throw invalid(
+    `${field}: ${queryVectors} query vector(s) × ${each} candidates each (the larger of (k + offset) × refine_factor and ef) is more than ${SEARCH.candidates}`,
+  );
+}
+
 export function querySpec(b: QueryRequest): QuerySpec {
   const { vectors: vs, multi } = vectors(b.vector);
   const fts = fullText(b.full_text_query);
+  if (vs !== null || fts !== null) checkSearchSizes(b, vs?.length ?? 1);
   if (present(b.lower_bound) && present(b.upper_bound) && b.lower_bound! > b.upper_bound!) {
     throw invalid(`lower_bound: ${b.lower_bound} is greater than upper_bound ${b.upper_bound}`);
   }

@@ -1,5 +1,6 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { branch, common, ErrorHandling, Expression, FieldPath, Opt, StringMap } from "./common.js";
+import { JOB } from "./bounds.js";
+import { branch, common, ErrorHandling, Expression, FieldPath, Opt, StringMap, UInt } from "./common.js";
 
 /** JsonArrowDataType (lance-namespace `JsonArrowDataType`); its vocabulary is checked when converted. */
 export const JsonDataType = Type.Object({ type: Type.String({ minLength: 1 }) }, { additionalProperties: true });
@@ -74,7 +75,7 @@ export const UpdateFieldMetadata = Type.Object({
 /** The body is the bare metadata map; the common fields may ride along and are not metadata. */
 export const SchemaMetadataUpdate = Type.Object({ ...common }, { additionalProperties: Type.String() });
 
-const Count = Opt(Type.Integer({ minimum: 1 }));
+const Count = (maximum: number) => Opt(Type.Integer({ minimum: 1, maximum }));
 
 /** lance-namespace `AlterTableBackfillColumnsRequest`; docs/compute.md says which fields have effect. */
 export const BackfillColumn = Type.Object({
@@ -82,16 +83,16 @@ export const BackfillColumn = Type.Object({
   ...branch,
   column: FieldPath,
   where: Opt(Expression({ minLength: 1 })),
-  concurrency: Count,
-  intra_applier_concurrency: Count,
-  min_checkpoint_size: Count,
-  max_checkpoint_size: Count,
-  batch_checkpoint_flush_interval_seconds: Opt(Type.Number({ minimum: 0 })),
-  read_version: Opt(Type.Integer({ minimum: 0 })),
-  task_size: Count,
-  num_frags: Count,
-  checkpoint_size: Count,
-  commit_granularity: Count,
+  concurrency: Count(JOB.concurrency),
+  intra_applier_concurrency: Count(JOB.concurrency),
+  min_checkpoint_size: Count(JOB.rows),
+  max_checkpoint_size: Count(JOB.rows),
+  batch_checkpoint_flush_interval_seconds: Opt(Type.Number({ minimum: 0, maximum: JOB.seconds })),
+  read_version: Opt(UInt()),
+  task_size: Count(JOB.rows),
+  num_frags: Count(JOB.rows),
+  checkpoint_size: Count(JOB.rows),
+  commit_granularity: Count(JOB.rows),
   cluster: Opt(Type.String()),
   manifest: Opt(Type.String()),
   error_handling: Opt(ErrorHandling),

@@ -1,6 +1,7 @@
 // Building blocks shared by every request schema (docs/contract.md, "Common request fields").
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { RefKind } from "../util/ref-names.js";
+import { MAX_EXACT } from "./bounds.js";
 
 /** Optional and nullable: clients send `null` for fields they leave unset. */
 export const Opt = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
@@ -12,7 +13,8 @@ export const Expression = (opts: { minLength?: number } = {}) => Type.String({ .
 export const Mode = <const V extends readonly string[]>(...values: V) =>
   Type.Unsafe<V[number]>({ type: "string", "x-mode": values });
 
-export const UInt = (extra: object = {}) => Type.Integer({ minimum: 0, ...extra });
+/** A count, version or size: at most MAX_EXACT unless the field names a smaller bound (src/schemas/bounds.ts). */
+export const UInt = (extra: object = {}) => Type.Integer({ minimum: 0, maximum: MAX_EXACT, ...extra });
 export const FieldPath = Type.String({ minLength: 1 });
 export const StringMap = Type.Record(Type.String(), Type.String());
 
@@ -39,7 +41,7 @@ export const ErrorHandling = Type.Object(
   {
     mode: Type.Optional(Type.Union([Type.Literal("fail"), Type.Literal("retry"), Type.Literal("skip")])),
     max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
-    max_skip_count: Type.Optional(Type.Integer({ minimum: 0 })),
+    max_skip_count: Type.Optional(UInt()),
     max_skip_fraction: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     fault_isolation: Type.Optional(Type.Union([Type.Literal("fail_batch"), Type.Literal("skip_rows")])),
     log_errors: Type.Optional(Type.Boolean()),

@@ -2,6 +2,7 @@
 // the pipeline (src/schemas/validate.ts compileParams) and described by the same schemas in the
 // OpenAPI document. Handlers read the result as `ctx.args`.
 import { Type } from "@sinclair/typebox";
+import { MAX_INT32 } from "./bounds.js";
 import { BranchName, Expression, Mode } from "./common.js";
 
 const flag = (description: string) => Type.Optional(Type.Boolean({ description }));
@@ -9,7 +10,7 @@ const branch = { branch: Type.Optional({ ...BranchName, description: "a branch i
 
 const page = {
   page_token: Type.Optional(Type.String({ description: "where the previous page ended (its page_token)" })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, description: "most items in the page (more than 1000 is served as 1000)" })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32, description: "most items in the page (more than 1000 is served as 1000)" })),
 };
 
 export const PageQuery = Type.Object(page);

@@ -5,11 +5,14 @@
 // "Provide one of A or B, not both" and "exactly one key" rules are checked in
 // src/operations/query-spec.ts, where the message can name the field.
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { SEARCH } from "./bounds.js";
 import { branch, common, Expression, FieldPath, Mode, Opt, UInt } from "./common.js";
 
 const Num = Type.Number();
 const Vec = Type.Array(Num);
 const NonEmpty = { minLength: 1 };
+// maxItems is checked before any item is: a list past the bound is refused without a walk over it.
+const Vecs = (extra: object = {}) => Type.Array(Vec, { maxItems: SEARCH.queryVectors, ...extra });
 
 /** One FtsQuery node: exactly one of its keys (checked in code); recursive through boost/boolean. */
 export const FtsQuery = Type.Recursive(
@@ -17,7 +20,7 @@ export const FtsQuery = Type.Recursive(
     Type.Object({
       match: Opt(MatchQuery()),
       phrase: Opt(
-        Type.Object({ terms: Type.String(), column: Opt(FieldPath), slop: Opt(UInt()) }),
+        Type.Object({ terms: Type.String(), column: Opt(FieldPath), slop: Opt(UInt({ maximum: SEARCH.slop })) }),
       ),
       boost: Opt(Type.Object({ positive: Self, negative: Self, negative_boost: Opt(Num) })),
       multi_match: Opt(Type.Object({ match_queries: Type.Array(MatchQuery(), { minItems: 1 }) })),
@@ -33,10 +36,10 @@ function MatchQuery(): TSchema {
     terms: Type.String(),
     column: Opt(FieldPath),
     boost: Opt(Num),
-    fuzziness: Opt(UInt()),
-    max_expansions: Opt(UInt()),
+    fuzziness: Opt(UInt({ maximum: SEARCH.fuzziness })),
+    max_expansions: Opt(UInt({ maximum: SEARCH.maxExpansions })),
     operator: Opt(Mode("and", "or")),
-    prefix_length: Opt(UInt()),
+    prefix_length: Opt(UInt({ maximum: SEARCH.prefixLength })),
   });
 }
 
@@ -82,12 +85,14 @@ const Columns = Type.Unsafe<
 export const QueryFields = {
   ...common,
   ...branch,
-  k: Opt(UInt()),
+  // LanceDB's client sends i64::MAX (2^63 once parsed) for a query without a limit; a search's k is
+  // bounded in src/operations/query-spec.ts, where it is known to be one.
+  k: Opt(UInt({ maximum: 2 ** 63 })),
   vector: Opt(
     Type.Union([
       Vec,
-      Type.Array(Vec),
-      Type.Object({ single_vector: Opt(Vec), multi_vector: Opt(Type.Array(Vec, { minItems: 1 })) }),
+      Vecs(),
+      Type.Object({ single_vector: Opt(Vec), multi_vector: Opt(Vecs({ minItems: 1 })) }),
     ]),
   ),
   offset: Opt(UInt()),
@@ -95,11 +100,11 @@ export const QueryFields = {
   prefilter: Opt(Type.Boolean()),
   columns: Opt(Columns),
   distance_type: Opt(Mode("l2", "cosine", "dot", "hamming")),
-  nprobes: Opt(UInt()),
-  minimum_nprobes: Opt(UInt()),
-  maximum_nprobes: Opt(UInt()),
-  ef: Opt(UInt()),
-  refine_factor: Opt(UInt({ maximum: 2 ** 31 - 1 })),
+  nprobes: Opt(UInt({ maximum: SEARCH.nprobes })),
+  minimum_nprobes: Opt(UInt({ maximum: SEARCH.nprobes })),
+  maximum_nprobes: Opt(UInt({ maximum: SEARCH.nprobes })),
+  ef: Opt(UInt({ maximum: SEARCH.ef })),
+  refine_factor: Opt(UInt({ maximum: SEARCH.refineFactor })),
   lower_bound: Opt(Num),
   upper_bound: Opt(Num),
   bypass_vector_index: Opt(Type.Boolean()),

@@ -1,5 +1,6 @@
 // Request bodies of the transaction operations (lance-namespace `AlterTransactionRequest`).
 import { Type } from "@sinclair/typebox";
+import { MAX_INT32 } from "./bounds.js";
 import { common, Mode, Opt } from "./common.js";
 
 const Key = Type.String({ minLength: 1 });
@@ -17,7 +18,7 @@ export const AlterTransaction = Type.Object({ ...common, actions: Type.Array(Act
 export const ListJobs = Type.Object({
   ...common,
   page_token: Opt(Type.String()),
-  limit: Opt(Type.Integer({ minimum: 1 })),
+  limit: Opt(Type.Integer({ minimum: 1, maximum: MAX_INT32 })),
   table: Opt(Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String())])),
 });
 

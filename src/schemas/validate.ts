@@ -92,6 +92,7 @@ export function describeError(e: ErrorObject): string {
   return `${fieldPath(e.instancePath)}: ${e.message ?? "is invalid"}`;
 }
 
+const SIZE_BOUNDS = new Set(["maxItems", "maximum", "maxLength", "maxProperties"]);
 const isUnion = (e: ErrorObject) => e.keyword === "anyOf" || e.keyword === "oneOf";
 const depth = (e: ErrorObject) => (e.instancePath === "" ? 0 : e.instancePath.split("/").length);
 
@@ -100,6 +101,8 @@ const depth = (e: ErrorObject) => (e.instancePath === "" ? 0 : e.instancePath.sp
  * whose type did not match the value says little ("must be array" for an object), so the error
  * from a branch of the value's type is chosen, the deepest first. When no branch had the right
  * type, the answer lists the types the value may have (null, the "optional" branch, left out).
+ * A size bound's error comes first: its branch had the value's shape, and another branch's item
+ * error is only where that branch stopped (300,000 vectors: `vector[0]` is no number).
  */
 function pick(errors: ErrorObject[]): string {
   const infinite = errors.find((e) => e.keyword === "type" && typeof e.data === "number" && !Number.isFinite(e.data));
@@ -108,6 +111,8 @@ function pick(errors: ErrorObject[]): string {
   const unionPaths = new Set(errors.filter(isUnion).map((e) => e.instancePath));
   const typeMiss = (e: ErrorObject) => e.keyword === "type" && unionPaths.has(e.instancePath);
   const inBranch = errors.filter((e) => !isUnion(e) && !typeMiss(e));
+  const bound = inBranch.find((e) => SIZE_BOUNDS.has(e.keyword));
+  if (bound) return describeError(bound);
   if (inBranch.length > 0) return describeError(inBranch.reduce((best, e) => (depth(e) > depth(best) ? e : best)));
   const at = errors[0].instancePath;
   const types = errors

@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { MAX_EXACT } from "./bounds.js";
 import { branch, common, CommonBody, Opt, StringMap, UInt } from "./common.js";
 import { DeclareTable } from "./table.js";
 
@@ -18,7 +19,7 @@ const versionFields = {
 
 export const CreateTableVersion = Type.Object({ ...common, ...versionFields });
 
-const VersionRange = Type.Object({ start_version: Type.Integer({ minimum: 0 }), end_version: Type.Integer({ minimum: -1 }) });
+const VersionRange = Type.Object({ start_version: UInt(), end_version: Type.Integer({ minimum: -1, maximum: MAX_EXACT }) });
 export const BatchDeleteTableVersions = Type.Object({ ...common, ...branch, ranges: Type.Array(VersionRange, { minItems: 1 }) });
 
 export const BatchCreateTableVersions = Type.Object({

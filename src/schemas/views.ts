@@ -1,9 +1,10 @@
 // Request bodies of the materialized-view operations (lance-namespace `CreateMaterializedViewRequest`,
 // `MaterializedViewUdtfEntry`, `RefreshMaterializedViewRequest`).
 import { Type, type Static } from "@sinclair/typebox";
-import { common, ErrorHandling, Mode, Opt } from "./common.js";
+import { JOB } from "./bounds.js";
+import { common, ErrorHandling, Mode, Opt, UInt } from "./common.js";
 
-const Count = Opt(Type.Integer({ minimum: 1 }));
+const Count = (maximum: number) => Opt(Type.Integer({ minimum: 1, maximum }));
 
 export const UdtfSpec = Type.Object({
   kind: Opt(Mode("udtf", "chunker", "scalar_udtf")),
@@ -14,9 +15,9 @@ export const UdtfSpec = Type.Object({
   input_columns: Opt(Type.Array(Type.String({ minLength: 1 }))),
   partition_by: Opt(Type.String({ minLength: 1 })),
   partition_by_indexed_column: Opt(Type.String({ minLength: 1 })),
-  num_cpus: Opt(Type.Number()),
-  num_gpus: Opt(Type.Number()),
-  memory: Opt(Type.Number()),
+  num_cpus: Opt(Type.Number({ minimum: 0, maximum: JOB.cpus })),
+  num_gpus: Opt(Type.Number({ minimum: 0, maximum: JOB.cpus })),
+  memory: Opt(Type.Number({ minimum: 0, maximum: JOB.memoryBytes })),
   error_handling: Opt(ErrorHandling),
   batch: Opt(Type.Boolean()),
   manifest: Opt(Type.String()),
@@ -37,13 +38,13 @@ export type CreateMaterializedView = Static<typeof CreateMaterializedView>;
 
 export const RefreshMaterializedView = Type.Object({
   ...common,
-  src_version: Opt(Type.Integer({ minimum: 0 })),
-  max_rows_per_fragment: Count,
-  concurrency: Count,
-  intra_applier_concurrency: Count,
-  source_task_size: Count,
+  src_version: Opt(UInt()),
+  max_rows_per_fragment: Count(JOB.rows),
+  concurrency: Count(JOB.concurrency),
+  intra_applier_concurrency: Count(JOB.concurrency),
+  source_task_size: Count(JOB.rows),
   cluster: Opt(Type.String()),
-  output_limit: Opt(Type.Integer({ minimum: 0 })),
+  output_limit: Opt(UInt()),
   manifest: Opt(Type.String()),
 });
 export type RefreshMaterializedView = Static<typeof RefreshMaterializedView>;

@@ -26,6 +26,22 @@ describe("query spec", () => {
     expect(() => spec({ columns: { column_names: ["a"], column_aliases: { x: "a" } } })).toThrow(/not both/);
   });
 
+  it("a search's k + offset and its candidates over all query vectors are bounded, naming the field", () => {
+    const one = { vector: [1, 2] };
+    expect(spec({ ...one, k: 10_000 })).toMatchObject({ k: 10_000 });
+    expect(() => spec({ ...one, k: 10_001 })).toThrow(/^k: 10001 is more than 10000/);
+    expect(() => spec({ full_text_query: { string_query: { query: "x" } }, k: 10_001 })).toThrow(/^k: /);
+    expect(() => spec({ ...one, k: 9_000, offset: 1_001 })).toThrow(/^offset: k \+ offset \(10001\)/);
+    expect(spec({ ...one, k: 1_000, refine_factor: 1_000 })).toMatchObject({ refineFactor: 1_000 });
+    expect(() => spec({ ...one, k: 1_001, refine_factor: 1_000 })).toThrow(/^refine_factor: 1 query vector\(s\) × 1001000 candidates/);
+    const many = { vector: Array.from({ length: 1_000 }, () => [1, 2]) };
+    expect(spec({ ...many, k: 1_000 }).vectors).toHaveLength(1_000);
+    expect(() => spec({ ...many, k: 1_001 })).toThrow(/^k: 1000 query vector\(s\) × 1001 candidates/);
+    expect(() => spec({ ...many, k: 10, ef: 1_001 })).toThrow(/^ef: /);
+    // A scan's k is a plain limit.
+    expect(spec({ k: 1_000_000_000 })).toMatchObject({ k: 1_000_000_000 });
+  });
+
   it("0 knobs mean the engine default; an i64::MAX k means no limit", () => {
     expect(spec({ nprobes: 0, ef: 0, refine_factor: 0 })).toMatchObject({ minNprobes: null, maxNprobes: null, ef: null, refineFactor: null });
     expect(spec({ nprobes: 20 })).toMatchObject({ minNprobes: 20, maxNprobes: 20 });
