@@ -338,7 +338,7 @@ export function recordSearchIdle(seconds: number): void {
 const searchPaths = new Map<string, { path: string; reason: string; n: number }>();
 new Counter({
   name: "quiver_search_path_total",
-  help: "Vector searches by the path that answered them: serving (the serving index) or engine (LanceDB), with the reason the engine answered (version, branch, option:<name>, not_built, stale, memory, disabled, failed, filter)",
+  help: "Vector searches by the path that answered them: serving (the serving index) or engine (LanceDB), with the reason the engine answered (version, branch, option:<name>, not_built, stale, memory, evicted, disabled, failed, filter)",
   labelNames: ["path", "reason"] as const,
   registers: [registry],
   collect() {
@@ -373,10 +373,18 @@ const servingSync = new Histogram({
 });
 export const recordServingSync = (read: "taken" | "scanned" | "compared", seconds: number) => servingSync.observe({ read }, seconds);
 
+const servingEvictions = new Counter({
+  name: "quiver_serving_evictions_total",
+  help: "Serving indexes dropped to keep all of them within --serving-memory-mb, LanceDB then answering their tables: share (another tenant asked for room while the table's tenant held more than its share), growth (the index grew past what was left)",
+  labelNames: ["cause"] as const,
+  registers: [registry],
+});
+export const recordServingEviction = (cause: "share" | "growth") => servingEvictions.inc({ cause });
+
 /** One table's serving index, as /metrics reports it. */
 export interface ServingSample {
   table: string;
-  /** ready, building, memory (over --serving-memory-mb), disabled, failed. */
+  /** ready, building, memory (over --serving-memory-mb), evicted (its tenant's room reclaimed), disabled, failed. */
   state: string;
   bytes: number;
   /** Of `bytes`, the cached columns' fields and values. */
@@ -433,12 +441,12 @@ new Gauge({
 });
 new Gauge({
   name: "quiver_serving_tables",
-  help: "Tables with a vector index, by their serving index's state: ready, building, memory (does not fit --serving-memory-mb: LanceDB serves it), disabled, failed",
+  help: "Tables with a vector index, by their serving index's state: ready, building, memory (does not fit --serving-memory-mb, or grew past it: LanceDB serves it), evicted (another tenant reclaimed the room its tenant held past its share: LanceDB serves it), disabled, failed",
   labelNames: ["state"] as const,
   registers: [registry],
   collect() {
     this.reset();
-    for (const state of ["ready", "building", "memory", "disabled", "failed"]) this.set({ state }, 0);
+    for (const state of ["ready", "building", "memory", "evicted", "disabled", "failed"]) this.set({ state }, 0);
     for (const s of serving()) this.inc({ state: s.state });
   },
 });

@@ -2,8 +2,8 @@
 // the build from the table's rows, and the sync after commits (rows added, changed, moved or gone
 // between two versions, found by their row ids, which must stay LanceDB's at every version).
 import type { Entry } from "../src/catalog/catalog.js";
-import { columnBytes, createGraphMemory, graphOf, MAX_MEMORY_BYTES, MAX_SLOTS, refresh, retire, rowNumberOf, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
-import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
+import { columnBytes, createGraphMemory, graphOf, growthBound, MAX_MEMORY_BYTES, MAX_SLOTS, refresh, retire, rowNumberOf, setLimit, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
+import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, rowSlotsGrowth, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
 import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
 import { valueIndexBytes, type ValueIndex } from "../src/engine/serving-predicate.js";
 import { arrow } from "../src/engine/arrow.js";
@@ -73,7 +73,7 @@ async function layoutOf(t: TableHandle, v: IndexedVectors, cache: boolean) {
 }
 
 /** A rough size of an index of `rows` rows of `dim` floats and `columnBytes` (variable-width values aside). */
-const estimate = (rows: number, dim: number, columnBytes: number) => rows * ((Math.ceil(dim / 4) * 16 + (2 * GRAPH_M + 1) * 4 + 32 + columnBytes) * 1.1 + ROW_SLOT_BYTES) + (1 << 20);
+export const estimate = (rows: number, dim: number, columnBytes: number) => rows * ((Math.ceil(dim / 4) * 16 + (2 * GRAPH_M + 1) * 4 + 32 + columnBytes) * 1.1 + ROW_SLOT_BYTES) + (1 << 20);
 
 /** Whether an index of `rows` rows of `dim` floats and `columnBytes` may fit `maxBytes` and the memory's own limits. */
 const mayFit = (rows: number, dim: number, columnBytes: number, maxBytes: number) => rows <= MAX_SLOTS && estimate(rows, dim, columnBytes) <= Math.min(maxBytes, MAX_MEMORY_BYTES);
@@ -89,17 +89,21 @@ export function wontFit(rows: number, dim: number, maxBytes: number): string | n
  * Build the index of column `v` from table handle `t` (its version): rows read from the engine in
  * batches and written by one pool thread, then linked by all of them at once. Cached columns are left out when the index would
  * not fit `maxBytes` with them (answers then take their columns from the engine); TooBig when it
- * does not fit without.
+ * does not fit without. Its memory may later grow to `ceiling` (the whole budget), by what syncs
+ * are granted (`Claim`).
  */
-export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle, v: IndexedVectors, maxBytes: number, key: string): Promise<ServingIndex> {
+export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle, v: IndexedVectors, maxBytes: number, ceiling: number, key: string): Promise<ServingIndex> {
   const version = await tableVersion(t);
   const rows = await countRows(t);
   const refused = wontFit(rows, v.dim, maxBytes);
   if (refused) throw new TooBig(refused);
   let layout = await layoutOf(t, v, true);
   if (!mayFit(rows, v.dim, layout.bytes, maxBytes)) layout = await layoutOf(t, v, false);
-  const memory = createGraphMemory({ dim: v.dim, metric: v.metric, m: GRAPH_M, efConstruction: EF_CONSTRUCTION, columnBytes: layout.bytes, maxBytes });
+  const memory = createGraphMemory({ dim: v.dim, metric: v.metric, m: GRAPH_M, efConstruction: EF_CONSTRUCTION, columnBytes: layout.bytes, maxBytes: Math.max(maxBytes, ceiling) });
   const ix = indexOf(entry, v.column, v.metric, { key, memory, columns: layout.columns }, layout.names, version);
+  // The row-id map, made on this thread after, takes its part of `maxBytes` (a row without a vector
+  // takes no record, larger than its entry: the whole is checked after).
+  setLimit(ix.graph, maxBytes - rowSlotsGrowth(null, rows, 0));
   ix.dirty = true;
   const none = { removed: new Int32Array(0), changedIds: new BigUint64Array(0), changedSlots: new Int32Array(0), link: false };
   const vectorless: bigint[] = [];
@@ -122,6 +126,7 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
   }
   indexRows(ix);
   for (const id of vectorless) mapRow(ix.rowSlots, Number(id), NO_VECTOR);
+  if (figures(ix).bytes > maxBytes) throw new TooBig(`${figures(ix).bytes} bytes, past the ${maxBytes} granted`);
   return ix;
 }
 
@@ -194,6 +199,12 @@ export interface SyncPlan {
 /** How a sync found its rows: the new rows taken by row id, scanned for (`_rowid` above the highest), or every row id compared. */
 export type SyncRead = "taken" | "scanned" | "compared";
 
+/**
+ * Asks the budget for `bytes` more, before a sync writes rows: TooBig when they cannot be had. What
+ * was granted and not used goes back when the sync is done.
+ */
+export type Claim = (bytes: number) => void;
+
 /** What made a version of the table (null: not known), as `versionOperation` reads it. */
 export type OperationOf = (version: number) => Promise<VersionOperation | null>;
 
@@ -204,7 +215,7 @@ export type OperationOf = (version: number) => Promise<VersionOperation | null>;
  * (or, when a new row is the same row moved, remapped), new ids and ids whose rows changed since
  * (stable row ids keep their id across an update) are read and applied.
  */
-export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number, operationOf: OperationOf, compare = false): Promise<SyncPlan> {
+export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number, operationOf: OperationOf, claim: Claim, compare = false): Promise<SyncPlan> {
   if (!compare && (await onlyAdded(ix, x, operationOf))) {
     const total = await countRows(t);
     const added = total - mappedRows(ix.rowSlots);
@@ -213,7 +224,7 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
         rows: added,
         run: async () => {
           const taken = await newRowsTaken(ix, t, added, x - ix.version);
-          const r = await apply(pool, ix, x, taken ?? (await read(t, ix, `${ROW_ID} > ${ix.maxRowId}`)), [], [], []);
+          const r = await apply(pool, ix, x, added, taken ?? (await read(t, ix, `${ROW_ID} > ${ix.maxRowId}`)), [], [], [], claim);
           if (r.written + r.vectorless.length + mappedRows(ix.rowSlots) === total) {
             await publish(ix, x, r, [], []);
             return taken ? "taken" : "scanned";
@@ -221,7 +232,7 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
           // Something else happened in between (an insert that overwrote): the rows just written
           // are known, and every row id is compared.
           adopt(ix, r);
-          return (await planSync(pool, ix, t, x, operationOf, true)).run();
+          return (await planSync(pool, ix, t, x, operationOf, claim, true)).run();
         },
       };
     }
@@ -275,7 +286,8 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
     rows: addedNew + reread.length,
     run: async () => {
       const where = [`${ROW_ID} > ${ix.maxRowId}`, ...chunks(reread, 1000).map((c) => `${ROW_ID} IN (${c.join(",")})`)].join(" OR ");
-      const r = await apply(pool, ix, x, addedNew + reread.length > 0 ? await read(t, ix, where) : [], removed, changedIds, changedSlots);
+      const rows = addedNew + reread.length;
+      const r = await apply(pool, ix, x, rows, rows > 0 ? await read(t, ix, where) : [], removed, changedIds, changedSlots, claim);
       const remapped = new Set(r.remapSlots);
       await publish(ix, x, r, removed.filter((s) => !remapped.has(s)), goneIds);
       return "compared";
@@ -356,10 +368,20 @@ async function newRowsTaken(ix: ServingIndex, t: TableHandle, added: number, ver
   return found === added ? batches : null;
 }
 
-/** Apply rows read at version x (and the slots removed or changed) in a pool thread (the index's one writer). */
-async function apply(pool: ServingPool, ix: ServingIndex, x: number, batches: Uint8Array[], removed: number[], changedIds: bigint[], changedSlots: number[]): Promise<Done> {
+/**
+ * Apply `rows` rows read at version x (and the slots removed or changed) in a pool thread (the
+ * index's one writer), within the bytes the budget grants them: the records, links and values they
+ * may take (a cached value takes at most its bytes in the batch, 16-aligned) and their row-id map.
+ */
+async function apply(pool: ServingPool, ix: ServingIndex, x: number, rows: number, batches: Uint8Array[], removed: number[], changedIds: bigint[], changedSlots: number[], claim: Claim): Promise<Done> {
   refresh(ix.graph);
   const firstNew = slotCount(ix.graph);
+  if (rows > 0) {
+    const values = batches.reduce((n, b) => n + b.byteLength, 0) + 16 * rows * ix.ref.columns.filter((c) => c.kind === "var" || c.kind === "var64").length;
+    const graphBytes = growthBound(ix.graph, rows, values);
+    claim(graphBytes + rowSlotsGrowth(ix.rowSlots, rows));
+    setLimit(ix.graph, usedBytes(ix.graph) + graphBytes);
+  }
   const r = await pool.apply({
     index: ix.ref,
     vectorColumn: ix.column,

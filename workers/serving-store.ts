@@ -53,12 +53,16 @@ export async function saveIndex(stateDir: string, ix: ServingIndex, committed: n
   ix.dirty = false;
 }
 
-/** A saved index of `entry`'s column whose version still has commit time `committed(version)`; null otherwise. */
+/**
+ * A saved index of `entry`'s column whose version still has commit time `committed(version)`, if
+ * it fits `maxBytes` (its memory may later grow to `ceiling`); null otherwise.
+ */
 export async function loadIndex(
   stateDir: string,
   entry: Entry,
   column: string,
   maxBytes: number,
+  ceiling: number,
   key: string,
   committed: (version: number) => Promise<number | null>,
 ): Promise<ServingIndex | null> {
@@ -73,7 +77,7 @@ export async function loadIndex(
   }
   const body = bytes.subarray(Math.ceil((12 + length) / 8) * 8);
   if (body.byteLength > maxBytes) return null;
-  const memory = loadGraphMemory(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), maxBytes);
+  const memory = loadGraphMemory(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), Math.max(maxBytes, ceiling));
   const ix = indexOf(entry, column, header.metric, { key, memory, columns: header.columns }, header.names, header.version);
   indexRows(ix);
   return ix;

@@ -22,9 +22,13 @@ import { tableVersion } from "../src/engine/table-info.js";
 import type { TableHandle, Tables } from "../src/engine/tables.js";
 import { tableDir, versionOperation } from "../src/engine/versions.js";
 import { log } from "../src/log.js";
-import { recordSearchPath, recordServingBuild, recordServingSync, watchServing, type ServingSample } from "../src/metrics.js";
+import { recordSearchPath, recordServingBuild, recordServingEviction, recordServingSync, watchServing, type ServingSample } from "../src/metrics.js";
+import { tenantOf } from "../src/catalog/names.js";
+import { PAST_GRANT, setLimit, usedBytes } from "../src/engine/serving-graph.js";
+import { reclaim, type Held } from "../src/engine/serving-shares.js";
+import { countRows } from "../src/engine/table-info.js";
 import { createFilters, type FilterBits } from "./serving-filters.js";
-import { AWAITED_ROWS, buildIndex, connected, EF_CONSTRUCTION, GRAPH_M, figures, planSync, TooBig, wornOut, type ServingIndex } from "./serving-index.js";
+import { AWAITED_ROWS, buildIndex, connected, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, wontFit, wornOut, type Claim, type ServingIndex } from "./serving-index.js";
 import { createServingPool, type ServingPool } from "./serving-pool.js";
 import { loadIndex, removeSaved, saveIndex } from "./serving-store.js";
 import type { FoundRows, SearchQuery } from "./threads/serving.js";
@@ -52,7 +56,8 @@ export interface At {
   minVersion?: number | null;
 }
 
-type Status = "checking" | "building" | "ready" | "memory" | "disabled" | "failed" | "none";
+/** `memory`: it does not fit, or grew past what was left; `evicted`: another tenant reclaimed its room (src/engine/serving-shares.ts). */
+type Status = "checking" | "building" | "ready" | "memory" | "evicted" | "disabled" | "failed" | "none";
 
 /** One table's state: the index, its writes (one at a time), its answer plans. */
 interface TableState {
@@ -74,6 +79,10 @@ interface TableState {
   plans: Map<string, Promise<Plan>>;
   /** When the state was decided (a failed or over-budget table is looked at again later). */
   since: number;
+  /** Bytes of the budget granted to a build or sync in progress, beyond what the index holds. */
+  reserved: number;
+  /** When it was last searched (`clock`): the least recently searched go first when a tenant's room is reclaimed. */
+  searched: number;
 }
 
 interface Plan extends AnswerPlan {
@@ -89,6 +98,8 @@ const MIB = 1 << 20;
 const MOST_ROWS = 10_000;
 /** A failed or over-budget table is looked at again after this long. */
 const RETRY_MS = 60_000;
+/** A build is granted up to this many times its estimate (cached columns and their values are not in it), as far as the budget goes. */
+const BUILD_GRANT = 4;
 /** A changed index is saved at most this often (and when the server closes). */
 const SAVE_MS = 10 * 60_000;
 /** LanceDB's default probes: a request above them asks for more recall. */
@@ -112,8 +123,61 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   let closed = false;
 
   const budget = () => config.servingMemoryMb * MIB;
-  const used = (except?: TableState) => [...states.values()].reduce((n, s) => n + (s !== except && s.ix ? figures(s.ix).bytes : 0), 0);
+  /** What a table's index holds of the budget, with what a build or sync in progress was granted. */
+  const held = (s: TableState) => (s.ix ? figures(s.ix).bytes : 0) + s.reserved;
+  const used = () => [...states.values()].reduce((n, s) => n + held(s), 0);
   const filters = createFilters(() => budget() - used());
+  let clock = 0;
+
+  /**
+   * Grant `st` `need` bytes more of the budget, reclaiming room from other tenants above their
+   * share when it is short (src/engine/serving-shares.ts); TooBig when it cannot be had.
+   */
+  function claim(st: TableState, need: number): void {
+    const tables: Held[] = [];
+    for (const s of states.values()) {
+      const bytes = held(s);
+      if (bytes > 0) tables.push({ table: s.entry.objectId, tenant: tenantOf(s.entry.objectId), bytes, searched: s.ix && s.status === "ready" ? s.searched : Infinity });
+    }
+    const evict = reclaim(tables, tenantOf(st.entry.objectId), need, budget());
+    if (evict === null) throw new TooBig(`${need} bytes more, past what is left of --serving-memory-mb (${budget() - used()} bytes) and the tenant's share`);
+    for (const id of evict) evicted(states.get(id)!);
+    st.reserved += need;
+  }
+
+  /** Another tenant took the table's room: its index is dropped and LanceDB answers it (looked at again after RETRY_MS). */
+  function evicted(st: TableState): void {
+    log.info("serving index: evicted, its tenant is past its share of --serving-memory-mb and another asked for room; LanceDB serves the table's searches", { table: st.entry.objectId, bytes: held(st) });
+    handBack(st, "evicted");
+  }
+
+  function handBack(st: TableState, status: "evicted" | "memory"): void {
+    st.status = status;
+    st.since = Date.now();
+    drop(st);
+    recordServingEviction(status === "evicted" ? "share" : "growth");
+  }
+
+  /** After a build or sync: the index holds what it used, and may grow no further without a claim. */
+  function settle(st: TableState, ix: ServingIndex, granted: number): void {
+    st.reserved -= granted;
+    setLimit(ix.graph, usedBytes(ix.graph));
+  }
+
+  /**
+   * Room for a build or load of `st`'s index from `t`: its estimate claimed, then what is free up
+   * to BUILD_GRANT times it. An index no budget holds is refused before any other is handed back.
+   */
+  async function buildRoom(st: TableState, t: TableHandle): Promise<number> {
+    const rows = await countRows(t);
+    const refused = wontFit(rows, st.vector!.dim, budget());
+    if (refused) throw new TooBig(refused);
+    const need = estimate(rows, st.vector!.dim, 0);
+    claim(st, need);
+    const more = Math.max(0, Math.min(budget() - used(), (BUILD_GRANT - 1) * need));
+    st.reserved += more;
+    return need + more;
+  }
 
   const enabled = (entry: Entry) => {
     const p = entry.properties?.[PROPERTY];
@@ -134,12 +198,17 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     s.ix = null;
   }
 
+  /** Whether `err` is the budget's refusal: a claim refused, or a memory grown past its grant or its maximum. */
+  const overBudget = (err: unknown) => err instanceof TooBig || String(err).includes(PAST_GRANT) || /Memory\.grow/.test(String(err));
+
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, behindSince: null, plans: new Map(), since: Date.now() };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, behindSince: null, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
     st.status = "checking";
     st.since = Date.now();
     states.set(entry.objectId, st);
+    let granted = 0;
+    let key = "";
     void (async () => {
       const schema = await schemaOf(table);
       st.vectorColumns = schema.fields.filter((f) => (f.type as { typeId: number }).typeId === arrow.Type.FixedSizeList).map((f) => f.name);
@@ -149,26 +218,36 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       st.vector = vectors[0];
       st.status = "building";
       const started = performance.now();
-      const key = () => memoryKey(entry, st.vector!.column);
-      const room = Math.max(0, budget() - used(st));
-      const loaded = await loadIndex(config.stateDir, entry, st.vector.column, room, key(), async (v) => versionTime(await at(entry)(v), v).catch(() => null)).catch((err: unknown) => {
+      const t = await at(entry)(await tableVersion(table));
+      granted = await buildRoom(st, t);
+      key = memoryKey(entry, st.vector.column);
+      const loaded = await loadIndex(config.stateDir, entry, st.vector.column, granted, budget(), key, async (v) => versionTime(await at(entry)(v), v).catch(() => null)).catch((err: unknown) => {
         log.warn("serving index: the saved index could not be read; building it again", { table: entry.objectId, error: String(err) });
         return null;
       });
-      const ix = loaded ?? (await buildIndex(poolOf(), entry, await at(entry)(await tableVersion(table)), st.vector, room, key()));
+      if (loaded && figures(loaded).bytes > granted) {
+        dropped.postMessage(key);
+        throw new TooBig(`the saved index takes ${figures(loaded).bytes} bytes, past the ${granted} granted`);
+      }
+      const ix = loaded ?? (await buildIndex(poolOf(), entry, t, st.vector, granted, budget(), key));
       // A saved index may be from a build that left rows no walk reaches.
       if (loaded) await connected(poolOf(), ix);
       recordServingBuild((performance.now() - started) / 1000, loaded !== null);
       log.info(loaded ? "serving index loaded" : "serving index built", { table: entry.objectId, column: ix.column, version: ix.version, rows: mappedRows(ix.rowSlots), relinked: ix.relinked, bytes: figures(ix).bytes, seconds: Math.round(performance.now() - started) / 1000 });
       if (closed) return;
       st.ix = ix;
+      settle(st, ix, granted);
+      granted = 0;
+      key = "";
       st.status = "ready";
       if (!loaded) void persist(st);
       requestSync(st, await tableVersion(table).catch(() => ix.version));
     })().catch((err: unknown) => {
-      if (err instanceof TooBig) {
+      st.reserved -= granted;
+      if (key) dropped.postMessage(key);
+      if (overBudget(err)) {
         st.status = "memory";
-        log.warn("serving index: the table does not fit --serving-memory-mb; LanceDB serves its searches", { table: entry.objectId, memoryMb: config.servingMemoryMb, need: err.message });
+        log.warn("serving index: the table does not fit --serving-memory-mb; LanceDB serves its searches", { table: entry.objectId, memoryMb: config.servingMemoryMb, need: (err as Error).message });
       } else {
         st.status = "failed";
         log.warn("serving index: build failed; LanceDB serves the table's searches", { table: entry.objectId, error: String((err as Error)?.stack ?? err) });
@@ -204,9 +283,14 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       const want = Math.max(st.target, x ?? (await tableVersion(await tables.open(st.entry))));
       st.target = want;
       if (ix.version >= want) return;
+      let granted = 0;
+      const grant: Claim = (bytes) => {
+        claim(st, bytes);
+        granted += bytes;
+      };
       const syncTo = async (version: number) => {
         const t0 = performance.now();
-        const plan = await planSync(poolOf(), ix, await at(st.entry)(version), version, operationOf(st.entry));
+        const plan = await planSync(poolOf(), ix, await at(st.entry)(version), version, operationOf(st.entry), grant);
         const t1 = performance.now();
         if (plan.rows > AWAITED_ROWS) release();
         const read = await plan.run();
@@ -222,6 +306,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         if (!isVersionMissing(err)) throw err;
         st.target = Math.max(want, await tableVersion(await tables.open(st.entry, { fresh: true })));
         await syncTo(st.target);
+      } finally {
+        settle(st, ix, granted);
       }
       // The index holds the version: the write is answered before the repair pass, which changes
       // links only (still in the writer's turn).
@@ -230,6 +316,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if (wornOut(ix) && !st.rebuilding) void rebuild(st, true);
     });
     st.writer = job.catch((err: unknown) => {
+      // An index that grows past what is left of the budget stops growing: LanceDB answers its
+      // table (the sync's rows, half written, are dropped with it).
+      if (overBudget(err)) {
+        log.warn("serving index: the table grew past what is left of --serving-memory-mb; LanceDB serves its searches", { table: st.entry.objectId, error: String(err) });
+        if (st.ix) handBack(st, "memory");
+        return;
+      }
       log.warn("serving index: sync failed; it is built again while LanceDB serves", { table: st.entry.objectId, error: String(err) });
       void rebuild(st, false);
     });
@@ -249,17 +342,32 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       drop(st);
       st.status = "building";
     }
+    let granted = 0;
+    let key = "";
+    const grant: Claim = (bytes) => {
+      claim(st, bytes);
+      granted += bytes;
+    };
     try {
       // Read afresh: the cached handle's latest may be a version maintenance has removed since.
       const latest = await tables.open(st.entry, { fresh: true });
+      const t = await at(st.entry)(await tableVersion(latest));
       const started = performance.now();
-      const fresh = await buildIndex(poolOf(), st.entry, await at(st.entry)(await tableVersion(latest)), st.vector, Math.max(0, budget() - used()), memoryKey(st.entry, st.vector.column));
+      const room = await buildRoom(st, t);
+      granted += room;
+      key = memoryKey(st.entry, st.vector.column);
+      const fresh = await buildIndex(poolOf(), st.entry, t, st.vector, room, budget(), key);
       recordServingBuild((performance.now() - started) / 1000, false);
       const swap = st.writer.then(async () => {
+        // Handed back or evicted meanwhile: the new index is not kept either.
+        if (st.status !== "ready" && st.status !== "building") return;
         const want = Math.max(st.target, st.ix?.version ?? 0, fresh.version);
-        if (fresh.version < want) await (await planSync(poolOf(), fresh, await at(st.entry)(want), want, operationOf(st.entry))).run();
+        if (fresh.version < want) await (await planSync(poolOf(), fresh, await at(st.entry)(want), want, operationOf(st.entry), grant)).run();
         drop(st);
         st.ix = fresh;
+        key = "";
+        settle(st, fresh, granted);
+        granted = 0;
         st.status = "ready";
         st.plans.clear();
       });
@@ -270,12 +378,14 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if (worn && st.ix) {
         log.warn("serving index: rebuild failed; the current index keeps serving", { table: st.entry.objectId, error: String(err) });
       } else {
-        st.status = err instanceof TooBig ? "memory" : "failed";
+        st.status = overBudget(err) ? "memory" : "failed";
         st.since = Date.now();
         drop(st);
         log.warn("serving index: rebuild failed; LanceDB serves the table's searches", { table: st.entry.objectId, error: String(err) });
       }
     } finally {
+      st.reserved -= granted;
+      if (key) dropped.postMessage(key);
       st.rebuilding = false;
     }
   }
@@ -356,9 +466,10 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       states.delete(entry.objectId);
       st = undefined;
     }
-    if (!st || ((st.status === "failed" || st.status === "memory" || st.status === "disabled") && Date.now() - st.since > RETRY_MS)) st = start(entry, table, st);
+    if (!st || ((st.status === "failed" || st.status === "memory" || st.status === "evicted" || st.status === "disabled") && Date.now() - st.since > RETRY_MS)) st = start(entry, table, st);
+    st.searched = ++clock;
     if (st.status !== "ready" || !st.ix) {
-      const reasons: Record<Status, string> = { checking: "not_built", building: "not_built", ready: "not_built", memory: "memory", disabled: "disabled", failed: "failed", none: "not_indexed" };
+      const reasons: Record<Status, string> = { checking: "not_built", building: "not_built", ready: "not_built", memory: "memory", evicted: "evicted", disabled: "disabled", failed: "failed", none: "not_indexed" };
       return { reason: reasons[st.status] };
     }
     const ix = st.ix;

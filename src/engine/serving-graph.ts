@@ -34,6 +34,8 @@ const H = {
   LOCK: 16,
   /** Bytes allocated for the cached columns' variable-width values (what /metrics counts as theirs). */
   VALUE_BYTES: 17,
+  /** Where the bump allocator must stop (0: the memory's maximum): the room the budget granted the writer. */
+  LIMIT: 18,
 } as const;
 const MAGIC = 0x51564958;
 /**
@@ -216,10 +218,22 @@ export function retire(g: Graph, slot: number, version: number): void {
   g.i32[H.TOMBSTONES]++;
 }
 
+/** What `allocate` throws past the limit the main thread set (`setLimit`). */
+export const PAST_GRANT = "serving index: past its memory grant";
+
+/**
+ * Let the writer allocate up to `bytes` in all (0: up to the memory's maximum). The memories of all
+ * indexes together are bounded by `--serving-memory-mb`: each may grow only by what the budget
+ * granted it, checked where memory grows, in the thread that grows it.
+ */
+export const setLimit = (g: Graph, bytes: number) => Atomics.store(g.i32, H.LIMIT, bytes);
+
 /** Bump-allocate `bytes` (16-aligned), growing the memory as needed. Writer only. */
 export function allocate(g: Graph, bytes: number): number {
   const at = g.i32[H.BUMP];
   const end = align(at + bytes, 16);
+  const limit = Atomics.load(g.i32, H.LIMIT);
+  if (limit > 0 && end > limit) throw new RangeError(PAST_GRANT);
   if (end > g.memory.buffer.byteLength) {
     g.memory.grow(Math.ceil((end - g.memory.buffer.byteLength) / PAGE));
     refresh(g);
@@ -655,6 +669,19 @@ function addLink(g: Graph, n: number, slot: number, level: number): void {
   const ds = cand.map((x) => between(g, n, x));
   const order = cand.map((_, i) => i).sort((a, b) => ds[a] - ds[b]);
   setLinks(g, n, level, select(g, order.map((i) => cand[i]), order.map((i) => ds[i]), max));
+}
+
+/**
+ * About the most bytes the writer allocates for `rows` more rows carrying `valueBytes` of cached
+ * variable-width values: their records' chunks, their upper link lists (a level is drawn once in m
+ * rows: four times that, and one list at the top level), and the values. A sync asks the budget
+ * for it before it writes; the limit (`setLimit`) holds whatever the draws.
+ */
+export function growthBound(g: Graph, rows: number, valueBytes: number): number {
+  const count = slotCount(g);
+  const chunks = Math.ceil((count + rows) / CHUNK_SLOTS) - Math.ceil(count / CHUNK_SLOTS);
+  const list = (g.m + 1) * 4 + 16;
+  return chunks * CHUNK_SLOTS * g.record + Math.ceil((4 * rows * list) / (g.m - 1)) + 16 * list + valueBytes;
 }
 
 /** Draw a written slot's level and give it its upper link lists. Writer only, before `link`. */

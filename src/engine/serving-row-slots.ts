@@ -30,6 +30,12 @@ export const mappedRows = (m: RowSlots) => m.slotted + m.vectorless.size;
 
 export const rowSlotsBytes = (m: RowSlots) => m.buckets.byteLength + m.vectorless.size * VECTORLESS_BYTES;
 
+/** The most bytes mapping `rows` more rows adds to `m` (an empty map: null), `vectorless` of them perhaps without a vector. */
+export function rowSlotsGrowth(m: RowSlots | null, rows: number, vectorless = rows): number {
+  const now = m ? m.buckets.byteLength : 0;
+  return Math.max(0, bucketsFor((m?.slotted ?? 0) + rows) * 4 - now) + vectorless * VECTORLESS_BYTES;
+}
+
 function bucketsFor(rows: number): number {
   let n = MIN_BUCKETS;
   while (n * 3 < rows * 4) n *= 2;
