@@ -173,6 +173,7 @@ const UNAVAILABLE_REASONS = [
   "rate_limit",
   "concurrency_limit",
   "job_queue",
+  "deadline",
 ] as const;
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);
@@ -191,6 +192,30 @@ export function recordRequest(operation: string, status: number, seconds: number
   s.sum += seconds;
   s.count++;
   if (status === 503) unavailable.inc({ reason: reason ?? "other" });
+  if (reason === "deadline") deadlines.inc({ operation });
+}
+
+const deadlines = new Counter({
+  name: "quiver_request_deadline_exceeded_total",
+  help: "Requests stopped at their deadline (--query-timeout-ms or their x-request-timeout-ms), by operation",
+  labelNames: ["operation"] as const,
+  registers: [registry],
+});
+
+// Engine result batches pulled and not yet computed: what LanceDB is working on for queries now.
+let engineReads = 0;
+new Gauge({
+  name: "quiver_engine_reads_running",
+  help: "Query result batches the engine is computing now (pulled, not yet answered); a query whose client left or whose deadline passed pulls no more",
+  registers: [registry],
+  collect() {
+    this.set(engineReads);
+  },
+});
+
+/** An engine pull started (+1) or ended (-1). */
+export function recordEngineRead(delta: number): void {
+  engineReads += delta;
 }
 
 /** Why a job record became Failed (the replica that stored it counts it). */

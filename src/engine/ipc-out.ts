@@ -62,6 +62,9 @@ export function batchHeader(b: Buffer, block: FileBlock): BatchHeader {
 /** Rows in an engine buffer's record batches, read from their message headers. */
 const rowsOf = (b: Buffer, p: Parsed): number => p.blocks.reduce((n, blk) => n + Number(batchHeader(b, blk).length), 0);
 
+/** Rows in one engine buffer (a little IPC file), from its headers alone. */
+export const rowsIn = (b: Buffer): number => rowsOf(b, parse(b));
+
 /**
  * One IPC file from the engine's buffers: `first` plus whatever `next()` yields until null. When
  * `first` alone holds `most` rows (the query's limit), the answer does not wait for the engine's

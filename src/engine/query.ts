@@ -8,6 +8,7 @@ import { arrow } from "./arrow.js";
 import { rowEncoder } from "./json-rows.js";
 import { translateQueryError } from "./query-errors.js";
 import { slicer } from "../util/turns.js";
+import { counted, msLeft, within, type Bound } from "./deadline.js";
 import { mostRows, type FtsSpec, type QuerySpec } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
@@ -18,8 +19,17 @@ export interface NativeIterator {
   next(): Promise<Buffer | null>;
 }
 /** nativeExecute is protected in the typings but public at runtime (checked against 0.39.0). */
-export const nativeExecute = (q: Builder | lancedb.TakeQuery): Promise<NativeIterator> =>
-  (q as unknown as { nativeExecute(o?: object): Promise<NativeIterator> }).nativeExecute();
+export const nativeExecute = (q: Builder | lancedb.TakeQuery, options?: lancedb.QueryExecutionOptions): Promise<NativeIterator> =>
+  (q as unknown as { nativeExecute(o?: object): Promise<NativeIterator> }).nativeExecute(options);
+
+/**
+ * Execute `q` under `b`: LanceDB is given the time left as its own timeout, and each pull is
+ * raced against the deadline and the client's leaving (deadline.ts).
+ */
+export async function boundedExecute(q: Builder, b: Bound): Promise<() => Promise<Buffer | null>> {
+  const it = await within(nativeExecute(q, { timeoutMs: msLeft(b) }), b);
+  return () => within(counted(it.next()), b);
+}
 
 /** Columns every result may name besides the table's own. */
 const META = new Set(["_distance", "_score", "_relevance_score", "_rowid", "_rowaddr", "_rowoffset"]);
@@ -215,21 +225,21 @@ export async function searchSchema(table: lancedb.Table, s: QuerySpec, name: str
 }
 
 /** Start a query: the engine's first result buffer (null when there is none) and a pull for the next. */
-async function start(table: lancedb.Table, s: QuerySpec, name: string) {
+async function start(table: lancedb.Table, s: QuerySpec, name: string, b: Bound) {
   const q = await build(table, s, name);
   // k = 0 asks for no rows; the engine refuses a zero limit on vector search, so plan only.
   if (s.k === 0) return { q, first: null, next: async () => null };
-  const it = await nativeExecute(q);
-  return { q, first: await it.next(), next: () => it.next() };
+  const next = await boundedExecute(q, b);
+  return { q, first: await next(), next };
 }
 
 /**
  * Run a query; resolves once the first result batch exists, so engine errors surface before any
  * byte is sent. The chunks form one Arrow IPC file, pulled from the engine batch by batch.
  */
-export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<QueryResult> {
+export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string, b: Bound): Promise<QueryResult> {
   try {
-    const r = await start(table, s, name);
+    const r = await start(table, s, name, b);
     if (!r.first) return [await emptyResult(r.q)];
     return ipcFile(r.first, r.next, mostRows(s));
   } catch (err) {
@@ -241,9 +251,9 @@ export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string)
  * The same answer as JSON rows (see json-rows.ts): one array, or one object per line (`lines`),
  * written as the engine hands out its batches, so a large answer is never held whole.
  */
-export async function runQueryJson(table: lancedb.Table, s: QuerySpec, name: string, lines: boolean): Promise<AsyncIterable<Uint8Array>> {
+export async function runQueryJson(table: lancedb.Table, s: QuerySpec, name: string, lines: boolean, b: Bound): Promise<AsyncIterable<Uint8Array>> {
   try {
-    const r = await start(table, s, name);
+    const r = await start(table, s, name, b);
     return jsonRows(r.first, r.next, lines);
   } catch (err) {
     translateQueryError(err, name, expressionField(s));
@@ -288,9 +298,13 @@ export async function explainQuery(table: lancedb.Table, s: QuerySpec, name: str
   }
 }
 
-export async function analyzeQuery(table: lancedb.Table, s: QuerySpec, name: string): Promise<string> {
+/**
+ * Runs the query to measure it. LanceDB's analyze takes no timeout: the answer comes at the
+ * deadline, while the engine finishes the run it started (docs/security.md, Query deadlines).
+ */
+export async function analyzeQuery(table: lancedb.Table, s: QuerySpec, name: string, b: Bound): Promise<string> {
   try {
-    return await (await build(table, s, name)).analyzePlan();
+    return await within(counted((await build(table, s, name)).analyzePlan()), b);
   } catch (err) {
     translateQueryError(err, name, expressionField(s));
   }

@@ -14,20 +14,21 @@
 // awaited searches do not come back within half an engine call, what waits is sent. Searches are
 // batched at all only while measurement says it helps on this machine (batch-choice.ts).
 import type * as lancedb from "@lancedb/lancedb";
-import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
 import { recordSearchBatch, recordSearchIdle } from "../metrics.js";
 import { createBatchChoice, type BatchChoice } from "./batch-choice.js";
 import { splitByQuery } from "./ipc-split.js";
 import { runQuery, type QueryResult } from "./query.js";
+import { clientGone, deadlineExceeded, within, type Bound, type Deadline } from "./deadline.js";
 import type { QuerySpec } from "./query-spec.js";
 
 export interface SearchBatcher {
   /**
    * runQuery, sharing the engine call with compatible concurrent searches where it can. `gone`
-   * says whether the client has left (asked before a waiting search is sent).
+   * says whether the client has left (asked before a waiting search is sent). A search answers by
+   * `b`'s deadline, waiting included; a shared engine call runs until its members' last deadline.
    */
-  run(table: lancedb.Table, spec: QuerySpec, name: string, gone?: () => boolean): Promise<QueryResult>;
+  run(table: lancedb.Table, spec: QuerySpec, name: string, b: Bound, gone?: () => boolean): Promise<QueryResult>;
 }
 
 export interface BatchOptions {
@@ -44,6 +45,7 @@ interface Member {
   vectors: number[][];
   /** When it arrived (performance.now()): its wait for an engine slot is recorded. */
   since: number;
+  deadline: Deadline;
   gone?: () => boolean;
   resolve(r: QueryResult): void;
   reject(e: unknown): void;
@@ -84,8 +86,6 @@ function turnWait(g: Group, slots: number, now: number): number {
   return g.running > 0 ? g.lastStart + g.callMs / slots - now : 0;
 }
 
-const closed = () => new ApiError(Code.InvalidInput, "client closed the connection");
-
 async function collect(result: QueryResult): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   for await (const c of result) parts.push(c);
@@ -107,7 +107,7 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
 
   /** Members run one by one: the pass-through path, and the fallback when a batch fails. */
   const alone = (table: lancedb.Table, spec: QuerySpec, name: string, m: Member) =>
-    runQuery(table, { ...spec, vectors: m.vectors, multi: m.vectors.length > 1 }, name).then(m.resolve, m.reject);
+    runQuery(table, { ...spec, vectors: m.vectors, multi: m.vectors.length > 1 }, name, { deadline: m.deadline, signal: null }).then(m.resolve, m.reject);
 
   /**
    * One engine call for `ms`. `release` frees the slot as soon as the engine is done, so the next
@@ -117,7 +117,8 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     if (ms.length === 1) return alone(table, spec, name, ms[0]).finally(release);
     let answers: Uint8Array[][];
     try {
-      const ipc = await runQuery(table, { ...spec, vectors: ms.flatMap((m) => m.vectors), multi: true }, name).then(collect).finally(release);
+      const last = ms.reduce((d, m) => (m.deadline.at > d.at ? m.deadline : d), ms[0].deadline);
+      const ipc = await runQuery(table, { ...spec, vectors: ms.flatMap((m) => m.vectors), multi: true }, name, { deadline: last, signal: null }).then(collect).finally(release);
       answers = splitByQuery(ipc, ms.map((m) => m.vectors.length), QUERY_INDEX);
     } catch (err) {
       // The engine refused the batch (or its result was not what a batch returns, or has a column
@@ -177,9 +178,10 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
     while (g.waiting.length && (out.length === 0 || vectors + g.waiting[0].vectors.length <= most)) {
       const m = g.waiting.shift()!;
       g.waitingVectors -= m.vectors.length;
-      // A client that left while waiting is answered (for the log) and never sent to the engine.
-      if (m.gone?.()) {
-        m.reject(closed());
+      // A client that left while waiting is answered (for the log) and never sent to the engine;
+      // one past its deadline was answered already.
+      if (m.gone?.() || performance.now() >= m.deadline.at) {
+        m.reject(m.gone?.() ? clientGone() : deadlineExceeded(m.deadline));
         continue;
       }
       vectors += m.vectors.length;
@@ -224,8 +226,8 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
   }
 
   return {
-    run(table, spec, name, gone) {
-      if (opts.batchMax < 2 || !batchable(spec)) return runQuery(table, spec, name);
+    run(table, spec, name, b, gone) {
+      if (opts.batchMax < 2 || !batchable(spec)) return runQuery(table, spec, name, b);
       const since = performance.now();
       const batched = choice.batching(since);
       const timed = (p: Promise<QueryResult>) =>
@@ -237,18 +239,18 @@ export function createSearchBatcher(opts: BatchOptions): SearchBatcher {
       if (!batched) {
         // A top-k search's answer is whole when its first batch is ready: the call ends then.
         callStarts(since);
-        return timed(runQuery(table, spec, name).finally(() => callEnds(performance.now())));
+        return timed(runQuery(table, spec, name, b).finally(() => callEnds(performance.now())));
       }
       const key = keyOf(spec);
       const g = groupOf(table, key);
       return timed(
-        new Promise<QueryResult>((resolve, reject) => {
-          const m: Member = { vectors: spec.vectors!, since, gone, resolve, reject };
+        within(new Promise<QueryResult>((resolve, reject) => {
+          const m: Member = { vectors: spec.vectors!, since, deadline: b.deadline, gone, resolve, reject };
           g.waiting.push(m);
           g.waitingVectors += m.vectors.length;
           g.returning = Math.max(0, g.returning - m.vectors.length);
           next(table, spec, name, g, key);
-        }),
+        }), b),
       );
     },
   };

@@ -14,6 +14,7 @@ import type { UnavailableReason } from "../metrics.js";
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
+import type { Deadline } from "../engine/deadline.js";
 import type { Services } from "../services.js";
 import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
 import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
@@ -153,6 +154,17 @@ function headerContext(h: Record<string, string>): Record<string, string> {
   for (const k in h) if (k.startsWith("x-lance-ctx-")) ctx[k.slice(12)] = h[k];
   for (const k in h) if (k.startsWith("x-svc-ctx-")) ctx[k.slice(10)] = h[k];
   return ctx;
+}
+
+/** A client may ask for a shorter time limit than the server's, never a longer one. */
+export const TIMEOUT_HEADER = "x-request-timeout-ms";
+
+/** The request's deadline: --query-timeout-ms from now, or the header's limit where smaller. */
+function deadlineOf(h: Record<string, string>, most: number): Deadline {
+  const asked = h[TIMEOUT_HEADER];
+  if (asked !== undefined && !/^\s*[1-9]\d{0,15}\s*$/.test(asked)) throw invalid(`${TIMEOUT_HEADER}: must be a whole number of milliseconds, at least 1`);
+  const ms = asked === undefined ? most : Math.min(most, Number(asked));
+  return { at: performance.now() + ms, ms };
 }
 
 /** Step `ids`: the path's object id (split by the request's delimiter) and other parameters. */
@@ -385,6 +397,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
       rowFormat: rowFormat(inc.headers.accept),
       minVersion,
+      deadline: deadlineOf(inc.headers, cfg.queryTimeoutMs),
       signal: inc.signal,
       gone: inc.gone,
       largeResult: inc.largeResult ?? noTurn,

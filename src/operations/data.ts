@@ -13,16 +13,16 @@ import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
 import { writeSpec } from "../engine/lsm.js";
-import { countRows, planFilter, tableStats } from "../engine/table-info.js";
+import { countMatching, countRows, planFilter, tableStats } from "../engine/table-info.js";
 import { addRows, deleteRows, updateRows } from "../engine/writes.js";
-import { invalid, unsupported } from "../errors.js";
+import { invalid, isApiError, unsupported } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
 import { arrowOp, jsonOp } from "./define.js";
 import { maintenanceFigures } from "../jobs/kinds/maintenance.js";
 import { openTable, refuseView } from "./table-ref.js";
 import type { OpContext } from "./types.js";
-import { json } from "./types.js";
+import { boundOf, json } from "./types.js";
 
 /**
  * Run a LanceDB call, turning its input errors into 4xx about `field` (chosen from the error when
@@ -32,6 +32,7 @@ async function engine<T>(field: string | ((err: unknown) => string), table: stri
   try {
     return await fn();
   } catch (err) {
+    if (isApiError(err)) throw err;
     throw dataError(err, typeof field === "string" ? field : field(err), table) ?? err;
   }
 }
@@ -160,7 +161,9 @@ export const deleteFromTable = jsonOp(DeleteFromTable, async (ctx) => {
 
 export const countTableRows = jsonOp(CountTableRows, async (ctx) => {
   const { entry, table } = await target(ctx, ctx.body);
-  return json(await engine("predicate", entry.objectId, () => countRows(table, ctx.body.predicate || undefined)));
+  const predicate: string | undefined = ctx.body.predicate || undefined;
+  // Without a predicate the count is read from the table's metadata; with one, it is a scan.
+  return json(await engine("predicate", entry.objectId, () => (predicate ? countMatching(table, predicate, boundOf(ctx)) : countRows(table))));
 }, { query: BranchQuery });
 
 export const getTableStats = jsonOp(GetTableStats, async (ctx) => {

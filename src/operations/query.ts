@@ -6,7 +6,7 @@ import type { Services } from "../services.js";
 import { jsonOp } from "./define.js";
 import { querySpec } from "./query-spec.js";
 import { openTable } from "./table-ref.js";
-import { json } from "./types.js";
+import { boundOf, json } from "./types.js";
 
 const ARROW_FILE = "application/vnd.apache.arrow.file";
 
@@ -20,7 +20,8 @@ const JSON_ROWS = { json: "application/json", ndjson: "application/x-ndjson" } a
 /** Which path answered a vector search: `serving` (the serving index) or `engine; reason=<why>`. */
 export const SEARCH_PATH_HEADER = "x-quiver-search-path";
 
-export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat, gone, largeResult, minVersion }) => {
+export const queryTable = jsonOp(QueryRequest, async (ctx) => {
+  const { id, body, svc, rowFormat, gone, largeResult, minVersion } = ctx;
   const spec: QuerySpec = querySpec(body);
   const { entry, table, name } = await target(svc, id, body);
   // A top-k search answers a few rows and the engine holds little for it: only scans wait for a
@@ -30,11 +31,12 @@ export const queryTable = jsonOp(QueryRequest, async ({ id, body, svc, rowFormat
   const served = await svc.serving.search(entry, table, spec, { version: body.version, branch: body.branch, minVersion }, rowFormat);
   if ("chunks" in served) return { kind: "bytes", contentType, headers: { [SEARCH_PATH_HEADER]: "serving" }, chunks: served.chunks };
   const headers = served.reason === null ? undefined : { [SEARCH_PATH_HEADER]: `engine; reason=${served.reason}` };
-  if (rowFormat === "arrow") return { kind: "bytes", contentType, headers, chunks: await svc.searches.run(table, spec, name, gone) };
+  const b = boundOf(ctx);
+  if (rowFormat === "arrow") return { kind: "bytes", contentType, headers, chunks: await svc.searches.run(table, spec, name, b, gone) };
   const lines = rowFormat === "ndjson";
   // A top-k search answered as JSON batches with the Arrow ones (its answer is small enough to
   // convert whole); a scan's rows are converted as the engine hands them out.
-  const chunks = topK(spec) ? jsonOfIpc(await svc.searches.run(table, spec, name, gone), lines) : await runQueryJson(table, spec, name, lines);
+  const chunks = topK(spec) ? jsonOfIpc(await svc.searches.run(table, spec, name, b, gone), lines) : await runQueryJson(table, spec, name, lines, b);
   return { kind: "bytes", contentType, headers, chunks };
 }, { produces: ARROW_FILE });
 
@@ -51,8 +53,9 @@ export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc })
   return json(path === null ? plan : `${path}\n${plan}`);
 });
 
-export const analyzeQueryPlan = jsonOp(AnalyzeRequest, async ({ id, body, svc }) => {
+export const analyzeQueryPlan = jsonOp(AnalyzeRequest, async (ctx) => {
+  const { id, body, svc } = ctx;
   const spec = querySpec(body);
   const { table, name } = await target(svc, id, body);
-  return json(await analyzeQuery(table, spec, name));
+  return json(await analyzeQuery(table, spec, name, boundOf(ctx)));
 });

@@ -1,5 +1,6 @@
 // What every operation receives and returns: plain data, no transport detail.
 import type { Principal } from "../auth/principal.js";
+import type { Bound, Deadline } from "../engine/deadline.js";
 import type { JsonRows } from "../engine/rows-in.js";
 import type { UnavailableReason } from "../metrics.js";
 import type { Services } from "../services.js";
@@ -40,6 +41,8 @@ export interface OpContext<B = any, P extends Principal | null = Principal> {
   signal: () => AbortSignal;
   /** Whether the client has gone, without making a signal: for polls on a hot path. */
   gone: () => boolean;
+  /** When a query must have answered: --query-timeout-ms from the request's start, or its x-request-timeout-ms if less. */
+  deadline: Deadline;
   /**
    * Wait for a turn of the large-result budget before computing a result that may be large (the
    * engine reads ahead of it, outside any byte count: docs/security.md, "Slow readers"); throws
@@ -67,3 +70,6 @@ export type Handler<B = any, P extends Principal | null = Principal> = (ctx: OpC
 
 export const json = (body: unknown, status = 200, reason?: UnavailableReason): OpResult => ({ kind: "json", status, body, reason });
 export const empty = (status: number): OpResult => ({ kind: "empty", status });
+
+/** What stops an engine query of this request: its deadline, and its client leaving. */
+export const boundOf = (ctx: Pick<OpContext<unknown, Principal | null>, "deadline" | "signal">): Bound => ({ deadline: ctx.deadline, signal: ctx.signal() });

@@ -15,6 +15,14 @@
 // Comparisons and functions that answer a number or a boolean build nothing that outlives them,
 // so a long IN list or a long pattern costs nothing here.
 //
+// Work, not memory: levenshtein compares every character of one argument with every character of
+// the other, |a|·|b| steps a row (a read key's levenshtein(rpad(s,1024,'x'), rpad(s,1024,'y')) ran
+// 20,000 rows for minutes). Its work is priced as a value of that product would be: two literal
+// sizes multiply to elements (at most --max-expression-array), a literal size times a column
+// counts as that many copies of it (at most --max-expression-copies), and two columns are refused.
+// Regular expressions run in time linear in the text once compiled, and strpos, contains and LIKE
+// scan; the query deadline bounds the rest.
+//
 // The tokenizer follows the engine's (Lance's SQL dialect): '…' and "…" with doubled quotes and no
 // backslash escapes, `…` identifiers, -- line comments, /* */ block comments that do not nest.
 // Text the engine could read differently is refused rather than guessed at.
@@ -211,7 +219,7 @@ const BOOLEAN_OPS = new Set(["=", "==", "<", ">", "<=", ">=", "<>", "!=", "~", "
 // Functions that answer a number, a boolean or a small fixed-size value, whatever their arguments.
 const FIXED = new Set([
   "length", "char_length", "character_length", "octet_length", "bit_length", "array_length", "list_length", "cardinality",
-  "array_ndims", "list_ndims", "array_dims", "list_dims", "strpos", "instr", "position", "ascii", "levenshtein", "starts_with",
+  "array_ndims", "list_ndims", "array_dims", "list_dims", "strpos", "instr", "position", "ascii", "starts_with",
   "ends_with", "contains", "array_has", "list_has", "array_contains", "list_contains", "array_has_all", "list_has_all",
   "array_has_any", "list_has_any", "arrays_overlap", "array_position", "list_position", "array_indexof", "list_indexof",
   "array_empty", "list_empty", "empty", "find_in_set", "regexp_like", "regexp_count", "regexp_instr", "md5", "sha224", "sha256",
@@ -259,16 +267,26 @@ function seriesLength(name: string, args: Item[][]): number {
 
 const one = literalSize(1);
 
+/** How a size past a bound is said: of a value built, or of a function's work (steps a row). */
+const BUILT = {
+  elements: (n: number) => `builds up to ${n} elements (array items or characters)`,
+  copies: (column: string, n: number) => `holds column ${column} up to ${n} times in one value`,
+};
+const WORK = {
+  elements: (n: number) => `compares each character of one argument with each of the other: ${n} steps`,
+  copies: (column: string, n: number) => `compares each character of column ${column} with up to ${n} others in one row`,
+};
+
 /** The size of each part of an expression, checking every value it builds against `limits`. */
 function sizer(limits: SizeLimits) {
-  /** `s`, after checking it against both bounds as a value that `what` builds. */
-  function value(s: Size, what: string): Size {
+  /** `s`, after checking it against both bounds as a value that `what` builds (or, `as` WORK, as its work). */
+  function value(s: Size, what: string, as = BUILT): Size {
     if (s.elements > limits.maxExpressionArray) {
-      refuse(`${what} builds up to ${s.elements} elements (array items or characters) in one row, past the limit of ${limits.maxExpressionArray} (--max-expression-array)`);
+      refuse(`${what} ${as.elements(s.elements)} in one row, past the limit of ${limits.maxExpressionArray} (--max-expression-array)`);
     }
     for (const [column, n] of s.copies) {
       if (n > limits.maxExpressionCopies) {
-        refuse(`${what} holds column ${JSON.stringify(column)} up to ${n} times in one value, past the limit of ${limits.maxExpressionCopies} (--max-expression-copies)`);
+        refuse(`${what} ${as.copies(JSON.stringify(column), n)}, past the limit of ${limits.maxExpressionCopies} (--max-expression-copies)`);
       }
     }
     return s;
@@ -400,6 +418,9 @@ function sizer(limits: SizeLimits) {
         return built(product(size(0), add(size(2), one), name));
       case "arrow_cast":
         return size(0);
+      case "levenshtein":
+        value(product(size(0), size(1), `${name}(…)`), `${name}(…)`, WORK);
+        return ZERO;
       default:
         return FIXED.has(name) ? ZERO : built(add(...sizes));
     }

@@ -22,6 +22,20 @@ describe("expression sizing", () => {
     expect(fault("array_repeat(id, +17)")).toMatch(/up to 17 times/);
   });
 
+  it("levenshtein's work is the product of its arguments' sizes: literal by literal, literal by column, never column by column", () => {
+    expect(fault("levenshtein(rpad(s, 32, 'x'), rpad(s, 32, 'y')) > 0")).toBe(null);
+    expect(fault("levenshtein(rpad(s, 1024, 'x'), rpad(s, 1024, 'y')) > 0")).toMatch(
+      /^levenshtein\(…\) compares each character of one argument with each of the other: 1048576 steps in one row, past the limit of 1024 \(--max-expression-array\)$/,
+    );
+    expect(fault("levenshtein(name, 'kitten') < 3")).toBe(null);
+    expect(fault("levenshtein(name, 'sixteen chars ok') < 3")).toBe(null);
+    expect(fault("levenshtein(name, 'seventeen chars!!') < 3")).toMatch(/^levenshtein\(…\) compares each character of column "name" with up to 17 others in one row, past the limit of 16/);
+    expect(fault("LEVENSHTEIN(a, b) = 0")).toMatch(/^levenshtein\(…\) grows with the product of two stored values; give it a literal$/);
+    expect(fault("levenshtein(concat(s, s), 'abcdefghi') > 0")).toMatch(/column "s" with up to 18 others/);
+    // Its answer is a number: what encloses it builds nothing from its arguments.
+    expect(fault("array_repeat(levenshtein(s, 'ab'), 1024)")).toBe(null);
+  });
+
   it("a size that is not an integer literal is refused: columns, arithmetic, casts, floats", () => {
     for (const e of ["array_repeat(id, id)", "array_repeat(1, 2 * 3)", "array_repeat(1, CAST(3 AS INT))", "array_repeat(1, 3::bigint)", "repeat(s, 3e2)", "lpad(s, (10))", "array_resize(a, n)"]) {
       expect(fault(e), e).toMatch(/must be an integer literal/);

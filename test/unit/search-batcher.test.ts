@@ -54,13 +54,15 @@ async function since(before: Awaited<ReturnType<typeof calls>>) {
 const waitedSince = async (before: Awaited<ReturnType<typeof calls>>) => (await calls()).waited - before.waited;
 
 const search = (v: number[] | number[][]) => querySpec({ vector: v, k: 5 } as never);
+/** A deadline no search here comes near. */
+const bound = () => ({ deadline: { at: performance.now() + 60_000, ms: 60_000 }, signal: null });
 
 describe("search batcher", () => {
   it("runs a lone search at once, alone, and records the engine's idle time before each but the first", async () => {
     const b = createSearchBatcher({ batchMax: 64, slots: 2 });
     const before = await calls();
     for (const v of vectors.slice(0, 3)) {
-      await b.run(table, search(v), "t");
+      await b.run(table, search(v), "t", bound());
       // Past the engine call's end (its slot frees just after the answer resolves).
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -70,15 +72,15 @@ describe("search batcher", () => {
   it("counts searches sent alone while batching is off as engine calls: the time they ran is not recorded as idle at the next batch", async () => {
     let on = true;
     const b = createSearchBatcher({ batchMax: 64, slots: 2, choice: { batching: () => on, done: () => undefined } });
-    await b.run(slow, search(slowVectors[0]), "slow");
+    await b.run(slow, search(slowVectors[0]), "slow", bound());
     await new Promise((r) => setTimeout(r, 5));
     const before = await calls();
     on = false;
     const t0 = performance.now();
-    for (const v of slowVectors.slice(1, 6)) await b.run(slow, search(v), "slow");
+    for (const v of slowVectors.slice(1, 6)) await b.run(slow, search(v), "slow", bound());
     const aloneMs = performance.now() - t0;
     on = true;
-    await b.run(slow, search(slowVectors[6]), "slow");
+    await b.run(slow, search(slowVectors[6]), "slow", bound());
     // Only the moments between one call's end and the next one's start were idle.
     const idleMs = ((await calls()).idleSeconds - before.idleSeconds) * 1000;
     expect(idleMs).toBeLessThan(aloneMs / 4);
@@ -92,7 +94,7 @@ describe("search batcher", () => {
     // once they are half of the 19 vectors in flight rounded down (a batch of 9), while the 10
     // still run. Rounded up (10), they waited for the engine to finish: with an odd number in
     // flight the engine ran one call at a time.
-    const runs = [b.run(table, search(vectors.slice(0, 10)), "t"), ...vectors.slice(10, 19).map((v) => b.run(table, search(v), "t"))];
+    const runs = [b.run(table, search(vectors.slice(0, 10)), "t", bound()), ...vectors.slice(10, 19).map((v) => b.run(table, search(v), "t", bound()))];
     await Promise.all(runs);
     expect(await since(before)).toEqual({ count: 2, vectors: 19, ofOne: 0, afterIdle: 0 });
   });
@@ -102,15 +104,15 @@ describe("search batcher", () => {
     await slow.vectorSearch(slowVectors[0]).limit(5).toArrow();
     const before = await calls();
     const t0 = performance.now();
-    await b.run(slow, search(slowVectors.slice(0, 10)), "slow");
+    await b.run(slow, search(slowVectors.slice(0, 10)), "slow", bound());
     const callMs = performance.now() - t0;
     await new Promise((r) => setImmediate(r));
     // Just answered: a client's 10-vector search runs at once, and 9 single searches are a fair
     // share of the 19 in flight. Without turns they left in the same tick and both calls ran in
     // step; in turn, they leave half an engine call later (or when the 10 end, if sooner).
     const t1 = performance.now();
-    const tenMs = b.run(slow, search(slowVectors.slice(10, 20)), "slow").then(() => performance.now() - t1);
-    await Promise.all([tenMs, ...slowVectors.slice(0, 9).map((v) => b.run(slow, search(v), "slow"))]);
+    const tenMs = b.run(slow, search(slowVectors.slice(10, 20)), "slow", bound()).then(() => performance.now() - t1);
+    await Promise.all([tenMs, ...slowVectors.slice(0, 9).map((v) => b.run(slow, search(v), "slow", bound()))]);
     const { count, vectors: n, ofOne } = await since(before);
     expect({ count, vectors: n, ofOne }).toEqual({ count: 3, vectors: 29, ofOne: 0 });
     const meanWaitMs = ((await waitedSince(before)) * 1000) / 9;
@@ -120,14 +122,14 @@ describe("search batcher", () => {
   it("with one slot, the searches that waited leave together when the engine frees (after no idle time to speak of)", async () => {
     const b = createSearchBatcher({ batchMax: 64, slots: 1 });
     const before = await calls();
-    await Promise.all(vectors.slice(0, 6).map((v) => b.run(table, search(v), "t")));
+    await Promise.all(vectors.slice(0, 6).map((v) => b.run(table, search(v), "t", bound())));
     expect(await since(before)).toEqual({ count: 2, vectors: 6, ofOne: 1, afterIdle: 1 });
   });
 
   /** A batcher that has just answered an 8-vector search: past the answer's microtasks (the slot frees in one), before any timer can fire. */
   async function justAnswered8() {
     const b = createSearchBatcher({ batchMax: 64, slots: 2 });
-    await b.run(table, search(vectors.slice(0, 8)), "t");
+    await b.run(table, search(vectors.slice(0, 8)), "t", bound());
     await new Promise((r) => setImmediate(r));
     return { b, before: await calls() };
   }
@@ -136,14 +138,14 @@ describe("search batcher", () => {
     const { b, before } = await justAnswered8();
     // The 8 clients come back: the first finds the engine idle, yet 7 searches are on their way,
     // so it waits for them; they leave as 4 + 4 (the fair share of 8 with two slots), not 1 + 7.
-    await Promise.all(vectors.slice(0, 8).map((v) => b.run(table, search(v), "t")));
+    await Promise.all(vectors.slice(0, 8).map((v) => b.run(table, search(v), "t", bound())));
     const { count, vectors: n, ofOne } = await since(before);
     expect({ count, vectors: n, ofOne }).toEqual({ count: 2, vectors: 8, ofOne: 0 });
   });
 
   it("sends a waiting search once the searches it waited for fail to come back within half an engine call", async () => {
     const { b, before } = await justAnswered8();
-    await b.run(table, search(vectors[0]), "t");
+    await b.run(table, search(vectors[0]), "t", bound());
     expect(await since(before)).toEqual({ count: 1, vectors: 1, ofOne: 1, afterIdle: 1 });
   });
 });

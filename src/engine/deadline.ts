@@ -1,0 +1,88 @@
+// What stops a query: its deadline (--query-timeout-ms, or less where the request asks) and its
+// client leaving. LanceDB is given the time left as its own query timeout, and every pull of a
+// result batch is raced against both here, so the answer never waits for a batch the engine is
+// still computing; once nothing pulls, the engine computes no further batch (docs/security.md,
+// Query deadlines).
+import { ApiError, Code } from "../errors.js";
+import { recordEngineRead } from "../metrics.js";
+
+/** When a request must be answered by (performance.now() clock), and the limit it was given, in ms. */
+export interface Deadline {
+  at: number;
+  ms: number;
+}
+
+/** A query's deadline, and the signal of its client leaving (null where one call serves several clients). */
+export interface Bound {
+  deadline: Deadline;
+  signal: AbortSignal | null;
+}
+
+export const deadlineExceeded = (d: Deadline) =>
+  new ApiError(
+    Code.ServiceUnavailable,
+    `the query did not finish within its deadline of ${d.ms} ms and was stopped (--query-timeout-ms, or a smaller x-request-timeout-ms header); narrow it with a filter or a limit`,
+    503,
+    { reason: "deadline" },
+  );
+
+export const clientGone = () => new ApiError(Code.InvalidInput, "client closed the connection");
+
+/** Milliseconds left before `d`, at least 1 (LanceDB reads 0 as no timeout); throws once it has passed. */
+export function msLeft(b: Bound): number {
+  const left = b.deadline.at - performance.now();
+  if (left <= 0) throw deadlineExceeded(b.deadline);
+  if (b.signal?.aborted) throw clientGone();
+  return Math.max(1, Math.ceil(left));
+}
+
+// LanceDB's own timeout, from its query execution options.
+const ENGINE_TIMEOUT = /Query timeout after \d+ ms/;
+
+/**
+ * `work`, or the deadline's error once it passes, or the client's leaving; `work` is not stopped
+ * by this, only no longer awaited (its engine call ends at its batch, and none follows).
+ */
+export function within<T>(work: Promise<T>, b: Bound): Promise<T> {
+  let left: number;
+  try {
+    left = msLeft(b);
+  } catch (err) {
+    work.catch(() => undefined);
+    return Promise.reject(err);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const settle = () => {
+      clearTimeout(timer);
+      b.signal?.removeEventListener("abort", onAbort);
+    };
+    const onAbort = () => {
+      settle();
+      reject(clientGone());
+    };
+    const timer = setTimeout(() => {
+      b.signal?.removeEventListener("abort", onAbort);
+      reject(deadlineExceeded(b.deadline));
+    }, left);
+    b.signal?.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (v) => {
+        settle();
+        resolve(v);
+      },
+      (err) => {
+        settle();
+        const late = performance.now() >= b.deadline.at || ENGINE_TIMEOUT.test(String((err as Error)?.message ?? err));
+        reject(late ? deadlineExceeded(b.deadline) : err);
+      },
+    );
+  });
+}
+
+/** One engine pull, counted in quiver_engine_reads_running until the engine answers it (whoever still waits). */
+export function counted<T>(pull: Promise<T>): Promise<T> {
+  recordEngineRead(1);
+  const done = () => recordEngineRead(-1);
+  pull.then(done, done);
+  return pull;
+}
