@@ -1,7 +1,8 @@
 // Nothing proportional to rows, values or body bytes runs on the event loop: while one request of
 // such work runs, `/healthz` stays quick. Sampled open loop (a request every 10 ms, not waiting for
 // the last), so a stall of the event loop shows as every request sent during it waiting, in p99.
-// The bound has margin for a loaded 2-core machine; the stalls before were seconds long.
+// The bound is 250 ms over the p99 of the same sampling with no work running: a loaded 2-core
+// machine delays any process that long now and then, and the stalls before were seconds long.
 import * as lancedb from "@lancedb/lancedb";
 import { describe, expect, it } from "vitest";
 import { batches, queryVectors } from "../../bench/dataset.js";
@@ -24,8 +25,17 @@ const q = serverForFile(
   120_000,
 );
 
+/** The p99 of `/healthz` sampled for 2 s with no work running (measured once). */
+let idle99: number | null = null;
+
+/** `sampled` while `work` runs, and the bound its p99 is held to. */
+async function sampledDuring<T>(work: () => Promise<T>): Promise<{ result: T; p99: number; max: number; n: number; bound: number }> {
+  idle99 ??= (await sampled(() => new Promise((r) => setTimeout(r, 2000)))).p99;
+  return { ...(await sampled(work)), bound: P99_MS + idle99 };
+}
+
 /** `/healthz` latencies, in ms, of requests sent every 10 ms while `work` runs, and its result. */
-async function sampledDuring<T>(work: () => Promise<T>): Promise<{ result: T; p99: number; max: number; n: number }> {
+async function sampled<T>(work: () => Promise<T>): Promise<{ result: T; p99: number; max: number; n: number }> {
   const latencies: Promise<number>[] = [];
   let done = false;
   const sampler = (async () => {
@@ -53,7 +63,7 @@ describe("the event loop under one request's work", () => {
     const values = Array.from({ length: 2000 }, (_, i) => i * 7 + 1);
     // Distinct filters: each is evaluated afresh (a filter's bitmap is kept per index version).
     const filters = [1, 2, 3].map((n) => `id > -${n} AND id IN (${values.join(", ")})`);
-    const { result, p99, max, n } = await sampledDuring(async () => {
+    const { result, p99, max, n, bound } = await sampledDuring(async () => {
       const answers = [];
       for (const filter of filters) answers.push(await read({ filter, k: 10, bypass_vector_index: true }));
       return answers;
@@ -66,22 +76,22 @@ describe("the event loop under one request's work", () => {
       expect(r.headers.get("x-quiver-search-path")).toBe("serving");
       expect(r.json.map((row: { id: number }) => row.id)).toEqual(engine);
     }
-    expect(p99, `/healthz p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms over ${n} requests`).toBeLessThanOrEqual(P99_MS);
+    expect(p99, `/healthz p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms over ${n} requests; idle p99 ${idle99!.toFixed(0)} ms`).toBeLessThanOrEqual(bound);
   }, 120_000);
 
-  it("an insert of 6 MB of NDJSON rows: parsed and built off the event loop, every row stored", async () => {
+  it("inserts of 4 MB of NDJSON rows: parsed and built off the event loop, every row stored", async () => {
     const row = (i: number) => JSON.stringify({ id: i, text: `row ${i} `.padEnd(120, "x"), vector: Array.from({ length: 8 }, (_, d) => (i * 7 + d) / 1000) });
     const create = await q.call("POST", "/v1/table/w/create", `${row(0)}\n`, { "content-type": "application/x-ndjson", "x-api-key": WRITE_KEY });
     expect(create.status, create.text).toBe(200);
-    const body = Array.from({ length: 30_000 }, (_, i) => row(i + 1)).join("\n");
-    expect(body.length).toBeGreaterThan(6_000_000);
-    const { result, p99, max, n } = await sampledDuring(async () => {
+    const body = Array.from({ length: 20_000 }, (_, i) => row(i + 1)).join("\n");
+    expect(body.length).toBeGreaterThan(4_000_000);
+    const { result, p99, max, n, bound } = await sampledDuring(async () => {
       const answers = [];
-      for (let k = 0; k < 2; k++) answers.push(await q.call("POST", "/v1/table/w/insert", body, { "content-type": "application/x-ndjson", "x-api-key": WRITE_KEY }));
+      for (let k = 0; k < 3; k++) answers.push(await q.call("POST", "/v1/table/w/insert", body, { "content-type": "application/x-ndjson", "x-api-key": WRITE_KEY }));
       return answers;
     });
     for (const r of result) expect(r.status, r.text).toBe(200);
     expect((await q.call("POST", "/v1/table/w/count_rows", {})).json).toBe(60_001);
-    expect(p99, `/healthz p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms over ${n} requests`).toBeLessThanOrEqual(P99_MS);
+    expect(p99, `/healthz p99 ${p99.toFixed(0)} ms, max ${max.toFixed(0)} ms over ${n} requests; idle p99 ${idle99!.toFixed(0)} ms`).toBeLessThanOrEqual(bound);
   }, 120_000);
 });
