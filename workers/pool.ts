@@ -1,7 +1,7 @@
 // The server's worker pool: one Piscina pool of `--workers` threads for the trusted work it does off
-// the event loop (decoding large Arrow uploads and large bodies of JSON rows). User code never runs here: UDFs and table functions
-// run in the compute sandbox process (workers/compute-client.ts). Tasks are named exports of
-// workers/threads/ingest.ts; each task has its own admission
+// the event loop (decoding large Arrow uploads and large bodies of JSON rows). User code never runs
+// here: UDFs and table functions run in the compute sandbox process (workers/compute-client.ts).
+// Tasks are named exports of workers/threads/ingest.ts; each task has its own admission
 // bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
 // yet still runs it later), so one kind of work cannot take every queue slot from another.
 // Queries never use it: LanceDB runs them on its own native threads (docs/design.md, "Where the work runs").
