@@ -1,7 +1,7 @@
 // The server's worker pool: one Piscina pool of `--workers` threads for the trusted work it does off
-// the event loop (decoding large Arrow uploads). User code never runs here: UDFs and table functions
-// run in the compute sandbox process (workers/compute-client.ts). Tasks are named exports of
-// workers/threads/ingest.ts; each task has its own admission
+// the event loop (decoding large Arrow uploads and large bodies of JSON rows). User code never runs
+// here: UDFs and table functions run in the compute sandbox process (workers/compute-client.ts).
+// Tasks are named exports of workers/threads/ingest.ts; each task has its own admission
 // bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
 // yet still runs it later), so one kind of work cannot take every queue slot from another.
 // Queries never use it: LanceDB runs them on its own native threads (docs/design.md, "Where the work runs").
@@ -10,10 +10,11 @@ import { Piscina } from "piscina";
 import type { Config } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { isPlainIpc, normaliseIpc } from "../src/engine/ipc-in.js";
-import { ApiError, Code, invalid } from "../src/errors.js";
+import { jsonRowsTable, type JsonRowsBody, type RowsTarget } from "../src/engine/rows-in.js";
+import { ApiError, Code } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
 import { ownBuffer } from "../src/util/own-buffer.js";
-import type { IngestReply, IngestTask } from "./threads/ingest.js";
+import type { IngestReply, IngestTask, JsonIngestTask } from "./threads/ingest.js";
 
 export interface WorkerPool {
   /**
@@ -23,6 +24,12 @@ export interface WorkerPool {
    * stalls the event loop serving queries. `raw` is moved to the worker: do not use it afterwards.
    */
   ingest(raw: Uint8Array | undefined): Promise<A.Table>;
+  /**
+   * A body of JSON rows as a table read into `to` (rows-in.ts): up to `--ingest-inline-max-bytes`
+   * on the calling thread, larger ones in a worker (parsing and building are O(bytes)). The bytes
+   * are moved to the worker: do not use them afterwards.
+   */
+  jsonRows(body: JsonRowsBody, to: Omit<RowsTarget, "maxDecoded" | "maxJsonDepth">): Promise<A.Table>;
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
   run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
   /** Threads started, threads running a task, tasks waiting for a thread. */
@@ -30,7 +37,7 @@ export interface WorkerPool {
   destroy(): Promise<void>;
 }
 
-type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes" | "maxDecodedBody"> & Partial<Pick<Config, "workerHeapMb">>;
+type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes" | "maxDecodedBody" | "maxJsonDepth"> & Partial<Pick<Config, "workerHeapMb">>;
 
 export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
   const pool = new Piscina({
@@ -43,7 +50,7 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
     // A task past the heap limit fails alone; Piscina replaces its worker.
     ...(config.workerHeapMb ? { resourceLimits: { maxOldGenerationSizeMb: config.workerHeapMb } } : {}),
   });
-  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, ...bounds };
+  const limits: Record<string, number> = { ingest: config.workers + config.maxQueue, ingestJson: config.workers + config.maxQueue, ...bounds };
   const admitted: Record<string, number> = {};
 
   async function run<T>(name: string, data: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
@@ -61,6 +68,11 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
     }
   }
 
+  const tableOf = (reply: IngestReply) => {
+    if (reply instanceof Uint8Array) return arrow.tableFromIPC(reply);
+    throw new ApiError(reply.code, reply.error, reply.status);
+  };
+
   // One task per thread at a time: the admitted tasks not waiting in Piscina's queue are running.
   const stats = () => {
     let total = 0;
@@ -73,9 +85,14 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
       if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) return normaliseIpc(raw, config.maxDecodedBody).table;
       const own = ownBuffer(raw);
       const task: IngestTask = { body: own, maxDecodedBody: config.maxDecodedBody };
-      const reply = await run<IngestReply>("ingest", task, [own.buffer as ArrayBuffer]);
-      if (reply instanceof Uint8Array) return arrow.tableFromIPC(reply);
-      throw invalid(reply.error);
+      return tableOf(await run<IngestReply>("ingest", task, [own.buffer as ArrayBuffer]));
+    },
+    async jsonRows(body, target) {
+      const to = { ...target, maxDecoded: config.maxDecodedBody, maxJsonDepth: config.maxJsonDepth };
+      if (body.bytes.length <= config.ingestInlineMaxBytes) return jsonRowsTable(body, to);
+      const own = ownBuffer(body.bytes);
+      const task: JsonIngestTask = { body: { bytes: own, ndjson: body.ndjson }, to: { ...to, schema: to.schema && arrow.tableToIPC(new arrow.Table(to.schema), "stream") } };
+      return tableOf(await run<IngestReply>("ingestJson", task, [own.buffer as ArrayBuffer]));
     },
     run,
     stats,

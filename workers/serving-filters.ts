@@ -1,17 +1,19 @@
 // Filters of searches answered by the serving index, as a bit per slot in a SharedArrayBuffer the
 // workers read, once per filter and index version. The simple comparisons whose answer is certain
 // to be the engine's (src/engine/serving-predicate.ts) are evaluated over the cached column values
-// of the slots; LanceDB evaluates every other filter (so its semantics and its errors are the
-// engine's own), as the row ids it selects. A later version needs only the rows added since
+// of the slots, in a serving pool thread (its cost grows with the rows: never on the event loop);
+// LanceDB evaluates every other filter (so its semantics and its errors are the engine's own), as
+// the row ids it selects, which are set in slices. A later version needs only the rows added since
 // evaluated (`_rowid IN (…)`); rows gone are tombstones the search skips anyway.
 import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
 import { NO_VECTOR, slotOf } from "../src/engine/serving-row-slots.js";
-import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, valueIndexGrowth, type Compiled } from "../src/engine/serving-predicate.js";
+import { filterTypes, newValueIndex, valueIndexGrowth, type FilterSource, type Operand, type ValueIndex } from "../src/engine/serving-predicate.js";
 import type { Schema } from "apache-arrow";
 import { rowIdsOf } from "../src/engine/serving-source.js";
 import type { TableHandle } from "../src/engine/tables.js";
 import { slicer } from "../src/util/turns.js";
 import { TooBig, type ServingIndex } from "./serving-index.js";
+import type { ServingPool } from "./serving-pool.js";
 
 export interface FilterBits {
   bits: Uint32Array;
@@ -33,8 +35,6 @@ interface Evaluated extends FilterBits {
 
 /** Filters remembered per index; the least recently used go past this. */
 const MOST_FILTERS = 64;
-/** Slots added to a value index between two looks at the clock (src/util/turns.ts). */
-const SLICE = 256;
 /** New slots evaluated by row id at most; more and the filter is evaluated again whole. */
 const MOST_NEW = 2000;
 
@@ -49,9 +49,14 @@ export interface Filters {
   bitsFor(ix: ServingIndex, filter: string, at: AtVersion): Promise<FilterBits>;
 }
 
+/** The pool's filter tasks (workers/serving-pool.ts). */
+export type FilterThreads = Pick<ServingPool, "filterPlan" | "filter">;
+
 /** `room`: the bytes the serving indexes may still take (`--serving-memory-mb` less what they hold). */
-export function createFilters(room: () => number): Filters {
+export function createFilters(room: () => number, threads: FilterThreads): Filters {
   const byIndex = new WeakMap<ServingIndex, Map<string, Held>>();
+  /** Each value index's tasks, one after another (a task extends it). */
+  const growing = new WeakMap<ValueIndex, Promise<unknown>>();
 
   /** A bitmap for `slots` (room for a quarter more to come), within the memory left. */
   function words(slots: number): Uint32Array {
@@ -60,9 +65,14 @@ export function createFilters(room: () => number): Filters {
     return new Uint32Array(new SharedArrayBuffer(bytes));
   }
 
-  function setBits(ix: ServingIndex, e: Evaluated, ids: BigUint64Array[]): void {
+  /** Set the slots of the row ids LanceDB selected: as many as the table's rows, so in slices of the event loop. */
+  async function setBits(ix: ServingIndex, e: Evaluated, ids: BigUint64Array[]): Promise<void> {
+    const slice = slicer();
     for (const chunk of ids) {
       for (const id of chunk) {
+        // A turn only once a slice's time is up: awaiting nothing would still cost a microtask a row.
+        const turn = slice.pause();
+        if (turn) await turn;
         const slot = slotOf(ix.rowSlots, Number(id));
         if (slot === undefined || slot === NO_VECTOR) continue;
         e.bits[slot >> 5] |= 1 << (slot & 31);
@@ -73,7 +83,7 @@ export function createFilters(room: () => number): Filters {
 
   async function whole(ix: ServingIndex, filter: string, t: TableHandle, version: number, covered: number): Promise<Evaluated> {
     const e: Evaluated = { bits: words(slotCount(ix.graph)), passing: 0, version, covered };
-    setBits(ix, e, await rowIdsOf(t, filter));
+    await setBits(ix, e, await rowIdsOf(t, filter));
     return e;
   }
 
@@ -82,9 +92,9 @@ export function createFilters(room: () => number): Filters {
    * to `to` found in the column's value index; null when the index would not fit the memory left
    * (it goes, and the records are read instead).
    */
-  async function lookup(ix: ServingIndex, point: NonNullable<Compiled["point"]>, bits: Uint32Array, from: number, to: number): Promise<number | null> {
-    const name = point.column.name;
-    const index = ix.valueIndexes.get(name) ?? newValueIndex(point.column, point.type);
+  async function lookup(ix: ServingIndex, source: FilterSource, on: Operand, bits: Uint32Array, from: number, to: number): Promise<number | null> {
+    const name = on.column.name;
+    const index = ix.valueIndexes.get(name) ?? newValueIndex(on);
     // Summing every index's bytes is only needed when this one grows.
     const growth = valueIndexGrowth(index, to);
     if (growth > 0 && growth > room()) {
@@ -92,28 +102,28 @@ export function createFilters(room: () => number): Filters {
       return null;
     }
     ix.valueIndexes.set(name, index);
-    // Built in slices with the event loop's turn between them.
-    index.growing = index.growing.then(async () => {
-      const slice = slicer();
-      while (index.upTo < to) {
-        extendValueIndex(ix.graph, index, to, SLICE);
-        if (index.upTo < to) await slice.pause();
-      }
+    // Extended and looked up in a thread, one task at a time: each may replace the index's arrays.
+    const task = (growing.get(index) ?? Promise.resolve()).then(async () => {
+      const r = await threads.filter({ index: ix.ref, ...source, bits, from, to, values: index });
+      const { upTo, heads, next, hashes } = r.values!;
+      Object.assign(index, { upTo, heads, next, hashes });
+      return r.passing;
     });
-    await index.growing;
-    return lookupSlots(ix.graph, index, point.keys, bits, from, to);
+    growing.set(index, task.catch(() => undefined));
+    return task;
   }
 
   async function evaluate(ix: ServingIndex, filter: string, at: AtVersion, before: Evaluated | null): Promise<Evaluated> {
     const version = ix.version;
     const covered = ix.slotsAtVersion;
-    const compiled = compileFilter(filter, (await at.schema(version)).fields, ix.ref.columns);
-    if (compiled) {
+    const source: FilterSource = { filter, types: filterTypes((await at.schema(version)).fields), columns: ix.ref.columns };
+    const plan = await threads.filterPlan(source);
+    if (plan) {
       // Slots below the last evaluation's keep their bits (a slot's values never change; rows gone are tombstones).
       const bits = before && covered <= before.bits.length * 32 ? before.bits : words(covered);
       if (before && bits !== before.bits) bits.set(before.bits);
       const from = before?.covered ?? 0;
-      const added = (compiled.point && (await lookup(ix, compiled.point, bits, from, covered))) ?? evaluateSlots(ix.graph, compiled.test, bits, from, covered);
+      const added = (plan.point && (await lookup(ix, source, plan.point, bits, from, covered))) ?? (await threads.filter({ index: ix.ref, ...source, bits, from, to: covered, values: null })).passing;
       return { bits, passing: (before?.passing ?? 0) + added, version, covered };
     }
     const t = await at.table(version);
@@ -125,7 +135,7 @@ export function createFilters(room: () => number): Filters {
       bits.set(before.bits);
     }
     const e: Evaluated = { bits, passing: before.passing, version, covered };
-    if (fresh.length > 0) setBits(ix, e, await rowIdsOf(t, `(${filter}) AND _rowid IN (${fresh.join(",")})`));
+    if (fresh.length > 0) await setBits(ix, e, await rowIdsOf(t, `(${filter}) AND _rowid IN (${fresh.join(",")})`));
     return e;
   }
 

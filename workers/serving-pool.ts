@@ -7,7 +7,8 @@ import { Piscina } from "piscina";
 import type { Applied, AnswerPlan } from "../src/engine/serving-rows.js";
 import { LANES } from "../src/engine/serving-graph.js";
 import { recordPoolTask } from "../src/metrics.js";
-import type { ApplyTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask } from "./threads/serving.js";
+import type { FilterSource, Operand, ValueIndex } from "../src/engine/serving-predicate.js";
+import type { ApplyTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask, ServingFilterTask } from "./threads/serving.js";
 
 export interface ServingPool {
   /** Write rows into an index (the caller keeps one writer at a time per index). */
@@ -16,6 +17,10 @@ export interface ServingPool {
   link(index: IndexRef, from: number, to: number): Promise<void>;
   /** Link the live rows no walk reaches (as the index's writer, after a build or between syncs); returns how many. */
   connect(index: IndexRef): Promise<number>;
+  /** Whether the index evaluates a filter itself, and the column of the value index it looks up. */
+  filterPlan(source: FilterSource): Promise<{ point: Operand | null } | null>;
+  /** Evaluate a filter over an index's records into a shared bitmap (the caller keeps one task at a time per value index). */
+  filter(task: ServingFilterTask): Promise<{ passing: number; values: ValueIndex | null }>;
   /** One search: an IPC answer, or the rows found when `hitsOnly`. */
   search(index: IndexRef, plan: AnswerPlan, query: SearchQuery, hitsOnly: boolean): Promise<Uint8Array | FoundRows>;
   /** Threads, tasks running, searches waiting. */
@@ -88,7 +93,7 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
     }
   }
 
-  /** A task of an index's one writer (no scratch lane of the searches'). */
+  /** A task without a scratch lane of the searches' (an index's one writer's, or a filter's). */
   async function writerTask(name: string, metric: string, task: unknown, transferList: ArrayBuffer[]): Promise<unknown> {
     running++;
     const started = performance.now();
@@ -118,6 +123,8 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
       }
     },
     connect: (index) => writerTask("servingConnect", "serving_connect", { index }, []) as Promise<number>,
+    filterPlan: (source) => writerTask("servingFilterPlan", "serving_filter", source, []) as Promise<{ point: Operand | null } | null>,
+    filter: (task) => writerTask("servingFilter", "serving_filter", task, []) as Promise<{ passing: number; values: ValueIndex | null }>,
     search(index, plan, query, hitsOnly) {
       return new Promise((resolve, reject) => {
         const key = `${index.key}\u0000${plan.key}\u0000${hitsOnly}`;

@@ -16,7 +16,7 @@ import type { QuerySpec } from "../src/engine/query-spec.js";
 import { slotCount, tombstones } from "../src/engine/serving-graph.js";
 import { mappedRows } from "../src/engine/serving-row-slots.js";
 import { columnLayout, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
-import { compileFilter } from "../src/engine/serving-predicate.js";
+import { filterTypes } from "../src/engine/serving-predicate.js";
 import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../src/engine/serving-source.js";
 import { tableVersion } from "../src/engine/table-info.js";
 import type { TableHandle, Tables } from "../src/engine/tables.js";
@@ -126,7 +126,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   /** What a table's index holds of the budget, with what a build or sync in progress was granted. */
   const held = (s: TableState) => (s.ix ? figures(s.ix).bytes : 0) + s.reserved;
   const used = () => [...states.values()].reduce((n, s) => n + held(s), 0);
-  const filters = createFilters(() => budget() - used());
+  const filters = createFilters(() => budget() - used(), { filterPlan: (s) => poolOf().filterPlan(s), filter: (t) => poolOf().filter(t) });
   let clock = 0;
 
   /**
@@ -645,7 +645,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if ("reason" in r) return r.reason === null || r.reason === "disabled" || r.reason === "not_indexed" ? null : `QuiverSearchPath: engine (reason: ${r.reason})`;
       const { ix } = r;
       const how = spec.bypassVectorIndex ? "exact (every row measured)" : `HNSW m=${GRAPH_M} ef_construction=${EF_CONSTRUCTION} ef=${r.ef}`;
-      const by = spec.filter !== null && compileFilter(spec.filter, (await schemaOf(table)).fields, ix.ref.columns) !== null ? "over the index's cached columns" : "by LanceDB";
+      const by = spec.filter !== null && (await poolOf().filterPlan({ filter: spec.filter, types: filterTypes((await schemaOf(table)).fields), columns: ix.ref.columns })) !== null ? "over the index's cached columns" : "by LanceDB";
       const filter = spec.filter === null ? "" : `, filter ${spec.prefilter ? "before" : "after"} the search (a row bitmap evaluated ${by})`;
       return `QuiverSearchPath: serving index (${how}, metric=${ix.metric}, column=${JSON.stringify(ix.column)}, version=${ix.version}, rows=${mappedRows(ix.rowSlots)}, slots=${slotCount(ix.graph)}, tombstones=${tombstones(ix.graph)}${filter}, k=${r.k}, offset=${spec.offset})`;
     },

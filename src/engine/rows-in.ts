@@ -8,6 +8,7 @@ import type * as A from "apache-arrow";
 import { invalid } from "../errors.js";
 import { arrow } from "./arrow.js";
 import { fromJsonSchema, type JsonArrowSchema } from "./json-arrow.js";
+import { checkJsonDepth } from "../util/json-depth.js";
 
 export interface JsonRows {
   rows: Record<string, unknown>[];
@@ -36,7 +37,7 @@ function refuseProtoKeys(v: unknown, at: string): void {
 }
 
 /** Parse a body of JSON rows (array, `{schema, rows}` object, or NDJSON lines). */
-export function parseJsonRows(text: string, ndjson: boolean): JsonRows {
+function parseJsonRows(text: string, ndjson: boolean): JsonRows {
   const rows = parseRows(text, ndjson);
   if (text.includes(`"${PROTO}"`)) rows.rows.forEach((r, i) => refuseProtoKeys(r, `rows[${i}]`));
   return rows;
@@ -310,7 +311,34 @@ function infer(values: unknown[], what: string): A.DataType {
 }
 
 /** The table for a create from JSON rows: the schema given with the rows, or the one they imply. */
-export function createTableFromRows(body: JsonRows, table: string, maxDecoded: number): A.Table {
+function createTableFromRows(body: JsonRows, table: string, maxDecoded: number): A.Table {
   const schema = body.schema ? fromJsonSchema(body.schema) : inferSchema(body.rows);
   return rowsToTable(body.rows, schema, table, maxDecoded);
+}
+
+/** A body of JSON rows as received: its bytes, and whether they are NDJSON lines. */
+export interface JsonRowsBody {
+  bytes: Uint8Array;
+  ndjson: boolean;
+}
+
+/**
+ * What JSON rows are read into: a table's `schema`, less its `optional` columns (SQL virtual ones)
+ * that no row names; or, with none, the schema the body gives or the rows imply (a new table).
+ */
+export interface RowsTarget {
+  schema: A.Schema | null;
+  optional: string[];
+  table: string;
+  maxDecoded: number;
+  maxJsonDepth: number;
+}
+
+/** A body of JSON rows as an Arrow table: O(bytes), so the worker pool runs it for all but small bodies (workers/pool.ts). */
+export function jsonRowsTable(body: JsonRowsBody, to: RowsTarget): A.Table {
+  checkJsonDepth(body.bytes, to.maxJsonDepth, "rows");
+  const parsed = parseJsonRows(Buffer.from(body.bytes.buffer, body.bytes.byteOffset, body.bytes.byteLength).toString("utf8"), body.ndjson);
+  if (!to.schema) return createTableFromRows(parsed, to.table, to.maxDecoded);
+  const written = (f: A.Field) => !to.optional.includes(f.name) || parsed.rows.some((r) => f.name in r);
+  return rowsToTable(parsed.rows, new arrow.Schema(to.schema.fields.filter(written)), to.table, to.maxDecoded);
 }

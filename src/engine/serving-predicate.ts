@@ -6,6 +6,8 @@
 // the engine's three. Anything else (another type, a function, a cast, a quoted name, NOT, LIKE)
 // is null here and the engine evaluates it. A filter on a unique key (`id = 12345`, one per
 // search) cost a scan of every fragment in the engine; here it is a lookup in a value index.
+// A compiled filter is plain data: the serving pool's threads evaluate it over the shared records
+// (workers/threads/serving.ts), never the event loop, since its cost grows with the table's rows.
 import type { DataType, Field } from "apache-arrow";
 import { arrow } from "./arrow.js";
 import type { CachedColumn } from "./serving-rows.js";
@@ -13,16 +15,22 @@ import { recordAt, refresh, type Graph } from "./serving-graph.js";
 
 type Op = "=" | "!=" | "<" | "<=" | ">" | ">=";
 type Literal = bigint | string;
-type Node = { all: Node[] } | { any: Node[] } | { column: CachedColumn; type: DataType; test: Test };
+/** A cached column as the evaluator reads it: a string, or an integer of the column's width and sign. */
+export interface Operand {
+  column: CachedColumn;
+  str: boolean;
+  signed: boolean;
+}
+type Node = { all: Node[] } | { any: Node[] } | { on: Operand; test: Test };
 type Test = { op: Op; value: Literal } | { in: Literal[] } | { isNull: boolean };
 
 /** Whether the row in a slot passes, from its record alone. */
 export type SlotTest = (g: Graph, view: DataView, slot: number) => boolean;
 
-/** A compiled filter: its test, and for one column equal to one of some values, those (a lookup, not a pass over every slot). */
+/** A compiled filter: its tree, and for one column equal to one of some values, those (a lookup, not a pass over every slot). */
 export interface Compiled {
-  test: SlotTest;
-  point: { column: CachedColumn; type: DataType; keys: Key[] } | null;
+  tree: Node;
+  point: { on: Operand; values: Literal[] } | null;
 }
 
 /** A value looked up in a value index: its hash, and its comparison with a slot's value (0: equal). */
@@ -55,6 +63,14 @@ function tokens(s: string): string[] | null {
   return out;
 }
 
+/** A column's type as filters read it, plain data for a pool thread: a string, or an integer's range of values and its sign (null: another type). */
+export interface FilterType {
+  name: string;
+  str: boolean;
+  range: [bigint, bigint] | null;
+  signed: boolean;
+}
+
 const intRange = (t: DataType): [bigint, bigint] | null => {
   if (t.typeId !== arrow.Type.Int) return null;
   const { bitWidth, isSigned } = t as import("apache-arrow").Int;
@@ -64,32 +80,40 @@ const intRange = (t: DataType): [bigint, bigint] | null => {
 const INT64 = [-(1n << 63n), (1n << 63n) - 1n];
 const isString = (t: DataType) => t.typeId === arrow.Type.Utf8 || t.typeId === arrow.Type.LargeUtf8;
 
-/** Compile `filter` against the cached `columns` (with the table's `fields` for their types), or null when the engine must evaluate it. */
-export function compileFilter(filter: string, fields: Field[], columns: CachedColumn[]): Compiled | null {
+/** The table's columns a filter may name, as filters read their types. */
+export const filterTypes = (fields: Field[]): FilterType[] =>
+  fields.map((f) => ({ name: f.name, str: isString(f.type), range: intRange(f.type), signed: f.type.typeId === arrow.Type.Int && (f.type as import("apache-arrow").Int).isSigned }));
+
+/**
+ * Compile `filter` against the cached `columns` (with the table's `types`), or null when the engine
+ * must evaluate it. O(the filter's length): run in a pool thread (workers/threads/serving.ts).
+ */
+export function compileFilter(filter: string, types: FilterType[], columns: CachedColumn[]): Compiled | null {
   const ts = tokens(filter);
   if (!ts || ts.length === 0) return null;
   let i = 0;
   const peek = () => ts[i]?.toLowerCase();
-  const literal = (type: DataType): Literal | null => {
+  const literal = (type: FilterType): Literal | null => {
     const neg = ts[i] === "-";
     if (neg) i++;
     const t = ts[i++];
     if (t === undefined) return null;
-    const range = intRange(type);
+    const { range } = type;
     if (range && /^\d+$/.test(t)) {
       // Within the column's type and a signed 64-bit integer (the engine's type for the literal).
       const v = neg ? -BigInt(t) : BigInt(t);
       return v >= range[0] && v <= range[1] && v >= INT64[0] && v <= INT64[1] ? v : null;
     }
-    if (!neg && isString(type) && t.startsWith("'")) return t.slice(1);
+    if (!neg && type.str && t.startsWith("'")) return t.slice(1);
     return null;
   };
   const comparison = (): Node | null => {
     const name = ts[i++];
     if (name === undefined || !/^[a-z_][a-z0-9_]*$/.test(name) || KEYWORDS.has(name)) return null;
     const column = columns.find((c) => c.name === name);
-    const type = fields.find((f) => f.name === name)?.type;
-    if (!column || !type || !(intRange(type) || isString(type))) return null;
+    const type = types.find((f) => f.name === name);
+    if (!column || !type || !(type.range || type.str)) return null;
+    const on: Operand = { column, str: type.str, signed: type.signed };
     const next = peek();
     if (next === "is") {
       i++;
@@ -97,27 +121,28 @@ export function compileFilter(filter: string, fields: Field[], columns: CachedCo
       if (not) i++;
       if (peek() !== "null") return null;
       i++;
-      return { column, type, test: { isNull: !not } };
+      return { on, test: { isNull: !not } };
     }
     if (next === "in") {
       i++;
       if (ts[i++] !== "(") return null;
-      const values: Literal[] = [];
+      // Each value once: a lookup per repeat would find the same rows again.
+      const values = new Set<Literal>();
       for (;;) {
         const v = literal(type);
         if (v === null) return null;
-        values.push(v);
+        values.add(v);
         const sep = ts[i++];
         if (sep === ")") break;
         if (sep !== ",") return null;
       }
-      return { column, type, test: { in: values } };
+      return { on, test: { in: [...values] } };
     }
     const op = ts[i++] === "<>" ? "!=" : ts[i - 1];
     if (!["=", "!=", "<", "<=", ">", ">="].includes(op)) return null;
-    if (isString(type) && op !== "=" && op !== "!=") return null;
+    if (type.str && op !== "=" && op !== "!=") return null;
     const value = literal(type);
-    return value === null ? null : { column, type, test: { op: op as Op, value } };
+    return value === null ? null : { on, test: { op: op as Op, value } };
   };
   let depth = 0;
   const factor = (): Node | null => {
@@ -144,14 +169,16 @@ export function compileFilter(filter: string, fields: Field[], columns: CachedCo
   const either = joined("or", both, (any) => ({ any }));
   const tree = either();
   if (!tree || i !== ts.length) return null;
-  const point = "column" in tree && ("in" in tree.test || ("op" in tree.test && tree.test.op === "=")) ? tree : null;
-  const keys = point ? ("in" in point.test ? point.test.in : [(point.test as { value: Literal }).value]).map((v) => keyOf(point.column, point.type, v)) : [];
-  return { test: testOf(tree), point: point ? { column: point.column, type: point.type, keys } : null };
+  const point = "on" in tree && ("in" in tree.test || ("op" in tree.test && tree.test.op === "=")) ? tree : null;
+  return { tree, point: point ? { on: point.on, values: "in" in point.test ? point.test.in : [(point.test as { value: Literal }).value] } : null };
 }
+
+/** The keys a value index looks up for a compiled filter's point. */
+export const keysOf = (point: NonNullable<Compiled["point"]>): Key[] => point.values.map((v) => keyOf(point.on, v));
 
 const encoder = new TextEncoder();
 
-const keyOf = (c: CachedColumn, type: DataType, v: Literal): Key => ({ hash: literalHash(c, v), exact: typeof v !== "string" && c.width <= 4, against: against(c, type, v) });
+const keyOf = (on: Operand, v: Literal): Key => ({ hash: literalHash(on.column, v), exact: typeof v !== "string" && on.column.width <= 4, against: against(on, v) });
 
 /** The hash of two 32-bit words (a value of up to 64 bits): mixed, so that consecutive keys spread over the buckets; each step is invertible, so one word alone never collides. */
 function mix(lo: number, hi: number): number {
@@ -177,14 +204,15 @@ function literalHash(c: CachedColumn, v: Literal): number {
   return c.width === 8 ? mix(Number(BigInt.asUintN(32, v)), Number(BigInt.asUintN(32, v >> 32n))) : mix(Number(v) | 0, 0);
 }
 
-/** The hash of the value at byte `at` of a record (column `c`, of `type`), read in place. */
-function valueHash(g: Graph, view: DataView, at: number, c: CachedColumn, type: DataType): number {
-  if (isString(type)) {
+/** The hash of the value at byte `at` of a record (column `on`), read in place. */
+function valueHash(g: Graph, view: DataView, at: number, on: Operand): number {
+  if (on.str) {
     const from = view.getUint32(at, true);
     return bytesHash(g.u8, from, from + view.getUint32(at + 4, true));
   }
+  const c = on.column;
   if (c.width === 8) return mix(view.getUint32(at, true), view.getUint32(at + 4, true));
-  return mix(smallInt(c.width, (type as import("apache-arrow").Int).isSigned)(view, at) | 0, 0);
+  return mix(smallInt(c.width, on.signed)(view, at) | 0, 0);
 }
 
 type Read = (view: DataView, at: number) => number;
@@ -200,31 +228,23 @@ const smallInt = (width: number, signed: boolean): Read => SMALL_INTS[width][sig
  * Slots by their value of one column, for slots below `upTo`: a hash table of chains in typed
  * arrays, built on the first lookup and extended by later ones. A map of values to lists of slots
  * allocated an object or two a row (a BigInt for a 64-bit key): 100,000 rows held the main thread
- * for 140 ms and its collector for as long again in the write stream's first second.
+ * for 140 ms and its collector for as long again in the write stream's first second. Its arrays
+ * are shared memory: a pool thread extends it and looks values up (workers/threads/serving.ts).
  */
 export interface ValueIndex {
   upTo: number;
-  column: CachedColumn;
-  type: DataType;
+  on: Operand;
   /** Each bucket's first slot + 1 (0: empty); a power of two long, at least twice the slots held. */
   heads: Int32Array;
   /** Each slot's next slot + 1 in its bucket (0: the end; -1: a NULL, in no bucket). Chains run from the highest slot down. */
   next: Int32Array;
   /** Each slot's value's hash. */
   hashes: Int32Array;
-  /** Extensions, one after another. */
-  growing: Promise<void>;
 }
 
-export const newValueIndex = (column: CachedColumn, type: DataType): ValueIndex => ({
-  upTo: 0,
-  column,
-  type,
-  heads: new Int32Array(0),
-  next: new Int32Array(0),
-  hashes: new Int32Array(0),
-  growing: Promise.resolve(),
-});
+const shared = (length: number) => new Int32Array(new SharedArrayBuffer(length * 4));
+
+export const newValueIndex = (on: Operand): ValueIndex => ({ upTo: 0, on, heads: shared(0), next: shared(0), hashes: shared(0) });
 
 /** Bytes a value index holds. */
 export const valueIndexBytes = (index: ValueIndex) => index.heads.byteLength + index.next.byteLength + index.hashes.byteLength;
@@ -248,14 +268,14 @@ export function valueIndexGrowth(index: ValueIndex, slots: number): number {
 function reserve(index: ValueIndex, slots: number): void {
   if (slots <= index.next.length) return;
   const { room, buckets } = capacity(index, slots);
-  const next = new Int32Array(room);
+  const next = shared(room);
   next.set(index.next);
-  const hashes = new Int32Array(room);
+  const hashes = shared(room);
   hashes.set(index.hashes);
   index.next = next;
   index.hashes = hashes;
   if (buckets === index.heads.length) return;
-  index.heads = new Int32Array(buckets);
+  index.heads = shared(buckets);
   for (let s = 0; s < index.upTo; s++) if (next[s] !== -1) link(index, s);
 }
 
@@ -265,20 +285,19 @@ function link(index: ValueIndex, slot: number): void {
   index.heads[b] = slot + 1;
 }
 
-/** Add to `index` the slots up to `to`, at most `most` of them (the caller gives the event loop turns between). */
-export function extendValueIndex(g: Graph, index: ValueIndex, to: number, most: number): void {
+/** Add to `index` the slots up to `to`. */
+export function extendValueIndex(g: Graph, index: ValueIndex, to: number): void {
   refresh(g);
   const view = new DataView(g.u8.buffer);
-  const { column, type } = index;
-  const end = Math.min(to, index.upTo + most);
+  const { column } = index.on;
   reserve(index, to);
-  for (; index.upTo < end; index.upTo++) {
+  for (; index.upTo < to; index.upTo++) {
     const base = recordAt(g, index.upTo) + g.columnsAt;
     if (g.u8[base + column.nullAt] !== 1) {
       index.next[index.upTo] = -1;
       continue;
     }
-    index.hashes[index.upTo] = valueHash(g, view, base + column.at, column, type);
+    index.hashes[index.upTo] = valueHash(g, view, base + column.at, index.on);
     link(index, index.upTo);
   }
 }
@@ -296,7 +315,7 @@ export function lookupSlots(g: Graph, index: ValueIndex, keys: Key[], bits: Uint
   for (const k of keys) {
     for (let s = index.heads[k.hash & mask] - 1; s >= from; s = index.next[s] - 1) {
       if (s >= to || index.hashes[s] !== k.hash) continue;
-      if (!k.exact && k.against(g, view, recordAt(g, s) + g.columnsAt + index.column.at) !== 0) continue;
+      if (!k.exact && k.against(g, view, recordAt(g, s) + g.columnsAt + index.on.column.at) !== 0) continue;
       bits[s >> 5] |= 1 << (s & 31);
       passing++;
     }
@@ -312,7 +331,7 @@ export function lookupSlots(g: Graph, index: ValueIndex, keys: Key[], bits: Uint
  */
 type Against = (g: Graph, view: DataView, at: number) => number;
 
-function against(c: CachedColumn, type: DataType, literal: Literal): Against {
+function against(on: Operand, literal: Literal): Against {
   if (typeof literal === "string") {
     const want = encoder.encode(literal);
     return (g, view, at) => {
@@ -322,7 +341,7 @@ function against(c: CachedColumn, type: DataType, literal: Literal): Against {
       return 0;
     };
   }
-  const signed = (type as import("apache-arrow").Int).isSigned;
+  const { column: c, signed } = on;
   if (c.width <= 4) {
     const n = Number(literal);
     const read = smallInt(c.width, signed);
@@ -338,7 +357,7 @@ function against(c: CachedColumn, type: DataType, literal: Literal): Against {
 
 const OPS: Record<Op, (d: number) => boolean> = { "=": (d) => d === 0, "!=": (d) => d !== 0, "<": (d) => d < 0, "<=": (d) => d <= 0, ">": (d) => d > 0, ">=": (d) => d >= 0 };
 
-function testOf(n: Node): SlotTest {
+export function testOf(n: Node): SlotTest {
   if ("all" in n) {
     const parts = n.all.map(testOf);
     return (g, view, slot) => parts.every((p) => p(g, view, slot));
@@ -347,20 +366,30 @@ function testOf(n: Node): SlotTest {
     const parts = n.any.map(testOf);
     return (g, view, slot) => parts.some((p) => p(g, view, slot));
   }
-  const { column, type, test } = n;
+  const { on, test } = n;
+  const { column } = on;
   const present = (g: Graph, slot: number) => {
     const base = recordAt(g, slot) + g.columnsAt;
     return g.u8[base + column.nullAt] === 1 ? base + column.at : -1;
   };
   if ("isNull" in test) return (g, _view, slot) => (present(g, slot) < 0) === test.isNull;
   if ("in" in test) {
-    const each = test.in.map((x) => against(column, type, x));
+    // The list's values by hash: a row costs one hash and the values sharing it, not the whole list
+    // (8,000 values over 50,000 rows held the event loop 6 s).
+    const byHash = new Map<number, Key[]>();
+    for (const k of test.in.map((v) => keyOf(on, v))) {
+      const same = byHash.get(k.hash);
+      if (same) same.push(k);
+      else byHash.set(k.hash, [k]);
+    }
     return (g, view, slot) => {
       const at = present(g, slot);
-      return at >= 0 && each.some((a) => a(g, view, at) === 0);
+      if (at < 0) return false;
+      const same = byHash.get(valueHash(g, view, at, on));
+      return same !== undefined && same.some((k) => k.exact || k.against(g, view, at) === 0);
     };
   }
-  const a = against(column, type, test.value);
+  const a = against(on, test.value);
   const holds = OPS[test.op];
   return (g, view, slot) => {
     const at = present(g, slot);
@@ -379,4 +408,37 @@ export function evaluateSlots(g: Graph, test: SlotTest, bits: Uint32Array, from:
     passing++;
   }
   return passing;
+}
+
+/** A filter as a pool thread compiles it: over the table's `types` and an index's cached `columns`. */
+export interface FilterSource {
+  filter: string;
+  types: FilterType[];
+  columns: CachedColumn[];
+}
+
+/** What a pool thread evaluates: a filter over slots `from` to `to` into `bits`, through `values` (its point's value index) where given. */
+export interface FilterTask extends FilterSource {
+  bits: Uint32Array;
+  from: number;
+  to: number;
+  values: ValueIndex | null;
+}
+
+/** Whether the index evaluates `filter` (null: the engine does), and the column its value index would be of. */
+export function filterPlan({ filter, types, columns }: FilterSource): { point: Operand | null } | null {
+  const c = compileFilter(filter, types, columns);
+  return c && { point: c.point?.on ?? null };
+}
+
+/** Run a filter task over the records of `g`: the slots passing (set in `bits`), and the value index as extended. */
+export function runFilter(g: Graph, task: FilterTask): { passing: number; values: ValueIndex | null } {
+  const { bits, from, to, values } = task;
+  const filter = compileFilter(task.filter, task.types, task.columns);
+  if (!filter) throw new Error("runFilter: a filter the serving index does not evaluate");
+  if (values && filter.point) {
+    extendValueIndex(g, values, to);
+    return { passing: lookupSlots(g, values, keysOf(filter.point), bits, from, to), values };
+  }
+  return { passing: evaluateSlots(g, testOf(filter.tree), bits, from, to), values: null };
 }

@@ -1,48 +1,8 @@
-// Request bodies decoded for an operation: a JSON object, or rows as Arrow IPC bytes (decoded by
-// the operation, often in the worker pool) or as JSON rows (parsed here, on the event loop, so held
-// to the JSON body limit).
+// Request bodies decoded for an operation: a JSON object, or rows as Arrow IPC bytes or JSON rows
+// (held to the JSON body limit here, decoded by the operation: large ones in the worker pool).
 import { ApiError, Code, transport } from "../errors.js";
-import { parseJsonRows, type JsonRows } from "../engine/rows-in.js";
-
-const OPEN = [0x5b, 0x7b]; // [ {
-const CLOSE = [0x5d, 0x7d]; // ] }
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
-/**
- * Whether the body has no more than `maxDepth` `[` and `{` bytes in all (inside strings too), so
- * that it cannot nest deeper: found by the native byte search, about a third of a query body's
- * parsing time (2.5 KB, a 128-dimension vector) saved over the scan below.
- */
-function fewOpenings(bytes: Uint8Array, maxDepth: number): boolean {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let n = 0;
-  for (const open of OPEN) {
-    for (let i = buf.indexOf(open); i >= 0; i = buf.indexOf(open, i + 1)) if (++n > maxDepth) return false;
-  }
-  return true;
-}
-
-/**
- * 400 past `maxDepth` nested arrays and objects, found by a scan of the bytes before parsing:
- * what reads a parsed body (schema inference, Arrow building, validation) recurses over it, and a
- * struct row thousands deep overflowed the stack (a 500).
- */
-function checkJsonDepth(bytes: Uint8Array, maxDepth: number, what: string): void {
-  if (fewOpenings(bytes, maxDepth)) return;
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i];
-    if (inString) {
-      if (b === BACKSLASH) i++;
-      else if (b === QUOTE) inString = false;
-    } else if (b === QUOTE) inString = true;
-    else if (b === OPEN[0] || b === OPEN[1]) {
-      if (++depth > maxDepth) throw new ApiError(Code.InvalidInput, `${what}: nested more than ${maxDepth} arrays or objects deep, the limit (--max-json-depth)`);
-    } else if (b === CLOSE[0] || b === CLOSE[1]) depth--;
-  }
-}
+import type { JsonRowsBody } from "../engine/rows-in.js";
+import { checkJsonDepth } from "../util/json-depth.js";
 
 export function parseJsonBody(bytes: Uint8Array, maxDepth: number): Record<string, unknown> {
   // No body, or the `{}` most reads send: nothing to parse.
@@ -73,11 +33,10 @@ export function rowsBodyKind(contentType: string | undefined): RowsKind {
   );
 }
 
-/** JSON rows are parsed on the event loop, so they are held to the JSON body limit; bulk loads send Arrow. */
-export function jsonRowsBody(bytes: Uint8Array, ndjson: boolean, limits: { maxJsonBody: number; maxJsonDepth: number }): JsonRows {
+/** JSON rows are held to the JSON body limit (their parsed form is far larger than Arrow's); bulk loads send Arrow. */
+export function jsonRowsBody(bytes: Uint8Array, ndjson: boolean, limits: { maxJsonBody: number }): JsonRowsBody {
   if (bytes.length > limits.maxJsonBody) {
     throw transport.bodyTooLarge(`JSON rows body larger than the limit of ${limits.maxJsonBody} bytes (--max-json-body); send larger loads as Arrow IPC`);
   }
-  checkJsonDepth(bytes, limits.maxJsonDepth, "rows");
-  return parseJsonRows(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), ndjson);
+  return { bytes, ndjson };
 }

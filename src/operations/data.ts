@@ -9,7 +9,6 @@ import { dataError } from "../engine/datasets.js";
 import { manifestVanished } from "../engine/version-list.js";
 import { namedBranch, type TableHandle, type WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
-import { rowsToTable } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
 import { writeSpec } from "../engine/lsm.js";
@@ -59,9 +58,8 @@ function isSqlColumn(f: A.Field): boolean {
 }
 
 async function arrowBody(ctx: OpContext, schema: A.Schema, name: string, append: boolean) {
-  const rows = ctx.rows?.rows;
-  const written = (f: A.Field) => !isSqlColumn(f) || rows!.some((r) => f.name in r);
-  const data = rows ? storable(rowsToTable(rows, new arrow.Schema(schema.fields.filter(written)), name, ctx.svc.config.maxDecodedBody)) : await ctx.svc.pool.ingest(ctx.raw);
+  const { rows } = ctx;
+  const data = rows ? storable(await ctx.svc.pool.jsonRows(rows, { schema, optional: schema.fields.filter(isSqlColumn).map((f) => f.name), table: name })) : await ctx.svc.pool.ingest(ctx.raw);
   if (data.numRows === 0) throw invalid(ctx.rows ? "body: holds no rows" : "body: the Arrow IPC stream holds no rows");
   checkFits(data, schema, name);
   return withoutNullBools(data, append);

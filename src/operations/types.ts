@@ -1,7 +1,7 @@
 // What every operation receives and returns: plain data, no transport detail.
 import type { Principal } from "../auth/principal.js";
 import type { Bound, Deadline } from "../engine/deadline.js";
-import type { JsonRows } from "../engine/rows-in.js";
+import type { JsonRowsBody } from "../engine/rows-in.js";
 import type { UnavailableReason } from "../metrics.js";
 import type { Services } from "../services.js";
 
@@ -25,7 +25,7 @@ export interface OpContext<B = any, P extends Principal | null = Principal> {
   /** Raw Arrow IPC body, for operations that take rows… */
   raw?: Uint8Array;
   /** …or the rows sent as JSON instead (Content-Type application/json or application/x-ndjson). */
-  rows?: JsonRows;
+  rows?: JsonRowsBody;
   delimiter: string;
   principal: P;
   context: Record<string, string>;

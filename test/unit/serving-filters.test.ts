@@ -11,6 +11,7 @@ import { rowSlotsBytes } from "../../dist/src/engine/serving-row-slots.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
 import { createFilters } from "../../dist/workers/serving-filters.js";
 import { figures, indexOf, indexRows, TooBig } from "../../dist/workers/serving-index.js";
+import { servingFilter, servingFilterPlan } from "../../dist/workers/threads/serving.js";
 
 const ROWS = 300;
 
@@ -35,6 +36,9 @@ function servingIndex() {
 /** A bitmap's bytes for the ROWS slots: a bit and a quarter a slot, in words, and one word more. */
 const BITMAP = Math.ceil((ROWS * 1.25) / 32) * 4 + 4;
 
+/** The pool thread's tasks, run here. */
+const threads = { filterPlan: async (s: Parameters<typeof servingFilterPlan>[0]) => servingFilterPlan(s), filter: async (t: Parameters<typeof servingFilter>[0]) => servingFilter(t) };
+
 const slotsOf = (bits: Uint32Array) => Array.from({ length: ROWS }, (_, s) => s).filter((s) => (bits[s >> 5] >>> (s & 31)) & 1);
 
 it("counts the row-id map and the value indexes in the index's bytes, and builds no value index that would not fit", async () => {
@@ -44,7 +48,7 @@ it("counts the row-id map and the value indexes in the index's bytes, and builds
 
   // Room for the filter's bitmap, not for a value index.
   let room = BITMAP;
-  const filters = createFilters(() => room);
+  const filters = createFilters(() => room, threads);
   const scanned = await filters.bitsFor(ix, "id = 42", versionAt);
   expect([scanned.passing, slotsOf(scanned.bits)]).toEqual([1, [14]]);
   expect(ix.valueIndexes.size).toBe(0);
@@ -63,7 +67,7 @@ it("counts each remembered filter's bitmap in the index's bytes, forgets past 64
   const { ix, versionAt } = servingIndex();
   const base = figures(ix).bytes;
   let room = 1 << 20;
-  const filters = createFilters(() => room);
+  const filters = createFilters(() => room, threads);
   for (let k = 0; k < 10; k++) await filters.bitsFor(ix, `id > ${k}`, versionAt);
   expect(figures(ix).bytes).toBe(base + 10 * BITMAP);
   // The same filter at the same version is the bitmap already held.

@@ -5,7 +5,7 @@ import { expect, it } from "vitest";
 // From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
 import { createGraphMemory, graphOf, slotCount } from "../../dist/src/engine/serving-graph.js";
-import { compileFilter, evaluateSlots, extendValueIndex, lookupSlots, newValueIndex, type ValueIndex } from "../../dist/src/engine/serving-predicate.js";
+import { compileFilter, evaluateSlots, extendValueIndex, filterTypes, keysOf, lookupSlots, newValueIndex, testOf, type ValueIndex } from "../../dist/src/engine/serving-predicate.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
 
 const fields = [
@@ -18,7 +18,7 @@ const fields = [
   new arrow.Field("Upper", new arrow.Int32()),
 ];
 const { columns } = columnLayout(fields, "vector");
-const compiles = (filter: string) => compileFilter(filter, fields, columns) !== null;
+const compiles = (filter: string) => compileFilter(filter, filterTypes(fields), columns) !== null;
 
 it("takes integer comparisons with literals the column's type holds, string equality, IN, IS [NOT] NULL, AND and OR", () => {
   for (const f of ["id = 1", "id <> -5", "id != 2 AND id < 3", "(id < 20 OR id >= 380) AND name != 'beta'", "id IN (1, 2, 3)", "big >= -9223372036854775808",
@@ -67,16 +67,21 @@ it("finds through a value index, extended a few slots at a time as rows are adde
   /** Each filter's slots from `from` on, looked up and scanned. */
   const check = (from: number) => {
     for (const filter of filters) {
-      const compiled = compileFilter(filter, fields, layout.columns)!;
-      const { column, type, keys } = compiled.point!;
-      if (!indexes.has(column.name)) indexes.set(column.name, newValueIndex(column, type));
-      const index = indexes.get(column.name)!;
+      const compiled = compileFilter(filter, filterTypes(fields), layout.columns)!;
+      const { on } = compiled.point!;
+      if (!indexes.has(on.column.name)) indexes.set(on.column.name, newValueIndex(on));
+      const index = indexes.get(on.column.name)!;
       const to = slotCount(g);
-      while (index.upTo < to) extendValueIndex(g, index, to, 5);
-      const [looked, scanned] = [new Uint32Array(Math.ceil(to / 32)), new Uint32Array(Math.ceil(to / 32))];
-      expect(lookupSlots(g, index, keys, looked, from, to), filter).toBe(evaluateSlots(g, compiled.test, scanned, from, to));
+      while (index.upTo < to) extendValueIndex(g, index, Math.min(index.upTo + 5, to));
+      const [looked, scanned, joined] = [new Uint32Array(Math.ceil(to / 32)), new Uint32Array(Math.ceil(to / 32)), new Uint32Array(Math.ceil(to / 32))];
+      expect(lookupSlots(g, index, keysOf(compiled.point!), looked, from, to), filter).toBe(evaluateSlots(g, testOf(compiled.tree), scanned, from, to));
       expect(looked, filter).toEqual(scanned);
       if (from === 0) expect(scanned.some((w) => w !== 0), filter).toBe(true);
+      // Under AND the list is a test of each row (by its value's hash), with the same answer.
+      const both = compileFilter(`${on.column.name} IS NOT NULL AND (${filter})`, filterTypes(fields), layout.columns)!;
+      expect(both.point).toBeNull();
+      expect(evaluateSlots(g, testOf(both.tree), joined, from, to), filter).toBe(evaluateSlots(g, testOf(compiled.tree), scanned.fill(0), from, to));
+      expect(joined, filter).toEqual(scanned);
     }
   };
   add(0, 60);

@@ -1,9 +1,11 @@
-// Pool task "ingest": decode, check and normalise one Arrow IPC request body with the same function
-// the main thread uses for small bodies, and hand back only bytes, moved.
+// Pool tasks "ingest" and "ingestJson": decode, check and normalise one Arrow IPC request body, or
+// read one body of JSON rows as Arrow, with the same functions the main thread uses for small
+// bodies, and hand back only bytes, moved.
 import { Piscina } from "piscina";
 import { normaliseIpc } from "../../src/engine/ipc-in.js";
 import { arrow } from "../../src/engine/arrow.js";
-import { ApiError } from "../../src/errors.js";
+import { jsonRowsTable, type JsonRowsBody, type RowsTarget } from "../../src/engine/rows-in.js";
+import { ApiError, type ErrorCode } from "../../src/errors.js";
 import { ownBuffer } from "../../src/util/own-buffer.js";
 
 /** A request body and the most bytes it may decode to (--max-decoded-body). */
@@ -12,8 +14,14 @@ export interface IngestTask {
   maxDecodedBody: number;
 }
 
-/** Normalised IPC bytes, or the 400 message for a bad body. */
-export type IngestReply = Uint8Array | { error: string };
+/** Normalised IPC bytes, or the client error for a bad body. */
+export type IngestReply = Uint8Array | { error: string; code: ErrorCode; status: number };
+
+/** A bad body is data for its client error, not a worker failure; anything else is a bug and rejects (500). */
+function failed(err: unknown): IngestReply {
+  if (err instanceof ApiError) return { error: err.message, code: err.code, status: err.status };
+  throw err;
+}
 
 export function ingest({ body, maxDecodedBody }: IngestTask): IngestReply {
   try {
@@ -22,8 +30,21 @@ export function ingest({ body, maxDecodedBody }: IngestTask): IngestReply {
     // re-encode. A small decompressed stream sits in Node's buffer pool, which cannot be moved.
     return Piscina.move(ownBuffer(stream ?? arrow.tableToIPC(table, "stream"))) as Uint8Array;
   } catch (err) {
-    // A bad body is data for a 400, not a worker failure; anything else is a bug and rejects (500).
-    if (err instanceof ApiError) return { error: err.message };
-    throw err;
+    return failed(err);
+  }
+}
+
+/** JSON rows and what they are read into, the table's schema as an IPC stream of no rows. */
+export interface JsonIngestTask {
+  body: JsonRowsBody;
+  to: Omit<RowsTarget, "schema"> & { schema: Uint8Array | null };
+}
+
+export function ingestJson({ body, to }: JsonIngestTask): IngestReply {
+  try {
+    const table = jsonRowsTable(body, { ...to, schema: to.schema && arrow.tableFromIPC(to.schema).schema });
+    return Piscina.move(ownBuffer(arrow.tableToIPC(table, "stream"))) as Uint8Array;
+  } catch (err) {
+    return failed(err);
   }
 }

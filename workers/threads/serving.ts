@@ -1,11 +1,13 @@
 // Pool tasks of the serving index (workers/serving.ts): writing rows into an index's shared memory
-// (one writer at a time per index) and searching it (any number at once), answering each search
-// as the Arrow IPC file the engine would send, so the main thread only passes bytes on.
+// (one writer at a time per index), evaluating a filter over its records into a shared bitmap, and
+// searching it (any number at once), answering each search as the Arrow IPC file the engine would
+// send, so the main thread only passes bytes on.
 import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../../src/engine/arrow.js";
 import { connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
 import { concatNumbers } from "../../src/util/typed-concat.js";
 import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn } from "../../src/engine/serving-rows.js";
+import { filterPlan, runFilter, type FilterTask, type ValueIndex } from "../../src/engine/serving-predicate.js";
 
 /** An index as a task names it: its memory, and a key for this thread's view of it. */
 export interface IndexRef {
@@ -77,6 +79,18 @@ export function servingConnect(task: { index: IndexRef }): number {
   const g = viewOf(task.index);
   refresh(g);
   return connect(g, 0);
+}
+
+export interface ServingFilterTask extends FilterTask {
+  index: IndexRef;
+}
+
+/** Whether the serving index evaluates a filter itself (serving-predicate.ts, filterPlan): its parse is as long as the filter. */
+export const servingFilterPlan = filterPlan;
+
+/** Evaluate a filter over an index's records (serving-predicate.ts, runFilter): the slots passing, and its value index as extended (its arrays shared, not copied). */
+export function servingFilter(task: ServingFilterTask): { passing: number; values: ValueIndex | null } {
+  return runFilter(viewOf(task.index), task);
 }
 
 /** One search: its query vectors and what it admits. */
