@@ -47,7 +47,7 @@ export interface Compute {
 }
 
 export interface SandboxOptions extends ComputeSize {
-  /** Whose code it runs (src/catalog/names.ts, tenantOf), for its log lines and errors; null until assigned. */
+  /** Whose code it runs (the server's: a credential scope, src/auth/principal.ts, sandboxScope; a job's: its object's tenant), for its log lines and errors; null until assigned. */
   tenant: string | null;
   /** Tasks admitted at once, running and waiting; more are answered 503. */
   admitted: number;
@@ -143,7 +143,7 @@ export interface SpareCompute extends Compute {
 /** One tenant's sandbox: its queue, its process (when started) and what watches it. */
 export function createCompute(options: SandboxOptions): SpareCompute {
   let tenant = options.tenant;
-  const whose = () => (tenant === "" ? "the root namespace" : `namespace ${JSON.stringify(tenant)}`);
+  const whose = () => (tenant === "" ? "the root namespace" : JSON.stringify(tenant));
   const fields = () => ({ tenant });
   let sandbox: Sandbox | null = null;
   let closed = false;
