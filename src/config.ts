@@ -72,7 +72,8 @@ export const options = [
   { key: "max-queued-jobs-per-credential", kind: "int", def: 32, min: 1, doc: "background jobs (index builds, backfills, view refreshes) one credential may have Queued at once; more are answered 503 Slow down with Retry-After" },
   { key: "max-queued-jobs-per-table", kind: "int", def: 16, min: 1, doc: "background jobs one table (or view) may have Queued at once, whoever submitted them; more are answered 503 Slow down with Retry-After" },
   { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript, Python or WebAssembly UDF may run on one batch before its job fails" },
-  { key: "tenant-sandboxes", kind: "int", def: 8, min: 1, doc: "tenants (top-level namespaces) whose user code has a compute sandbox process of its own in the server at once, for the checks of add_columns, alter_columns and view create; another tenant waits for one to go idle (docs/security.md)" },
+  { key: "tenant-sandboxes", kind: "int", def: 8, min: 1, doc: "credential scopes (a credential's longest namespace prefix covering the object; an unscoped credential's: the object's top-level namespace) whose user code has a compute sandbox process of its own in the server at once, for the checks of add_columns, alter_columns and view create; another tenant waits for one to go idle (docs/security.md)" },
+  { key: "sandbox-memory-mb", kind: "int", def: undefined, min: 256, doc: "most writable memory (the kernel's data limit, RLIMIT_DATA) of each compute sandbox process: every thread's heap, typed arrays, WebAssembly and Python memory, SQLite's; past it allocations fail, and a sandbox within 1/16 of it is killed, its tasks failing with an error naming it (default: --workers x --worker-heap-mb + 1024; docs/security.md)" },
   { key: "unsafe-shared-sandbox", kind: "bool", def: false, doc: "where the host cannot isolate the compute sandbox (Linux namespaces through util-linux, as root or with unprivileged user namespaces), run user code anyway in a weaker sandbox that shares the host's files, processes and signals, instead of refusing it (docs/security.md)" },
   { key: "udf-wasm-memory-mb", kind: "int", def: 256, min: 1, doc: "largest memory a WebAssembly UDF instance may grow to" },
   { key: "refresh-jobs", kind: "int", def: 2, min: 1, doc: "materialized-view refreshes running at once; more wait as Queued" },
@@ -167,6 +168,8 @@ export interface Config {
   udfTimeoutMs: number;
   udfWasmMemoryMb: number;
   tenantSandboxes: number;
+  /** Resolved at load: given, or derived from --workers and --worker-heap-mb. */
+  sandboxMemoryMb: number;
   unsafeSharedSandbox: boolean;
   autoBackfillDelayMs: number;
   maintenanceJobs: number;
@@ -203,6 +206,9 @@ export interface Config {
 
 /** Quiver's own state inside a local data directory (keys, job records, links) when no --state-dir is given; never a table. */
 export const privateDirOf = (dataDir: string) => path.join(dataDir, ".quiver");
+
+/** A sandbox's memory besides its threads' heaps, by default: Node itself, thread stacks, Python interpreters (about 135 MB each, measured). */
+const SANDBOX_MARGIN_MB = 1024;
 
 const camel = (k: string) => k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 const envName = (k: string) => "QUIVER_" + k.toUpperCase().replace(/-/g, "_");
@@ -302,6 +308,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   } else {
     cfg.dataDir = path.resolve(given.replace(/^file:\/\//i, ""));
   }
+  cfg.sandboxMemoryMb ??= cfg.workers * cfg.workerHeapMb + SANDBOX_MARGIN_MB;
   cfg.stateDir = cfg.stateDir === undefined ? privateDirOf(cfg.dataDir) : path.resolve(cfg.stateDir);
   if (!["on", "off"].includes(cfg.autoMaintenance)) throw new Error(`auto-maintenance must be on or off, got ${JSON.stringify(cfg.autoMaintenance)}`);
   if (!["on", "off"].includes(cfg.serving)) throw new Error(`serving must be on or off, got ${JSON.stringify(cfg.serving)}`);

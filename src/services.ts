@@ -78,8 +78,8 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/** The compute sandboxes' size, and how they may start (these three only: the configuration holds keys). */
-const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHeapMb: c.workerHeapMb, unsafeSharedSandbox: c.unsafeSharedSandbox });
+/** The compute sandboxes' size, and how they may start (these four only: the configuration holds keys). */
+const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHeapMb: c.workerHeapMb, sandboxMemoryMb: c.sandboxMemoryMb, unsafeSharedSandbox: c.unsafeSharedSandbox });
 
 /**
  * `credential` answers what the API key with a stable id may do now (src/auth/authenticate.ts):

@@ -11,6 +11,11 @@
 //   was not given);
 // - it is stopped (SIGSTOP), runs more threads than it started with (a Worker that user code
 //   made), or keeps computing with no task in flight;
+// - its writable memory comes within 1/16 of --sandbox-memory-mb, the kernel's bound on it
+//   (workers/sandbox-launch.ts), looked at every WATCH_MS and at each answer: code that holds
+//   memory near the bound (typed arrays, a grown WebAssembly or Python memory, which never
+//   shrinks) fails the tasks in flight with an error naming the bound, instead of leaving every
+//   later allocation of the sandbox to fail;
 // - it writes more than OUTPUT_MAX_BYTES to its stdout and stderr, which go to one log line (at
 //   most OUTPUT_BYTES of them, JSON-escaped), never to the owner's own output: it cannot write,
 //   forge lines in or truncate its owner's log.
@@ -25,7 +30,7 @@ import { boundedText, MAX_ERROR_CHARS } from "../src/util/bounded-text.js";
 import type { ComputeSize, ComputeTask } from "./protocol.js";
 import { answerReader, newTaskId, taskFrame, type Answer, type Awaited } from "./sandbox-channel.js";
 import { isolation, launchSandbox, refusal } from "./sandbox-launch.js";
-import { childOf, lookAt, type ProcessLook } from "./sandbox-watch.js";
+import { childOf, lookAt, writableBytes, type ProcessLook } from "./sandbox-watch.js";
 
 /** The sandbox's answer: the computed columns as IPC bytes, a bare success (a check), or a failure in words. */
 export type ComputeAnswer = Answer;
@@ -42,7 +47,7 @@ export interface Compute {
 }
 
 export interface SandboxOptions extends ComputeSize {
-  /** Whose code it runs (src/catalog/names.ts, tenantOf), for its log lines and errors; null until assigned. */
+  /** Whose code it runs (the server's: a credential scope, src/auth/principal.ts, sandboxScope; a job's: its object's tenant), for its log lines and errors; null until assigned. */
   tenant: string | null;
   /** Tasks admitted at once, running and waiting; more are answered 503. */
   admitted: number;
@@ -138,7 +143,7 @@ export interface SpareCompute extends Compute {
 /** One tenant's sandbox: its queue, its process (when started) and what watches it. */
 export function createCompute(options: SandboxOptions): SpareCompute {
   let tenant = options.tenant;
-  const whose = () => (tenant === "" ? "the root namespace" : `namespace ${JSON.stringify(tenant)}`);
+  const whose = () => (tenant === "" ? "the root namespace" : JSON.stringify(tenant));
   const fields = () => ({ tenant });
   let sandbox: Sandbox | null = null;
   let closed = false;
@@ -177,7 +182,7 @@ export function createCompute(options: SandboxOptions): SpareCompute {
    * `node()` (its node process); `baseline()`: node's threads when it said it was ready, before
    * any task (null before that).
    */
-  function watch(sb: Sandbox, outer: number, node: () => number | null, baseline: () => number | null): void {
+  function watch(sb: Sandbox, outer: number, node: () => number | null, baseline: () => number | null, overMemory: () => boolean): void {
     let last: ProcessLook | null = null;
     let wasIdle = true;
     const strikes = { stopped: 0, threads: 0, idle: 0 };
@@ -191,6 +196,7 @@ export function createCompute(options: SandboxOptions): SpareCompute {
       const idleCpu = now !== null && last !== null && wasIdle && sb.running.size === 0 && now.cpuMs - last.cpuMs > IDLE_CPU_SHARE * WATCH_MS;
       // A task under a node:vm time limit (JavaScript, WebAssembly, SQL) has a watchdog thread while it runs.
       const allowed = base === null ? Infinity : base + [...sb.running.values()].filter((r) => r.watchdog).length;
+      if (overMemory()) return;
       if (strike("stopped", stopped(now) || (pid !== outer && stopped(lookAt(outer))))) kill(sb, "it was stopped (SIGSTOP)");
       else if (strike("threads", now !== null && now.threads > allowed)) kill(sb, `it ran ${now!.threads - allowed} threads more than its pool and its tasks' time limits need (user code started its own)`);
       else if (strike("idle", idleCpu)) kill(sb, "it kept computing with no task in flight");
@@ -202,7 +208,7 @@ export function createCompute(options: SandboxOptions): SpareCompute {
 
   function start(launch: Parameters<typeof launchSandbox>[0]): Sandbox {
     // These numbers only: the owner's configuration holds keys.
-    const child = launchSandbox(launch, COMPUTE_PROCESS, [JSON.stringify({ workers: options.workers, workerHeapMb: options.workerHeapMb })], options.niceness);
+    const child = launchSandbox(launch, COMPUTE_PROCESS, [JSON.stringify({ workers: options.workers, workerHeapMb: options.workerHeapMb })], options.niceness, options.sandboxMemoryMb);
     const running = new Map<string, Running>();
     let settleReady!: () => void;
     const ready = new Promise<void>((r) => (settleReady = r));
@@ -214,7 +220,16 @@ export function createCompute(options: SandboxOptions): SpareCompute {
     let nodePid: number | null = launch.mode === "namespaces" ? null : (child.pid ?? null);
     const node = () => (nodePid ??= child.pid === undefined ? null : childOf(child.pid));
     let threads: number | null = null;
-    if (child.pid !== undefined) watch(sb, child.pid, node, () => threads);
+    /** Whether the sandbox's writable memory is within 1/16 of its bound: then it is killed, saying so. */
+    const overMemory = (): boolean => {
+      const pid = node();
+      const bytes = pid === null ? null : writableBytes(pid);
+      const bound = options.sandboxMemoryMb * 2 ** 20;
+      if (bytes === null || bytes < bound - bound / 16) return false;
+      kill(sb, `it reached its memory bound: ${Math.round(bytes / 2 ** 20)} MB of writable memory, within 1/16 of --sandbox-memory-mb ${options.sandboxMemoryMb} (typed arrays, WebAssembly, Python and SQL memory count toward it)`);
+      return true;
+    };
+    if (child.pid !== undefined) watch(sb, child.pid, node, () => threads, overMemory);
     const reader = answerReader(
       { outputBytes: MAX_ANSWER_BYTES, errorBytes: 16 * MAX_ERROR_CHARS },
       (id) => running.get(id)?.awaited ?? null,
@@ -226,6 +241,7 @@ export function createCompute(options: SandboxOptions): SpareCompute {
           settleReady();
         },
         answer(id, a) {
+          if (overMemory()) return;
           const r = running.get(id)!;
           running.delete(id);
           clearTimeout(r.timer);

@@ -1,7 +1,9 @@
 // The server's compute sandboxes (the checks of add_columns, alter_columns and view create run user
 // code): one sandbox process per tenant, so different tenants' code never shares a process or an
-// interpreter, at once or later. A tenant is the top-level namespace of the object whose code it is
-// (src/catalog/names.ts, tenantOf). At most `sandboxes` live at once, least recently used first
+// interpreter, at once or later. A tenant here is a credential scope: the path that the calling
+// credential's longest prefix covering the object names, or for an unscoped credential the
+// object's top-level namespace (src/auth/principal.ts, sandboxScope); keys limited to `ns3$a` and
+// `ns3$b` never share a sandbox. At most `sandboxes` live at once, least recently used first
 // out: a tenant without one takes an idle one's place (killed, never handed over), or waits for one
 // to go idle, in turn. Each tenant's tasks queue in its own sandbox, `workers` running at once and
 // `admitted` admitted at most (more are 503 at once), so one tenant's slow code costs another

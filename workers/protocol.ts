@@ -50,6 +50,8 @@ export type EndMessage = { type: "done" } | { type: "error"; message: string };
 export interface ComputeSize {
   workers: number;
   workerHeapMb: number;
+  /** --sandbox-memory-mb: the kernel's bound on a sandbox process's writable memory. */
+  sandboxMemoryMb: number;
   /** --unsafe-shared-sandbox: where namespaces are unavailable, run user code in the weaker sandbox instead of refusing it. */
   unsafeSharedSandbox: boolean;
   /** How sandboxes start on this host, as the server found out: a job process need not look again. */

@@ -14,7 +14,11 @@
 //   3) and output pipes inherited: a descriptor the server inherited without close-on-exec is
 //   replaced by /dev/null before the sandbox's exec;
 // - killed with its parent (the server or a job process): a parent-death signal at each step, and
-//   unshare's --kill-child, whose pid 1's end ends the whole namespace.
+//   unshare's --kill-child, whose pid 1's end ends the whole namespace;
+// - under a kernel bound on its writable memory (util-linux's prlimit: RLIMIT_DATA, which every
+//   step inherits and no process without CAP_SYS_RESOURCE raises): heaps, typed arrays,
+//   WebAssembly and Python memory all count, while the large PROT_NONE reservations V8 makes for
+//   WebAssembly do not (RLIMIT_AS would count those and refuse every interpreter).
 // Where that cannot be set up (no unshare, not root and no unprivileged user namespaces, not
 // Linux), user code is refused, unless --unsafe-shared-sandbox runs it in a weaker sandbox that
 // shares the host's files, processes and signals (one warning line says so).
@@ -32,6 +36,7 @@ const find = (names: string[]) => names.find((p) => existsSync(p));
 const UNSHARE = find(["/usr/bin/unshare", "/bin/unshare"]);
 const NICE = find(["/usr/bin/nice", "/bin/nice"]);
 const SH = find(["/bin/sh", "/usr/bin/sh"]);
+const PRLIMIT = find(["/usr/bin/prlimit", "/bin/prlimit"]);
 const CHAIN_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /** Node's flags for the sandbox: the permission model (its flag's name depends on the version). */
@@ -67,31 +72,36 @@ const niced = (niceness: number): string[] => (NICE && niceness > 0 ? [NICE, "-n
 /** setpriv's flags that run the rest as the unprivileged user. */
 const AS_UNPRIVILEGED = [`--reuid=${UNPRIVILEGED}`, `--regid=${UNPRIVILEGED}`, "--clear-groups"];
 
-/** The steps before node: parent-death signal, priority, namespaces, the root, then the user it runs as. */
-function chain(iso: Extract<Isolation, { mode: "namespaces" }>, niceness: number): string[] {
+/** The step that bounds the rest's writable memory to `mb` (prlimit execs the rest: no process of its own). */
+const bounded = (mb: number, argv: string[]): string[] => [PRLIMIT!, `--data=${mb * 2 ** 20}`, "--", ...argv];
+
+/** The steps before node: memory bound, parent-death signal, priority, namespaces, the root, then the user it runs as. */
+function chain(iso: Extract<Isolation, { mode: "namespaces" }>, niceness: number, memoryMb: number): string[] {
   const user = iso.root && iso.drop ? AS_UNPRIVILEGED : [];
-  return diesWithParent([
+  return bounded(memoryMb, diesWithParent([
     ...niced(niceness),
     UNSHARE!, ...(iso.root ? [] : ["--map-root-user"]), "--mount", "--net", "--ipc", "--pid", "--fork", "--kill-child", "--mount-proc", "--",
     SH!, "-c", ROOT_SCRIPT, "sh", iso.mountAt, ...iso.binds.flat(), "--",
     ...diesWithParent([], [...user, "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]),
-  ]);
+  ]));
 }
 
 let probed: Promise<Isolation> | null = null;
+/** The memory bound of the probe, which only prints Node's version. */
+const PROBE_MEMORY_MB = 256;
 
 /** How sandboxes start here: checked once by starting one that only prints Node's version. */
 export function isolation(unsafeShared: boolean): Promise<Isolation> {
   probed ??= (async (): Promise<Isolation> => {
     const root = process.getuid?.() === 0;
     const drop = root && (await canDropPrivileges());
-    if (process.platform !== "linux" || !UNSHARE || !SETPRIV || !SH) return { mode: "refused", why: "it needs Linux with util-linux's unshare and setpriv" };
+    if (process.platform !== "linux" || !UNSHARE || !SETPRIV || !SH || !PRLIMIT) return { mode: "refused", why: "it needs Linux with util-linux's unshare, setpriv and prlimit" };
     const binds = await rootBinds([process.execPath, SETPRIV]);
     const mountAt = mountPoint(binds);
     if (!mountAt) return { mode: "refused", why: "no folder to mount its root on lies outside the install" };
     const iso = { mode: "namespaces" as const, root, drop, binds, mountAt };
     try {
-      const argv = [...chain(iso, 0), process.execPath, "--version"];
+      const argv = [...chain(iso, 0, PROBE_MEMORY_MB), process.execPath, "--version"];
       await promisify(execFile)(argv[0], argv.slice(1), { env: { PATH: CHAIN_PATH }, cwd: "/", timeout: 30_000 });
     } catch (err) {
       const e = err as { stderr?: string; message?: string };
@@ -156,16 +166,18 @@ function stdioWithoutLeaks(stdio: ("ignore" | "pipe")[]): StdioOptions {
 /**
  * Start `entry` with `args` as a sandbox process: its channel is stdio[3], its stdout and stderr
  * are pipes (the owner reads a bounded amount of them), it leads a process group of its own (a
- * kill of the group ends it all), at `niceness`.
+ * kill of the group ends it all), at `niceness`, its writable memory bounded to `memoryMb` (where
+ * prlimit is missing, only in the unsafe mode, without that bound).
  */
-export function launchSandbox(iso: Exclude<Isolation, { mode: "refused" }>, entry: URL, args: string[], niceness: number): ChildProcess {
+export function launchSandbox(iso: Exclude<Isolation, { mode: "refused" }>, entry: URL, args: string[], niceness: number, memoryMb: number): ChildProcess {
   const node = [process.execPath, ...sandboxFlags(), fileURLToPath(entry), ...args];
   const options = { stdio: stdioWithoutLeaks(["ignore", "pipe", "pipe", "pipe"]), detached: true, cwd: "/" };
   if (iso.mode === "namespaces") {
-    const argv = [...chain(iso, niceness), ...node];
+    const argv = [...chain(iso, niceness, memoryMb), ...node];
     return spawn(argv[0], argv.slice(1), { ...options, env: { PATH: CHAIN_PATH } });
   }
   const drop = iso.drop ? [...AS_UNPRIVILEGED, "--no-new-privs"] : [];
-  const argv = diesWithParent([...niced(niceness), ...node], drop);
+  const rest = diesWithParent([...niced(niceness), ...node], drop);
+  const argv = PRLIMIT ? bounded(memoryMb, rest) : rest;
   return spawn(argv[0], argv.slice(1), { ...options, env: {} });
 }

@@ -1,5 +1,5 @@
 // What the owner of a compute sandbox sees of it from outside, in /proc (Linux): whether it is
-// stopped, its threads, its CPU time. Read by the owner, never reported by the sandbox, so escaped
+// stopped, its threads, its CPU time, its writable memory. Read by the owner, never reported by the sandbox, so escaped
 // code cannot lie about it.
 import { readFileSync } from "node:fs";
 
@@ -33,6 +33,16 @@ export function childOf(pid: number): number | null {
   try {
     const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
     return kids.length === 1 ? kids[0] : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Process `pid`'s writable memory (VmData: what RLIMIT_DATA bounds), bytes; null when it is gone. */
+export function writableBytes(pid: number): number | null {
+  try {
+    const kb = /^VmData:\s*(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return kb ? Number(kb[1]) * 1024 : null;
   } catch {
     return null;
   }

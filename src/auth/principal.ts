@@ -1,5 +1,5 @@
 // Who is calling and what they may touch: a role and, optionally, namespace prefixes.
-import { objectIdOf } from "../catalog/names.js";
+import { objectIdOf, tenantOf } from "../catalog/names.js";
 import { ApiError, Code } from "../errors.js";
 
 export type Role = "read" | "write" | "admin";
@@ -26,6 +26,19 @@ const startsWith = (id: readonly string[], prefix: readonly string[]) =>
 /** May the principal act on object `id` (it lies inside one of its prefixes)? */
 export function covers(p: Pick<Principal, "prefixes">, id: readonly string[]): boolean {
   return p.prefixes === null || p.prefixes.some((prefix) => startsWith(id, prefix));
+}
+
+/**
+ * Whose compute sandbox checks the principal's code for object `id`: its longest prefix that
+ * covers `id` (an unscoped principal's: the object's top-level namespace, as for everyone's jobs).
+ * Every credential whose code runs in the sandbox of path P may write everything under P, and
+ * only objects under P are checked there, so escaped code in it reaches no source or verdict its
+ * own credential could not (docs/security.md, "One credential scope per sandbox").
+ */
+export function sandboxScope(p: Pick<Principal, "prefixes">, id: readonly string[]): string {
+  if (p.prefixes === null) return tenantOf(objectIdOf(id));
+  const longest = p.prefixes.filter((prefix) => startsWith(id, prefix)).sort((a, b) => b.length - a.length)[0];
+  return objectIdOf(longest ?? id);
 }
 
 /** May the principal see into `id` at all: it is inside a prefix, or an ancestor of one (for listings). */

@@ -12,9 +12,9 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export const objectIdOf = (id: readonly string[]) => id.join(SEP);
 
 /**
- * Whose an object is, for where its user code runs: the top-level namespace of its id (an object
- * id as the manifest holds it; "" for an object at the root). Different tenants' code never shares
- * a sandbox process (docs/security.md).
+ * Whose an object is: the top-level namespace of its id (an object id as the manifest holds it; ""
+ * for an object at the root). The server's sandbox for an unscoped credential's code is keyed by
+ * it (src/auth/principal.ts, sandboxScope; docs/security.md).
  */
 export const tenantOf = (objectId: string) => (objectId.includes(SEP) ? objectId.slice(0, objectId.indexOf(SEP)) : "");
 

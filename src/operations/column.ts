@@ -21,7 +21,8 @@ import { declareSqlColumns } from "../engine/computed-columns.js";
 import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { requireTable } from "../catalog/lookup.js";
-import { tenantOf } from "../catalog/names.js";
+import { sandboxScope } from "../auth/principal.js";
+import type { TenantTasks } from "../../workers/compute-tenants.js";
 import { openAt, refuseView } from "./table-ref.js";
 import { json } from "./types.js";
 
@@ -58,7 +59,7 @@ function checkUnique(names: string[], what: string): void {
   }
 }
 
-export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
+export const addColumns = jsonOp(AddColumns, async ({ id, body, svc, principal }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const cols = body.new_columns;
   cols.forEach((c, i) => {
     const at = `new_columns[${i}]`;
@@ -71,7 +72,7 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => change
   const virtual = cols.filter((c) => c.computed != null || c.virtual_column != null);
   if (virtual.length > 0) {
     if (virtual.length < cols.length) throw invalid("new_columns: computed or virtual columns and other columns cannot be mixed in one request");
-    const version = await addVirtualColumns(svc, entry, t, fields as unknown as A.Field[], cols.map((e, i) => ({ e, at: `new_columns[${i}]` })));
+    const version = await addVirtualColumns(svc, svc.compute.of(sandboxScope(principal, id)), entry, t, fields as unknown as A.Field[], cols.map((e, i) => ({ e, at: `new_columns[${i}]` })));
     return json({ version });
   }
   const sql = cols.filter((c) => c.expression != null);
@@ -88,7 +89,7 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc }) => change
   return json({ version });
 }));
 
-export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
+export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc, principal }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const virtual = body.alterations.filter((a) => a.virtual_column != null);
   if (virtual.length > 0 && virtual.length < body.alterations.length) {
     throw invalid("alterations: virtual_column alterations and other alterations cannot be mixed in one request");
@@ -111,7 +112,7 @@ export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc }) => ch
   checkUnique(alterations.map((a) => a.path), "alterations.path");
   if (virtual.length > 0) {
     const alts = body.alterations.map((a, i) => ({ path: alterations[i].path, d: a.virtual_column!, at: `alterations[${i}]` }));
-    return json({ version: await alterVirtualColumns(svc, entry, t, fields as unknown as A.Field[], alts) });
+    return json({ version: await alterVirtualColumns(svc, svc.compute.of(sandboxScope(principal, id)), entry, t, fields as unknown as A.Field[], alts) });
   }
   return json({ version: await schemaEdit.alterColumns(t, alterations) });
 }));
@@ -158,8 +159,8 @@ export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, bo
   return json(Object.fromEntries((await tableSchema(t)).metadata));
 }), { query: BranchQuery });
 
-/** Checks of a descriptor against the table and its backend; `at` names the request field. */
-async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Field[], vc: VirtualColumn, at: string): Promise<void> {
+/** Checks of a descriptor against the table and its backend (user code in `sandbox`); `at` names the request field. */
+async function checkVirtual(svc: Services, sandbox: TenantTasks, entry: Entry, fields: readonly A.Field[], vc: VirtualColumn, at: string): Promise<void> {
   vc.inputs.forEach((p, i) => resolveFieldPath(fields as unknown as FieldLike[], p, entry.objectId, `${at}.input_columns[${i}]: column`));
   const kind = runnable(vc);
   if (kind === "sql") {
@@ -172,7 +173,7 @@ async function checkVirtual(svc: Services, entry: Entry, fields: readonly A.Fiel
   if ((kind === "js" || kind === "python") && !jsShape(vc.dataType!)) throw invalid(`${at}.outputs[0].data_type: a ${kind === "js" ? "JavaScript" : "Python"} UDF cannot produce ${q(vc.dataType)}`);
   fromJsonType(vc.dataType!, vc.column);
   if (kind === null) return;
-  const error = await checkInSandbox(svc.compute.of(tenantOf(entry.objectId)), { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);
+  const error = await checkInSandbox(sandbox, { name: "udf", request: { op: "check", udf: udfDefinition(vc, svc.config) } }, svc.config.udfTimeoutMs);
   if (error !== null) throw invalid(`${at}.udf: ${error}`);
 }
 
@@ -184,12 +185,12 @@ interface VirtualEntry {
 }
 
 /** Adds virtual columns: sql ones as LanceDB computed columns, the others all-null with their descriptor. */
-async function addVirtualColumns(svc: Services, entry: Entry, t: TableHandle, fields: readonly A.Field[], entries: { e: VirtualEntry; at: string }[]): Promise<number> {
+async function addVirtualColumns(svc: Services, sandbox: TenantTasks, entry: Entry, t: TableHandle, fields: readonly A.Field[], entries: { e: VirtualEntry; at: string }[]): Promise<number> {
   const vcs = entries.map(({ e, at }) => {
     const field = `${at}.${e.virtual_column ? "virtual_column" : "computed"}`;
     return { vc: describeVirtual(e.name, e.virtual_column ?? { udf_backend: "sql", udf: e.computed }, field, null), at: field };
   });
-  for (const { vc, at } of vcs) await checkVirtual(svc, entry, fields, vc, at);
+  for (const { vc, at } of vcs) await checkVirtual(svc, sandbox, entry, fields, vc, at);
   const sql = vcs.filter(({ vc }) => runnable(vc) === "sql");
   if (sql.length > 0 && sql.length < vcs.length) throw invalid("new_columns: sql virtual columns and other virtual columns cannot be mixed in one request");
   if (sql.length > 0) {
@@ -204,14 +205,14 @@ async function addVirtualColumns(svc: Services, entry: Entry, t: TableHandle, fi
  * backfill recomputes them; an sql column is declared afresh (LanceDB cannot change a computed
  * column's expression in place), so its values are null until then.
  */
-async function alterVirtualColumns(svc: Services, entry: Entry, t: TableHandle, fields: readonly A.Field[], alts: { path: string; d: DescriptorInput; at: string }[]): Promise<number> {
+async function alterVirtualColumns(svc: Services, sandbox: TenantTasks, entry: Entry, t: TableHandle, fields: readonly A.Field[], alts: { path: string; d: DescriptorInput; at: string }[]): Promise<number> {
   const changes: { vc: VirtualColumn; at: string }[] = [];
   for (const { path, d, at } of alts) {
     const base = virtualColumnOf(fields, path);
     if (!base) throw invalid(`${at}.path: column ${q(path)} is not a virtual column; add one with add_columns and virtual_column`);
     const vc = describeVirtual(path, d, `${at}.virtual_column`, base);
     if ((runnable(base) === "sql") !== (runnable(vc) === "sql")) throw invalid(`${at}.virtual_column.udf_backend: cannot change between sql and other backends; drop the column and add it again`);
-    await checkVirtual(svc, entry, fields, vc, `${at}.virtual_column`);
+    await checkVirtual(svc, sandbox, entry, fields, vc, `${at}.virtual_column`);
     changes.push({ vc, at });
   }
   const sql = changes.filter(({ vc }) => runnable(vc) === "sql");

@@ -4,8 +4,7 @@
 import type * as A from "apache-arrow";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import type { Entry } from "../catalog/catalog.js";
-import { objectIdOf, tenantOf } from "../catalog/names.js";
-import { authoriseObject, type Principal } from "../auth/principal.js";
+import { authoriseObject, sandboxScope, type Principal } from "../auth/principal.js";
 import { CHUNK, defineView, definerOf, shownSpec, SOURCE_ROW_ID, TABLE_FUNCTION_FORMS, viewOf, type SourceForm, type ViewDefinition } from "../compute/views.js";
 import { arrow } from "../engine/arrow.js";
 import { toJsonField } from "../engine/json-arrow.js";
@@ -50,11 +49,11 @@ async function checkSource(svc: Services, def: ViewDefinition): Promise<{ entry:
   return { entry, table };
 }
 
-/** The table function of view `id` compiles (JavaScript) or parses (SQL) in its tenant's compute sandbox. */
-async function checkFunction(svc: Services, id: string[], def: ViewDefinition, schema: A.Schema): Promise<void> {
+/** The table function of view `id` compiles (JavaScript) or parses (SQL) in the compute sandbox of `principal`'s scope there. */
+async function checkFunction(svc: Services, principal: Principal, id: string[], def: ViewDefinition, schema: A.Schema): Promise<void> {
   if (!def.fn || def.kind === "query") return;
   const output = schema.fields.map((f) => toJsonField(f));
-  const error = await checkInSandbox(svc.compute.of(tenantOf(objectIdOf(id))), { name: "table", request: { op: "check", kind: def.kind, fn: def.fn, output, timeoutMs: svc.config.udfTimeoutMs } }, svc.config.udfTimeoutMs);
+  const error = await checkInSandbox(svc.compute.of(sandboxScope(principal, id)), { name: "table", request: { op: "check", kind: def.kind, fn: def.fn, output, timeoutMs: svc.config.udfTimeoutMs } }, svc.config.udfTimeoutMs);
   if (error !== null) throw invalid(`udtf_spec.udtf: ${error}`);
 }
 
@@ -91,7 +90,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
     make = (location) => createQueryView(svc.tables, location, src.location!, def.source!);
   } else {
     if (def.source) await checkSource(svc, def);
-    await checkFunction(svc, id, def, schema);
+    await checkFunction(svc, principal, id, def, schema);
     make = (location) => createViewTable(svc.tables, location, viewSchema(def, schema));
   }
   // A view whose initial refresh the queue bounds refuse is not made either.

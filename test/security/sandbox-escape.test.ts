@@ -260,7 +260,7 @@ describe("the compute sandbox process itself", () => {
         const s = p.getBuiltinModule("net").connect(${port}, "127.0.0.1");
         s.on("connect", () => { r.net = "ALLOWED"; leak = JSON.stringify(r); });
         s.on("error", () => { r.net = "denied"; leak = JSON.stringify(r); }); }); return (x) => leak; })()`;
-      const compute = createCompute({ workers: 1, workerHeapMb: 128 });
+      const compute = createCompute({ workers: 1, workerHeapMb: 128, sandboxMemoryMb: 1024 });
       try {
         const source = backend === "js" ? probe : pythonReaching(probe);
         const udf = { key: "probe", backend, source, name: "", batch: false, inputs: ["__in0"], sources: ["x"], output: { name: "y", type: { type: "utf8" }, nullable: true, structField: "" }, timeoutMs: 5000, wasmMaxPages: 16 };

@@ -27,7 +27,7 @@ async function inSandbox(udf: string, log: number, inherited: number): Promise<v
   const harness = `
     const { createCompute } = await import(${JSON.stringify(`${DIST}/workers/compute-client.js`)});
     const { checkInSandbox } = await import(${JSON.stringify(`${DIST}/workers/compute-answers.js`)});
-    const compute = createCompute({ workers: 1, workerHeapMb: 128, unsafeSharedSandbox: false, tenant: "ns1", admitted: 8, niceness: 0 });
+    const compute = createCompute({ workers: 1, workerHeapMb: 128, sandboxMemoryMb: 1024, unsafeSharedSandbox: false, tenant: "ns1", admitted: 8, niceness: 0 });
     const udf = { key: "reach", backend: "js", source: ${JSON.stringify(udf)}, name: "", batch: false, inputs: ["__in0"], sources: ["x"], output: { name: "y", type: { type: "utf8" }, nullable: true, structField: "" }, timeoutMs: 5000, wasmMaxPages: 16 };
     await checkInSandbox(compute, { name: "udf", request: { op: "check", udf } }, 5000);
     // An idle pool thread runs no callbacks: a few more tasks let the attack's socket events arrive.

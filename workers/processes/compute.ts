@@ -43,10 +43,9 @@ const send = (parts: Uint8Array[]): void => {
 /** What ran: "the UDF", "the udtf", "the chunker". */
 const subject = (m: ComputeCommand) => (m.name === "udf" ? "the UDF" : `the ${m.request.kind}`);
 
-function failure(err: unknown, m: ComputeCommand, aborted: "time" | "memory" | null): string {
+function failure(err: unknown, m: ComputeCommand, timedOut: boolean): string {
   const e = err as { code?: string; message?: string };
-  if (aborted === "memory") return `${subject(m)} ran out of memory: the compute sandbox passed ${PYTHON_RSS_MB} MB (--workers x --worker-heap-mb + 512; a Python interpreter's memory is outside the heap limit); its worker was replaced`;
-  if (aborted === "time") return `${subject(m)} ran past its time limit; its worker was stopped`;
+  if (timedOut) return `${subject(m)} ran past its time limit; its worker was stopped`;
   if (e?.code === "ERR_WORKER_OUT_OF_MEMORY" || /out of memory|memory limit/i.test(String(e?.message))) {
     return `${subject(m)} ran out of memory: it exceeded the worker heap limit (--worker-heap-mb ${workerHeapMb}); its worker was replaced`;
   }
@@ -59,13 +58,11 @@ function pythonLimit(m: ComputeCommand): number | null {
   return m.request.fn.backend === "python" ? m.request.timeoutMs : null;
 }
 
-// How often the time limit and memory of a running Python call are looked at.
+// How often the time limit of a running Python call is looked at. A Python interpreter's memory
+// is WebAssembly memory, outside the worker's heap limit: the sandbox's own memory bound holds it,
+// kept by the kernel and watched by the owner from outside (workers/compute-client.ts), where
+// escaped code cannot turn the watch off.
 const PYTHON_TICK_MS = 20;
-
-// A Python interpreter's memory is WebAssembly memory, outside the worker's heap limit
-// (--worker-heap-mb): past this resident size of the whole process, the Python task running is
-// stopped and its worker replaced, which frees its interpreter.
-const PYTHON_RSS_MB = workers * workerHeapMb + 512;
 
 /**
  * Python's time limit, kept from here: the worker thread is busy in the interpreter, which looks at
@@ -73,11 +70,10 @@ const PYTHON_RSS_MB = workers * workerHeapMb + 512;
  * this thread sets SIGINT there. A worker's first Python task loads the interpreter first, which
  * does not count.
  */
-function pythonTimer(limitMs: number, overMemory: () => void): { buffer: Int32Array; stop(): void } {
+function pythonTimer(limitMs: number): { buffer: Int32Array; stop(): void } {
   const buffer = new Int32Array(new SharedArrayBuffer(8));
   let since: number | null = null;
   const tick = setInterval(() => {
-    if (process.memoryUsage.rss() > PYTHON_RSS_MB * 2 ** 20) overMemory();
     if (Atomics.load(buffer, 1) === 0) since = null;
     else if (since === null) since = Date.now();
     else if (Date.now() - since >= limitMs) Atomics.store(buffer, 0, 2);
@@ -94,21 +90,20 @@ function answer(id: string, r: UdfTaskReply | TableReply, m: ComputeCommand): vo
 
 function runTask(m: ComputeCommand): Promise<void> {
   const abort = new AbortController();
-  let aborted: "time" | "memory" | null = null;
-  const stop = (why: "time" | "memory") => {
-    aborted ??= why;
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
     abort.abort();
-  };
-  const timer = setTimeout(() => stop("time"), m.deadlineMs);
+  }, m.deadlineMs);
   const input = m.request.op === "run" ? m.request.input! : undefined;
   const limit = pythonLimit(m);
-  const python = limit === null ? null : pythonTimer(limit, () => stop("memory"));
+  const python = limit === null ? null : pythonTimer(limit);
   const request = { ...m.request, ...(input ? { input } : {}), ...(python ? { interrupt: python.buffer } : {}) };
   return pool
     .run(request, { name: m.name, signal: abort.signal, transferList: input ? [input.buffer as ArrayBuffer] : [] })
     .then(
       (r: UdfTaskReply | TableReply) => answer(m.id, r, m),
-      (err: unknown) => send(answerFrame(ANSWER.error, m.id, Buffer.from(failure(err, m, aborted)))),
+      (err: unknown) => send(answerFrame(ANSWER.error, m.id, Buffer.from(failure(err, m, timedOut)))),
     )
     .finally(() => {
       clearTimeout(timer);

@@ -4,10 +4,10 @@
 // zero or more, and each output row carries the position of its source row in the batch (column
 // `PARENT`); the caller adds the source row's id, ordinal and columns from the rows it sent.
 import vm from "node:vm";
-import { isMainThread } from "node:worker_threads";
+import { isMainThread, resourceLimits } from "node:worker_threads";
 import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
-import initSqlJs, { type SqlJsStatic } from "sql.js";
+import initSqlJs, { type Database, type SqlJsStatic } from "sql.js";
 import { jsShape, PARENT, type Shape, type TableFunction } from "../../src/compute/udf.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { fromJsonField, type JsonArrowField } from "../../src/engine/json-arrow.js";
@@ -36,6 +36,18 @@ if (!isMainThread) process.on("unhandledRejection", () => undefined);
 const sandboxes = new Map<string, Sandbox>();
 const CACHE_SIZE = 16;
 let sqlite: Promise<SqlJsStatic> | null = null;
+// SQLite's memory is WebAssembly memory, outside the worker's heap limit: it gets a bound of the
+// same size, past which its allocations fail ("out of memory") and the task fails alone, before
+// the sandbox's own memory bound is near.
+const SQL_HEAP_MB = resourceLimits.maxOldGenerationSizeMb ?? 1024;
+
+/** An empty SQLite database under SQL_HEAP_MB (the limit is the library's, set again for each). */
+async function database(): Promise<Database> {
+  const SQL = await (sqlite ??= initSqlJs());
+  const db = new SQL.Database();
+  db.run(`PRAGMA hard_heap_limit = ${SQL_HEAP_MB * 2 ** 20}`);
+  return db;
+}
 const sqlContext = vm.createContext(Object.create(null));
 const SQL_CALL = new vm.Script("__quiverSql()", { filename: "quiver-sql-call" });
 
@@ -99,8 +111,7 @@ function sqlFits(v: Plain, type: A.DataType): boolean {
 }
 
 async function runSql(req: TableRequest, input: A.Table): Promise<A.Table | string> {
-  const SQL = await (sqlite ??= initSqlJs());
-  const db = new SQL.Database();
+  const db = await database();
   try {
     const names = input.schema.fields.map((f) => `"${f.name.replace(/"/g, '""')}"`);
     db.run(`CREATE TABLE source (${names.join(", ") || "_"})`);
@@ -118,6 +129,7 @@ async function runSql(req: TableRequest, input: A.Table): Promise<A.Table | stri
       results = SQL_CALL.runInContext(sqlContext, { timeout: req.timeoutMs }) as typeof results;
     } catch (e) {
       if ((e as { code?: string }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") return `the udtf's SQL ran longer than ${req.timeoutMs} ms`;
+      if ((e as Error).message === "out of memory") return `the udtf's SQL ran out of memory: SQLite's heap is bounded to ${SQL_HEAP_MB} MB (--worker-heap-mb)`;
       return `the udtf's SQL failed: ${(e as Error).message}`;
     }
     const last = results[results.length - 1] ?? { columns: [], values: [] };
@@ -147,8 +159,7 @@ async function runTable(req: TableRequest): Promise<{ ok: true; output?: Uint8Ar
         await sandbox(req.fn, req.timeoutMs);
         shapes(req.output, req.fn);
       } else {
-        const SQL = await (sqlite ??= initSqlJs());
-        const db = new SQL.Database();
+        const db = await database();
         try {
           // Planning against an empty source with any columns checks the syntax alone.
           db.run("CREATE TABLE source (_)");

@@ -42,6 +42,7 @@ export interface BackfillDeps {
   versions: ValueVersions;
   workers: number;
   workerHeapMb: number;
+  sandboxMemoryMb: number;
   unsafeSharedSandbox: boolean;
   limits: UdfLimits;
   limit: number;
@@ -82,6 +83,7 @@ export async function runBackfill(deps: BackfillDeps, job: JobContext<BackfillSp
     others: await Promise.all([...others.values()].map(async (k) => ({ column: k.column, fresh: [...(await versions.get(k))] }))),
     workers: deps.workers,
     workerHeapMb: deps.workerHeapMb,
+    sandboxMemoryMb: deps.sandboxMemoryMb,
     unsafeSharedSandbox: deps.unsafeSharedSandbox,
     // Found once by the server: the job process starts its sandbox without looking again.
     isolation: runnable(vc) === "sql" ? undefined : await isolation(deps.unsafeSharedSandbox),

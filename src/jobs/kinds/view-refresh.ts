@@ -35,6 +35,7 @@ export interface ViewRefreshDeps {
   views: Views;
   workers: number;
   workerHeapMb: number;
+  sandboxMemoryMb: number;
   unsafeSharedSandbox: boolean;
   timeoutMs: number;
   limit: number;
@@ -95,6 +96,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         timeoutMs: deps.timeoutMs,
         workers: deps.workers,
         workerHeapMb: deps.workerHeapMb,
+        sandboxMemoryMb: deps.sandboxMemoryMb,
         unsafeSharedSandbox: deps.unsafeSharedSandbox,
         // Found once by the server: the job process starts its sandbox without looking again.
         isolation: def.kind === "query" ? undefined : await isolation(deps.unsafeSharedSandbox),
