@@ -30,7 +30,7 @@ export interface WorkerPool {
   destroy(): Promise<void>;
 }
 
-type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes" | "maxDecodedBody"> & Partial<Pick<Config, "workerHeapMb">>;
+type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes" | "maxDecodedBody" | "maxValueBytes"> & Partial<Pick<Config, "workerHeapMb">>;
 
 export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
   const pool = new Piscina({
@@ -70,9 +70,10 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
 
   return {
     async ingest(raw) {
-      if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) return normaliseIpc(raw, config.maxDecodedBody).table;
+      const limits = { maxDecodedBody: config.maxDecodedBody, maxValueBytes: config.maxValueBytes };
+      if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) return normaliseIpc(raw, limits).table;
       const own = ownBuffer(raw);
-      const task: IngestTask = { body: own, maxDecodedBody: config.maxDecodedBody };
+      const task: IngestTask = { body: own, ...limits };
       const reply = await run<IngestReply>("ingest", task, [own.buffer as ArrayBuffer]);
       if (reply instanceof Uint8Array) return arrow.tableFromIPC(reply);
       throw invalid(reply.error);

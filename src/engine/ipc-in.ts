@@ -9,15 +9,17 @@ import { plainDictionaries } from "./dictionaries.js";
 import { decompressIpc, isCompressedBatchError } from "./ipc-codecs.js";
 import { ipcMessages } from "./ipc-messages.js";
 import { toJsonType } from "./json-arrow.js";
+import type { DecodeLimits } from "./rows-in.js";
 
 /**
  * THE decode of a request body, run inline for small plain bodies and in a worker for the others
  * (workers/pool.ts): the body as a storable table (dictionary columns expanded), and whether that
  * table differs from the bytes sent. 400 when the body is missing, not an Arrow IPC stream (or
- * file), unstorable, or decodes to more than `maxDecoded` bytes (compressed buffers and
- * dictionaries expanded; checked before either is).
+ * file), unstorable, decodes to more than `maxDecodedBody` bytes (compressed buffers and
+ * dictionaries expanded; checked before either is), or holds a value of more than `maxValueBytes`.
  */
-export function normaliseIpc(raw: Uint8Array | undefined, maxDecoded: number): { table: A.Table; stream: Uint8Array | null } {
+export function normaliseIpc(raw: Uint8Array | undefined, limits: DecodeLimits): { table: A.Table; stream: Uint8Array | null } {
+  const maxDecoded = limits.maxDecodedBody;
   if (!raw || raw.length === 0) throw invalid("body: an Arrow IPC stream is required");
   let t: A.Table;
   let plain: Uint8Array;
@@ -31,7 +33,64 @@ export function normaliseIpc(raw: Uint8Array | undefined, maxDecoded: number): {
   if (t.schema.fields.length === 0) throw invalid("body: not a valid Arrow IPC stream (no schema with columns)");
   storable(t);
   const table = plainDictionaries(t, plain.length, maxDecoded);
+  checkValueSizes(table, limits.maxValueBytes);
   return { table, stream: table === t ? plain : null };
+}
+
+/**
+ * Bytes each value of `d` holds: a string's or binary's bytes, a list's items', a struct's
+ * fields', a fixed-width value its width; one number when every value holds the same. Reads the
+ * offsets only (data as read from IPC: a list's offsets index its child's values from 0).
+ */
+function valueBytes(d: A.Data): number | Float64Array {
+  const D = arrow.DataType;
+  const t = d.type;
+  const o = d.valueOffsets as ArrayLike<number | bigint> | undefined;
+  const end = (i: number) => Number(o![d.offset + i]);
+  if (D.isUtf8(t) || D.isLargeUtf8(t) || D.isBinary(t) || D.isLargeBinary(t)) {
+    const out = new Float64Array(d.length);
+    for (let i = 0; i < d.length; i++) out[i] = end(i + 1) - end(i);
+    return out;
+  }
+  if (D.isList(t) || D.isMap(t) || D.isFixedSizeList(t)) {
+    const items = valueBytes(d.children[0]);
+    const size = D.isFixedSizeList(t) ? (t as A.FixedSizeList).listSize : 0;
+    if (size && typeof items === "number") return size * items;
+    const start = size ? (i: number) => (d.offset + i) * size : end;
+    const out = new Float64Array(d.length);
+    for (let i = 0; i < d.length; i++) {
+      const [a, b] = [start(i), start(i + 1)];
+      if (typeof items === "number") out[i] = (b - a) * items;
+      else for (let j = a; j < b; j++) out[i] += items[j];
+    }
+    return out;
+  }
+  if (D.isStruct(t)) {
+    const parts = d.children.map(valueBytes);
+    const fixed = parts.reduce<number>((n, p) => n + (typeof p === "number" ? p : 0), 0);
+    const varying = parts.filter((p): p is Float64Array => typeof p !== "number");
+    if (varying.length === 0) return fixed;
+    const out = new Float64Array(d.length).fill(fixed);
+    for (const p of varying) for (let i = 0; i < d.length; i++) out[i] += p[i];
+    return out;
+  }
+  return D.isBool(t) ? 1 : Math.ceil(((t as { bitWidth?: number }).bitWidth ?? 64) / 8);
+}
+
+/** 400 naming the column and row of the first value holding more than `maxValue` bytes (one row of a list, string or binary). */
+function checkValueSizes(t: A.Table, maxValue: number): void {
+  t.schema.fields.forEach((f, c) => {
+    let row = 0;
+    for (const d of t.getChildAt(c)!.data) {
+      const sizes = valueBytes(d);
+      const over = typeof sizes === "number" ? (sizes > maxValue && d.length > 0 ? 0 : -1) : sizes.findIndex((n) => n > maxValue);
+      if (over >= 0) {
+        const bytes = typeof sizes === "number" ? sizes : sizes[over];
+        throw invalid(`column ${JSON.stringify(f.name)}: row ${row + over} holds a value of ${bytes} bytes, past the limit of ${maxValue} (--max-value-bytes)`);
+      }
+      row += d.length;
+    }
+  });
 }
 
 // The CommonJS copy's message decoder, as ipc-out.ts explains.
