@@ -38,55 +38,50 @@ export function normaliseIpc(raw: Uint8Array | undefined, limits: DecodeLimits):
 }
 
 /**
- * Bytes each value of `d` holds: a string's or binary's bytes, a list's items', a struct's
- * fields', a fixed-width value its width; one number when every value holds the same. Reads the
- * offsets only (data as read from IPC: a list's offsets index its child's values from 0).
+ * The bytes values `a` to `b` (excluded) of `d` hold: a string's or binary's bytes, a list's
+ * items', a struct's fields', a fixed-width value its width. Read from the offsets, without a
+ * walk or an allocation per value: a list's offsets index its child's values.
  */
-function valueBytes(d: A.Data): number | Float64Array {
+function rangeBytes(d: A.Data): (a: number, b: number) => number {
   const D = arrow.DataType;
   const t = d.type;
   const o = d.valueOffsets as ArrayLike<number | bigint> | undefined;
-  const end = (i: number) => Number(o![d.offset + i]);
-  if (D.isUtf8(t) || D.isLargeUtf8(t) || D.isBinary(t) || D.isLargeBinary(t)) {
-    const out = new Float64Array(d.length);
-    for (let i = 0; i < d.length; i++) out[i] = end(i + 1) - end(i);
-    return out;
+  const at = (i: number) => Number(o![d.offset + i]);
+  if (D.isUtf8(t) || D.isLargeUtf8(t) || D.isBinary(t) || D.isLargeBinary(t)) return (a, b) => at(b) - at(a);
+  if (D.isList(t) || D.isMap(t)) {
+    const items = rangeBytes(d.children[0]);
+    return (a, b) => items(at(a), at(b));
   }
-  if (D.isList(t) || D.isMap(t) || D.isFixedSizeList(t)) {
-    const items = valueBytes(d.children[0]);
-    const size = D.isFixedSizeList(t) ? (t as A.FixedSizeList).listSize : 0;
-    if (size && typeof items === "number") return size * items;
-    const start = size ? (i: number) => (d.offset + i) * size : end;
-    const out = new Float64Array(d.length);
-    for (let i = 0; i < d.length; i++) {
-      const [a, b] = [start(i), start(i + 1)];
-      if (typeof items === "number") out[i] = (b - a) * items;
-      else for (let j = a; j < b; j++) out[i] += items[j];
-    }
-    return out;
+  if (D.isFixedSizeList(t)) {
+    const items = rangeBytes(d.children[0]);
+    const size = (t as A.FixedSizeList).listSize;
+    return (a, b) => items((d.offset + a) * size, (d.offset + b) * size);
   }
   if (D.isStruct(t)) {
-    const parts = d.children.map(valueBytes);
-    const fixed = parts.reduce<number>((n, p) => n + (typeof p === "number" ? p : 0), 0);
-    const varying = parts.filter((p): p is Float64Array => typeof p !== "number");
-    if (varying.length === 0) return fixed;
-    const out = new Float64Array(d.length).fill(fixed);
-    for (const p of varying) for (let i = 0; i < d.length; i++) out[i] += p[i];
-    return out;
+    const fields = d.children.map(rangeBytes);
+    return (a, b) => fields.reduce((n, f) => n + f(a, b), 0);
   }
-  return D.isBool(t) ? 1 : Math.ceil(((t as { bitWidth?: number }).bitWidth ?? 64) / 8);
+  const width = D.isBool(t) ? 1 : Math.ceil(((t as { bitWidth?: number }).bitWidth ?? 64) / 8);
+  return (a, b) => (b - a) * width;
 }
 
-/** 400 naming the column and row of the first value holding more than `maxValue` bytes (one row of a list, string or binary). */
+/** Whether values of `t` differ in size (it holds a string, a binary, a list or a map). */
+function varies(t: A.DataType): boolean {
+  const D = arrow.DataType;
+  return D.isUtf8(t) || D.isLargeUtf8(t) || D.isBinary(t) || D.isLargeBinary(t) || D.isList(t) || D.isMap(t) || (t.children ?? []).some((c) => varies(c.type));
+}
+
+/** 400 naming the column and row of the first value holding more than `maxValue` bytes (a string, a binary, a list's items, a struct's fields). */
 function checkValueSizes(t: A.Table, maxValue: number): void {
   t.schema.fields.forEach((f, c) => {
     let row = 0;
+    // Values of a type without offsets all hold the same: the first row stands for the rest.
+    const rows = (d: A.Data) => (varies(f.type) ? d.length : Math.min(d.length, 1));
     for (const d of t.getChildAt(c)!.data) {
-      const sizes = valueBytes(d);
-      const over = typeof sizes === "number" ? (sizes > maxValue && d.length > 0 ? 0 : -1) : sizes.findIndex((n) => n > maxValue);
-      if (over >= 0) {
-        const bytes = typeof sizes === "number" ? sizes : sizes[over];
-        throw invalid(`column ${JSON.stringify(f.name)}: row ${row + over} holds a value of ${bytes} bytes, past the limit of ${maxValue} (--max-value-bytes)`);
+      const bytes = rangeBytes(d);
+      for (let i = 0; i < rows(d); i++) {
+        const n = bytes(i, i + 1);
+        if (n > maxValue) throw invalid(`column ${JSON.stringify(f.name)}: row ${row + i} holds a value of ${n} bytes, past the limit of ${maxValue} (--max-value-bytes)`);
       }
       row += d.length;
     }

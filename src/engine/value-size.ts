@@ -11,6 +11,7 @@ import { invalid } from "../errors.js";
 import { literalElements, type SizeLimits } from "../schemas/expression-size.js";
 import { arrow } from "./arrow.js";
 import { dataError } from "./datasets.js";
+import { engineReason } from "./messages.js";
 import type { TableHandle } from "./tables.js";
 
 /** Bytes one fixed-width value of `t` holds, or null for a type whose values vary in size. */
@@ -86,18 +87,26 @@ export async function checkValueBound(t: TableHandle, field: string, column: str
     throw invalid(`${field}: column ${JSON.stringify(column)} is of type ${type}, whose values the engine cannot measure against --max-value-bytes, so it can be written from SQL only with literals`);
   }
   const filter = where ? `(\n${where}\n) AND (${m} > ${max})` : `${m} > ${max}`;
-  if ((await t.countRows(filter)) > 0) throw over();
+  let n: number;
+  try {
+    n = await t.countRows(filter);
+  } catch (err) {
+    // Values the engine cannot compute are the request's fault, whatever the engine calls them;
+    // the write is refused, since an expression whose values go unmeasured would go unbounded.
+    throw dataError(err, field) ?? invalid(`${field}: ${engineReason(err)}`);
+  }
+  if (n > 0) throw over();
 }
 
-/**
- * The same bound for columns added from SQL (`name` = `valueSql` in every row), their type found
- * by the engine from one row; the engine's errors name `field`.
- */
+/** The same bound for columns added from SQL (`name` = `valueSql` in every row), their type found by the engine from one row. */
 export async function checkAddedValues(t: TableHandle, field: string, name: string, valueSql: string, limits: ValueLimits): Promise<void> {
+  let type: A.DataType;
   try {
-    const one = await t.query().select({ [name]: valueSql }).limit(1).toArrow();
-    await checkValueBound(t, field, name, one.schema.fields[0].type, valueSql, undefined, limits);
-  } catch (err) {
-    throw dataError(err, field) ?? err;
+    type = (await t.query().select({ [name]: valueSql }).limit(1).toArrow()).schema.fields[0].type;
+  } catch {
+    // An expression the query planner refuses is left to add_columns, which refuses it in its
+    // own words (the planners differ in what they say).
+    return;
   }
+  await checkValueBound(t, field, name, type, valueSql, undefined, limits);
 }

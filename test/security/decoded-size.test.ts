@@ -56,7 +56,8 @@ describe("decoded size counts every type (issue row 5)", () => {
     const { r, slowestMs } = await withHealthz(() => q.call("POST", "/v1/table/wide/insert", body, NDJSON));
     expect400(r, new RegExp(`^rows: 10000 rows of 16008 bytes \\(2001 columns, absent and null values counted\\) build 160080000 bytes or more, past the limit of ${DECODED} \\(--max-decoded-body\\)$`));
     expect(peakMb() - before).toBeLessThan(100);
-    expect(slowestMs).toBeLessThan(1000);
+    // Margin for a loaded machine: before the bound the insert held the event loop past 60 s.
+    expect(slowestMs).toBeLessThan(5000);
     expect(await count("wide")).toBe(1);
   }, 60_000);
 

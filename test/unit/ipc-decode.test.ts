@@ -124,3 +124,25 @@ describe("dictionary columns", () => {
     expect(() => plainDictionaries(new arrow.Table({ l: lists }), 0, MB)).toThrow(/^column "l": dictionary-encoded List<Int32> values are not supported/);
   });
 });
+
+describe("one value's size (--max-value-bytes)", () => {
+  const limits = { maxDecodedBody: MB, maxValueBytes: 100 };
+  const ipc = (columns: Record<string, InstanceType<typeof arrow.Vector>>) => arrow.tableToIPC(new arrow.Table(columns), "stream");
+  const strings = new arrow.List(new arrow.Field("item", new arrow.Utf8(), true));
+  const pair = new arrow.Struct([new arrow.Field("a", new arrow.Utf8(), true), new arrow.Field("b", new arrow.Int64(), true)]);
+
+  it("counts a list's strings, a struct's fields and a later batch's rows; values at the bound pass", () => {
+    const list = arrow.vectorFromArray([["x"], ["y".repeat(50), "z".repeat(51)]], strings);
+    expect(() => normaliseIpc(ipc({ l: list }), limits)).toThrow(/^column "l": row 1 holds a value of 101 bytes, past the limit of 100 \(--max-value-bytes\)$/);
+    const struct = arrow.vectorFromArray([{ a: "a".repeat(92), b: 1n }, { a: "a".repeat(93), b: 2n }], pair);
+    expect(() => normaliseIpc(ipc({ s: struct }), limits)).toThrow(/^column "s": row 1 holds a value of 101 bytes/);
+    const batches = arrow.vectorFromArray(["ok"], new arrow.Utf8()).concat(arrow.vectorFromArray(["fine", "w".repeat(101)], new arrow.Utf8()));
+    expect(() => normaliseIpc(ipc({ t: batches }), limits)).toThrow(/^column "t": row 2 holds a value of 101 bytes/);
+    expect(json(normaliseIpc(ipc({ t: arrow.vectorFromArray(["v".repeat(100), null], new arrow.Utf8()) }), limits).table).map((r) => r.t)).toEqual(["v".repeat(100), null]);
+  });
+
+  it("a fixed-width column is held to it by its width", () => {
+    const wide = new arrow.FixedSizeList(13, new arrow.Field("item", new arrow.Float64(), true));
+    expect(() => normaliseIpc(ipc({ v: arrow.vectorFromArray([new Array(13).fill(1)], wide) }), limits)).toThrow(/^column "v": row 0 holds a value of 104 bytes/);
+  });
+});
