@@ -61,9 +61,12 @@ function rangeBytes(d: A.Data): (a: number, b: number) => number {
     const fields = d.children.map(rangeBytes);
     return (a, b) => fields.reduce((n, f) => n + f(a, b), 0);
   }
-  const width = D.isBool(t) ? 1 : Math.ceil(((t as { bitWidth?: number }).bitWidth ?? 64) / 8);
+  const width = widthOf(t);
   return (a, b) => (b - a) * width;
 }
+
+/** Bytes one value of a type without children or offsets holds (8 where the type names no width). */
+export const widthOf = (t: A.DataType): number => (arrow.DataType.isBool(t) ? 1 : arrow.DataType.isFixedSizeBinary(t) ? (t as A.FixedSizeBinary).byteWidth : Math.ceil(((t as { bitWidth?: number }).bitWidth ?? 64) / 8));
 
 /** Whether values of `t` differ in size (it holds a string, a binary, a list or a map). */
 function varies(t: A.DataType): boolean {

@@ -11,6 +11,7 @@ import { invalid } from "../errors.js";
 import { literalElements, type SizeLimits } from "../schemas/expression-size.js";
 import { arrow } from "./arrow.js";
 import { dataError } from "./datasets.js";
+import { widthOf } from "./ipc-in.js";
 import { engineReason } from "./messages.js";
 import type { TableHandle } from "./tables.js";
 
@@ -26,8 +27,7 @@ function fixedBytes(t: A.DataType): number | null {
     const parts = t.children.map((c) => fixedBytes(c.type));
     return parts.includes(null) ? null : (parts as number[]).reduce((a, b) => a + b, 0);
   }
-  if (D.isFixedSizeBinary(t)) return (t as A.FixedSizeBinary).byteWidth;
-  return D.isDecimal(t) ? 32 : 8;
+  return widthOf(t);
 }
 
 /**

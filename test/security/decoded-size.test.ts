@@ -109,6 +109,42 @@ describe("one value has a bound, sent or computed (issue row 6)", () => {
     expect(fits.status, fits.text).toBe(200);
   }, 60_000);
 
+  it("binaries, lists, lists of lists, lists of strings and structs are measured too", async () => {
+    const list = (t: arrow.DataType) => new arrow.List(new arrow.Field("item", t, true));
+    const KB = 1024;
+    const body = arrow.tableToIPC(
+      new arrow.Table({
+        id: arrow.vectorFromArray([1], new arrow.Int32()),
+        b: arrow.vectorFromArray([new Uint8Array(8 * KB)], new arrow.Binary()),
+        l: arrow.vectorFromArray([new Array(KB).fill(1.5)], list(new arrow.Float64())),
+        ll: arrow.vectorFromArray([[new Array(KB).fill(1), new Array(KB).fill(2)]], list(list(new arrow.Int32()))),
+        ls: arrow.vectorFromArray([["a".repeat(4 * KB), "b".repeat(4 * KB)]], list(new arrow.Utf8())),
+        st: arrow.vectorFromArray([{ a: "s".repeat(8 * KB), n: 1n }], new arrow.Struct([new arrow.Field("a", new arrow.Utf8(), true), new arrow.Field("n", new arrow.Int64(), true)])),
+      }),
+      "stream",
+    );
+    const create = await q.call("POST", "/v1/table/m/create", body, W);
+    expect(create.status, create.text).toBe(200);
+    const copies = (c: string, n: number) => Array(n).fill(c).join(", ");
+    const growths: [string, (n: number) => string][] = [
+      ["b", (n) => `concat(${copies("b", n)})`],
+      ["l", (n) => `array_concat(${copies("l", n)})`],
+      ["ll", (n) => `array_concat(${copies("ll", n)})`],
+      ["ls", (n) => `array_concat(${copies("ls", n)})`],
+      ["st", (n) => `named_struct('a', repeat(st['a'], ${n}), 'n', st['n'])`],
+    ];
+    const version = (await q.call("POST", "/v1/table/m/describe", {}, W)).json.version;
+    // Each value is 8 KiB: nine copies (72 KiB) are past the bound of 64 KiB, seven (56 KiB) are not.
+    for (const [column, grow] of growths) {
+      expect400(await q.call("POST", "/v1/table/m/update", { updates: [[column, grow(9)]] }, W), new RegExp(`^updates\\[0\\]\\[1\\]: column "${column}" would hold a value of more than ${VALUE} bytes`));
+    }
+    expect((await q.call("POST", "/v1/table/m/describe", {}, W)).json.version).toBe(version);
+    for (const [column, grow] of growths) {
+      const r = await q.call("POST", "/v1/table/m/update", { updates: [[column, grow(7)]] }, W);
+      expect(r.status, `${column}: ${r.text}`).toBe(200);
+    }
+  }, 120_000);
+
   it("values sent past the bound, as JSON rows or Arrow IPC: 400 naming the column, nothing stored", async () => {
     const big = "z".repeat(VALUE + 1);
     expect400(await q.call("POST", "/v1/table/u/insert", JSON.stringify([{ id: 3, s: big }]), { ...W, "content-type": "application/json" }), /^rows\[0\]\.s: a value of \d+ bytes or more in column "s", past the limit of 65536 \(--max-value-bytes\)$/);
