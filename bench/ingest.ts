@@ -75,7 +75,7 @@ async function micro(): Promise<void> {
   console.log("\n## micro: decode + normalise, inline vs ingest pool (1 worker, warm), median of repetitions");
   console.log(`${"body".padEnd(26)}${"MB".padStart(8)}${"inline ms".padStart(11)}${"ms/MB".padStart(8)}${"pool wall ms".padStart(14)}${"pool loop-busy ms".padStart(19)}`);
   // An inline threshold of 0 sends every body through the pool.
-  const pool = createWorkerPool({ workers: 1, maxQueue: 16, ingestInlineMaxBytes: 0, maxDecodedBody: 256 << 20, maxJsonDepth: 64 });
+  const pool = createWorkerPool({ workers: 1, maxQueue: 16, ingestInlineMaxBytes: 0, maxDecodedBody: 256 << 20, maxValueBytes: 16 << 20, maxJsonDepth: 64 });
   const viaPool = (raw: Uint8Array) => pool.ingest(raw);
   await viaPool(body(100)); // start the worker
   const cases: [number, Kind][] = [
@@ -100,7 +100,7 @@ async function micro(): Promise<void> {
     gc();
     for (let i = 0; i < reps; i++) {
       const t0 = performance.now();
-      normaliseIpc(raw, 256 << 20);
+      normaliseIpc(raw, { maxDecodedBody: 256 << 20, maxValueBytes: 16 << 20 });
       inline.push(performance.now() - t0);
     }
     gc();

@@ -30,7 +30,8 @@ export const options = [
   { key: "max-json-body", kind: "int", def: 1 << 20, min: 1, doc: "largest JSON request body, bytes" },
   { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
-  { key: "max-decoded-body", kind: "int", def: 256 << 20, min: 1, max: 2 ** 31 - 1, doc: "most bytes an Arrow IPC request body may decode to, its compressed buffers and dictionary-encoded columns expanded (checked from its metadata before either is); more are answered 400 (see docs/security.md, Bounded decoding)" },
+  { key: "max-decoded-body", kind: "int", def: 256 << 20, min: 1, max: 2 ** 31 - 1, doc: "most bytes a write's rows may decode to: an Arrow IPC body's compressed buffers and dictionary-encoded columns expanded (checked from its metadata before either is), JSON rows' strings at their bytes, and every row at least its table's width, absent and null values included; more are answered 400 (see docs/security.md, Bounded decoding)" },
+  { key: "max-value-bytes", kind: "int", def: 16 << 20, min: 1, max: 2 ** 31 - 1, doc: "largest one value a write may store, bytes (a string, a binary, a list's items, a struct's fields): values sent as JSON rows or Arrow IPC, and what an update's or an added column's SQL expression makes of the stored values, are checked against it; larger is answered 400 naming the column, nothing stored (see docs/security.md, Bounded decoding)" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
   { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
   { key: "max-expression-cost", kind: "int", def: 160, min: 1, doc: "most operators, keyword operators and parentheses in one SQL expression (a bound on its depth, over which the engine recurses; the lowest crash measured is at 689, see docs/security.md); more are answered 400" },
@@ -124,6 +125,7 @@ export interface Config {
   maxJsonBody: number;
   maxArrowBody: number;
   maxDecodedBody: number;
+  maxValueBytes: number;
   maxJsonDepth: number;
   maxInFlight: number;
   batchMax: number;

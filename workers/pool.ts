@@ -29,7 +29,7 @@ export interface WorkerPool {
    * on the calling thread, larger ones in a worker (parsing and building are O(bytes)). The bytes
    * are moved to the worker: do not use them afterwards.
    */
-  jsonRows(body: JsonRowsBody, to: Omit<RowsTarget, "maxDecoded" | "maxJsonDepth">): Promise<A.Table>;
+  jsonRows(body: JsonRowsBody, to: Omit<RowsTarget, "limits" | "maxJsonDepth">): Promise<A.Table>;
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
   run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
   /** Threads started, threads running a task, tasks waiting for a thread. */
@@ -37,7 +37,7 @@ export interface WorkerPool {
   destroy(): Promise<void>;
 }
 
-type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes" | "maxDecodedBody" | "maxJsonDepth"> & Partial<Pick<Config, "workerHeapMb">>;
+type PoolConfig = Pick<Config, "workers" | "maxQueue" | "ingestInlineMaxBytes" | "maxDecodedBody" | "maxValueBytes" | "maxJsonDepth"> & Partial<Pick<Config, "workerHeapMb">>;
 
 export function createWorkerPool(config: PoolConfig, bounds: Record<string, number> = {}): WorkerPool {
   const pool = new Piscina({
@@ -82,13 +82,14 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
 
   return {
     async ingest(raw) {
-      if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) return normaliseIpc(raw, config.maxDecodedBody).table;
+      const limits = { maxDecodedBody: config.maxDecodedBody, maxValueBytes: config.maxValueBytes };
+      if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) return normaliseIpc(raw, limits).table;
       const own = ownBuffer(raw);
-      const task: IngestTask = { body: own, maxDecodedBody: config.maxDecodedBody };
+      const task: IngestTask = { body: own, ...limits };
       return tableOf(await run<IngestReply>("ingest", task, [own.buffer as ArrayBuffer]));
     },
     async jsonRows(body, target) {
-      const to = { ...target, maxDecoded: config.maxDecodedBody, maxJsonDepth: config.maxJsonDepth };
+      const to = { ...target, limits: { maxDecodedBody: config.maxDecodedBody, maxValueBytes: config.maxValueBytes }, maxJsonDepth: config.maxJsonDepth };
       if (body.bytes.length <= config.ingestInlineMaxBytes) return jsonRowsTable(body, to);
       const own = ownBuffer(body.bytes);
       const task: JsonIngestTask = { body: { bytes: own, ndjson: body.ndjson }, to: { ...to, schema: to.schema && arrow.tableToIPC(new arrow.Table(to.schema), "stream") } };

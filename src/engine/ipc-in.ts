@@ -9,15 +9,17 @@ import { plainDictionaries } from "./dictionaries.js";
 import { decompressIpc, isCompressedBatchError } from "./ipc-codecs.js";
 import { ipcMessages } from "./ipc-messages.js";
 import { toJsonType } from "./json-arrow.js";
+import type { DecodeLimits } from "./rows-in.js";
 
 /**
  * THE decode of a request body, run inline for small plain bodies and in a worker for the others
  * (workers/pool.ts): the body as a storable table (dictionary columns expanded), and whether that
  * table differs from the bytes sent. 400 when the body is missing, not an Arrow IPC stream (or
- * file), unstorable, or decodes to more than `maxDecoded` bytes (compressed buffers and
- * dictionaries expanded; checked before either is).
+ * file), unstorable, decodes to more than `maxDecodedBody` bytes (compressed buffers and
+ * dictionaries expanded; checked before either is), or holds a value of more than `maxValueBytes`.
  */
-export function normaliseIpc(raw: Uint8Array | undefined, maxDecoded: number): { table: A.Table; stream: Uint8Array | null } {
+export function normaliseIpc(raw: Uint8Array | undefined, limits: DecodeLimits): { table: A.Table; stream: Uint8Array | null } {
+  const maxDecoded = limits.maxDecodedBody;
   if (!raw || raw.length === 0) throw invalid("body: an Arrow IPC stream is required");
   let t: A.Table;
   let plain: Uint8Array;
@@ -31,7 +33,62 @@ export function normaliseIpc(raw: Uint8Array | undefined, maxDecoded: number): {
   if (t.schema.fields.length === 0) throw invalid("body: not a valid Arrow IPC stream (no schema with columns)");
   storable(t);
   const table = plainDictionaries(t, plain.length, maxDecoded);
+  checkValueSizes(table, limits.maxValueBytes);
   return { table, stream: table === t ? plain : null };
+}
+
+/**
+ * The bytes values `a` to `b` (excluded) of `d` hold: a string's or binary's bytes, a list's
+ * items', a struct's fields', a fixed-width value its width. Read from the offsets, without a
+ * walk or an allocation per value: a list's offsets index its child's values.
+ */
+function rangeBytes(d: A.Data): (a: number, b: number) => number {
+  const D = arrow.DataType;
+  const t = d.type;
+  const o = d.valueOffsets as ArrayLike<number | bigint> | undefined;
+  const at = (i: number) => Number(o![d.offset + i]);
+  if (D.isUtf8(t) || D.isLargeUtf8(t) || D.isBinary(t) || D.isLargeBinary(t)) return (a, b) => at(b) - at(a);
+  if (D.isList(t) || D.isMap(t)) {
+    const items = rangeBytes(d.children[0]);
+    return (a, b) => items(at(a), at(b));
+  }
+  if (D.isFixedSizeList(t)) {
+    const items = rangeBytes(d.children[0]);
+    const size = (t as A.FixedSizeList).listSize;
+    return (a, b) => items((d.offset + a) * size, (d.offset + b) * size);
+  }
+  if (D.isStruct(t)) {
+    const fields = d.children.map(rangeBytes);
+    return (a, b) => fields.reduce((n, f) => n + f(a, b), 0);
+  }
+  const width = widthOf(t);
+  return (a, b) => (b - a) * width;
+}
+
+/** Bytes one value of a type without children or offsets holds (8 where the type names no width). */
+export const widthOf = (t: A.DataType): number => (arrow.DataType.isBool(t) ? 1 : arrow.DataType.isFixedSizeBinary(t) ? (t as A.FixedSizeBinary).byteWidth : Math.ceil(((t as { bitWidth?: number }).bitWidth ?? 64) / 8));
+
+/** Whether values of `t` differ in size (it holds a string, a binary, a list or a map). */
+function varies(t: A.DataType): boolean {
+  const D = arrow.DataType;
+  return D.isUtf8(t) || D.isLargeUtf8(t) || D.isBinary(t) || D.isLargeBinary(t) || D.isList(t) || D.isMap(t) || (t.children ?? []).some((c) => varies(c.type));
+}
+
+/** 400 naming the column and row of the first value holding more than `maxValue` bytes (a string, a binary, a list's items, a struct's fields). */
+function checkValueSizes(t: A.Table, maxValue: number): void {
+  t.schema.fields.forEach((f, c) => {
+    let row = 0;
+    // Values of a type without offsets all hold the same: the first row stands for the rest.
+    const rows = (d: A.Data) => (varies(f.type) ? d.length : Math.min(d.length, 1));
+    for (const d of t.getChildAt(c)!.data) {
+      const bytes = rangeBytes(d);
+      for (let i = 0; i < rows(d); i++) {
+        const n = bytes(i, i + 1);
+        if (n > maxValue) throw invalid(`column ${JSON.stringify(f.name)}: row ${row + i} holds a value of ${n} bytes, past the limit of ${maxValue} (--max-value-bytes)`);
+      }
+      row += d.length;
+    }
+  });
 }
 
 // The CommonJS copy's message decoder, as ipc-out.ts explains.

@@ -192,33 +192,73 @@ function slotBytes(t: A.DataType): number {
   return D.isDecimal(t) ? 32 : 8;
 }
 
-/** Bytes `v` (of type `t`) takes once built, counting what its nulls take. */
+/** Bytes one row of `schema` builds at least, every value absent or null: what any row costs. */
+export const rowBytes = (schema: A.Schema): number => schema.fields.reduce((n, f) => n + slotBytes(f.type), 0);
+
+/** Limits on what a write's rows may build (from the configuration). */
+export interface DecodeLimits {
+  maxDecodedBody: number;
+  maxValueBytes: number;
+}
+
+/**
+ * 400 when `rows` rows of `schema` build more than `maxDecoded` bytes with every value null:
+ * an absent value is built as a null at its column's width (a body of `{}` lines into a table of
+ * 2,000 columns grew the server by 4 GB), so this holds before a value is read.
+ */
+export function checkRowCount(rows: number, schema: A.Schema, maxDecoded: number): void {
+  const width = rowBytes(schema);
+  if (rows * width > maxDecoded) {
+    throw invalid(`rows: ${rows} rows of ${width} bytes (${schema.fields.length} columns, absent and null values counted) build ${rows * width} bytes or more, past the limit of ${maxDecoded} (--max-decoded-body)`);
+  }
+}
+
+/** Bytes `v` (of type `t`) takes once built, counting what its nulls take and what a string or binary holds. */
 function builtBytes(v: unknown, t: A.DataType): number {
   const D = arrow.DataType;
-  if (v !== null && v !== undefined) {
-    // Items without children take their slot whatever they hold: the list's size, without a walk.
-    if (D.isFixedSizeList(t) && Array.isArray(v) && v.length === (t as A.FixedSizeList).listSize && !t.children[0].type.children?.length) return slotBytes(t);
-    if ((D.isFixedSizeList(t) || D.isList(t)) && Array.isArray(v)) return v.reduce((n: number, x) => n + builtBytes(x, t.children[0].type), 0);
-    if (D.isStruct(t) && typeof v === "object") return t.children.reduce((n, c) => n + builtBytes((v as Record<string, unknown>)[c.name], c.type), 0);
-  }
+  if (v === null || v === undefined) return slotBytes(t);
+  // Items without children take their slot whatever they hold: the list's size, without a walk.
+  if (D.isFixedSizeList(t) && Array.isArray(v) && v.length === (t as A.FixedSizeList).listSize && !t.children[0].type.children?.length) return slotBytes(t);
+  if (D.isFixedSizeList(t) && Array.isArray(v)) return v.reduce((n: number, x) => n + builtBytes(x, t.children[0].type), 0);
+  if (D.isList(t) && Array.isArray(v)) return v.reduce((n: number, x) => n + builtBytes(x, t.children[0].type), slotBytes(t));
+  if (D.isStruct(t) && typeof v === "object") return t.children.reduce((n, c) => n + builtBytes((v as Record<string, unknown>)[c.name], c.type), 0);
+  if (typeof v === "string" && (D.isUtf8(t) || D.isLargeUtf8(t))) return slotBytes(t) + Buffer.byteLength(v);
+  // Base64: three bytes for four characters.
+  if (typeof v === "string" && (D.isBinary(t) || D.isLargeBinary(t))) return slotBytes(t) + Math.ceil(v.length / 4) * 3;
   return slotBytes(t);
 }
 
-/** Whether `t` holds a fixed-size list or binary, whose nulls take their whole size. */
-const hasFixedSize = (t: A.DataType): boolean => arrow.DataType.isFixedSizeList(t) || arrow.DataType.isFixedSizeBinary(t) || (t.children ?? []).some((c) => hasFixedSize(c.type));
+/**
+ * 400 when the rows build more than `maxDecodedBody` bytes, every value counted (an absent or
+ * null one at its column's width, a string at its bytes), or when one value holds more than
+ * `maxValueBytes`; the row count alone is checked first, then the values present (a walk as
+ * long as the body). Nothing is built before this.
+ */
+function checkBuiltSize(rows: Record<string, unknown>[], schema: A.Schema, limits: DecodeLimits): void {
+  checkRowCount(rows.length, schema, limits.maxDecodedBody);
+  const types = new Map(schema.fields.map((f) => [f.name, f.type]));
+  let built = rows.length * rowBytes(schema);
+  rows.forEach((r, i) => {
+    for (const [name, v] of Object.entries(r)) {
+      const t = types.get(name);
+      if (!t || v === null || v === undefined) continue;
+      const bytes = builtBytes(v, t);
+      if (bytes > limits.maxValueBytes) throw invalid(`rows[${i}].${name}: a value of ${bytes} bytes or more in column ${q(name)}, past the limit of ${limits.maxValueBytes} (--max-value-bytes)`);
+      built += bytes - slotBytes(t);
+    }
+    if (built > limits.maxDecodedBody) throw invalid(`rows: the rows build ${built} bytes or more (rows[${i}] reached it), past the limit of ${limits.maxDecodedBody} (--max-decoded-body)`);
+  });
+}
 
 /**
- * `rows` as a table of `schema`; every key of every row must be a column. A null of a fixed-size
- * type is built at its full size, so a schema's sizes times the rows are held to `maxDecoded`
- * bytes before anything is built (a null row of a list of 10^9 floats was 4 GB from 9 bytes).
+ * `rows` as a table of `schema`; every key of every row must be a column. What the rows build,
+ * absent and null values at their columns' widths, is held to `limits` before anything is built
+ * (a null row of a list of 10^9 floats was 4 GB from 9 bytes; `{}` lines into a wide table 4 GB
+ * from 146 KB).
  */
-export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string, maxDecoded: number): A.Table {
+export function rowsToTable(rows: Record<string, unknown>[], schema: A.Schema, table: string, limits: DecodeLimits): A.Table {
   if (rows.length === 0) return new arrow.Table(new arrow.Schema(schema.fields) as never);
-  let built = 0;
-  for (const f of schema.fields.filter((f) => hasFixedSize(f.type))) {
-    for (const r of rows) built += builtBytes(r[f.name], f.type);
-    if (built > maxDecoded) throw invalid(`rows: column ${q(f.name)} of type ${f.type} builds ${built} bytes or more, past the limit of ${maxDecoded} (--max-decoded-body)`);
-  }
+  checkBuiltSize(rows, schema, limits);
   const names = new Set(schema.fields.map((f) => f.name));
   rows.forEach((r, i) => {
     const extra = Object.keys(r).find((k) => !names.has(k));
@@ -311,9 +351,9 @@ function infer(values: unknown[], what: string): A.DataType {
 }
 
 /** The table for a create from JSON rows: the schema given with the rows, or the one they imply. */
-function createTableFromRows(body: JsonRows, table: string, maxDecoded: number): A.Table {
+function createTableFromRows(body: JsonRows, table: string, limits: DecodeLimits): A.Table {
   const schema = body.schema ? fromJsonSchema(body.schema) : inferSchema(body.rows);
-  return rowsToTable(body.rows, schema, table, maxDecoded);
+  return rowsToTable(body.rows, schema, table, limits);
 }
 
 /** A body of JSON rows as received: its bytes, and whether they are NDJSON lines. */
@@ -330,7 +370,7 @@ export interface RowsTarget {
   schema: A.Schema | null;
   optional: string[];
   table: string;
-  maxDecoded: number;
+  limits: DecodeLimits;
   maxJsonDepth: number;
 }
 
@@ -338,7 +378,7 @@ export interface RowsTarget {
 export function jsonRowsTable(body: JsonRowsBody, to: RowsTarget): A.Table {
   checkJsonDepth(body.bytes, to.maxJsonDepth, "rows");
   const parsed = parseJsonRows(Buffer.from(body.bytes.buffer, body.bytes.byteOffset, body.bytes.byteLength).toString("utf8"), body.ndjson);
-  if (!to.schema) return createTableFromRows(parsed, to.table, to.maxDecoded);
+  if (!to.schema) return createTableFromRows(parsed, to.table, to.limits);
   const written = (f: A.Field) => !to.optional.includes(f.name) || parsed.rows.some((r) => f.name in r);
-  return rowsToTable(parsed.rows, new arrow.Schema(to.schema.fields.filter(written)), to.table, to.maxDecoded);
+  return rowsToTable(parsed.rows, new arrow.Schema(to.schema.fields.filter(written)), to.table, to.limits);
 }

@@ -17,6 +17,7 @@ import { checkExpression } from "../schemas/expression.js";
 import { jsShape, udfDefinition } from "../compute/udf.js";
 import { describeVirtual, runnable, sqlValue, toFieldMetadata, virtualColumnOf, type DescriptorInput, type VirtualColumn } from "../compute/virtual-column.js";
 import { arrow } from "../engine/arrow.js";
+import { checkAddedValues } from "../engine/value-size.js";
 import { declareSqlColumns } from "../engine/computed-columns.js";
 import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
@@ -78,6 +79,7 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc, principal }
   const sql = cols.filter((c) => c.expression != null);
   // Two LanceDB calls would be two commits; a request is one.
   if (sql.length > 0 && sql.length < cols.length) throw invalid("new_columns: expression and data_type entries cannot be mixed in one request");
+  for (const c of sql) await checkAddedValues(t, `new_columns[${cols.indexOf(c)}].expression`, c.name, c.expression!, svc.config);
   const version =
     sql.length > 0
       ? await schemaEdit.addSqlColumns(

@@ -9,11 +9,13 @@ import { dataError } from "../engine/datasets.js";
 import { manifestVanished } from "../engine/version-list.js";
 import { namedBranch, type TableHandle, type WriteOf } from "../engine/tables.js";
 import { checkFits, storable } from "../engine/ipc-in.js";
+import { checkRowCount } from "../engine/rows-in.js";
 import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
 import { writeSpec } from "../engine/lsm.js";
 import { countMatching, countRows, planFilter, tableStats } from "../engine/table-info.js";
 import { addRows, deleteRows, updateRows } from "../engine/writes.js";
+import { checkValueBound } from "../engine/value-size.js";
 import { invalid, isApiError, unsupported } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
 import { CountTableRows, DeleteFromTable, GetTableStats, UpdateTable } from "../schemas/data.js";
@@ -62,6 +64,8 @@ async function arrowBody(ctx: OpContext, schema: A.Schema, name: string, append:
   const data = rows ? storable(await ctx.svc.pool.jsonRows(rows, { schema, optional: schema.fields.filter(isSqlColumn).map((f) => f.name), table: name })) : await ctx.svc.pool.ingest(ctx.raw);
   if (data.numRows === 0) throw invalid(ctx.rows ? "body: holds no rows" : "body: the Arrow IPC stream holds no rows");
   checkFits(data, schema, name);
+  // The engine builds the columns the body leaves out as nulls, so each row costs the table's width.
+  checkRowCount(data.numRows, new arrow.Schema(schema.fields.filter((f) => !isSqlColumn(f))), ctx.svc.config.maxDecodedBody);
   return withoutNullBools(data, append);
 }
 
@@ -146,7 +150,15 @@ export const updateTable = jsonOp(UpdateTable, async (ctx) => {
   const where = body.predicate || undefined;
   // Planning the predicate on its own first lets its errors name it rather than the values.
   if (where) await engine("predicate", entry.objectId, () => planFilter(table, where));
-  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () => commit({ change: "update" }, () => updateRows(table, valuesSql, where)));
+  const r = await engine((err) => (isFilterFault(err) ? "predicate" : "updates"), entry.objectId, () =>
+    commit({ change: "update" }, async () => {
+      // Inside the turn of writes: no other write comes between the values' check and the commit.
+      for (const [i, [col, sql]] of body.updates.entries()) {
+        await checkValueBound(table, `updates[${i}][1]`, col, schema.fields.find((f) => f.name === col)!.type, sql, where, ctx.svc.config);
+      }
+      return updateRows(table, valuesSql, where);
+    }),
+  );
   // LanceDB's remote client reads `rows_updated`; lance-namespace says `updated_rows`.
   return json(ctx.lancedbClient ? { version: r.version, rows_updated: r.rowsUpdated } : { version: r.version, updated_rows: r.rowsUpdated });
 }, { query: BranchQuery });

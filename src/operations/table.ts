@@ -14,6 +14,7 @@ import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { tableSchema, tableVersion } from "../engine/table-info.js";
 import { toJsonSchema } from "../engine/json-arrow.js";
 import { storable } from "../engine/ipc-in.js";
+import { checkRowCount } from "../engine/rows-in.js";
 import { checkoutTag, refError } from "../engine/refs.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
@@ -83,6 +84,7 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
   const mode: "create" | "exist_ok" | "overwrite" = args.mode ?? "create";
   const properties = propertiesOf(args.properties);
   const data = rows ? storable(await svc.pool.jsonRows(rows, { schema: null, optional: [], table: objectIdOf(id) })) : await svc.pool.ingest(raw);
+  checkRowCount(data.numRows, data.schema, svc.config.maxDecodedBody);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
   if (!existingTable(svc, id)) return createNew(svc, principal, id, data, properties ?? {});

@@ -443,3 +443,18 @@ export function expressionSizeFault(text: string, limits: SizeLimits): string | 
     throw e;
   }
 }
+
+/**
+ * Elements (characters or array items) the expression's value holds when it is made of literals
+ * alone, or null when it holds a stored value (or cannot be sized): a value made of literals needs
+ * no look at the rows to be sized.
+ */
+export function literalElements(text: string, limits: SizeLimits): number | null {
+  try {
+    const size = sizer(limits).sequence(parse(tokenize(text)));
+    return size.copies.size === 0 ? size.elements : null;
+  } catch (e) {
+    if (e instanceof Refused) return null;
+    throw e;
+  }
+}

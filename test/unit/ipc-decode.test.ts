@@ -57,13 +57,13 @@ describe("compressed bodies", () => {
   it("the file format is read as well as the stream, compressed or not; only a plain body counts as plain", () => {
     const file = arrow.tableToIPC(rowsTable(300), "file");
     expect(isPlainIpc(file)).toBe(true);
-    expect(json(normaliseIpc(file, MB).table)).toEqual(json(rowsTable(300)));
+    expect(json(normaliseIpc(file, { maxDecodedBody: MB, maxValueBytes: MB }).table)).toEqual(json(rowsTable(300)));
     const zeros = new arrow.Table({ z: arrow.vectorFromArray(new Array(4000).fill(0), new arrow.Int32()) });
     const compressed = compressIpc(arrow.tableToIPC(zeros, "stream"), "zstd");
     expect(isPlainIpc(compressed)).toBe(false);
     expect(isPlainIpc(arrow.tableToIPC(new arrow.Table({ s: arrow.vectorFromArray(["a", "b"]) }), "stream"))).toBe(false);
     expect(isPlainIpc(Buffer.from("not arrow at all"))).toBe(false);
-    expect(json(normaliseIpc(compressed, MB).table)).toEqual(json(zeros));
+    expect(json(normaliseIpc(compressed, { maxDecodedBody: MB, maxValueBytes: MB }).table)).toEqual(json(zeros));
   });
 
   it("the declared lengths are summed against the limit before anything is decompressed", () => {
@@ -112,7 +112,7 @@ describe("dictionary columns", () => {
     expect(json(plainDictionaries(new arrow.Table({ x: ints }), 0, MB)).map((r) => r.x)).toEqual([20n, 20n, 10n, 30n]);
     const type = new arrow.Dictionary(new arrow.Utf8(), new arrow.Int16());
     const stream = arrow.tableToIPC(new arrow.Table({ s: dict(["x", "y"], [1, 0], type).concat(dict(["z"], [0, null], type)) }), "stream");
-    expect(json(normaliseIpc(stream, MB).table).map((r) => r.s)).toEqual(["y", "x", "z", null]);
+    expect(json(normaliseIpc(stream, { maxDecodedBody: MB, maxValueBytes: MB }).table).map((r) => r.s)).toEqual(["y", "x", "z", null]);
   });
 
   it("the expanded size is held to the limit before anything is built; bad indices and unsupported values are 400", () => {
@@ -122,5 +122,27 @@ describe("dictionary columns", () => {
     expect(() => plainDictionaries(new arrow.Table({ s: dict(["a"], [0, 5]) }), 0, MB)).toThrow(/^column "s": dictionary index 5 is outside its dictionary of 1 values$/);
     const lists = arrow.makeVector(arrow.makeData({ type: new arrow.Dictionary(new arrow.List(new arrow.Field("item", new arrow.Int32())), new arrow.Int32()), length: 1, nullCount: 0, data: Int32Array.from([0]), dictionary: arrow.vectorFromArray([[1]], new arrow.List(new arrow.Field("item", new arrow.Int32()))) }));
     expect(() => plainDictionaries(new arrow.Table({ l: lists }), 0, MB)).toThrow(/^column "l": dictionary-encoded List<Int32> values are not supported/);
+  });
+});
+
+describe("one value's size (--max-value-bytes)", () => {
+  const limits = { maxDecodedBody: MB, maxValueBytes: 100 };
+  const ipc = (columns: Record<string, InstanceType<typeof arrow.Vector>>) => arrow.tableToIPC(new arrow.Table(columns), "stream");
+  const strings = new arrow.List(new arrow.Field("item", new arrow.Utf8(), true));
+  const pair = new arrow.Struct([new arrow.Field("a", new arrow.Utf8(), true), new arrow.Field("b", new arrow.Int64(), true)]);
+
+  it("counts a list's strings, a struct's fields and a later batch's rows; values at the bound pass", () => {
+    const list = arrow.vectorFromArray([["x"], ["y".repeat(50), "z".repeat(51)]], strings);
+    expect(() => normaliseIpc(ipc({ l: list }), limits)).toThrow(/^column "l": row 1 holds a value of 101 bytes, past the limit of 100 \(--max-value-bytes\)$/);
+    const struct = arrow.vectorFromArray([{ a: "a".repeat(92), b: 1n }, { a: "a".repeat(93), b: 2n }], pair);
+    expect(() => normaliseIpc(ipc({ s: struct }), limits)).toThrow(/^column "s": row 1 holds a value of 101 bytes/);
+    const batches = arrow.vectorFromArray(["ok"], new arrow.Utf8()).concat(arrow.vectorFromArray(["fine", "w".repeat(101)], new arrow.Utf8()));
+    expect(() => normaliseIpc(ipc({ t: batches }), limits)).toThrow(/^column "t": row 2 holds a value of 101 bytes/);
+    expect(json(normaliseIpc(ipc({ t: arrow.vectorFromArray(["v".repeat(100), null], new arrow.Utf8()) }), limits).table).map((r) => r.t)).toEqual(["v".repeat(100), null]);
+  });
+
+  it("a fixed-width column is held to it by its width", () => {
+    const wide = new arrow.FixedSizeList(13, new arrow.Field("item", new arrow.Float64(), true));
+    expect(() => normaliseIpc(ipc({ v: arrow.vectorFromArray([new Array(13).fill(1)], wide) }), limits)).toThrow(/^column "v": row 0 holds a value of 104 bytes/);
   });
 });

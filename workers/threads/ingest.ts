@@ -4,14 +4,13 @@
 import { Piscina } from "piscina";
 import { normaliseIpc } from "../../src/engine/ipc-in.js";
 import { arrow } from "../../src/engine/arrow.js";
-import { jsonRowsTable, type JsonRowsBody, type RowsTarget } from "../../src/engine/rows-in.js";
+import { jsonRowsTable, type DecodeLimits, type JsonRowsBody, type RowsTarget } from "../../src/engine/rows-in.js";
 import { ApiError, type ErrorCode } from "../../src/errors.js";
 import { ownBuffer } from "../../src/util/own-buffer.js";
 
-/** A request body and the most bytes it may decode to (--max-decoded-body). */
-export interface IngestTask {
+/** A request body, the most bytes it may decode to (--max-decoded-body) and one value may hold (--max-value-bytes). */
+export interface IngestTask extends DecodeLimits {
   body: Uint8Array;
-  maxDecodedBody: number;
 }
 
 /** Normalised IPC bytes, or the client error for a bad body. */
@@ -23,9 +22,9 @@ function failed(err: unknown): IngestReply {
   throw err;
 }
 
-export function ingest({ body, maxDecodedBody }: IngestTask): IngestReply {
+export function ingest({ body, ...limits }: IngestTask): IngestReply {
   try {
-    const { table, stream } = normaliseIpc(body, maxDecodedBody);
+    const { table, stream } = normaliseIpc(body, limits);
     // A stream that needed no change goes back as it is (the body, or its decompressed form): no
     // re-encode. A small decompressed stream sits in Node's buffer pool, which cannot be moved.
     return Piscina.move(ownBuffer(stream ?? arrow.tableToIPC(table, "stream"))) as Uint8Array;
