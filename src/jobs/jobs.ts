@@ -471,7 +471,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     void letGo(last.rec.id);
   }
 
-  /** Cancel this replica's runs past max-job-seconds (counted from their first start), with the reason on their records. */
+  /** Cancel this replica's runs past max-job-seconds (from their start, which a takeover keeps), with the reason on their records. */
   function overdue(now: number): void {
     const maxMs = opts.maxJobSeconds * 1000;
     if (maxMs <= 0) return;
