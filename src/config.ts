@@ -72,6 +72,11 @@ export const options = [
   { key: "job-lease-ms", kind: "int", def: 30_000, min: 200, doc: "how long a replica holds a running job without renewing its lease (renewed while the job runs): a replica that dies has its jobs taken over by another after this and a third more; see docs/operations.md, Replicas" },
   { key: "max-queued-jobs-per-credential", kind: "int", def: 32, min: 1, doc: "background jobs (index builds, backfills, view refreshes) one credential may have Queued at once; more are answered 503 Slow down with Retry-After" },
   { key: "max-queued-jobs-per-table", kind: "int", def: 16, min: 1, doc: "background jobs one table (or view) may have Queued at once, whoever submitted them; more are answered 503 Slow down with Retry-After" },
+  { key: "engine-metadata-cache-mb", kind: "int", def: 64, min: 1, doc: "most memory LanceDB's metadata cache (manifests and file footers of the versions and fragments read) holds, all tables, the catalog and the system tables together; past it the least recently used go (LanceDB's own default is 1 GiB for each connection); see docs/performance.md, Memory per table" },
+  { key: "max-tables-per-tenant", kind: "int", def: 10_000, min: 1, doc: "tables (views included) one tenant, a top-level namespace, may hold, all its nested namespaces together (tables at the root count as one tenant); a create, declare, register or rename into it past this is refused with 403 naming the quota" },
+  { key: "max-namespaces-per-tenant", kind: "int", def: 10_000, min: 1, doc: "namespaces one tenant, a top-level namespace, may hold below it (top-level namespaces count as the root's); a namespace create past this is refused with 403 naming the quota" },
+  { key: "max-running-jobs-per-tenant", kind: "int", def: 1, min: 1, doc: "jobs of one kind (index builds, backfills, ...) a tenant, the top-level namespace of the job's table, runs at once while another tenant's job of that kind waits as Queued: the next free slot goes to the waiting tenant, and a resumable job (backfill, view refresh, maintenance) of a tenant past it is queued again to free one (it resumes from its checkpoint); alone, a tenant may use every slot" },
+  { key: "max-job-seconds", kind: "int", def: 3600, min: 0, doc: "longest a background job may run, seconds from its start (a takeover keeps it): past it, it is stopped as a cancel stops it (what it committed stays) and its record ends Failed saying so (0: no bound)" },
   { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript, Python or WebAssembly UDF may run on one batch before its job fails" },
   { key: "tenant-sandboxes", kind: "int", def: 8, min: 1, doc: "credential scopes (a credential's longest namespace prefix covering the object; an unscoped credential's: the object's top-level namespace) whose user code has a compute sandbox process of its own in the server at once, for the checks of add_columns, alter_columns and view create; another tenant waits for one to go idle (docs/security.md)" },
   { key: "sandbox-memory-mb", kind: "int", def: undefined, min: 256, doc: "most writable memory (the kernel's data limit, RLIMIT_DATA) of each compute sandbox process: every thread's heap, typed arrays, WebAssembly and Python memory, SQLite's; past it allocations fail, and a sandbox within 1/16 of it is killed, its tasks failing with an error naming it (default: --workers x --worker-heap-mb + 1024; docs/security.md)" },
@@ -167,6 +172,11 @@ export interface Config {
   jobLeaseMs: number;
   maxQueuedJobsPerCredential: number;
   maxQueuedJobsPerTable: number;
+  engineMetadataCacheMb: number;
+  maxTablesPerTenant: number;
+  maxNamespacesPerTenant: number;
+  maxRunningJobsPerTenant: number;
+  maxJobSeconds: number;
   udfTimeoutMs: number;
   udfWasmMemoryMb: number;
   tenantSandboxes: number;

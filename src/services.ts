@@ -16,6 +16,7 @@ import { CHOICE, createBatchChoice } from "./engine/batch-choice.js";
 import { openTables, type Tables } from "./engine/tables.js";
 import { createGroupCommit, type GroupCommit } from "./engine/group-commit.js";
 import { createCommitSpacing } from "./engine/commit-spacing.js";
+import { useMetadataCache } from "./engine/session.js";
 import { openJobs, type Jobs } from "./jobs/jobs.js";
 import { backfillKind } from "./jobs/kinds/backfill.js";
 import { backfillTaskKind } from "./jobs/kinds/backfill-task.js";
@@ -104,6 +105,7 @@ export async function createServices(config: Config, credential: (key: string) =
     useStorageOptions(config.storageOptions);
     if (await reach(createContainerOf(config.dataDir))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
   }
+  useMetadataCache(config.engineMetadataCacheMb);
   const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);

@@ -9,7 +9,7 @@ import { log } from "../log.js";
 import { serialQueue } from "../util/serial.js";
 import { keepFresh, type Freshness } from "../util/keep-fresh.js";
 import { lanceNameOf } from "./locations.js";
-import { objectIdOf, SEP } from "./names.js";
+import { objectIdOf, SEP, tenantOf } from "./names.js";
 import { scanRootDatasets } from "./root-listing.js";
 
 /** One row of the directory catalog's `__manifest` table. */
@@ -93,6 +93,8 @@ export interface Catalog {
   descendants(id: readonly string[]): Entry[];
   /** Every table in the catalog, sorted by object id. */
   allTables(): Entry[];
+  /** How many objects of `type` tenant `tenant` (a top-level namespace, "" for the root) holds; counted once per change of the catalog. */
+  count(tenant: string, type: ObjectType): number;
   /** Run check-then-write sequences one at a time within this process. */
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
   /** Insert-if-absent; 409 with `conflictCode` when the id is taken (here or by another process). */
@@ -115,6 +117,7 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
   const kept = { usedAt: 0, checkedAt: 0 };
   let pending: Promise<void> | null = null;
   let sortedTables: Entry[] | null = null;
+  let counts: Map<string, number> | null = null;
 
   const merge = () => {
     const referenced = new Set([...manifest.values()].map((e) => e.location?.replace(/\/+$/, "")));
@@ -125,6 +128,7 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
       entries.set(name, { id: [name], objectId: name, type: "table", location: loc, properties: {}, listed: true });
     }
     sortedTables = null;
+    counts = null;
   };
 
   const load = async () => {
@@ -217,6 +221,16 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
     allTables() {
       sortedTables ??= [...entries.values()].filter((e) => e.type === "table").sort((a, b) => byName(a.objectId, b.objectId));
       return sortedTables;
+    },
+    count(tenant, type) {
+      if (!counts) {
+        counts = new Map();
+        for (const e of entries.values()) {
+          const k = `${e.type}\u0000${tenantOf(e.objectId)}`;
+          counts.set(k, (counts.get(k) ?? 0) + 1);
+        }
+      }
+      return counts.get(`${type}\u0000${tenant}`) ?? 0;
     },
     exclusive: (fn) => exclusive(fn),
     async insert(entry, conflictCode) {

@@ -12,6 +12,7 @@ import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
 import { isCommitConflict } from "./messages.js";
 import { merged } from "./writes.js";
+import { engineSession } from "./session.js";
 
 const { Field, List, Schema, Utf8 } = arrow;
 
@@ -26,8 +27,16 @@ const schema = new Schema([
 
 const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
+/**
+ * Compact the manifest (dropping versions older than KEEP_VERSIONS_MS) after this many of its
+ * commits here. Each create added a fragment and a version: at 700 tables a create read 700
+ * fragments twice (its merge's key lookup, the catalog's reload) and took 4 times as long.
+ */
+const COMPACT_EVERY = 50;
+const KEEP_VERSIONS_MS = 10 * 60_000;
+
 async function openRemote(root: string, storageOptions: Record<string, string>): Promise<lancedb.Table> {
-  const conn = await lancedb.connect(root, { storageOptions });
+  const conn = await lancedb.connect(root, { storageOptions, session: engineSession() });
   try {
     return await conn.openTable("__manifest");
   } catch (err) {
@@ -67,7 +76,7 @@ async function openLocal(root: string, privateDir: string): Promise<lancedb.Tabl
   const target = path.join(root, "__manifest");
   mkdirSync(linkDir, { recursive: true });
   if (!existsSync(link)) symlinkSync(target, link, "dir");
-  const conn = await lancedb.connect(linkDir);
+  const conn = await lancedb.connect(linkDir, { session: engineSession() });
   let table: lancedb.Table;
   if (existsSync(path.join(target, "_versions"))) {
     table = await conn.openTable("__manifest");
@@ -82,6 +91,13 @@ function storeOn(table: lancedb.Table): ManifestStore {
   const toArrow = (rows: ManifestRow[]) =>
     lancedb.makeArrowTable(rows.map((r) => ({ ...r, base_objects: null })), { schema });
 
+  let commits = 0;
+  /** After a commit of ours: now and then, compact (another writer's conflicting commit only defers it to the next round). */
+  const committed = async <T>(result: T): Promise<T> => {
+    if (++commits % COMPACT_EVERY === 0) await table.optimize({ cleanupOlderThan: new Date(Date.now() - KEEP_VERSIONS_MS) }).catch(() => undefined);
+    return result;
+  };
+
   return {
     async readAll() {
       await table.checkoutLatest();
@@ -95,15 +111,15 @@ function storeOn(table: lancedb.Table): ManifestStore {
     },
     async insertIfAbsent(row) {
       const r = await table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
-      return { inserted: r.numInsertedRows === 1, version: r.version };
+      return committed({ inserted: r.numInsertedRows === 1, version: r.version });
     },
     async upsert(row) {
       const r = await table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
-      return r.version;
+      return committed(r.version);
     },
     async remove(objectIds) {
       const r = await table.delete(`object_id IN (${objectIds.map(quote).join(", ")})`);
-      return r.version;
+      return committed(r.version);
     },
   };
 }

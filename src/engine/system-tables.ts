@@ -15,6 +15,7 @@ import { arrow } from "./arrow.js";
 import { errorText } from "./messages.js";
 import { isRemote } from "./storage.js";
 import { merged } from "./writes.js";
+import { engineSession } from "./session.js";
 import type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
 
 export type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
@@ -34,7 +35,7 @@ const WAIT_MS = 100;
 
 export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
   const dir = joinPath(root, SYSTEM_DIR);
-  const conn = lancedb.connect(dir, { storageOptions, readConsistencyInterval: 0 });
+  const conn = lancedb.connect(dir, { storageOptions, readConsistencyInterval: 0, session: engineSession() });
   return {
     async open(name, columns) {
       const schema = new Schema([

@@ -7,6 +7,7 @@ import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
 import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
+import { engineSession } from "./session.js";
 import { removeTree } from "../util/store-files.js";
 import { checkedRef } from "../util/ref-names.js";
 import { keepFresh, type Freshness } from "../util/keep-fresh.js";
@@ -24,6 +25,13 @@ export type Version = lancedb.Version;
 
 /** A table's schema as LanceDB gives it: shared by callers, never changed. */
 export type TableSchema = Awaited<ReturnType<lancedb.Table["schema"]>>;
+
+/**
+ * Cached latest-main handles at most: past it the least recently used is dropped (its holders keep
+ * it; the next open makes a new one), so a client reading many tables does not grow the process
+ * for good (each handle holds its dataset's manifest).
+ */
+const MAX_CACHED_HANDLES = 1024;
 
 /** Commits that change rows only: the schema after one is the schema before. */
 const KEEPS_SCHEMA: ReadonlySet<Change> = new Set(["insert", "merge_insert", "update", "delete"]);
@@ -121,12 +129,12 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   // commits). Cached handles are re-checked here instead, before use when older than the interval,
   // and before every commit (a stale handle's merge inserts a key another process added, and its
   // delete misses rows).
-  const plain = await lancedb.connect(root, { storageOptions });
+  const plain = await lancedb.connect(root, { storageOptions, session: engineSession() });
   // The directory namespace reads object store options only as `storage.` properties.
   const namespaced = await lancedb.connectNamespace(
     "dir",
     { root, extraProperties: namespaceProperties(objectStore) },
-    { storageOptions },
+    { storageOptions, session: engineSession() },
   );
   /** A cached latest main: when it was last read, when storage was last checked for newer commits, and the check running. */
   interface Cached {
@@ -166,6 +174,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       const handle = openRaw(entry, {});
       const fresh: Cached = { objectId: entry.objectId, handle, table: null, version: -1, schema: null, usedAt: 0, checkedAt: Date.now(), checking: null };
       cache.set(entry.objectId, (c = fresh));
+      if (cache.size > MAX_CACHED_HANDLES) dropLeastUsed();
       handle.then(async (t) => {
         const v = await t.version();
         if (fresh.version < 0) fresh.version = v;
@@ -178,6 +187,11 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     const behind = async (min: number) => c!.version < min && (await t.version()) < min;
     if (c.usedAt - c.checkedAt >= freshness.intervalMs || (minVersion !== undefined && (await behind(minVersion)))) await recheck(c, t);
     return t;
+  }
+  function dropLeastUsed(): void {
+    let oldest: Cached | undefined;
+    for (const c of cache.values()) if (!committing.has(c.objectId) && c.usedAt > 0 && (!oldest || c.usedAt < oldest.usedAt)) oldest = c;
+    if (oldest) cache.delete(oldest.objectId);
   }
   /**
    * A request opens its handle before it commits. When the cache replaced that handle in between

@@ -10,9 +10,13 @@
 // run checks the record right before each commit, stops, and only then is the record Canceled, so
 // no commit lands after its finishedAt and its counts are what it committed. A replica that already
 // runs jobs of a kind waits a little before taking another, so that idle replicas take it first.
-// Queued records are bounded per owner and per table.
+// Queued records are bounded per owner and per table. While another tenant's job of a kind waits, a
+// tenant (the top-level namespace of the job's table) runs at most max-running-jobs-per-tenant of
+// that kind: the next start goes to a tenant below it, and a resumable run of a tenant above it is
+// queued again (it resumes from its checkpoint) so that a waiting tenant gets its slot. A run past
+// max-job-seconds is canceled as a client's cancel is, and its record ends Failed saying so.
 import { randomUUID } from "node:crypto";
-import { objectIdOf, sameId } from "../catalog/names.js";
+import { objectIdOf, sameId, tenantOf } from "../catalog/names.js";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
 import { recordJobFailure, recordJobTakeover, type JobFailureReason } from "../metrics.js";
@@ -64,6 +68,10 @@ export interface QueueBounds {
 }
 
 export interface JobsOptions extends QueueBounds {
+  /** Jobs of one kind a tenant runs at once while another tenant's job of that kind is Queued. */
+  maxRunningJobsPerTenant: number;
+  /** How long a job may run, seconds (0: no bound). */
+  maxJobSeconds: number;
   /** This replica's id (stable across its restarts: a restart takes its own leases back at once). */
   replica: string;
   /** How long a lease lasts without a heartbeat: a dead replica's jobs are taken over after it. */
@@ -121,6 +129,9 @@ const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date
 /** The owner of follow-up work Quiver queues itself after writes to table `id`. */
 export const autoOwner = (id: readonly string[]) => `auto:${objectIdOf(id)}`;
 
+/** Whose share of the job slots a record takes: the top-level namespace of its table ("" at the root). */
+const tenantOfJob = (r: JobRecord) => tenantOf(objectIdOf(r.table));
+
 /** A full queue: try again once some of the queued work has started. */
 const RETRY_AFTER_S = 5;
 
@@ -155,6 +166,10 @@ interface Run {
   stopped?: boolean;
   /** How the run ended by itself, once it did: from then on nothing stops it (an index build's stop drops what it built). */
   outcome?: { status: "Succeeded" | "Failed"; error?: string };
+  /** Stopped to give its slot to another tenant: its record is Queued again once it stopped. */
+  yielded?: boolean;
+  /** Past max-job-seconds: its cancel was asked. */
+  overdue?: boolean;
 }
 
 function stopRun(run: Run): Promise<void> {
@@ -166,9 +181,15 @@ function stopRun(run: Run): Promise<void> {
 
 /** How a run that ended by itself is stored: a failure after a cancel was asked is the cancel's (a canceled task failed its backfill). */
 function ending(s: JobRecord, outcome: NonNullable<Run["outcome"]>, now: number): JobRecord {
-  const canceled = s.cancelAt !== undefined && outcome.status === "Failed";
-  return { ...s, status: canceled ? "Canceled" : outcome.status, error: canceled ? undefined : outcome.error, finishedAt: now, lease: undefined };
+  if (s.cancelAt !== undefined && outcome.status === "Failed") return canceled(s, now);
+  return { ...s, status: outcome.status, error: outcome.error, finishedAt: now, lease: undefined };
 }
+
+/** A record whose cancel took effect: Failed with the reason where Quiver asked it (see JobRecord.cancelReason), Canceled otherwise. */
+const canceled = (s: JobRecord, now: number): JobRecord =>
+  s.cancelReason !== undefined
+    ? { ...s, status: "Failed", error: s.cancelReason, finishedAt: now, lease: undefined }
+    : { ...s, status: "Canceled", finishedAt: now, lease: undefined };
 
 export async function openJobs(system: SystemTables, stateDir: string, kinds: JobKind[], describeError: (err: unknown) => string, opts: JobsOptions): Promise<Jobs> {
   const store = await openStore(system, stateDir);
@@ -248,7 +269,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       await stopRun(run);
       const r = await store.update(id, (s) => {
         if (s.lease?.replica !== me) return undefined;
-        if (s.status === "Running" && s.cancelAt !== undefined) return { ...s, status: "Canceled", finishedAt: Date.now(), lease: undefined };
+        if (s.status === "Running" && s.cancelAt !== undefined) return canceled(s, Date.now());
+        if (s.status === "Running" && run.yielded) return { ...s, status: "Queued", queuedAt: Date.now(), lease: undefined };
         return { ...s, lease: undefined };
       });
       await ended(r);
@@ -313,7 +335,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const { rec: got, changed } = await apply(r.id, (s) => {
       if (!claimable(s)) return undefined;
       // Its run is gone: what it committed is all there is.
-      if (s.cancelAt !== undefined) return { ...s, status: "Canceled", finishedAt: now, lease: undefined };
+      if (s.cancelAt !== undefined) return canceled(s, now);
       if (!kind) {
         reason = "unknown_kind";
         return { ...s, status: "Failed", finishedAt: now, error: `unknown job kind ${JSON.stringify(s.operation)}`, lease: undefined };
@@ -394,6 +416,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
         if (!mineToRun(renewed)) void letGo(id);
       }
     }
+    overdue(now);
     const free = new Map(kinds.map((k) => [k.name, k.limit - [...runs.values()].filter((run) => run.rec.operation === k.name).length]));
     // A replica's own records from before its restart are its to resume at once; lapsed ones of
     // others count as queued since their lease ran out.
@@ -409,15 +432,55 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     for (const kind of kinds) {
       let left = free.get(kind.name) ?? 0;
       const queued = active.filter((r) => r.operation === kind.name && r.status === "Queued");
+      const running = new Map<string, number>();
+      for (const r of active) if (r.operation === kind.name && r.status === "Running") running.set(tenantOfJob(r), (running.get(tenantOfJob(r)) ?? 0) + 1);
+      const below = (r: JobRecord) => (running.get(tenantOfJob(r)) ?? 0) < opts.maxRunningJobsPerTenant;
+      if (left <= 0 && queued.some(below)) yieldSlot(kind, running);
       while (left > 0 && !closed) {
-        const ready = queued.filter((r) => due(kind, r, r.queuedAt ?? r.createdAt, now));
+        let ready = queued.filter((r) => due(kind, r, r.queuedAt ?? r.createdAt, now));
+        // A tenant at its cap starts another only while no tenant below it waits.
+        if (ready.some(below)) ready = ready.filter(below);
         if (ready.length === 0) break;
         const r = nextFair(ready, lastStart, (x) => held(kind, x).same > 0);
         queued.splice(queued.indexOf(r), 1);
-        if (await claim(r, false)) left--;
+        if (await claim(r, false)) {
+          left--;
+          running.set(tenantOfJob(r), (running.get(tenantOfJob(r)) ?? 0) + 1);
+        }
       }
     }
     if (Math.random() < 0.01) await store.prune();
+  }
+
+  /**
+   * A tenant below its cap waits for a slot of `kind` here: stop this replica's latest-started run
+   * of a tenant above the cap, so that its record is Queued again and resumes later. Kinds whose
+   * runs cannot resume keep running (their work would be lost); one run at a time.
+   */
+  function yieldSlot(kind: JobKind, running: Map<string, number>): void {
+    if (kind.interrupted !== "resume" || [...runs.values()].some((run) => run.yielded && !run.outcome)) return;
+    let last: Run | undefined;
+    for (const run of runs.values()) {
+      if (run.rec.operation !== kind.name || !run.handle || run.stopping || run.outcome) continue;
+      if ((running.get(tenantOfJob(run.rec)) ?? 0) <= opts.maxRunningJobsPerTenant) continue;
+      if (!last || (run.rec.startedAt ?? 0) > (last.rec.startedAt ?? 0)) last = run;
+    }
+    if (!last) return;
+    last.yielded = true;
+    log.info("queued a job again to give its slot to another tenant", { id: last.rec.id, operation: kind.name, tenant: tenantOfJob(last.rec) });
+    void letGo(last.rec.id);
+  }
+
+  /** Cancel this replica's runs past max-job-seconds (from their start, which a takeover keeps), with the reason on their records. */
+  function overdue(now: number): void {
+    const maxMs = opts.maxJobSeconds * 1000;
+    if (maxMs <= 0) return;
+    for (const run of runs.values()) {
+      if (run.overdue || run.stopping || run.outcome || run.rec.startedAt === undefined || now - run.rec.startedAt <= maxMs) continue;
+      run.overdue = true;
+      const reason = `the job ran longer than ${opts.maxJobSeconds} s (max-job-seconds) and was stopped; what it committed before stays`;
+      void cancelJob(run.rec, reason).catch((err: unknown) => log.error("cannot stop a job past its run time", { id: run.rec.id, error: String(err) }));
+    }
   }
 
   function admit(table: readonly string[], owner: string): void {
@@ -431,13 +494,24 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   }
 
   /** Ask a cancel of `id` (Queued: Canceled at once; Running: its run stops first). The record as stored after. */
-  async function askCancel(id: string): Promise<JobRecord | undefined> {
+  async function askCancel(id: string, cancelReason?: string): Promise<JobRecord | undefined> {
     const now = Date.now();
     const r = await store.update(id, (s) =>
-      isTerminal(s.status) || s.cancelAt !== undefined ? undefined : s.status === "Queued" ? { ...s, status: "Canceled", finishedAt: now } : { ...s, cancelAt: now },
+      isTerminal(s.status) || s.cancelAt !== undefined ? undefined : s.status === "Queued" ? { ...s, status: "Canceled", finishedAt: now } : { ...s, cancelAt: now, cancelReason },
     );
     await ended(r);
     return r;
+  }
+
+  /** Cancel `rec` and its parts; resolves with the stored record once its run stopped. `reason`: Quiver's own (see JobRecord.cancelReason). */
+  async function cancelJob(rec: JobRecord, reason?: string): Promise<JobRecord> {
+    const r = await askCancel(rec.id, reason);
+    if (!r) return rec;
+    // Its parts hear of it at once, wherever they run (their runs check before each commit).
+    const parts = byName.get(r.operation)?.parts?.(r) ?? [];
+    await Promise.all(parts.map((id) => askCancel(id)));
+    await Promise.all([r.id, ...parts].map((id) => untilEnded(id)));
+    return (await store.read(r.id)) ?? r;
   }
 
   /** Wait until `id`'s run stopped and its record ended; a run whose replica died ends when its lease lapses. */
@@ -450,9 +524,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       if (gone(r, Date.now())) {
         const now = Date.now();
         const e = await store.update(id, (s) =>
-          s.status === "Running" && gone(s, now)
-            ? { ...s, status: "Canceled", finishedAt: now, lease: undefined }
-            : undefined,
+          s.status === "Running" && gone(s, now) ? canceled(s, now) : undefined,
         );
         await ended(e);
         if (!e || isTerminal(e.status)) return;
@@ -502,15 +574,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     async save(rec) {
       return (await store.update(rec.id, (s) => ({ ...s, properties: rec.properties }))) ?? rec;
     },
-    async cancel(rec) {
-      const r = await askCancel(rec.id);
-      if (!r) return rec;
-      // Its parts hear of it at once, wherever they run (their runs check before each commit).
-      const parts = byName.get(r.operation)?.parts?.(r) ?? [];
-      await Promise.all(parts.map((id) => askCancel(id)));
-      await Promise.all([r.id, ...parts].map((id) => untilEnded(id)));
-      return (await store.read(r.id)) ?? r;
-    },
+    cancel: (rec) => cancelJob(rec),
     reported(rec) {
       const end = rec.finishedAt ?? (rec.status === "Running" ? Date.now() : undefined);
       return {
@@ -544,7 +608,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
             run.outcome
               ? ending(s, run.outcome, now)
               : s.cancelAt !== undefined
-                ? { ...s, status: "Canceled", finishedAt: now, lease: undefined }
+                ? canceled(s, now)
                 : resume
                   ? { ...s, status: "Queued", queuedAt: now, lease: undefined }
                   : { ...s, status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE, lease: undefined };

@@ -53,6 +53,8 @@ export interface JobRecord {
    * then does it become Canceled, with its counts as committed and its finishedAt after its last commit.
    */
   cancelAt?: number;
+  /** Why Quiver itself asked the cancel (the run passed max-job-seconds): the record then ends Failed with this as its error. */
+  cancelReason?: string;
   /** When it was queued again after its replica shut down (createdAt otherwise). */
   queuedAt?: number;
   /** The exclusive slot the job holds while it is not finished (see Store.hold). */

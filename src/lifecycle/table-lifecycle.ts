@@ -10,6 +10,7 @@ import type { Claims } from "../catalog/claims.js";
 import { requireNamespace, requireTable } from "../catalog/lookup.js";
 import { newLocation, normaliseLocation, REMOTE_MANIFEST_LOCATION, resolveLocation } from "../catalog/locations.js";
 import { objectIdOf } from "../catalog/names.js";
+import { requireRoom, type Quotas } from "../catalog/quotas.js";
 import { markDeregistered, unmarkDeregistered } from "../catalog/root-listing.js";
 import type { ValueVersions } from "../compute/value-versions.js";
 import type { Views } from "../compute/views.js";
@@ -27,7 +28,7 @@ export interface LifecycleDeps {
   claims: Claims;
   views: Views;
   valueVersions: ValueVersions;
-  config: Pick<Config, "locationRole" | "managedVersioning">;
+  config: Pick<Config, "locationRole" | "managedVersioning"> & Quotas;
 }
 
 const q = JSON.stringify;
@@ -88,6 +89,8 @@ export const locationFor = (deps: LifecycleDeps, p: Principal, dir: string) => (
  * gets its row; on any failure the directory is removed again. Answers the entry and the table.
  */
 export async function createEntry(deps: LifecycleDeps, id: string[], properties: Record<string, string>, make: (location: string) => Promise<TableHandle>) {
+  // Before any data is written; checked again below, where creates are one at a time.
+  requireRoom(deps.catalog, id, "table", deps.config);
   const { location, release } = await claimLocation(deps, id);
   const dir = resolveLocation(deps.tables.root, location);
   const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
@@ -100,6 +103,7 @@ export async function createEntry(deps: LifecycleDeps, id: string[], properties:
         // The directory listing may already show the dataset just written; the claim made it ours.
         const taken = existingTable(deps, id);
         if (taken && !(taken.listed && taken.location === location)) throw alreadyExists(id);
+        if (!taken) requireRoom(deps.catalog, id, "table", deps.config);
         await deps.catalog.insert(entry, Code.TableAlreadyExists);
       });
       return t;
@@ -137,6 +141,7 @@ export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<
   await deps.catalog.refresh(true);
   requireNamespace(deps.catalog, id.slice(0, -1));
   if (existingTable(deps, id)) throw alreadyExists(id);
+  requireRoom(deps.catalog, id, "table", deps.config);
   const given = body.location ? normaliseLocation(deps.tables.root, body.location) : null;
   const { location, release } = given ? { location: given, release: await deps.claims.hold(given) } : await claimLocation(deps, id);
   const dir = resolveLocation(deps.tables.root, location);

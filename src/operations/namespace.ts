@@ -4,6 +4,7 @@ import { canBrowse } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
 import { requireNamespace, requireNamespaceNow } from "../catalog/lookup.js";
 import { objectIdOf } from "../catalog/names.js";
+import { requireRoom } from "../catalog/quotas.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
 import { CreateNamespace, DropNamespace } from "../schemas/namespace.js";
@@ -40,6 +41,7 @@ export const createNamespace = jsonOp(CreateNamespace, async ({ id, body, svc })
       await svc.catalog.remove([existing]);
     }
     const entry: Entry = { id, objectId: objectIdOf(id), type: "namespace", location: null, properties };
+    requireRoom(svc.catalog, id, "namespace", svc.config);
     await svc.catalog.insert(entry, Code.NamespaceAlreadyExists);
     return json({ properties });
   });

@@ -5,7 +5,8 @@ import path from "node:path";
 import type * as A from "apache-arrow";
 import { authoriseObject, covers, type Principal } from "../auth/principal.js";
 import type { Entry } from "../catalog/catalog.js";
-import { checkName, objectIdOf } from "../catalog/names.js";
+import { checkName, objectIdOf, tenantOf } from "../catalog/names.js";
+import { requireRoom } from "../catalog/quotas.js";
 import { normaliseLocation, resolveLocation } from "../catalog/locations.js";
 import { DEREGISTERED } from "../catalog/root-listing.js";
 import { fileInfo, joinPath } from "../util/store-files.js";
@@ -152,7 +153,10 @@ export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, princ
     const existing = existingTable(svc, id);
     if (existing && body.mode !== "overwrite") throw alreadyExists(id);
     if (existing) await svc.catalog.upsert(entry);
-    else await svc.catalog.insert(entry, Code.TableAlreadyExists);
+    else {
+      requireRoom(svc.catalog, id, "table", svc.config);
+      await svc.catalog.insert(entry, Code.TableAlreadyExists);
+    }
     svc.tables.evict(entry.objectId);
     return json({ location: dir, properties });
   });
@@ -267,6 +271,7 @@ export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal
     const entry = await requireTable(svc.catalog, id);
     requireNamespace(svc.catalog, ns);
     if (existingTable(svc, newId)) throw alreadyExists(newId);
+    if (tenantOf(entry.objectId) !== tenantOf(objectIdOf(newId))) requireRoom(svc.catalog, newId, "table", svc.config);
     // LanceDB cannot rename tables: the new id takes over the same data directory.
     await svc.catalog.insert({ ...entry, id: newId, objectId: objectIdOf(newId) }, Code.TableAlreadyExists);
     await svc.catalog.remove([entry]);

@@ -112,7 +112,7 @@ async function started(dir: string, kinds: JobKind[], describeError: (e: unknown
   await jobs.start();
   return jobs;
 }
-const BOUNDS: { maxQueuedJobsPerCredential: number; maxQueuedJobsPerTable: number } = { maxQueuedJobsPerCredential: 100, maxQueuedJobsPerTable: 100 };
+const BOUNDS: { maxQueuedJobsPerCredential: number; maxQueuedJobsPerTable: number; maxRunningJobsPerTenant: number; maxJobSeconds: number } = { maxQueuedJobsPerCredential: 100, maxQueuedJobsPerTable: 100, maxRunningJobsPerTenant: 1, maxJobSeconds: 0 };
 
 describe("job kinds", () => {
   it("each kind runs up to its own limit; the rest wait as Queued, in order", async () => {
@@ -165,7 +165,7 @@ describe("job kinds", () => {
   it("queued records are bounded per owner and per table: past either, 503 with Retry-After", async () => {
     const dir = tempDir();
     const a = controlled("a", 1, "fail");
-    const jobs = await started(dir, [a.kind], String, { maxQueuedJobsPerCredential: 2, maxQueuedJobsPerTable: 3 });
+    const jobs = await started(dir, [a.kind], String, { ...BOUNDS, maxQueuedJobsPerCredential: 2, maxQueuedJobsPerTable: 3 });
     await jobs.submit("a", ["t"], {}, "A"); // starts: Running records are not bounded
     await eventually(() => expect(jobs.active()[0].status).toBe("Running"));
     await jobs.submit("a", ["t"], {}, "A");
