@@ -7,7 +7,7 @@
 // `dispatch` in process.
 import { randomBytes } from "node:crypto";
 import type { Authenticate, Credentials } from "../auth/authenticate.js";
-import { authoriseObject, canBrowse, roleRank, type Principal } from "../auth/principal.js";
+import { authoriseObject, bucketOf, canBrowse, roleRank, type Principal } from "../auth/principal.js";
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, invalid, isApiError, transport } from "../errors.js";
 import type { UnavailableReason } from "../metrics.js";
@@ -288,7 +288,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   /** Admit the request under its credential's limits; the release is kept in `held`. */
   function limit(p: Principal, held: { release?: () => void }): void {
     if (!limiter) return;
-    const entry = limiter.enter(p.subject);
+    const entry = limiter.enter(bucketOf(p));
     if ("refusal" in entry) throw refusalError(entry.refusal);
     held.release = entry.release;
   }
@@ -346,7 +346,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const head: Head = { status: 200, headers: { "x-request-id": a.requestId }, op: spec.name, context: ctx.context };
     const key = inc.headers["idempotency-key"];
     if (key === undefined || spec.role === "read" || ctx.principal === null) return encode(await handle(spec, ctx), head);
-    const claim = await idempotency.claim(ctx.principal.subject, key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
+    const claim = await idempotency.claim(bucketOf(ctx.principal), key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
     if (claim.kind === "replay") return replayed(claim.answer, head);
     let answer: KeptAnswer | null = null;
     try {
