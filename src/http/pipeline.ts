@@ -209,8 +209,9 @@ function encode(result: OpResult, head: Head): Outgoing {
 function errorOut(err: ApiError, instance: string, requestId: string, extra: Record<string, string> = {}): Outgoing {
   const headers: Record<string, string> = { "x-request-id": requestId, ...extra };
   if (err.status === 503) headers["retry-after"] = String(err.retryAfterS ?? 1);
-  // After a 413 or 408 the rest of the body is never read, so the connection cannot be reused.
-  return { status: err.status, headers, reason: err.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 || err.status === 408 };
+  // After a 408 the rest of the body is never read, so the connection cannot be reused (a 413's
+  // exchange decides: see DRAIN_BYTES in src/http/exchange.ts).
+  return { status: err.status, headers, reason: err.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 408 };
 }
 
 /** The route table as this configuration serves it: `--metrics-public` opens GET /metrics. */
@@ -315,6 +316,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     limit: Math.min(b.limit, cfg.maxIdentityBody),
     what: b.what,
     rule: "--max-identity-body, for a body without a credential header, whose `identity` names its credential; send x-api-key or Authorization instead",
+    closeAtOnce: true,
   });
 
   /** The principal of a client that sent no credential header: the body's `identity`, authorised. */
