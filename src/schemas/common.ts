@@ -24,7 +24,7 @@ export const common = {
 
 /**
  * A branch or tag name: it becomes a path in the table's directory, so it follows the rule of
- * src/util/ref-names.ts (the `x-ref` keyword), which bounds its bytes too (MAX_REF_BYTES).
+ * src/util/ref-names.ts (the `x-ref` keyword), which bounds its bytes on disk too.
  */
 const RefName = (kind: RefKind) => Type.String({ minLength: 1, maxLength: 200, "x-ref": kind });
 export const BranchName = RefName("branch");

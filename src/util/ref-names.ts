@@ -24,11 +24,11 @@ const q = JSON.stringify;
  * of a character other than an ASCII letter, digit, ".", "-" or "_" as `%25XX`: 5 bytes. Bounded in
  * characters (200), 100 letters "é" took 1,000 bytes and made ENAMETOOLONG.
  */
-export const MAX_REF_BYTES = 200;
+const MAX_REF_BYTES = 200;
 const PLAIN = /[A-Za-z0-9._-]/g;
 
 /** `name`'s bytes as Lance spells it on disk. */
-export const diskBytes = (name: string) => {
+const diskBytes = (name: string) => {
   const plain = name.match(PLAIN)?.length ?? 0;
   return plain + 5 * (Buffer.byteLength(name, "utf8") - plain);
 };
