@@ -4,6 +4,7 @@
 // routes' meaning, credentials or tables.
 import net from "node:net";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from "uws-pack";
+import { bucketOf } from "./auth/principal.js";
 import type { Config } from "./config.js";
 import { internal, isApiError } from "./errors.js";
 import { createBodyReaders, type BodyReaders } from "./http/body-readers.js";
@@ -20,7 +21,7 @@ import { loadUws } from "./util/runtime.js";
 const NO_BODY = Promise.resolve(new Uint8Array(0));
 
 /** The credential a body reader is counted against; null for a body that carries its own identity. */
-const subjectOf = (c: Caller): string | null => (c.kind === "principal" ? c.principal.subject : null);
+const subjectOf = (c: Caller): string | null => (c.kind === "principal" ? bucketOf(c.principal) : null);
 
 export interface Server {
   port: number;

@@ -156,7 +156,7 @@ describe("JWKS URL", () => {
     const port = (jwks.address() as { port: number }).port;
     const s = await startInProcess({ env: { QUIVER_JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json`, QUIVER_JWT_ISSUER: ISSUER } });
     const sign = (key: KeyLike) =>
-      new SignJWT({ role: "read" }).setProtectedHeader({ alg: "ES256", kid: "k1" }).setIssuer(ISSUER).setExpirationTime("5m").sign(key);
+      new SignJWT({ role: "read" }).setProtectedHeader({ alg: "ES256", kid: "k1" }).setIssuer(ISSUER).setSubject("bob").setExpirationTime("5m").sign(key);
     const good = await sign(pair.privateKey);
     const bad = await sign((await generateKeyPair("ES256")).privateKey);
     const list = (t: string) => s.request("GET", "/v1/namespace/%24/list", undefined, { authorization: `Bearer ${t}` });

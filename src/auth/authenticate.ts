@@ -62,6 +62,7 @@ export async function setupAuth(cfg: Config, store: SystemTables): Promise<AuthS
       // A bearer token is a JWT when a verifier is configured; an API key is accepted there too.
       const p = fromKey(bearer) ?? (jwt ? await jwt(bearer) : null);
       if (!p) throw unauthenticated("invalid or expired bearer token");
+      if (typeof p === "string") throw unauthenticated(p);
       return p;
     }
     throw unauthenticated("missing credentials: send Authorization: Bearer <token> or x-api-key");

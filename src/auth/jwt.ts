@@ -7,7 +7,8 @@ import { SEP } from "../catalog/names.js";
 import type { Config } from "../config.js";
 import { isRole, roleRank, type Principal, type Role } from "./principal.js";
 
-export type JwtVerifier = (token: string) => Promise<Principal | null>;
+/** The token's principal; null when it fails a check; a string when it is valid but cannot be a principal (why). */
+export type JwtVerifier = (token: string) => Promise<Principal | string | null>;
 
 const CACHE_MS = 60_000;
 const CACHE_SIZE = 10_000;
@@ -18,8 +19,14 @@ function claimList(v: unknown): string[] {
   return [];
 }
 
-function toPrincipal(payload: JWTPayload, cfg: Config): Principal {
-  const subject = payload.sub ?? "jwt";
+/**
+ * A token without `sub` names no one: such tokens would all be one principal, sharing its
+ * Idempotency-Keys and rate-limit buckets across whoever they were issued to. Refused (401).
+ */
+const NO_SUBJECT = "bearer token: the `sub` claim is required (a non-empty string naming the principal)";
+
+function toPrincipal(payload: JWTPayload & { sub: string }, cfg: Config): Principal {
+  const subject = payload.sub;
   const key = `jwt:${subject}`;
   const roles = claimList(payload[cfg.jwtRoleClaim]).filter(isRole) as Role[];
   // A valid token without a known role authenticates but covers nothing: every call is 403.
@@ -61,7 +68,8 @@ export function makeJwtVerifier(cfg: Config): JwtVerifier | null {
     try {
       const { payload } = await verify(token);
       if (!lifetimeBounded(payload, cfg.jwtMaxLifetimeS)) return null;
-      const principal = toPrincipal(payload, cfg);
+      if (typeof payload.sub !== "string" || payload.sub === "") return NO_SUBJECT;
+      const principal = toPrincipal(payload as JWTPayload & { sub: string }, cfg);
       if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
       cache.set(token, { principal, until: Math.min(payload.exp! * 1000, Date.now() + CACHE_MS) });
       return principal;

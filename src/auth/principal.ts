@@ -18,6 +18,13 @@ export interface Principal {
   prefixes: string[][] | null;
 }
 
+/**
+ * Whose share a request counts against (rate limits, body readers) and whose Idempotency-Keys it
+ * sees: the credential's stable id with the namespaces it is limited to, never its display name
+ * (API keys' labels, a token's `sub`, may repeat across keys and tenants).
+ */
+export const bucketOf = (p: Pick<Principal, "key" | "prefixes">): string => JSON.stringify([p.key, p.prefixes]);
+
 export const isRole = (s: string): s is Role => s === "read" || s === "write" || s === "admin";
 
 const startsWith = (id: readonly string[], prefix: readonly string[]) =>

@@ -12,6 +12,11 @@ export interface Exchange {
   done: boolean;
   /** The request body has been read to its end (or there was none). */
   bodyRead: boolean;
+  /**
+   * The rest of an unread body may be left for uWS to read and drop after a 413 (see holdBody):
+   * it is announced, and at most DRAIN_BYTES.
+   */
+  drainable: boolean;
   /** The socket is paused (a body held until its request is admitted); uWS sends nothing on a paused socket. */
   paused: boolean;
   /** Status sent, for the access log. */
@@ -26,7 +31,7 @@ export interface Exchange {
 }
 
 export function openExchange(res: HttpResponse): Exchange {
-  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, paused: false, status: 0, controller: null, cut: false };
+  const x: Exchange = { res, aborted: false, done: false, bodyRead: false, drainable: false, paused: false, status: 0, controller: null, cut: false };
   res.onAborted(() => {
     x.aborted = true;
     x.controller?.abort();
@@ -50,6 +55,8 @@ export interface BodyLimit {
   limit: number;
   what: string;
   rule: string;
+  /** Past the limit, answer and close at once rather than drop the rest (DRAIN_BYTES). */
+  closeAtOnce?: boolean;
 }
 
 const tooLarge = ({ limit, what, rule }: BodyLimit) => transport.bodyTooLarge(`${what} body larger than the limit of ${limit} bytes (${rule})`);
@@ -82,6 +89,18 @@ export interface BodyGate {
 export const UNPAUSED_BODY_BYTES = 16 * 1024;
 
 /**
+ * The most of a body refused as too large (413) that is read and dropped after the answer. Closing
+ * at once, while the client still wrote, reset the connection: Node's fetch and Python's requests
+ * write the whole body before they read, so they saw EPIPE and never the 413. A body announced at
+ * most this long is left to uWS, which reads it to its end and drops it (the connection is then
+ * free for the next request; a stalled one is cut by uWS's idle timeout, ~10 s, like any other);
+ * it holds no reader place or execution slot. A longer one, one without a Content-Length, or one
+ * from a client that sent no credential header (which costs little: BodyLimit.closeAtOnce) is
+ * answered and closed at once.
+ */
+export const DRAIN_BYTES = 32 << 20;
+
+/**
  * Hold the request body until the request is admitted (its credentials checked): the socket is
  * paused (unless the body is announced small, see UNPAUSED_BODY_BYTES), so a client that is
  * never admitted sends no more than what already arrived with its headers, and memory grows
@@ -112,6 +131,7 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
   }
   const admit = (body: BodyLimit) => {
     const { limit, what } = body;
+    x.drainable = !body.closeAtOnce && declared !== null && declared <= DRAIN_BYTES;
     const p = new Promise<Uint8Array>((resolve, reject) => {
       if (declared !== null && declared > limit) return reject(tooLarge(body));
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -179,8 +199,9 @@ export function sendBody(
 ): void {
   if (x.aborted || x.done) return;
   x.done = true;
-  // Answering before the body was read to its end leaves the connection mid-request: close it.
-  const close = closeConnection || !x.bodyRead;
+  // Answering before the body was read to its end leaves the connection mid-request: close it,
+  // unless the answer is a 413 whose body uWS can still read to its announced end and drop.
+  const close = closeConnection || (!x.bodyRead && !(status === 413 && x.drainable));
   x.res.cork(() => {
     head(x, status, contentType, headers);
     x.res.end(body, close);

@@ -7,7 +7,7 @@
 // `dispatch` in process.
 import { randomBytes } from "node:crypto";
 import type { Authenticate, Credentials } from "../auth/authenticate.js";
-import { authoriseObject, canBrowse, roleRank, type Principal } from "../auth/principal.js";
+import { authoriseObject, bucketOf, canBrowse, roleRank, type Principal } from "../auth/principal.js";
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, invalid, isApiError, transport } from "../errors.js";
 import type { UnavailableReason } from "../metrics.js";
@@ -221,8 +221,9 @@ function encode(result: OpResult, head: Head): Outgoing {
 function errorOut(err: ApiError, instance: string, requestId: string, extra: Record<string, string> = {}): Outgoing {
   const headers: Record<string, string> = { "x-request-id": requestId, ...extra };
   if (err.status === 503) headers["retry-after"] = String(err.retryAfterS ?? 1);
-  // After a 413 or 408 the rest of the body is never read, so the connection cannot be reused.
-  return { status: err.status, headers, reason: err.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 413 || err.status === 408 };
+  // After a 408 the rest of the body is never read, so the connection cannot be reused (a 413's
+  // exchange decides: see DRAIN_BYTES in src/http/exchange.ts).
+  return { status: err.status, headers, reason: err.reason, kind: "body", contentType: JSON_TYPE, body: JSON.stringify(errorBody(err, instance)), close: err.status === 408 };
 }
 
 /** The route table as this configuration serves it: `--metrics-public` opens GET /metrics. */
@@ -300,7 +301,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   /** Admit the request under its credential's limits; the release is kept in `held`. */
   function limit(p: Principal, held: { release?: () => void }): void {
     if (!limiter) return;
-    const entry = limiter.enter(p.subject);
+    const entry = limiter.enter(bucketOf(p));
     if ("refusal" in entry) throw refusalError(entry.refusal);
     held.release = entry.release;
   }
@@ -327,6 +328,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     limit: Math.min(b.limit, cfg.maxIdentityBody),
     what: b.what,
     rule: "--max-identity-body, for a body without a credential header, whose `identity` names its credential; send x-api-key or Authorization instead",
+    closeAtOnce: true,
   });
 
   /** The principal of a client that sent no credential header: the body's `identity`, authorised. */
@@ -358,7 +360,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const head: Head = { status: 200, headers: { "x-request-id": a.requestId }, op: spec.name, context: ctx.context };
     const key = inc.headers["idempotency-key"];
     if (key === undefined || spec.role === "read" || ctx.principal === null) return encode(await handle(spec, ctx), head);
-    const claim = await idempotency.claim(ctx.principal.subject, key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
+    const claim = await idempotency.claim(bucketOf(ctx.principal), key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
     if (claim.kind === "replay") return replayed(claim.answer, head);
     let answer: KeptAnswer | null = null;
     try {

@@ -1,5 +1,8 @@
 // QueryTable, ExplainTableQueryPlan, AnalyzeTableQueryPlan (docs/contract.md; lance-namespace `QueryTableRequest`).
+import type { Principal } from "../auth/principal.js";
+import type { Entry } from "../catalog/catalog.js";
 import { analyzeQuery, explainQuery, jsonOfIpc, runQueryJson } from "../engine/query.js";
+import { dirOf, located } from "../lifecycle/table-lifecycle.js";
 import { topK, type QuerySpec } from "../engine/query-spec.js";
 import { AnalyzeRequest, ExplainRequest, QueryRequest } from "../schemas/query.js";
 import type { Services } from "../services.js";
@@ -40,22 +43,42 @@ export const queryTable = jsonOp(QueryRequest, async (ctx) => {
   return { kind: "bytes", contentType, headers, chunks };
 }, { produces: ARROW_FILE });
 
+const SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
+const bare = (p: string) => p.replace(SCHEME, "").replace(/^\/+/, "");
+
+/**
+ * A plan names the files it reads (`LanceRead: uri=<table's directory>/data`, the object store's
+ * spelling: no scheme, no leading "/"). Where describe leaves out the location (--location-role),
+ * so does the plan: the table's directory reads `<table ns$t>`, and a `uri=` elsewhere (a
+ * registered location spelled differently) the same, whole.
+ */
+function plainPlan(svc: Services, principal: Principal, entry: Entry, plan: string): string {
+  if (located(svc, principal)) return plan;
+  const dir = bare(dirOf(svc, entry));
+  const label = `<table ${entry.objectId}>`;
+  const uris = plan.replace(/uri=([^,\s\]]+)/g, (_, uri: string) => {
+    const rest = bare(uri);
+    return `uri=${rest.startsWith(dir) ? label + rest.slice(dir.length) : label}`;
+  });
+  return uris.split(dir).join(label);
+}
+
 /**
  * Upstream answers both plan operations with a plain JSON string. A vector search's plan starts
  * with the path that answers it (the serving index, or the engine and why); the engine's plan of
  * the same search follows (what runs whenever the engine answers it).
  */
-export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc }) => {
+export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc, principal }) => {
   const spec = querySpec(body.query);
   const at = { version: body.query.version, branch: body.branch ?? body.query.branch };
   const { entry, table, name } = await target(svc, id, at);
   const [path, plan] = await Promise.all([svc.serving.explain(entry, table, spec, at), explainQuery(table, spec, name, body.verbose ?? false)]);
-  return json(path === null ? plan : `${path}\n${plan}`);
+  return json(plainPlan(svc, principal, entry, path === null ? plan : `${path}\n${plan}`));
 });
 
 export const analyzeQueryPlan = jsonOp(AnalyzeRequest, async (ctx) => {
-  const { id, body, svc } = ctx;
+  const { id, body, svc, principal } = ctx;
   const spec = querySpec(body);
-  const { table, name } = await target(svc, id, body);
-  return json(await analyzeQuery(table, spec, name, boundOf(ctx)));
+  const { entry, table, name } = await target(svc, id, body);
+  return json(plainPlan(svc, principal, entry, await analyzeQuery(table, spec, name, boundOf(ctx))));
 });

@@ -26,7 +26,7 @@ export const common = {
 
 /**
  * A branch or tag name: it becomes a path in the table's directory, so it follows the rule of
- * src/util/ref-names.ts (the `x-ref` keyword) and stays well under the file system's 255 bytes.
+ * src/util/ref-names.ts (the `x-ref` keyword), which bounds its bytes on disk too.
  */
 const RefName = (kind: RefKind) => Type.String({ minLength: 1, maxLength: 200, "x-ref": kind });
 export const BranchName = RefName("branch");

@@ -148,6 +148,28 @@ describe("branch names that leave the table's tree/ directory", () => {
   });
 });
 
+describe("branch names that are a path inside another branch", () => {
+  // Branch `x` lives in `tree/x/`, so `x/data` named x's data directory and `x/_versions` its
+  // versions: deleting either removed them, and x, still listed, answered 500 on every query.
+  it("creating or deleting a branch with a segment Lance uses in a branch's directory is 400 naming `name`; branch x keeps its rows", async () => {
+    expect((await post("/v1/table/ns1$t/branches/create", { name: "x" })).status).toBe(200);
+    const xDirs = dirsUnder(path.join(ns1Dir, "tree", "x")).sort();
+    const names = ["x/data", "x/_versions", "x/_indices", "x/_deletions", "x/_transactions", "x/_refs", "x/tree", "x/data/y", "data", "_versions", "y/_anything"];
+    for (const name of names) {
+      expect400(await post("/v1/table/ns1$t/branches/delete", { name }), /^name: /);
+      expect400(await post("/v1/table/ns1$t/branches/create", { name }), /^name: /);
+      expect400(await post("/v1/table/ns1$t/count_rows", { branch: name }, R1), /^branch: /);
+    }
+    expect(dirsUnder(path.join(ns1Dir, "tree", "x")).sort()).toEqual(xDirs);
+    expect(Object.keys((await post("/v1/table/ns1$t/branches/list", {}, R1)).json.branches)).toContain("x");
+    const n = await post("/v1/table/ns1$t/count_rows", { branch: "x" }, R1);
+    expect(n.status, n.text).toBe(200);
+    expect(n.json).toBe(6);
+    expect((await post("/v1/table/ns1$t/query", { branch: "x", k: 10 }, R1)).status).toBe(200);
+    expect((await post("/v1/table/ns1$t/branches/delete", { name: "x" })).status).toBe(200);
+  });
+});
+
 describe("tag names", () => {
   it("a tag that is a path (../, /, a dot at either end) is 400 on every tag route", async () => {
     for (const tag of ["../../__manifest", "..", ".", "a/b", "/x", ".x", "x.", "a..b", ""]) {
