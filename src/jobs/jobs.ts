@@ -108,6 +108,12 @@ export interface Jobs {
   counts(): { kind: string; state: string; count: number }[];
   /** This replica's own runs and slots, by kind; every registered kind, zeros included. */
   runningHere(): { kind: string; running: number; slots: number }[];
+  /**
+   * A shutdown began: claim no job from now on (another replica runs them from the start), and
+   * put back to Queued the records this replica holds but has not started. Runs going on go on
+   * until close().
+   */
+  drain(): Promise<void>;
   /** Stop running work for a shutdown: resumable jobs are queued again, the others fail. */
   close(): Promise<void>;
 }
@@ -203,6 +209,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   const lastStart = new Map<string, number>();
   let closed = false;
   let started = false;
+  /** Set by drain(): no claims from then on. */
+  let draining = false;
   let timer: NodeJS.Timeout | undefined;
 
   const lease = () => ({ replica: me, expires: Date.now() + leaseMs });
@@ -398,7 +406,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     // A replica's own records from before its restart are its to resume at once; lapsed ones of
     // others count as queued since their lease ran out.
     for (const r of active) {
-      if (closed) return;
+      if (closed || draining) return;
       if (r.status !== "Running" || runs.has(r.id)) continue;
       const own = r.lease === undefined || r.lease.replica === me;
       if (!own && !lapsed(r.lease, now)) continue;
@@ -409,7 +417,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     for (const kind of kinds) {
       let left = free.get(kind.name) ?? 0;
       const queued = active.filter((r) => r.operation === kind.name && r.status === "Queued");
-      while (left > 0 && !closed) {
+      while (left > 0 && !closed && !draining) {
         const ready = queued.filter((r) => due(kind, r, r.queuedAt ?? r.createdAt, now));
         if (ready.length === 0) break;
         const r = nextFair(ready, lastStart, (x) => held(kind, x).same > 0);
@@ -525,6 +533,18 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
         replica: rec.replica,
         ...byName.get(rec.operation)?.describe(rec),
       };
+    },
+    async drain() {
+      draining = true;
+      const now = Date.now();
+      const unstarted = store.mirrored().filter((r) => mine(r) && !runs.has(r.id));
+      await Promise.all(
+        unstarted.map((r) =>
+          apply(r.id, (s) => (mine(s) && !runs.has(s.id) && s.cancelAt === undefined ? { ...s, status: "Queued", queuedAt: now, lease: undefined } : undefined))
+            .then(({ changed }) => changed && log.info("handed a job back at drain", { id: r.id, operation: r.operation }))
+            .catch((err: unknown) => log.error("cannot hand a job back at drain", { id: r.id, error: String(err) })),
+        ),
+      );
     },
     async close() {
       closed = true;
