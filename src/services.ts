@@ -91,21 +91,26 @@ const SLOW_STEP_MS = 1000;
 
 /**
  * Run `steps` one after the other within `deadlineMs`: one slower than SLOW_STEP_MS is logged
- * while it runs; at the deadline the step running is logged and left, and the rest skipped.
+ * while it runs; at the deadline the step running is logged and left, and the rest skipped. A
+ * step given a share of the deadline is left when that is spent, and the next ones run.
  */
-async function inTurn(deadlineMs: number, steps: [string, () => unknown][]): Promise<void> {
+async function inTurn(deadlineMs: number, steps: [string, () => unknown, number?][]): Promise<void> {
   const until = Date.now() + deadlineMs;
-  for (const [i, [name, step]] of steps.entries()) {
+  for (const [i, [name, step, share = 1]] of steps.entries()) {
     const slow = setTimeout(() => log.info("shutdown waits for a step", { step: name }), SLOW_STEP_MS);
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"late">((res) => (timer = setTimeout(() => res("late"), Math.max(0, until - Date.now()))));
+    const stepMs = Math.min(until - Date.now(), share * deadlineMs);
+    // No deadline (Infinity) is no timer: setTimeout would take it as 1 ms.
+    const late = new Promise<"late">((res) => Number.isFinite(stepMs) && (timer = setTimeout(() => res("late"), Math.max(0, stepMs))));
     const ended = await Promise.race([Promise.resolve().then(step).then(() => "ok" as const), late]).catch((err: unknown) => {
       log.error("a shutdown step failed", { step: name, error: String(err) });
       return "failed" as const;
     });
     clearTimeout(slow);
     clearTimeout(timer);
-    if (ended === "late") {
+    if (ended === "late" && share < 1) {
+      log.warn("shutdown step overran its share of the deadline: going on without it", { step: name, ms: stepMs });
+    } else if (ended === "late") {
       const skipped = steps.slice(i + 1).map(([n]) => n);
       return log.warn("shutdown deadline passed: exiting without waiting for a step", { step: name, skipped, deadlineMs });
     }
@@ -124,9 +129,6 @@ export async function createServices(config: Config, credential: (key: string) =
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
   // Before anything is opened: of two starts on one state directory, one goes on.
   await lockStateDir(privateDir);
-  // A directory this process cannot write serves reads but fails every write: not ready, saying why.
-  const unwritable = [...(config.remote ? [] : [config.dataDir]), privateDir].map(writeProblem).find((p) => p !== null) ?? null;
-  if (unwritable) log.error("not ready: a directory is not writable", { cause: unwritable });
   // While this process is still small: job processes are forked from it, never from the server.
   startLauncher();
   // An object store that does not answer (a wrong endpoint, a network cut) fails the start in
@@ -142,6 +144,10 @@ export async function createServices(config: Config, credential: (key: string) =
     if (await reach(createContainerOf(config.dataDir))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
   }
   const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
+  // Once the data directory exists (opening the catalog made it): one this process cannot write
+  // serves reads but fails every write, so it is not ready, saying why.
+  const unwritable = [...(config.remote ? [] : [config.dataDir]), privateDir].map(writeProblem).find((p) => p !== null) ?? null;
+  if (unwritable) log.error("not ready: a directory is not writable", { cause: unwritable });
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
   const tables = await reach(openTables(config.dataDir, freshness, config.storageOptions));
@@ -213,7 +219,8 @@ export async function createServices(config: Config, credential: (key: string) =
     lifecycle: { draining: false, closed: false, full: false, unready: unwritable },
     async close(deadlineMs = Infinity) {
       await inTurn(deadlineMs, [
-        ["saving serving indexes", () => serving.close()],
+        // At most half: a serving index not saved is rebuilt after the restart, a job not handed back waits for its lease.
+        ["saving serving indexes", () => serving.close(), 0.5],
         [
           "stopping triggers and caches",
           () => {
