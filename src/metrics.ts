@@ -175,6 +175,7 @@ const UNAVAILABLE_REASONS = [
   "job_queue",
   "storage",
   "write_contention",
+  "shutdown_deadline",
 ] as const;
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);

@@ -211,7 +211,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       // rather than cut when the process exits; a stream already begun can only be cut.
       const late = [...running].filter((e) => !e.x.done && !e.x.aborted);
       if (late.length > 0) log.warn("shutdown deadline passed: answering 503 to requests still running", { count: late.length, ops: late.map((e) => e.op), deadlineMs });
-      for (const e of late) void write(e.x, pipeline.error(e.path, refusalError({ reason: "draining", message: `server is shutting down: the request was still running after --shutdown-deadline-ms (${deadlineMs} ms); it may or may not have taken effect`, retryAfterS: 1 })), flow, true);
+      for (const e of late) void write(e.x, pipeline.error(e.path, refusalError({ reason: "shutdown_deadline", message: `server is shutting down: the request was still running after --shutdown-deadline-ms (${deadlineMs} ms); it may or may not have taken effect`, retryAfterS: 1 })), flow, true);
       // Every answer since the drain began closed its connection; what is left is idle (or past
       // the deadline), and is closed now rather than reset when the process exits.
       app.close();
