@@ -14,6 +14,9 @@ import { reclaim } from "./operations/admin.js";
 import { hasV8Flags, V8_FLAGS } from "./util/v8-flags.js";
 import { packageVersion } from "./util/package-version.js";
 
+/** Releasing the services after the drain (serving saves, job records, pools) gets at least this long, even when requests took the whole deadline. */
+const CLOSE_MIN_MS = 3000;
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv.includes("--help") || argv.includes("-h")) return void process.stdout.write(helpText(packageVersion()));
@@ -35,7 +38,7 @@ async function main(): Promise<void> {
   // After listening: a second start on a taken port must fail before touching the data directory.
   await services.jobs.start();
   await reclaim(services, "start");
-  watch({ inFlight: server.inFlight, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining }, config.replicaName);
+  watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining }, config.replicaName);
   // SIGTERM (what process managers and orchestrators send) drains for --drain-delay-ms first;
   // SIGINT (Ctrl-C at a terminal, where no balancer waits) and a second signal skip the delay.
   // Set before "listening" is printed: a signal sent as soon as it is seen drains too.
@@ -46,9 +49,17 @@ async function main(): Promise<void> {
     if (signal === "SIGINT" || stopping) skipDelay();
     if (stopping) return;
     stopping = true;
-    log.info("stopping", { signal, inFlight: server.inFlight(), drainDelayMs: signal === "SIGINT" ? 0 : config.drainDelayMs });
-    await server.drain(config.drainDelayMs, config.shutdownDeadlineMs, skip);
-    await services.close();
+    const drainDelayMs = signal === "SIGINT" ? 0 : config.drainDelayMs;
+    log.info("stopping", { signal, inFlight: server.inFlight(), drainDelayMs, shutdownDeadlineMs: config.shutdownDeadlineMs });
+    // Whatever still waits (a step that ignores its deadline), the process ends in bounded time.
+    setTimeout(() => {
+      log.error("shutdown overran its deadlines; exiting", { drainDelayMs, shutdownDeadlineMs: config.shutdownDeadlineMs });
+      process.exit(1);
+    }, drainDelayMs + config.shutdownDeadlineMs + CLOSE_MIN_MS + 1000).unref();
+    // A replica on its way out starts no job another replica could run from the start.
+    void services.jobs.drain();
+    const left = await server.drain(config.drainDelayMs, config.shutdownDeadlineMs, skip);
+    await services.close(Math.max(left, CLOSE_MIN_MS));
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -174,6 +174,9 @@ const UNAVAILABLE_REASONS = [
   "concurrency_limit",
   "job_queue",
   "deadline",
+  "storage",
+  "write_contention",
+  "shutdown_deadline",
 ] as const;
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);
@@ -479,6 +482,8 @@ new Gauge({
 /** Live state, read when /metrics is scraped. */
 export interface MetricSources {
   inFlight(): number;
+  /** Seconds the oldest request holding a slot has run (0 when none does). */
+  oldestSeconds(): number;
   pool(): { threads: number; busy: number; queued: number; max: number };
   /** Job records by kind and state (index builds are kind `create_index`), zeros included. */
   jobs(): { kind: string; state: string; count: number }[];
@@ -536,6 +541,7 @@ gauge("quiver_in_flight_max", "The most requests holding an admission slot at on
   recordInFlight(sources!.inFlight());
   g.set(Math.max(peak.now, peak.before));
 });
+gauge("quiver_oldest_request_seconds", "How long the oldest request holding an admission slot has been running (a request that never ends never reaches quiver_request_duration_seconds; this rises instead)", (g) => g.set(sources!.oldestSeconds()));
 gauge("quiver_pool_threads", "Worker-pool threads started (they start on demand and stop when idle)", (g) => g.set(sources!.pool().threads));
 gauge("quiver_pool_threads_max", "Worker-pool threads at most (--workers)", (g) => g.set(sources!.pool().max));
 gauge("quiver_pool_threads_busy", "Worker-pool threads running a task", (g) => g.set(sources!.pool().busy));

@@ -11,6 +11,7 @@ import { createBodyReaders, type BodyReaders } from "./http/body-readers.js";
 import { holdBody, openExchange, sendBody, sendEmpty, signalOf, sendStream, type BodyGate, type BodyPace, type Exchange, type StreamFlow } from "./http/exchange.js";
 import type { Caller, Incoming, Outgoing, Pipeline, Route } from "./http/pipeline.js";
 import { refusalError, type Refusal } from "./http/refusals.js";
+import { takesSlot } from "./http/route-spec.js";
 import { createResponseBudget } from "./http/response-budget.js";
 import { log } from "./log.js";
 import { recordInFlight } from "./metrics.js";
@@ -27,13 +28,17 @@ export interface Server {
   port: number;
   /** Requests holding an admission slot right now. */
   inFlight(): number;
+  /** How long the oldest request holding a slot has run, in seconds (0 when none does). */
+  oldestSeconds(): number;
   /**
    * Shut down in steps: readiness answers 503 and answers close their connections, while requests
    * are still served, for `delayMs` (or until `skip` resolves), so balancers stop sending new
    * ones; then stop listening, wait (up to `deadlineMs`) for the requests accepted, and close the
-   * connections left, all idle by then.
+   * connections left. A request still running at the deadline is answered 503 with
+   * `Connection: close` (its work is not waited for). Resolves with the milliseconds of the
+   * deadline left.
    */
-  drain(delayMs: number, deadlineMs: number, skip: Promise<void>): Promise<void>;
+  drain(delayMs: number, deadlineMs: number, skip: Promise<void>): Promise<number>;
 }
 
 /** `close`: the connection ends after this answer (said in a `Connection: close` header). */
@@ -78,6 +83,10 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
   const readers = createBodyReaders(cfg);
   const admission = createAdmission(cfg, svc.lifecycle, readers);
   const { counts } = admission;
+  /** Requests holding a slot, oldest first (a Set keeps insertion order). */
+  const running = new Set<{ x: Exchange; path: string; op: string; started: number }>();
+  /** Readiness fails while every slot is taken, so a balancer sends elsewhere before clients get 503s. */
+  const slotsChanged = () => (svc.lifecycle.full = counts.inFlight >= cfg.maxInFlight);
   const flow: StreamFlow = { idleMs: cfg.responseIdleMs, budget: createResponseBudget(cfg) };
   const pace: BodyPace = { timeoutMs: cfg.bodyTimeoutMs, minRate: cfg.bodyMinRate };
   const app: TemplatedApp = uWS.App();
@@ -104,7 +113,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     const routed = pipeline.route(method, path);
     if (routed.kind === "answer") return answer("unmatched", routed.out);
     const r = routed.route;
-    const refused = r.spec.role !== "public" ? admission.refuse() : null;
+    const refused = takesSlot(r.spec) ? admission.refuse() : null;
     if (refused) return answer(r.spec.name, pipeline.error(r.path, refusalError(refused)));
     // uWS drops body data that arrives before a reader is attached: hold it now (paused) until
     // the request's credentials are checked.
@@ -118,8 +127,9 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
    * (holding only a reader place), take an execution slot and run.
    */
   async function serve(x: Exchange, r: Route, inc: Incoming, gate: BodyGate | null, address: string): Promise<void> {
-    const admitted = r.spec.role !== "public";
+    const admitted = takesSlot(r.spec);
     const started = performance.now();
+    const entry = { x, path: r.path, op: r.spec.name, started };
     let out: Outgoing | undefined;
     let slot = false;
     let turn = false;
@@ -146,6 +156,8 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
         if (refused) throw refusalError(refused);
         recordInFlight(++counts.inFlight);
         slot = true;
+        running.add(entry);
+        slotsChanged();
       }
       inc.largeResult = async () => {
         const refused = await flow.budget.take(signalOf(x));
@@ -163,7 +175,11 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       out = out ? { ...failed, context: out.context } : failed;
       void send(x, failed);
     } finally {
-      if (slot) counts.inFlight--;
+      if (slot) {
+        counts.inFlight--;
+        running.delete(entry);
+        slotsChanged();
+      }
       if (turn) flow.budget.give();
       out?.release?.();
       if (turn && (x.aborted || x.cut)) releaseAbandoned();
@@ -179,6 +195,10 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
   return listen(app, cfg.host, cfg.port).then((socket) => ({
     port: uWS.us_socket_local_port(socket as unknown as us_socket),
     inFlight: () => counts.inFlight,
+    oldestSeconds() {
+      const first = running.values().next();
+      return first.done ? 0 : (performance.now() - first.value.started) / 1000;
+    },
     async drain(delayMs, deadlineMs, skip) {
       svc.lifecycle.draining = true;
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -188,9 +208,15 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
       uWS.us_listen_socket_close(socket);
       const until = Date.now() + deadlineMs;
       while (admission.busy() > 0 && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
+      // Past the deadline, a request still running is answered (its client may retry elsewhere)
+      // rather than cut when the process exits; a stream already begun can only be cut.
+      const late = [...running].filter((e) => !e.x.done && !e.x.aborted);
+      if (late.length > 0) log.warn("shutdown deadline passed: answering 503 to requests still running", { count: late.length, ops: late.map((e) => e.op), deadlineMs });
+      for (const e of late) void write(e.x, pipeline.error(e.path, refusalError({ reason: "shutdown_deadline", message: `server is shutting down: the request was still running after --shutdown-deadline-ms (${deadlineMs} ms); it may or may not have taken effect`, retryAfterS: 1 })), flow, true);
       // Every answer since the drain began closed its connection; what is left is idle (or past
       // the deadline), and is closed now rather than reset when the process exits.
       app.close();
+      return Math.max(0, until - Date.now());
     },
   }));
 }

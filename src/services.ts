@@ -34,17 +34,22 @@ import { replicaId } from "./util/replica-id.js";
 import { createTenantCompute, type TenantCompute } from "../workers/compute-tenants.js";
 import { lockStateDir } from "./util/state-lock.js";
 import { createContainerOf, useStorageOptions } from "./util/store-files.js";
+import { writeProblem } from "./util/writable.js";
 import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 import type { ComputeSize } from "../workers/protocol.js";
 import { createServingIndexes, type ServingIndexes } from "../workers/serving.js";
 
-/** Where a shutdown is. */
+/** Where a start or a shutdown is, and what readiness answers (src/operations/health.ts). */
 export interface Lifecycle {
   /** From the signal on: readiness answers 503, and every answer closes its connection. */
   draining: boolean;
   /** Once the server stopped listening (after the drain delay): new requests are refused. */
   closed: boolean;
+  /** While every slot of --max-in-flight is taken (set by the front end): not ready. */
+  full: boolean;
+  /** Why this replica cannot serve (a data or state directory it cannot write), found at start; null when it can. */
+  unready: string | null;
 }
 
 export interface Services {
@@ -75,8 +80,42 @@ export interface Services {
   readLeases: ReadLeases;
   /** Set by the front end as it shuts down (src/server.ts, drain). */
   lifecycle: Lifecycle;
-  /** Release what the services hold (called after the server drained). */
-  close(): Promise<void>;
+  /**
+   * Release what the services hold (called after the server drained), within `deadlineMs`: a
+   * step still running then is logged and left (the process exits).
+   */
+  close(deadlineMs?: number): Promise<void>;
+}
+
+/** A step that runs this long is logged as what the shutdown waits for. */
+const SLOW_STEP_MS = 1000;
+
+/**
+ * Run `steps` one after the other within `deadlineMs`: one slower than SLOW_STEP_MS is logged
+ * while it runs; at the deadline the step running is logged and left, and the rest skipped. A
+ * step given a share of the deadline is left when that is spent, and the next ones run.
+ */
+async function inTurn(deadlineMs: number, steps: [string, () => unknown, number?][]): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  for (const [i, [name, step, share = 1]] of steps.entries()) {
+    const slow = setTimeout(() => log.info("shutdown waits for a step", { step: name }), SLOW_STEP_MS);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stepMs = Math.min(until - Date.now(), share * deadlineMs);
+    // No deadline (Infinity) is no timer: setTimeout would take it as 1 ms.
+    const late = new Promise<"late">((res) => Number.isFinite(stepMs) && (timer = setTimeout(() => res("late"), Math.max(0, stepMs))));
+    const ended = await Promise.race([Promise.resolve().then(step).then(() => "ok" as const), late]).catch((err: unknown) => {
+      log.error("a shutdown step failed", { step: name, error: String(err) });
+      return "failed" as const;
+    });
+    clearTimeout(slow);
+    clearTimeout(timer);
+    if (ended === "late" && share < 1) {
+      log.warn("shutdown step overran its share of the deadline: going on without it", { step: name, ms: stepMs });
+    } else if (ended === "late") {
+      const skipped = steps.slice(i + 1).map(([n]) => n);
+      return log.warn("shutdown deadline passed: exiting without waiting for a step", { step: name, skipped, deadlineMs });
+    }
+  }
 }
 
 /** The compute sandboxes' size, and how they may start (these four only: the configuration holds keys). */
@@ -107,6 +146,10 @@ export async function createServices(config: Config, credential: (key: string) =
   }
   useMetadataCache(config.engineMetadataCacheMb);
   const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
+  // Once the data directory exists (opening the catalog made it): one this process cannot write
+  // serves reads but fails every write, so it is not ready, saying why.
+  const unwritable = [...(config.remote ? [] : [config.dataDir]), privateDir].map(writeProblem).find((p) => p !== null) ?? null;
+  if (unwritable) log.error("not ready: a directory is not writable", { cause: unwritable });
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
   const tables = await reach(openTables(config.dataDir, freshness, config.storageOptions));
@@ -175,19 +218,32 @@ export async function createServices(config: Config, credential: (key: string) =
     valueVersions,
     views,
     readLeases,
-    lifecycle: { draining: false, closed: false },
-    async close() {
-      await serving.close();
-      auto.close();
-      refreshes.close();
-      maintenance.close();
-      stopSpares();
-      catalog.close();
-      tables.close();
-      views.close();
-      await jobs.close();
-      stopLauncher();
-      await Promise.all([pool.destroy(), compute.close(), claims.close()]);
+    lifecycle: { draining: false, closed: false, full: false, unready: unwritable },
+    async close(deadlineMs = Infinity) {
+      await inTurn(deadlineMs, [
+        // At most half: a serving index not saved is rebuilt after the restart, a job not handed back waits for its lease.
+        ["saving serving indexes", () => serving.close(), 0.5],
+        [
+          "stopping triggers and caches",
+          () => {
+            auto.close();
+            refreshes.close();
+            maintenance.close();
+            stopSpares();
+            catalog.close();
+            tables.close();
+            views.close();
+          },
+        ],
+        ["recording the jobs' stops", () => jobs.close()],
+        [
+          "stopping the worker pool, compute sandboxes and claims",
+          () => {
+            stopLauncher();
+            return Promise.all([pool.destroy(), compute.close(), claims.close()]);
+          },
+        ],
+      ]);
     },
   };
 }

@@ -29,5 +29,25 @@ export const isCommitConflict = (err: unknown) =>
 export const LSM_UNSUPPORTED =
   "LanceDB's LSM write path: this server's engine (LanceDB 0.39, local tables) accepts a write spec but cannot flush, compact or checkpoint its MemWAL, so merge_insert rows would never become visible";
 
+/**
+ * A commit the engine gave up on after its own retries (`Too many concurrent writers … retry_timeout`),
+ * e.g. replicas creating tables at once on the shared catalog table: the client may retry it.
+ */
+export const isWriterContention = (err: unknown) => /Too many concurrent writers/.test(errorText(err));
+
 /** Whether the engine failed because a table version it was asked for no longer exists (or never did). */
 export const isVersionMissing = (err: unknown) => /Version not found error|_versions\/\d+\.manifest was not found/.test(errorText(err));
+
+/**
+ * A store this process cannot write (a full disk, a read-only file system, no permission), from
+ * Node's fs (its code) or LanceDB (the OS text it passes on): the operator's to fix, said as such.
+ * Null for any other failure.
+ */
+export function storageFault(err: unknown): string | null {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  const text = errorText(err);
+  if (code === "ENOSPC" || /No space left on device|os error 28\b/.test(text)) return "the data directory's disk is full (no space left on device); writes fail until space is freed";
+  if (code === "EROFS" || /Read-only file system|os error 30\b/.test(text)) return "the data directory is on a read-only file system; writes fail until it is writable";
+  if (code === "EACCES" || code === "EPERM" || /Permission denied|os error 13\b/.test(text)) return "this server may not write to the data directory (permission denied); writes fail until it may";
+  return null;
+}

@@ -17,6 +17,7 @@ import type { OpContext, OpResult } from "../operations/types.js";
 import type { Deadline } from "../engine/deadline.js";
 import type { Services } from "../services.js";
 import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
+import { isWriterContention, storageFault } from "../engine/messages.js";
 import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
 import { refusalError } from "./refusals.js";
@@ -411,6 +412,17 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   function failed(err: unknown, r: Route, requestId: string, context: Record<string, string>): Outgoing {
     const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
     if (out) return { ...out, op: r.spec.name, context };
+    const fault = storageFault(err);
+    if (fault !== null) {
+      log.error("request failed: the store cannot be written", { requestId, op: r.spec.name, path: r.path, cause: fault, error: String((err as Error)?.message ?? err) });
+      const refused = new ApiError(Code.ServiceUnavailable, fault, undefined, { reason: "storage", retryAfterS: 30 });
+      return { ...errorOut(refused, r.path, requestId), op: r.spec.name, context };
+    }
+    if (isWriterContention(err)) {
+      log.warn("request failed: too many concurrent writers", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.message ?? err) });
+      const refused = new ApiError(Code.ServiceUnavailable, "too many concurrent writers to the same table (the catalog, for creates, drops and renames); retry", undefined, { reason: "write_contention", retryAfterS: 1 });
+      return { ...errorOut(refused, r.path, requestId), op: r.spec.name, context };
+    }
     log.error("request failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context });
     return { ...errorOut(internal(requestId), r.path, requestId), op: r.spec.name, context };
   }

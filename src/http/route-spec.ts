@@ -26,3 +26,10 @@ export type RouteSpec = RouteBase &
     | { role: Role; op: Operation; publicWith?: undefined }
     | { role: Role | "public"; op: Operation<Principal | null>; publicWith?: "metricsPublic" }
   );
+
+/**
+ * Whether a request of this route holds an execution slot (of --max-in-flight). Public routes and
+ * those a flag may make public (health, readiness, metrics) never do: a saturated replica must
+ * still answer its checks and scrapes, or it looks down instead of busy.
+ */
+export const takesSlot = (spec: RouteSpec): boolean => spec.role !== "public" && spec.publicWith === undefined;

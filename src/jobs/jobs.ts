@@ -116,6 +116,12 @@ export interface Jobs {
   counts(): { kind: string; state: string; count: number }[];
   /** This replica's own runs and slots, by kind; every registered kind, zeros included. */
   runningHere(): { kind: string; running: number; slots: number }[];
+  /**
+   * A shutdown began: claim no job from now on (another replica runs them from the start), and
+   * put back to Queued the records this replica holds but has not started. Runs going on go on
+   * until close().
+   */
+  drain(): Promise<void>;
   /** Stop running work for a shutdown: resumable jobs are queued again, the others fail. */
   close(): Promise<void>;
 }
@@ -224,6 +230,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   const lastStart = new Map<string, number>();
   let closed = false;
   let started = false;
+  /** Set by drain(): no claims from then on. */
+  let draining = false;
   let timer: NodeJS.Timeout | undefined;
 
   const lease = () => ({ replica: me, expires: Date.now() + leaseMs });
@@ -421,7 +429,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     // A replica's own records from before its restart are its to resume at once; lapsed ones of
     // others count as queued since their lease ran out.
     for (const r of active) {
-      if (closed) return;
+      if (closed || draining) return;
       if (r.status !== "Running" || runs.has(r.id)) continue;
       const own = r.lease === undefined || r.lease.replica === me;
       if (!own && !lapsed(r.lease, now)) continue;
@@ -436,7 +444,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       for (const r of active) if (r.operation === kind.name && r.status === "Running") running.set(tenantOfJob(r), (running.get(tenantOfJob(r)) ?? 0) + 1);
       const below = (r: JobRecord) => (running.get(tenantOfJob(r)) ?? 0) < opts.maxRunningJobsPerTenant;
       if (left <= 0 && queued.some(below)) yieldSlot(kind, running);
-      while (left > 0 && !closed) {
+      while (left > 0 && !closed && !draining) {
         let ready = queued.filter((r) => due(kind, r, r.queuedAt ?? r.createdAt, now));
         // A tenant at its cap starts another only while no tenant below it waits.
         if (ready.some(below)) ready = ready.filter(below);
@@ -589,6 +597,18 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
         replica: rec.replica,
         ...byName.get(rec.operation)?.describe(rec),
       };
+    },
+    async drain() {
+      draining = true;
+      const now = Date.now();
+      const unstarted = store.mirrored().filter((r) => mine(r) && !runs.has(r.id));
+      await Promise.all(
+        unstarted.map((r) =>
+          apply(r.id, (s) => (mine(s) && !runs.has(s.id) && s.cancelAt === undefined ? { ...s, status: "Queued", queuedAt: now, lease: undefined } : undefined))
+            .then(({ changed }) => changed && log.info("handed a job back at drain", { id: r.id, operation: r.operation }))
+            .catch((err: unknown) => log.error("cannot hand a job back at drain", { id: r.id, error: String(err) })),
+        ),
+      );
     },
     async close() {
       closed = true;

@@ -50,6 +50,39 @@ describe("pipeline", () => {
     expect(o.context).toEqual({ a: "hdr", b: "body", c: "up" });
   });
 
+  it("readiness is 503 with its reason while every execution slot is taken, and while a directory is not writable", async () => {
+    const l = q.services.lifecycle;
+    l.full = true;
+    try {
+      expect(json(await send("GET", "/readyz", undefined, {}))).toEqual({ status: "busy", reason: `every one of --max-in-flight ${q.services.config.maxInFlight} execution slots is taken` });
+    } finally {
+      l.full = false;
+    }
+    l.unready = "cannot write to /data: it is on a read-only file system (EROFS)";
+    try {
+      const o = await send("GET", "/readyz", undefined, {});
+      expect([o.status, json(o)]).toEqual([503, { status: "not_ready", reason: "cannot write to /data: it is on a read-only file system (EROFS)" }]);
+    } finally {
+      l.unready = null;
+    }
+    expect(json(await send("GET", "/readyz", undefined, {}))).toEqual({ status: "ready" });
+  });
+
+  it("a catalog commit LanceDB gave up on after its retries (Too many concurrent writers) is 503 with Retry-After, not 500", async () => {
+    const catalog = q.services.catalog;
+    const insert = catalog.insert;
+    catalog.insert = () => Promise.reject(new Error("lance error: Retryable commit conflict for version 12: Too many concurrent writers. Attempted 20 retries, retry_timeout of 30.000 seconds"));
+    try {
+      const o = await send("POST", "/v1/namespace/contended/create", {});
+      expect(o.status).toBe(503);
+      expect(o.headers["retry-after"]).toBe("1");
+      expect(json(o).detail).toMatch(/^too many concurrent writers/);
+    } finally {
+      catalog.insert = insert;
+    }
+    expect((await send("POST", "/v1/namespace/contended/create", {})).status).toBe(200);
+  });
+
   it("readiness is 503 while draining", async () => {
     q.services.lifecycle.draining = true;
     try {
