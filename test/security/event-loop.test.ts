@@ -1,14 +1,15 @@
 // Nothing proportional to rows, values or body bytes runs on the event loop: while one request of
 // such work runs, `/healthz` stays quick. Sampled open loop (a request every 10 ms, not waiting for
 // the last), so a stall of the event loop shows as every request sent during it waiting, in p99.
-// The bound is 250 ms over the p99 of the same sampling with no work running: a loaded 2-core
-// machine delays any process that long now and then, and the stalls before were seconds long.
+// The bound is 600 ms over the p99 of the same sampling with no work running: a loaded 2-core
+// machine delays any process by hundreds of ms now and then (358 ms seen at load average 20), and
+// the stalls before were 1.5-1.9 s at p99. The issue's 50 ms target is measured in bench/, not here.
 import * as lancedb from "@lancedb/lancedb";
 import { describe, expect, it } from "vitest";
 import { batches, queryVectors } from "../../bench/dataset.js";
 import { READ_KEY, serverForFile, WRITE_KEY } from "../helpers/quiver.js";
 
-const P99_MS = 250;
+const P99_MS = 600;
 const SPEC = { rows: 30_000, dim: 8, rank: 3, seed: 11 };
 const v = Array.from(queryVectors(SPEC, 1)[0]);
 
