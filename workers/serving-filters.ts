@@ -35,6 +35,8 @@ interface Evaluated extends FilterBits {
 
 /** Filters remembered per index; the least recently used go past this. */
 const MOST_FILTERS = 64;
+/** Names of the engine's functions whose value changes between calls (DataFusion's volatile and stable ones): a filter naming one is never cached. */
+const VOLATILE = /\b(now|random|uuid|current_date|current_time|current_timestamp|localtime|localtimestamp|today)\b/i;
 /** New slots evaluated by row id at most; more and the filter is evaluated again whole. */
 const MOST_NEW = 2000;
 
@@ -114,7 +116,7 @@ export function createFilters(room: () => number, threads: FilterThreads): Filte
   }
 
   async function evaluate(ix: ServingIndex, filter: string, at: AtVersion, before: Evaluated | null): Promise<Evaluated> {
-    const version = ix.version;
+    const { version, changedAt } = ix;
     const covered = ix.slotsAtVersion;
     const source: FilterSource = { filter, types: filterTypes((await at.schema(version)).fields), columns: ix.ref.columns };
     const plan = await threads.filterPlan(source);
@@ -127,7 +129,8 @@ export function createFilters(room: () => number, threads: FilterThreads): Filte
       return { bits, passing: (before?.passing ?? 0) + added, version, covered };
     }
     const t = await at.table(version);
-    if (!before || covered - before.covered > MOST_NEW) return whole(ix, filter, t, version, covered);
+    // Rows whose slots stayed may have changed in columns LanceDB read for the bitmap.
+    if (!before || covered - before.covered > MOST_NEW || before.version < changedAt) return whole(ix, filter, t, version, covered);
     const fresh = Array.from({ length: covered - before.covered }, (_, i) => rowIdOf(ix.graph, before.covered + i));
     let bits = before.bits;
     if (covered > bits.length * 32) {
@@ -147,6 +150,8 @@ export function createFilters(room: () => number, threads: FilterThreads): Filte
 
   return {
     async bitsFor(ix, filter, at) {
+      // Its answer changes with no commit: evaluated for each search, never remembered.
+      if (VOLATILE.test(filter)) return evaluate(ix, filter, at, null);
       let held = byIndex.get(ix);
       if (!held) byIndex.set(ix, (held = new Map()));
       const known = held.get(filter);

@@ -39,6 +39,12 @@ export interface ServingIndex {
   valueIndexes: Map<string, ValueIndex>;
   /** Bytes of the filters' bitmaps remembered for it (workers/serving-filters.ts). */
   filterBytes: number;
+  /**
+   * The latest version at which rows kept their slots while columns it does not cache may have
+   * changed (an update leaves an equal record in place; a row re-added under a new id is remapped):
+   * a bitmap LanceDB evaluated before it is evaluated again whole.
+   */
+  changedAt: number;
   /** The highest row id ever indexed: rows added later have higher ones (fragment ids and stable ids only grow). */
   maxRowId: number;
   /** Versions this process committed as inserts, not yet synced (the cheap sync reads only new rows). */
@@ -145,6 +151,7 @@ export function indexOf(entry: Entry, column: string, metric: IndexedVectors["me
     rowSlots: newRowSlots(graph),
     valueIndexes: new Map(),
     filterBytes: 0,
+    changedAt: 0,
     maxRowId: -1,
     inserts: new Set(),
     remapped: null,
@@ -288,6 +295,7 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
       const where = [`${ROW_ID} > ${ix.maxRowId}`, ...chunks(reread, 1000).map((c) => `${ROW_ID} IN (${c.join(",")})`)].join(" OR ");
       const rows = addedNew + reread.length;
       const r = await apply(pool, ix, x, rows, rows > 0 ? await read(t, ix, where) : [], removed, changedIds, changedSlots, claim);
+      if (changedIds.length > 0 || r.remapSlots.length > 0) ix.changedAt = x;
       const remapped = new Set(r.remapSlots);
       await publish(ix, x, r, removed.filter((s) => !remapped.has(s)), goneIds);
       return "compared";

@@ -15,7 +15,7 @@ import { jsonAnswer } from "../src/engine/query.js";
 import type { QuerySpec } from "../src/engine/query-spec.js";
 import { slotCount, tombstones } from "../src/engine/serving-graph.js";
 import { mappedRows } from "../src/engine/serving-row-slots.js";
-import { columnLayout, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
+import { columnLayout, takenAnswer, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
 import { filterTypes } from "../src/engine/serving-predicate.js";
 import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../src/engine/serving-source.js";
 import { tableVersion } from "../src/engine/table-info.js";
@@ -475,8 +475,10 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const ix = st.ix;
     const column = spec.vectorColumn ?? (st.vectorColumns.length === 1 ? st.vectorColumns[0] : null);
     if (column !== ix.column) return { reason: "option:vector_column" };
-    if (spec.distanceType !== null && spec.distanceType !== ix.metric) return { reason: "option:distance_type" };
-    if (spec.vectors.some((v) => v.length !== ix.graph.dim)) return { reason: "option:vector" };
+    // An exact search without a metric is LanceDB's L2, whatever the index's.
+    if ((spec.distanceType ?? (spec.bypassVectorIndex ? "l2" : ix.metric)) !== ix.metric) return { reason: "option:distance_type" };
+    // A value float32 cannot hold is LanceDB's to answer (its distances are NaN, its rows still k).
+    if (spec.vectors.some((v) => v.length !== ix.graph.dim || v.some((x) => !Number.isFinite(Math.fround(x))))) return { reason: "option:vector" };
     if (ix.remapped) {
       await ix.remapped;
       return route(entry, table, spec, at);
@@ -509,11 +511,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** The answer's shape for this projection: the engine's own output schema, each field's source. */
   function planOf(st: TableState, ix: ServingIndex, table: TableHandle, spec: QuerySpec): Promise<Plan> {
-    const key = JSON.stringify([spec.columns, spec.withRowId, spec.multi]);
+    // One vector has no query_index, sent as multi_vector or not (as the engine path answers it).
+    const multi = spec.multi && spec.vectors!.length > 1;
+    const key = JSON.stringify([spec.columns, spec.withRowId, multi]);
     let p = st.plans.get(key);
     if (!p) {
       p = (async (): Promise<Plan> => {
-        const schemaFile = await answerSchema(table, { ...spec, vectors: spec.vectors!.slice(0, spec.multi ? 2 : 1) }, st.entry.objectId);
+        const schemaFile = await answerSchema(table, { ...spec, multi, vectors: spec.vectors!.slice(0, multi ? 2 : 1) }, st.entry.objectId);
         const fields = arrow.tableFromIPC(schemaFile).schema.fields;
         const sources: Source[] = [];
         const take: string[] = [];
@@ -552,17 +556,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       const col = t.getChild("_rowid")!;
       for (let i = 0; i < t.numRows; i++) rowOf.set(col.get(i) as bigint, { t: ti, i });
     });
-    const n = found.rowIds.length;
     const at = Array.from(found.rowIds, (id) => rowOf.get(id));
     if (at.some((x) => x === undefined)) return null;
-    const vectors = schema.fields.map((f) => {
-      if (f.name === "_distance") return arrow.makeVector(found.distances);
-      if (f.name === "_rowid") return arrow.makeVector(found.rowIds);
-      if (f.name === "query_index") return arrow.makeVector(found.queries);
-      return arrow.vectorFromArray(at.map((x) => parts[x!.t].getChild(f.name)!.get(x!.i)), f.type);
-    });
-    const data = arrow.makeData({ type: new arrow.Struct(schema.fields), length: n, nullCount: 0, children: vectors.map((v) => v.data[0]) });
-    return arrow.tableToIPC(new arrow.Table([new arrow.RecordBatch(schema, data)]), "file");
+    return takenAnswer(schema, parts, at as { t: number; i: number }[], found);
   }
 
   /** A search through the index, again (up to `retries` times) when rows moved while its filter and plan were made. */

@@ -77,7 +77,7 @@ const intRange = (t: DataType): [bigint, bigint] | null => {
   const bits = BigInt(bitWidth);
   return isSigned ? [-(1n << (bits - 1n)), (1n << (bits - 1n)) - 1n] : [0n, (1n << bits) - 1n];
 };
-const INT64 = [-(1n << 63n), (1n << 63n) - 1n];
+const INT64_MAX = (1n << 63n) - 1n;
 const isString = (t: DataType) => t.typeId === arrow.Type.Utf8 || t.typeId === arrow.Type.LargeUtf8;
 
 /** The table's columns a filter may name, as filters read their types. */
@@ -100,9 +100,11 @@ export function compileFilter(filter: string, types: FilterType[], columns: Cach
     if (t === undefined) return null;
     const { range } = type;
     if (range && /^\d+$/.test(t)) {
-      // Within the column's type and a signed 64-bit integer (the engine's type for the literal).
-      const v = neg ? -BigInt(t) : BigInt(t);
-      return v >= range[0] && v <= range[1] && v >= INT64[0] && v <= INT64[1] ? v : null;
+      // Within the column's type, its digits within a signed 64-bit integer (the engine parses them
+      // before the sign: -9223372036854775808 is its error, so it is the engine's to answer).
+      const digits = BigInt(t);
+      const v = neg ? -digits : digits;
+      return v >= range[0] && v <= range[1] && digits <= INT64_MAX ? v : null;
     }
     if (!neg && type.str && t.startsWith("'")) return t.slice(1);
     return null;
@@ -188,11 +190,11 @@ function mix(lo: number, hi: number): number {
   return h ^ (h >>> 16);
 }
 
-/** FNV-1a of bytes `from` up to `to` of `bytes`. */
+/** FNV-1a of bytes `from` up to `to` of `bytes`, as a signed 32-bit integer (as an Int32Array holds it: the empty string's, unmixed, is above 2^31). */
 function bytesHash(bytes: Uint8Array, from: number, to: number): number {
   let h = 0x811c9dc5;
   for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i], 0x01000193);
-  return h;
+  return h | 0;
 }
 
 /** The hash of a literal, equal to that of the same value in a record (`valueHash`). */

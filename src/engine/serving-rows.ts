@@ -33,8 +33,9 @@ function kindOf(type: DataType): Pick<CachedColumn, "kind" | "width" | "size"> |
   if (type.typeId === T.Utf8 || type.typeId === T.Binary) return { kind: "var", width: 8, size: 1 };
   if (type.typeId === T.LargeUtf8 || type.typeId === T.LargeBinary) return { kind: "var64", width: 8, size: 1 };
   if (type.typeId === T.FixedSizeList) {
-    const child = (type as import("apache-arrow").FixedSizeList).children[0].type;
-    if (FIXED.has(child.typeId)) return { kind: "list", width: widthOf(child), size: (type as import("apache-arrow").FixedSizeList).listSize };
+    // A record has no room for nulls inside a list: a list whose values may be null is taken from the engine.
+    const { type: child, nullable } = (type as import("apache-arrow").FixedSizeList).children[0];
+    if (FIXED.has(child.typeId) && !nullable) return { kind: "list", width: widthOf(child), size: (type as import("apache-arrow").FixedSizeList).listSize };
   }
   return null;
 }
@@ -352,4 +353,31 @@ export function encodeAnswer(g: Graph, columns: CachedColumn[], plan: AnswerPlan
   tail.set(TAIL_MAGIC, 4);
   parts.push(footer, tail);
   return Buffer.concat(parts);
+}
+
+/** Rows found by a search, answered with columns the index does not cache (workers/serving.ts). */
+export interface Found {
+  rowIds: BigUint64Array;
+  distances: Float32Array;
+  queries: Int32Array;
+}
+
+/**
+ * An answer's IPC file (`schema`) from rows found and their columns taken from the engine, answer
+ * row i being row `at[i].i` of `taken[at[i].t]`: each row's values sliced from the engine's own
+ * data, one batch a row. Rebuilt from values read out (`get`), lists of strings, of numbers with
+ * nulls and of structs came back as ["",""], [0,0,0] and [null,null].
+ */
+export function takenAnswer(schema: Schema, taken: import("apache-arrow").Table[], at: { t: number; i: number }[], found: Found): Uint8Array {
+  const one = (values: Float32Array | BigUint64Array | Int32Array, i: number) => arrow.makeVector(values.subarray(i, i + 1) as Float32Array).data[0];
+  const batches = at.map(({ t, i }, row) => {
+    const children = schema.fields.map((f) => {
+      if (f.name === "_distance") return one(found.distances, row);
+      if (f.name === "_rowid") return one(found.rowIds, row);
+      if (f.name === "query_index") return one(found.queries, row);
+      return taken[t].getChild(f.name)!.slice(i, i + 1).data[0];
+    });
+    return new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(schema.fields), length: 1, nullCount: 0, children }));
+  });
+  return arrow.tableToIPC(new arrow.Table(schema, batches), "file");
 }

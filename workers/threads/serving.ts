@@ -6,7 +6,7 @@ import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../../src/engine/arrow.js";
 import { connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
 import { concatNumbers } from "../../src/util/typed-concat.js";
-import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn } from "../../src/engine/serving-rows.js";
+import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn, type Found } from "../../src/engine/serving-rows.js";
 import { filterPlan, runFilter, type FilterTask, type ValueIndex } from "../../src/engine/serving-predicate.js";
 
 /** An index as a task names it: its memory, and a key for this thread's view of it. */
@@ -119,11 +119,7 @@ export interface SearchTask {
 }
 
 /** Rows found for a search answered by the caller (columns the index does not cache). */
-export interface FoundRows {
-  rowIds: BigUint64Array;
-  distances: Float32Array;
-  queries: Int32Array;
-}
+export type FoundRows = Found;
 
 export function servingSearch(task: SearchTask): (Uint8Array | FoundRows)[] {
   const g = viewOf(task.index);
