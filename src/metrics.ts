@@ -412,7 +412,7 @@ export const recordServingEviction = (cause: "share" | "growth") => servingEvict
 /** One table's serving index, as /metrics reports it. */
 export interface ServingSample {
   table: string;
-  /** ready, building, memory (over --serving-memory-mb), evicted (its tenant's room reclaimed), disabled, failed. */
+  /** ready, building, rebuilding, memory (over --serving-memory-mb), evicted (its tenant's room reclaimed), disabled, failed. */
   state: string;
   bytes: number;
   /** Of `bytes`, the cached columns' fields and values. */
@@ -469,12 +469,12 @@ new Gauge({
 });
 new Gauge({
   name: "quiver_serving_tables",
-  help: "Tables with a vector index, by their serving index's state: ready, building, memory (does not fit --serving-memory-mb, or grew past it: LanceDB serves it), evicted (another tenant reclaimed the room its tenant held past its share: LanceDB serves it), disabled, failed",
+  help: "Tables with a vector index, by their serving index's state: ready, building, rebuilding (a restore, overwrite, column change or vector index replacement: LanceDB serves it meanwhile), memory (does not fit --serving-memory-mb, or grew past it: LanceDB serves it), evicted (another tenant reclaimed the room its tenant held past its share: LanceDB serves it), disabled, failed",
   labelNames: ["state"] as const,
   registers: [registry],
   collect() {
     this.reset();
-    for (const state of ["ready", "building", "memory", "evicted", "disabled", "failed"]) this.set({ state }, 0);
+    for (const state of ["ready", "building", "rebuilding", "memory", "evicted", "disabled", "failed"]) this.set({ state }, 0);
     for (const s of serving()) this.inc({ state: s.state });
   },
 });

@@ -47,8 +47,6 @@ export interface ServingIndex {
   changedAt: number;
   /** The highest row id ever indexed: rows added later have higher ones (fragment ids and stable ids only grow). */
   maxRowId: number;
-  /** Versions this process committed as inserts, not yet synced (the cheap sync reads only new rows). */
-  inserts: Set<number>;
   /** While slots get new row ids in place (exclusive), resolves once they have: searches wait for it. */
   remapped: Promise<void> | null;
   /** How many times slots got new row ids: a search that began before one starts again (or LanceDB answers it). */
@@ -62,6 +60,14 @@ export interface ServingIndex {
   connectedAt: number;
   relinked: number;
 }
+
+/**
+ * What an index (and its saved copy) is kept under: the table's data, not its name. A rename keeps
+ * the data, and so the index, under the new name; a new table under the old name has data of its
+ * own. A table made again at the same location is told apart by its versions (`changesSince`, and
+ * the saved copy's commit time).
+ */
+export const dataOf = (entry: Entry) => entry.location ?? `\u0000${entry.objectId}`;
 
 /** Slots one link task of a build takes: small enough that every thread stays busy to the end. */
 const LINK_TASK = 2000;
@@ -153,7 +159,6 @@ export function indexOf(entry: Entry, column: string, metric: IndexedVectors["me
     filterBytes: 0,
     changedAt: 0,
     maxRowId: -1,
-    inserts: new Set(),
     remapped: null,
     moves: 0,
     searching: 0,
@@ -216,14 +221,14 @@ export type Claim = (bytes: number) => void;
 export type OperationOf = (version: number) => Promise<VersionOperation | null>;
 
 /**
- * How to bring `ix` to the version of handle `t` (`x`). When the versions since the index's only
- * added rows (`onlyAdded`), rows with higher row ids are read alone, and the row count confirms
- * nothing else changed. Otherwise (or with `compare`) every row id is read: ids gone are tombstoned
- * (or, when a new row is the same row moved, remapped), new ids and ids whose rows changed since
- * (stable row ids keep their id across an update) are read and applied.
+ * How to bring `ix` to the version of handle `t` (`x`), which `changesSince` found a sync can
+ * follow. When the versions since the index's only added rows (`onlyAdded`), rows with higher row
+ * ids are read alone, and the row count confirms nothing else changed. Otherwise every row id is
+ * read: ids gone are tombstoned (or, when a new row is the same row moved, remapped), new ids and
+ * ids whose rows changed since (stable row ids keep their id across an update) are read and applied.
  */
-export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number, operationOf: OperationOf, claim: Claim, compare = false): Promise<SyncPlan> {
-  if (!compare && (await onlyAdded(ix, x, operationOf))) {
+export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHandle, x: number, onlyAdded: boolean, claim: Claim): Promise<SyncPlan> {
+  if (onlyAdded) {
     const total = await countRows(t);
     const added = total - mappedRows(ix.rowSlots);
     if (added >= 0) {
@@ -239,7 +244,7 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
           // Something else happened in between (an insert that overwrote): the rows just written
           // are known, and every row id is compared.
           adopt(ix, r);
-          return (await planSync(pool, ix, t, x, operationOf, claim, true)).run();
+          return (await planSync(pool, ix, t, x, false, claim)).run();
         },
       };
     }
@@ -303,26 +308,43 @@ export async function planSync(pool: ServingPool, ix: ServingIndex, t: TableHand
   };
 }
 
-/** Operations after which every row the index holds is still there, with its row id and values. */
-const KEEPS_ROWS = new Set<LanceOperation>(["append", "create_index", "reserve_fragments"]);
-/** Other writers' versions whose operation a sync reads at most; past that it compares every row id. */
-const READ_OPERATIONS = 32;
+/** Operations after which every row the index holds is still there, with its row id and values (a merge adds columns). */
+const KEEPS_ROWS = new Set<LanceOperation>(["append", "create_index", "merge", "reserve_fragments", "update_config"]);
+/** Operations whose rows a comparison of every row id finds (gone, new, moved, or changed since by `_row_last_updated_at_version`). */
+const CHANGES_ROWS = new Set<LanceOperation>(["delete", "update", "rewrite"]);
+/** Versions whose operations a sync reads at most; past that the index is built again. */
+const READ_OPERATIONS = 256;
 
 /**
- * Whether every version after the index's up to x only added rows: this process's inserts, and
- * other writers' appends, index commits and compactions as each version's transaction says (with
- * stable row ids a compaction keeps every row's id; row addresses move). Each of maintenance's
- * compactions and index commits was a comparison of every row id (about 100 ms each at 100,000
- * rows under a write stream), though no row had changed.
+ * What the versions after the index's up to x did, as each one's transaction says (this process's
+ * too: an insert with mode overwrite is announced as an insert, and may keep the row count): `added`
+ * (only rows added: appends, index commits and, with stable row ids, compactions, which keep every
+ * row's id), `changed` (rows deleted, updated or moved: every row id
+ * is compared), or `rebuild`: a version a comparison cannot follow exactly (a restore, whose rows
+ * carry their old `_row_last_updated_at_version`; an overwrite; a column dropped, renamed or
+ * replaced, whose name a later column may take; an operation not known; a version below the
+ * index's, i.e. a table made again at its location). A version maintenance already removed is
+ * compared (a rebuild after every cleanup behind a write stream cost more than the rare restore it
+ * could hide). `reshaped`: one of them is an index commit, a column added or removed (the vector
+ * index may have been replaced, the answers' columns changed).
  */
-async function onlyAdded(ix: ServingIndex, x: number, operationOf: OperationOf): Promise<boolean> {
-  const others = [...range(ix.version + 1, x)].filter((v) => !ix.inserts.has(v));
-  if (others.length > READ_OPERATIONS) return false;
-  for (const v of others) {
+export async function changesSince(ix: ServingIndex, x: number, operationOf: OperationOf): Promise<{ kind: "added" | "changed" | "rebuild"; reshaped: boolean }> {
+  if (x < ix.version || x - ix.version > READ_OPERATIONS) return { kind: "rebuild", reshaped: true };
+  let kind: "added" | "changed" = "added";
+  let reshaped = false;
+  for (const v of range(ix.version + 1, x)) {
     const op = await operationOf(v);
-    if (!op || !(KEEPS_ROWS.has(op.operation) || (op.operation === "rewrite" && op.stableRowIds))) return false;
+    if (!op) {
+      kind = "changed";
+      reshaped = true;
+      continue;
+    }
+    reshaped ||= op.operation === "create_index" || op.operation === "merge";
+    if (KEEPS_ROWS.has(op.operation) || (op.operation === "rewrite" && op.stableRowIds)) continue;
+    if (!CHANGES_ROWS.has(op.operation)) return { kind: "rebuild", reshaped: true };
+    kind = "changed";
   }
-  return true;
+  return { kind, reshaped };
 }
 
 /** Rows compared between two looks at the clock (src/util/turns.ts). */
@@ -431,7 +453,6 @@ async function publish(ix: ServingIndex, x: number, r: Done, gone: number[], gon
     });
   }
   adopt(ix, r);
-  for (const v of ix.inserts) if (v <= x) ix.inserts.delete(v);
   ix.version = x;
   ix.slotsAtVersion = slotCount(g);
   ix.remapped = null;

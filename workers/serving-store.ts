@@ -1,5 +1,5 @@
 // Serving indexes kept in the state directory across restarts: one file per table column, a small
-// JSON header (whose table, which column and cached columns, the version it answers at and that
+// JSON header (whose table data, which column and cached columns, the version it answers at and that
 // version's commit time) then the index memory's bytes as they are. A restart loads the file when
 // the table still holds that version (same commit time: not a table recreated under the same name)
 // and syncs it from there; otherwise the index is built again while LanceDB serves.
@@ -10,7 +10,7 @@ import type { Entry } from "../src/catalog/catalog.js";
 import { loadGraphMemory, refresh, usedBytes } from "../src/engine/serving-graph.js";
 import type { CachedColumn } from "../src/engine/serving-rows.js";
 import type { IndexedVectors } from "../src/engine/serving-source.js";
-import { indexOf, indexRows, type ServingIndex } from "./serving-index.js";
+import { dataOf, indexOf, indexRows, type ServingIndex } from "./serving-index.js";
 
 const MAGIC = "QVSERVE1";
 
@@ -26,12 +26,13 @@ interface Header {
   names: string[];
 }
 
-const fileOf = (stateDir: string, objectId: string, column: string) =>
-  path.join(stateDir, "serving", createHash("sha256").update(`${objectId}\u0000${column}`).digest("hex").slice(0, 32) + ".qvx");
+/** The file of an index of `data` (`dataOf`: the table's location, so a renamed table keeps its saved index). */
+const fileOf = (stateDir: string, data: string, column: string) =>
+  path.join(stateDir, "serving", createHash("sha256").update(`${data}\u0000${column}`).digest("hex").slice(0, 32) + ".qvx");
 
 /** Write `ix` (no writer may run meanwhile): to a temporary file, then renamed over the old one. */
 export async function saveIndex(stateDir: string, ix: ServingIndex, committed: number): Promise<void> {
-  const file = fileOf(stateDir, ix.entry.objectId, ix.column);
+  const file = fileOf(stateDir, dataOf(ix.entry), ix.column);
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const header: Header = { objectId: ix.entry.objectId, location: ix.entry.location, column: ix.column, metric: ix.metric, version: ix.version, committed, columns: ix.ref.columns, names: ix.names };
   const json = Buffer.from(JSON.stringify(header));
@@ -66,12 +67,12 @@ export async function loadIndex(
   key: string,
   committed: (version: number) => Promise<number | null>,
 ): Promise<ServingIndex | null> {
-  const file = fileOf(stateDir, entry.objectId, column);
+  const file = fileOf(stateDir, dataOf(entry), column);
   const bytes = await readFile(file).catch(() => null);
   if (!bytes || bytes.toString("latin1", 0, 8) !== MAGIC) return null;
   const length = bytes.readUInt32LE(8);
   const header = JSON.parse(bytes.toString("utf8", 12, 12 + length)) as Header;
-  if (header.objectId !== entry.objectId || header.location !== entry.location || header.column !== column || (await committed(header.version)) !== header.committed) {
+  if (header.location !== entry.location || header.column !== column || (await committed(header.version)) !== header.committed) {
     await rm(file, { force: true });
     return null;
   }
@@ -84,4 +85,4 @@ export async function loadIndex(
 }
 
 /** Forget a table's saved index (the table was dropped, or its index is no longer wanted). */
-export const removeSaved = (stateDir: string, objectId: string, column: string) => rm(fileOf(stateDir, objectId, column), { force: true });
+export const removeSaved = (stateDir: string, data: string, column: string) => rm(fileOf(stateDir, data, column), { force: true });

@@ -28,11 +28,12 @@ import { PAST_GRANT, setLimit, usedBytes } from "../src/engine/serving-graph.js"
 import { reclaim, type Held } from "../src/engine/serving-shares.js";
 import { countRows } from "../src/engine/table-info.js";
 import { createFilters, type FilterBits } from "./serving-filters.js";
-import { AWAITED_ROWS, buildIndex, connected, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, wontFit, wornOut, type Claim, type ServingIndex } from "./serving-index.js";
+import { AWAITED_ROWS, buildIndex, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, wontFit, wornOut, type Claim, type ServingIndex } from "./serving-index.js";
 import { createServingPool, type ServingPool } from "./serving-pool.js";
 import { loadIndex, removeSaved, saveIndex } from "./serving-store.js";
 import type { FoundRows, SearchQuery } from "./threads/serving.js";
 import { concatNumbers } from "../src/util/typed-concat.js";
+
 
 /** A search's answer from the serving index, or why LanceDB answers it (null: not a vector search). */
 export type Served = { chunks: Uint8Array[] | AsyncIterable<Uint8Array> } | { reason: string | null };
@@ -56,8 +57,12 @@ export interface At {
   minVersion?: number | null;
 }
 
-/** `memory`: it does not fit, or grew past what was left; `evicted`: another tenant reclaimed its room (src/engine/serving-shares.ts). */
-type Status = "checking" | "building" | "ready" | "memory" | "evicted" | "disabled" | "failed" | "none";
+/**
+ * `memory`: it does not fit, or grew past what was left; `evicted`: another tenant reclaimed its
+ * room (src/engine/serving-shares.ts); `rebuilding`: a version no sync follows exactly (a restore, an
+ * overwrite, a column change, the vector index replaced) is built again while LanceDB answers.
+ */
+type Status = "checking" | "building" | "rebuilding" | "ready" | "memory" | "evicted" | "disabled" | "failed" | "none";
 
 /** One table's state: the index, its writes (one at a time), its answer plans. */
 interface TableState {
@@ -137,7 +142,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const tables: Held[] = [];
     for (const s of states.values()) {
       const bytes = held(s);
-      if (bytes > 0) tables.push({ table: s.entry.objectId, tenant: tenantOf(s.entry.objectId), bytes, searched: s.ix && s.status === "ready" ? s.searched : Infinity });
+      if (bytes > 0) tables.push({ table: dataOf(s.entry), tenant: tenantOf(s.entry.objectId), bytes, searched: s.ix && s.status === "ready" ? s.searched : Infinity });
     }
     const evict = reclaim(tables, tenantOf(st.entry.objectId), need, budget());
     if (evict === null) throw new TooBig(`${need} bytes more, past what is left of --serving-memory-mb (${budget() - used()} bytes) and the tenant's share`);
@@ -206,13 +211,11 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, behindSince: null, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
     st.status = "checking";
     st.since = Date.now();
-    states.set(entry.objectId, st);
+    states.set(dataOf(entry), st);
     let granted = 0;
     let key = "";
     void (async () => {
-      const schema = await schemaOf(table);
-      st.vectorColumns = schema.fields.filter((f) => (f.type as { typeId: number }).typeId === arrow.Type.FixedSizeList).map((f) => f.name);
-      const vectors = await indexedVectors(table);
+      const vectors = await vectorsOf(st, table);
       if (!enabled(entry)) return void (st.status = "disabled");
       if (vectors.length === 0) return void (st.status = "none");
       st.vector = vectors[0];
@@ -257,6 +260,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     return st;
   }
 
+  /** The table's float vector columns (kept in `st`) and those with a vector index. */
+  async function vectorsOf(st: TableState, t: TableHandle): Promise<IndexedVectors[]> {
+    const schema = await schemaOf(t);
+    st.vectorColumns = schema.fields.filter((f) => (f.type as { typeId: number }).typeId === arrow.Type.FixedSizeList).map((f) => f.name);
+    return indexedVectors(t);
+  }
+
   /** Save a changed index, in its writer's turn (no rows are written meanwhile). */
   function persist(st: TableState): Promise<void> {
     const job = st.writer.then(async () => {
@@ -288,9 +298,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         claim(st, bytes);
         granted += bytes;
       };
+      let again = false;
       const syncTo = async (version: number) => {
         const t0 = performance.now();
-        const plan = await planSync(poolOf(), ix, await at(st.entry)(version), version, operationOf(st.entry), grant);
+        const t = await at(st.entry)(version);
+        const since = await followed(st, ix, t, version);
+        if (since === null) return void (again = true);
+        const plan = await planSync(poolOf(), ix, t, version, since === "added", grant);
         const t1 = performance.now();
         if (plan.rows > AWAITED_ROWS) release();
         const read = await plan.run();
@@ -308,6 +322,14 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         await syncTo(st.target);
       } finally {
         settle(st, ix, granted);
+      }
+      if (again) {
+        log.info("serving index: a version no sync follows exactly (restore, overwrite, column or vector index change); it is built again while LanceDB serves", { table: st.entry.objectId, from: ix.version, to: st.target });
+        // A rebuild of a worn index under way is not waited for: its swap finds the same version.
+        if (!st.rebuilding) return void rebuild(st, false);
+        drop(st);
+        st.status = "rebuilding";
+        return;
       }
       // The index holds the version: the write is answered before the repair pass, which changes
       // links only (still in the writer's turn).
@@ -340,10 +362,11 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     st.rebuilding = true;
     if (!worn) {
       drop(st);
-      st.status = "building";
+      st.status = "rebuilding";
     }
     let granted = 0;
     let key = "";
+    let again = false;
     const grant: Claim = (bytes) => {
       claim(st, bytes);
       granted += bytes;
@@ -352,6 +375,15 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       // Read afresh: the cached handle's latest may be a version maintenance has removed since.
       const latest = await tables.open(st.entry, { fresh: true });
       const t = await at(st.entry)(await tableVersion(latest));
+      // The vector index may have been replaced (another metric) or dropped since.
+      const vectors = await vectorsOf(st, t);
+      const vector = vectors.find((v) => v.column === st.vector!.column) ?? vectors[0];
+      if (!vector) {
+        drop(st);
+        st.status = "none";
+        return;
+      }
+      st.vector = vector;
       const started = performance.now();
       const room = await buildRoom(st, t);
       granted += room;
@@ -360,9 +392,15 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       recordServingBuild((performance.now() - started) / 1000, false);
       const swap = st.writer.then(async () => {
         // Handed back or evicted meanwhile: the new index is not kept either.
-        if (st.status !== "ready" && st.status !== "building") return;
+        if (st.status !== "ready" && st.status !== "rebuilding") return;
         const want = Math.max(st.target, st.ix?.version ?? 0, fresh.version);
-        if (fresh.version < want) await (await planSync(poolOf(), fresh, await at(st.entry)(want), want, operationOf(st.entry), grant)).run();
+        if (fresh.version < want) {
+          const t = await at(st.entry)(want);
+          const since = await followed(st, fresh, t, want);
+          // Another restore, overwrite or index replacement meanwhile: built again from there.
+          if (since === null) return void (again = true);
+          await (await planSync(poolOf(), fresh, t, want, since === "added", grant)).run();
+        }
         drop(st);
         st.ix = fresh;
         key = "";
@@ -388,30 +426,43 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if (key) dropped.postMessage(key);
       st.rebuilding = false;
     }
+    if (again) void rebuild(st, false);
   }
 
   /** Drop a table's index, its state and its saved file, once its writes are done; its next search starts again. */
   function forget(st: TableState): void {
-    states.delete(st.entry.objectId);
+    states.delete(dataOf(st.entry));
+    // A rebuild under way does not swap its index in (nor save it) once the state is forgotten.
+    st.status = "none";
     st.writer = st.writer.then(() => {
       drop(st);
-      return removeSaved(config.stateDir, st.entry.objectId, st.vector?.column ?? "");
+      return removeSaved(config.stateDir, dataOf(st.entry), st.vector?.column ?? "");
     });
   }
 
   /**
-   * After a schema or index change: whether the index still is the table's, i.e. its column is
-   * still indexed with its distance and every cached column is still there with its type (a column
-   * added is answered by a take; a scalar or full-text index changes nothing here).
+   * After a schema or index change: whether `ix` still is the table's at handle `t`, i.e. its column
+   * is still indexed with its distance and every cached column is still there with its type (a
+   * scalar or full-text index changes nothing here).
    */
-  async function stillFits(st: TableState): Promise<boolean> {
-    const ix = st.ix;
-    if (!ix) return false;
-    const latest = await tables.open(st.entry);
-    const now = (await indexedVectors(latest)).find((v) => v.column === ix.column);
+  async function stillFits(ix: ServingIndex, t: TableHandle): Promise<boolean> {
+    const now = (await indexedVectors(t)).find((v) => v.column === ix.column);
     if (!now || now.metric !== ix.metric || now.dim !== ix.graph.dim) return false;
-    const { columns } = columnLayout((await schemaOf(latest)).fields, ix.column);
+    const { columns } = columnLayout((await schemaOf(t)).fields, ix.column);
     return ix.ref.columns.every((c) => columns.some((n) => n.name === c.name && n.kind === c.kind && n.width === c.width && n.size === c.size));
+  }
+
+  /**
+   * How a sync brings `ix` to handle `t`'s version x: only rows added, or rows changed; null when no
+   * sync follows it exactly (`changesSince`), or an index commit replaced the vector index (another
+   * metric or column): the index is then built again. After a column added or an index commit the
+   * answers' shapes are planned again.
+   */
+  async function followed(st: TableState, ix: ServingIndex, t: TableHandle, x: number): Promise<"added" | "changed" | null> {
+    const since = await changesSince(ix, x, operationOf(ix.entry));
+    if (since.kind === "rebuild" || (since.reshaped && !(await stillFits(ix, t)))) return null;
+    if (since.reshaped) st.plans.clear();
+    return since.kind;
   }
 
   const saver = setInterval(() => {
@@ -459,17 +510,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     if (!enabled(entry)) return { reason: "disabled" };
     const optional = optionReason(spec, at);
     if (optional) return { reason: optional };
-    let st = states.get(entry.objectId);
-    if (st && st.entry !== entry && st.entry.location !== entry.location) {
-      // The name now holds another table (dropped and created again).
-      drop(st);
-      states.delete(entry.objectId);
-      st = undefined;
-    }
+    let st = states.get(dataOf(entry));
+    // Renamed: its opens and figures follow the name it has now.
+    if (st) st.entry = entry;
     if (!st || ((st.status === "failed" || st.status === "memory" || st.status === "evicted" || st.status === "disabled") && Date.now() - st.since > RETRY_MS)) st = start(entry, table, st);
     st.searched = ++clock;
     if (st.status !== "ready" || !st.ix) {
-      const reasons: Record<Status, string> = { checking: "not_built", building: "not_built", ready: "not_built", memory: "memory", evicted: "evicted", disabled: "disabled", failed: "failed", none: "not_indexed" };
+      const reasons: Record<Status, string> = { checking: "not_built", building: "not_built", rebuilding: "rebuilding", ready: "not_built", memory: "memory", evicted: "evicted", disabled: "disabled", failed: "failed", none: "not_indexed" };
       return { reason: reasons[st.status] };
     }
     const ix = st.ix;
@@ -647,17 +694,17 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     },
 
     async committed(c) {
-      const st = states.get(c.table.objectId);
+      const st = states.get(dataOf(c.table));
       if (!st || c.branch !== null) return;
+      st.entry = c.table;
       if (c.change === "schema" || c.change === "index" || c.change === "overwrite") {
         st.plans.clear();
-        if (c.change === "overwrite" || !(await stillFits(st))) {
+        if (c.change === "overwrite" || !st.ix || !(await stillFits(st.ix, await tables.open(st.entry)))) {
           // The index's column, its distance or a cached column's type is no longer the table's: start again.
           forget(st);
           return;
         }
       }
-      if (c.change === "insert" && c.version !== null && st.ix) st.ix.inserts.add(c.version);
       if (c.version === null) return requestSync(st, null);
       st.awaiting.add(c.version);
       try {
@@ -668,8 +715,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     },
 
     forget(entry) {
-      const st = states.get(entry.objectId);
-      if (st && st.entry.location === entry.location) forget(st);
+      const st = states.get(dataOf(entry));
+      if (st) forget(st);
     },
 
     async close() {

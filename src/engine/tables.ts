@@ -139,6 +139,8 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   /** A cached latest main: when it was last read, when storage was last checked for newer commits, and the check running. */
   interface Cached {
     objectId: string;
+    /** The data it was opened on: a name renamed away and taken by a new table names other data. */
+    location: string | null;
     handle: Promise<lancedb.Table>;
     /** The handle once open, and the version it holds as last read (-1 until read). */
     table: lancedb.Table | null;
@@ -170,9 +172,11 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   const stopKeeping = keepFresh(freshness, () => cache.values(), checkAhead);
   async function latest(entry: Entry, minVersion: number | undefined): Promise<lancedb.Table> {
     let c = cache.get(entry.objectId);
+    // Opened for the entry the name had before (by a read in flight across a rename): not this table.
+    if (c && c.location !== entry.location) c = undefined;
     if (!c) {
       const handle = openRaw(entry, {});
-      const fresh: Cached = { objectId: entry.objectId, handle, table: null, version: -1, schema: null, usedAt: 0, checkedAt: Date.now(), checking: null };
+      const fresh: Cached = { objectId: entry.objectId, location: entry.location, handle, table: null, version: -1, schema: null, usedAt: 0, checkedAt: Date.now(), checking: null };
       cache.set(entry.objectId, (c = fresh));
       if (cache.size > MAX_CACHED_HANDLES) dropLeastUsed();
       handle.then(async (t) => {

@@ -112,11 +112,24 @@ const READER_FEATURE_FLAGS = 9;
 const TRANSACTION_FILE = 12;
 const TRANSACTION_SECTION = 21;
 // The operation a version's Transaction message (protos/transaction.proto) holds is the field of
-// its `operation` oneof that is present; the few the serving index reasons about, by field number.
-const OPERATIONS: Record<number, LanceOperation> = { 100: "append", 101: "delete", 103: "create_index", 104: "rewrite", 107: "reserve_fragments" };
+// its `operation` oneof that is present; those the serving index reasons about, by field number
+// (LanceDB's add_columns commits a merge, drop_columns a project, update and merge_insert an update).
+const OPERATIONS: Record<number, LanceOperation> = {
+  100: "append",
+  101: "delete",
+  102: "overwrite",
+  103: "create_index",
+  104: "rewrite",
+  105: "merge",
+  106: "restore",
+  107: "reserve_fragments",
+  108: "update",
+  109: "project",
+  110: "update_config",
+};
 
 /** What made a version, as its transaction says: the operations named here, or "other". */
-export type LanceOperation = "append" | "delete" | "create_index" | "rewrite" | "reserve_fragments" | "other";
+export type LanceOperation = "append" | "delete" | "overwrite" | "create_index" | "rewrite" | "merge" | "restore" | "reserve_fragments" | "update" | "project" | "update_config" | "other";
 
 export interface VersionOperation {
   operation: LanceOperation;
