@@ -194,10 +194,13 @@ function summaryTable(r: Report): string {
   return `<h2>${title}</h2><div class="grid-charts"><div>${table(["figure", "value"], rows)}</div><div>${statuses}${work}</div></div>${lat}`;
 }
 
+/** Where time axes end: the run's last second; for a sweep, whose seconds count only its measured loops, the timeline's. */
+const timeEnd = (r: Report) => (r.run && r.sweep ? Math.max(r.run.seconds, ...r.run.timeline.map((p) => p.t), ...r.sweep.points.flatMap((p) => p.runs.map((x) => x.to ?? 0))) : r.run?.seconds);
+
 function clientCharts(r: Report): string[] {
   const run = r.run!;
   const tl = run.timeline;
-  const end = run.seconds;
+  const end = timeEnd(r)!;
   const pick = (f: (p: (typeof tl)[number]) => number): [number, number][] => tl.map((p) => [p.t, f(p)]);
   const throughput: Series[] = [
     { name: "successful", points: pick((p) => (p.rate * p.ok) / Math.max(1, p.requests)) },
@@ -205,13 +208,16 @@ function clientCharts(r: Report): string[] {
   ];
   if (run.target_rate !== null) throughput.push({ name: "target rate", points: [[0, run.target_rate], [end, run.target_rate]] });
   const open = run.target_rate !== null;
+  // A sweep's seconds shaded by the point measured in them (the gaps: warm-ups and recall passes).
+  const bands = r.sweep?.points.flatMap((p) => p.runs.flatMap((x) => (x.from === undefined || x.to === undefined ? [] : [{ from: x.from, to: x.to, label: p.label }]))).sort((a, b) => a.from - b.from);
   const charts = [
-    lineChart({ title: "Throughput", x: "seconds", y: "answers / s", xMax: end, series: throughput }),
+    lineChart({ title: "Throughput", x: "seconds", y: "answers / s", xMax: end, bands, series: throughput }),
     lineChart({
       title: "Latency over time",
       x: "seconds",
       y: "ms",
       xMax: end,
+      bands,
       series: [
         ...(["p50", "p95", "p99", "p999"] as const).map((k) => ({ name: `${k === "p999" ? "p99.9" : k}${open ? " from due" : ""}`, points: pick((p) => p[k]) })),
         { name: "service p99", points: pick((p) => p.service_p99) },
@@ -227,7 +233,7 @@ function clientCharts(r: Report): string[] {
         { name: "service time (from send)", points: (run.service_percentiles ?? []).map(([p, v]) => [percentileX(p), v]) },
       ],
     }),
-    lineChart({ title: "Error rate", x: "seconds", y: "% of answers", xMax: end, series: [{ name: "errors", points: pick((p) => (p.requests ? (100 * p.errors) / p.requests : 0)) }] }),
+    lineChart({ title: "Error rate", x: "seconds", y: "% of answers", xMax: end, bands, series: [{ name: "errors", points: pick((p) => (p.requests ? (100 * p.errors) / p.requests : 0)) }] }),
   ];
   if (open) {
     charts.push(
@@ -250,7 +256,7 @@ function clientCharts(r: Report): string[] {
 function serverCharts(r: Report): string[] {
   if (!r.server) return [];
   const pts = r.server.points;
-  const end = r.run?.seconds;
+  const end = timeEnd(r);
   const pick = (f: (p: ServerPoint) => number | null): [number, number][] => pts.flatMap((p) => { const v = f(p); return v === null || v === undefined ? [] : [[p.t, v] as [number, number]]; });
   const reasons = [...new Set(pts.flatMap((p) => Object.keys(p.unavailable_per_s)))];
   const hasMax = pts.some((p) => p.in_flight_max !== null && p.in_flight_max !== undefined);
@@ -275,7 +281,7 @@ function tableState(r: Report): string {
   const pts = r.server?.points ?? [];
   const known = pts.filter((p) => p.table && (p.table.fragments !== null || p.table.unindexed_rows !== null));
   if (!known.length) return `<h2>Table state</h2><p class="meta">The server exported no table figures for ${esc(r.options.table || "the table")} (Quiver's quiver_table_* gauges).</p>`;
-  const end = r.run?.seconds;
+  const end = timeEnd(r);
   const pick = (f: (p: ServerPoint) => number | null | undefined): [number, number][] => pts.flatMap((p) => { const v = f(p); return v === null || v === undefined ? [] : [[p.t, v] as [number, number]]; });
   const charts = [
     lineChart({ title: "Table: fragments and versions", x: "seconds", y: "count", xMax: end, series: [{ name: "fragments", points: pick((p) => p.table?.fragments) }, { name: "versions kept", points: pick((p) => p.table?.versions) }] }),

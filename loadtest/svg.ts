@@ -32,6 +32,8 @@ export interface ChartSpec {
   /** The x axis starts at the data (rounded down) rather than at 0. */
   xFromData?: boolean;
   marks?: { x: number; y: number; label: string }[];
+  /** Stretches of the x axis to shade, alternately, each named at the top when its name fits (a sweep's points over time). */
+  bands?: { from: number; to: number; label: string }[];
   /** A logarithmic y axis, ticked at decades (throughput over settings that differ by orders of magnitude). */
   yLog?: boolean;
   /** Each series joined by rising x rather than in the given order. */
@@ -224,6 +226,17 @@ export function lineChart(c: ChartSpec): string {
   // What point labels must not cover: other text (never), markers (if they can help it).
   const texts: Box[] = [];
   const taken: Box[] = [];
+  (c.bands ?? []).forEach((band, i) => {
+    const l = cx(band.from);
+    const r = cx(band.to);
+    if (r <= l) return;
+    parts.push(`<rect class="band" x="${l.toFixed(1)}" y="${plot.t}" width="${(r - l).toFixed(1)}" height="${plot.b - plot.t}" fill="${i % 2 ? "#e0e7ff" : "#f3f4f6"}" fill-opacity="0.7"><title>${esc(band.label)}</title></rect>`);
+    const box = { l: (l + r) / 2 - textWidth(band.label) / 2, t: plot.t + 1, r: (l + r) / 2 + textWidth(band.label) / 2, b: plot.t + 13 };
+    if (box.l >= l && box.r <= r && !texts.some((t) => overlapBox(t, box))) {
+      texts.push(box);
+      parts.push(`<text class="band-label" x="${((l + r) / 2).toFixed(1)}" y="${plot.t + 11}" text-anchor="middle">${esc(band.label)}</text>`);
+    }
+  });
   if (c.hline) {
     const y = sy(c.hline.y);
     parts.push(`<line class="slo" x1="${m.l}" x2="${W - m.r}" y1="${y}" y2="${y}"/>`);

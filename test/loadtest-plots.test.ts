@@ -103,6 +103,14 @@ describe("load-test charts in Chromium", () => {
     expect(await geometryProblems(page)).toEqual([]);
   });
 
+  it("a sweep's timeline shades each point's seconds and names it where the name fits", async () => {
+    const bands = [0, 1, 2, 3].map((i) => ({ from: 1 + 3 * i, to: 3 + 3 * i, label: `ef=${8 << i}` }));
+    await show({ title: "Throughput", x: "seconds", y: "answers / s", xMax: 13, bands, series: [{ name: "successful", points: Array.from({ length: 14 }, (_, t) => [t, 100 + (t % 3) * 10] as [number, number]) }] });
+    expect(await page.locator("rect.band").count()).toBe(4);
+    expect(await page.locator("text.band-label").allTextContents()).toEqual(["ef=8", "ef=16", "ef=32", "ef=64"]);
+    expect(await geometryProblems(page)).toEqual([]);
+  });
+
   it("a series identical to another says so in the legend (the line cannot)", async () => {
     const pts: [number, number][] = [[0, 1], [1, 2], [2, 3]];
     await show({ title: "Throughput", x: "seconds", y: "answers / s", series: [{ name: "server count", points: pts }, { name: "harness answers", points: pts }] });

@@ -223,6 +223,11 @@ describe("quiver-loadtest reports", () => {
     expect(labels.length).toBeGreaterThanOrEqual(3);
     expect(new Set(labels)).toEqual(new Set(["2", "12"]));
     expect(await page.locator("tr", { hasText: "nprobes=12 refine_factor=5" }).locator("td").count()).toBe(10);
+    // The timeline shades each point's measured seconds, inside the time axis.
+    const report = JSON.parse(readFileSync(path.join(dir, "sweep.json"), "utf8")) as Report;
+    const runs = report.sweep!.points.flatMap((p) => p.runs);
+    expect(await page.locator('svg.chart[aria-label="Throughput"] rect.band').count()).toBe(runs.length);
+    for (const x of runs) expect(x.to! - x.from!).toBeGreaterThanOrEqual(x.seconds - 0.5);
     expect(await chartProblems()).toEqual([]);
     await page.screenshot({ path: path.resolve(__dirname, "../test-output/loadtest-sweep.png"), fullPage: true });
   });
