@@ -116,8 +116,9 @@ function sweepSection(r: Report): string {
     });
   const k = s.points.find((p) => p.recall)?.recall?.k ?? r.options.k;
   const charts = [
-    lineChart({ title: "Recall against throughput", x: `recall@${k} (bars: 95% interval over the queries)`, y: "searches / s", xFromData: true, series: series((p) => [p.recall!.mean, p.qps.median], (p) => [p.qps.min, p.qps.max]) }),
-    lineChart({ title: "Recall against p99 latency", x: `recall@${k}`, y: "p99 ms", xFromData: true, series: series((p) => [p.recall!.mean, p.p99_ms.median], (p) => [p.p99_ms.min, p.p99_ms.max]) }),
+    // ann-benchmarks' picture: recall across, throughput on a log scale, the frontier of settings no other beats in both.
+    lineChart({ title: "Recall against throughput", x: `recall@${k}`, y: "searches / s (log scale)", xFromData: true, yLog: true, sortX: true, frontier: true, series: series((p) => [p.recall!.mean, p.qps.median], (p) => [p.qps.min, p.qps.max]).map((x) => ({ ...x, xErr: undefined })) }),
+    lineChart({ title: "Recall against p99 latency", x: `recall@${k} (bars: 95% interval over the queries)`, y: "p99 ms", xFromData: true, sortX: true, series: series((p) => [p.recall!.mean, p.p99_ms.median], (p) => [p.p99_ms.min, p.p99_ms.max]) }),
   ];
   // A point whose every answer failed has no latency to show.
   const answered = (p: SweepPoint, i: Interval) => (p.requests > p.errors ? withRange(i) : "–");
@@ -133,7 +134,7 @@ function sweepSection(r: Report): string {
     p.errors,
     pathText(p.paths && Object.keys(p.paths).length ? p.paths : p.recall?.paths),
   ]);
-  const note = `<p class="meta">Each point: a closed loop of ${r.options.duration} s at ${r.options.connections} connections per round (${s.rounds} round${s.rounds > 1 ? "s, forward then backward" : ""}; median and range), and recall@${k} of ${s.points[0]?.recall?.queries ?? 0} held-out queries against ${esc(s.points[0]?.recall?.truth === "dataset" ? "the dataset's ground truth" : "exact search")}${s.points[0]?.recall?.filter ? ` with the filter ${esc(s.points[0].recall.filter)}` : ""}, asked one at a time. Labels on the points: ${esc(first)}; bars: the range over the rounds (vertical) and the 95% interval of recall (horizontal). Path: the searches' path as the server counted them (serving index or engine).</p>`;
+  const note = `<p class="meta">Each point: a closed loop of ${r.options.duration} s at ${r.options.connections} connections per round (${s.rounds} round${s.rounds > 1 ? "s, forward then backward" : ""}; median and range), and recall@${k} of ${s.points[0]?.recall?.queries ?? 0} held-out queries against ${esc(s.points[0]?.recall?.truth === "dataset" ? "the dataset's ground truth" : "exact search")}${s.points[0]?.recall?.filter ? ` with the filter ${esc(s.points[0].recall.filter)}` : ""}, asked one at a time. One line per ${s.axes.length > 1 ? `setting of ${esc(s.axes.slice(1).map((a) => a.name).join(" × "))}` : "sweep"}, its points by rising recall (points of equal recall not joined); labels on the points: ${esc(first)} (a label with no room is left out: the table has every point); vertical bars: the range over the rounds; horizontal bars (p99 chart): the 95% interval of recall. Throughput is on a log scale; the grey band joins the Pareto frontier, the points no other point beats in both recall and throughput. Path: the searches' path as the server counted them (serving index or engine).</p>`;
   return `<h2>Recall–QPS sweep</h2>${note}<div class="grid-charts">${charts.join("")}</div>${table(["point", "searches/s", "p50 ms", "p99 ms", "service p99 ms", `recall@${k} (95% interval)`, "lowest recall", "one-client p50 ms", "errors", "path"], rows)}`;
 }
 
@@ -193,10 +194,13 @@ function summaryTable(r: Report): string {
   return `<h2>${title}</h2><div class="grid-charts"><div>${table(["figure", "value"], rows)}</div><div>${statuses}${work}</div></div>${lat}`;
 }
 
+/** Where time axes end: the run's last second; for a sweep, whose seconds count only its measured loops, the timeline's. */
+const timeEnd = (r: Report) => (r.run && r.sweep ? Math.max(r.run.seconds, ...r.run.timeline.map((p) => p.t), ...r.sweep.points.flatMap((p) => p.runs.map((x) => x.to ?? 0))) : r.run?.seconds);
+
 function clientCharts(r: Report): string[] {
   const run = r.run!;
   const tl = run.timeline;
-  const end = run.seconds;
+  const end = timeEnd(r)!;
   const pick = (f: (p: (typeof tl)[number]) => number): [number, number][] => tl.map((p) => [p.t, f(p)]);
   const throughput: Series[] = [
     { name: "successful", points: pick((p) => (p.rate * p.ok) / Math.max(1, p.requests)) },
@@ -204,13 +208,16 @@ function clientCharts(r: Report): string[] {
   ];
   if (run.target_rate !== null) throughput.push({ name: "target rate", points: [[0, run.target_rate], [end, run.target_rate]] });
   const open = run.target_rate !== null;
+  // A sweep's seconds shaded by the point measured in them (the gaps: warm-ups and recall passes).
+  const bands = r.sweep?.points.flatMap((p) => p.runs.flatMap((x) => (x.from === undefined || x.to === undefined ? [] : [{ from: x.from, to: x.to, label: p.label }]))).sort((a, b) => a.from - b.from);
   const charts = [
-    lineChart({ title: "Throughput", x: "seconds", y: "answers / s", xMax: end, series: throughput }),
+    lineChart({ title: "Throughput", x: "seconds", y: "answers / s", xMax: end, bands, series: throughput }),
     lineChart({
       title: "Latency over time",
       x: "seconds",
       y: "ms",
       xMax: end,
+      bands,
       series: [
         ...(["p50", "p95", "p99", "p999"] as const).map((k) => ({ name: `${k === "p999" ? "p99.9" : k}${open ? " from due" : ""}`, points: pick((p) => p[k]) })),
         { name: "service p99", points: pick((p) => p.service_p99) },
@@ -226,7 +233,7 @@ function clientCharts(r: Report): string[] {
         { name: "service time (from send)", points: (run.service_percentiles ?? []).map(([p, v]) => [percentileX(p), v]) },
       ],
     }),
-    lineChart({ title: "Error rate", x: "seconds", y: "% of answers", xMax: end, series: [{ name: "errors", points: pick((p) => (p.requests ? (100 * p.errors) / p.requests : 0)) }] }),
+    lineChart({ title: "Error rate", x: "seconds", y: "% of answers", xMax: end, bands, series: [{ name: "errors", points: pick((p) => (p.requests ? (100 * p.errors) / p.requests : 0)) }] }),
   ];
   if (open) {
     charts.push(
@@ -249,7 +256,7 @@ function clientCharts(r: Report): string[] {
 function serverCharts(r: Report): string[] {
   if (!r.server) return [];
   const pts = r.server.points;
-  const end = r.run?.seconds;
+  const end = timeEnd(r);
   const pick = (f: (p: ServerPoint) => number | null): [number, number][] => pts.flatMap((p) => { const v = f(p); return v === null || v === undefined ? [] : [[p.t, v] as [number, number]]; });
   const reasons = [...new Set(pts.flatMap((p) => Object.keys(p.unavailable_per_s)))];
   const hasMax = pts.some((p) => p.in_flight_max !== null && p.in_flight_max !== undefined);
@@ -274,7 +281,7 @@ function tableState(r: Report): string {
   const pts = r.server?.points ?? [];
   const known = pts.filter((p) => p.table && (p.table.fragments !== null || p.table.unindexed_rows !== null));
   if (!known.length) return `<h2>Table state</h2><p class="meta">The server exported no table figures for ${esc(r.options.table || "the table")} (Quiver's quiver_table_* gauges).</p>`;
-  const end = r.run?.seconds;
+  const end = timeEnd(r);
   const pick = (f: (p: ServerPoint) => number | null | undefined): [number, number][] => pts.flatMap((p) => { const v = f(p); return v === null || v === undefined ? [] : [[p.t, v] as [number, number]]; });
   const charts = [
     lineChart({ title: "Table: fragments and versions", x: "seconds", y: "count", xMax: end, series: [{ name: "fragments", points: pick((p) => p.table?.fragments) }, { name: "versions kept", points: pick((p) => p.table?.versions) }] }),
@@ -428,8 +435,11 @@ export function comparePage(a: Report, b: Report, names: [string, string]): stri
     );
   }
   if (sweeps) {
-    const curve = (r: Report): [number, number][] => r.sweep!.points.filter((p) => p.recall).map((p) => [p.recall!.mean, p.qps.median]);
-    charts.push(lineChart({ title: "Recall against throughput", x: "recall", y: "searches / s", xFromData: true, series: both(curve).map((s) => ({ ...s, dots: true })) }));
+    // One curve per sweep (its settings by rising recall), throughput on a log scale, the frontier over both.
+    const withRecall = (r: Report) => r.sweep!.points.filter((p) => p.recall);
+    const curve = (r: Report): [number, number][] => withRecall(r).map((p) => [p.recall!.mean, p.qps.median]);
+    const labels = [a, b].map((r) => withRecall(r).map((p) => (r.sweep!.axes.length ? String(p.params[r.sweep!.axes[0].name]) : p.label)));
+    charts.push(lineChart({ title: "Recall against throughput", x: "recall", y: "searches / s (log scale)", xFromData: true, yLog: true, sortX: true, frontier: true, series: both(curve).map((s, i) => ({ ...s, dots: true, labels: labels[i] })) }));
   }
   if (a.ramp && b.ramp) {
     charts.push(lineChart({ title: `Rate against p${a.ramp.percentile}`, x: "target rate / s", y: "ms", hline: { y: a.ramp.slo_ms, label: `SLO ${a.ramp.slo_ms} ms` }, series: both((r) => [...r.ramp!.steps].sort((x, y) => x.rate - y.rate).map((s) => [s.rate, s.slo_ms])).map((s) => ({ ...s, dots: true })) }));

@@ -83,6 +83,9 @@ export interface SweepRun {
   requests: number;
   errors: number;
   seconds: number;
+  /** When the measured loop began and ended, in the run's seconds (the timeline's t): the report marks which seconds were this point's. */
+  from?: number;
+  to?: number;
 }
 
 export interface SweepPoint {

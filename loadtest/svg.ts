@@ -1,9 +1,11 @@
 // Line charts as inline SVG, written by hand so the report page needs nothing from outside. Every
 // series has its own colour, dash pattern and marker shape, so a series lying on another stays
-// visible; the legend flows over as many rows as its labels need (long ones shortened in the
-// middle), so labels never print over each other; a time axis ends with the run. Points may carry
-// error bars and labels, and marks (a cross with a label) point at single points such as a ramp's
-// failing step.
+// visible (and one equal to another says so in the legend); the legend flows over as many rows as
+// its labels need (long ones shortened in the middle); a time axis ends with the run and drops
+// points past it. Points may carry error bars (cut at the plot's edge) and labels (placed where
+// they cover no other text, marker or line, else left out), and marks (a cross with a label) point
+// at single points such as a ramp's failing step. The recall–QPS form: a log y axis, series joined
+// by rising x (never between equal x), the Pareto frontier marked.
 
 export interface Series {
   name: string;
@@ -30,6 +32,14 @@ export interface ChartSpec {
   /** The x axis starts at the data (rounded down) rather than at 0. */
   xFromData?: boolean;
   marks?: { x: number; y: number; label: string }[];
+  /** Stretches of the x axis to shade, alternately, each named at the top when its name fits (a sweep's points over time). */
+  bands?: { from: number; to: number; label: string }[];
+  /** A logarithmic y axis, ticked at decades (throughput over settings that differ by orders of magnitude). */
+  yLog?: boolean;
+  /** Each series joined by rising x rather than in the given order. */
+  sortX?: boolean;
+  /** Mark the Pareto frontier over every series' points (higher x and higher y both better). */
+  frontier?: boolean;
 }
 
 export const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"];
@@ -101,10 +111,60 @@ function markedPoints(n: number, s: Series, i: number, count: number): number[] 
 const W = 560;
 const LEGEND_ROW = 16;
 
+/** Ticks of a log axis covering [lo, hi] (lo > 0): the decades, with 2 and 5 between them when the data span two decades or less. */
+export function logTicks(lo: number, hi: number): number[] {
+  const a = Math.floor(Math.log10(lo) + 1e-9);
+  const b = Math.max(a + 1, Math.ceil(Math.log10(hi) - 1e-9));
+  const steps = b - a <= 2 ? [1, 2, 5] : [1];
+  const out: number[] = [];
+  for (let e = a; e <= b; e++) for (const m of steps) if (e < b || m === 1) out.push(Number((m * 10 ** e).toPrecision(12)));
+  return out;
+}
+
+/** The points no other point beats in both x and y (higher is better in both), by rising x: the Pareto frontier. */
+export function paretoFrontier(points: [number, number][]): [number, number][] {
+  const sorted = points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y)).sort((p, q) => q[0] - p[0] || q[1] - p[1]);
+  const out: [number, number][] = [];
+  let best = -Infinity;
+  for (const p of sorted) {
+    if (p[1] > best) {
+      out.push(p);
+      best = p[1];
+    }
+  }
+  return out.reverse();
+}
+
+type Box = { l: number; t: number; r: number; b: number };
+const overlapBox = (a: Box, b: Box) => a.l < b.r && b.l < a.r && a.t < b.b && b.t < a.b;
+
+/** Whether the segment from p to q crosses the box (Liang–Barsky clipping). */
+function crosses(box: Box, [x1, y1]: [number, number], [x2, y2]: [number, number]): boolean {
+  let t0 = 0;
+  let t1 = 1;
+  const dx = x2 - x1;
+  const dy = y2 - y1;
+  for (const [pk, qk] of [[-dx, x1 - box.l], [dx, box.r - x1], [-dy, y1 - box.t], [dy, box.b - y1]]) {
+    if (pk === 0) {
+      if (qk < 0) return false;
+    } else {
+      const t = qk / pk;
+      if (pk < 0) t0 = Math.max(t0, t);
+      else t1 = Math.min(t1, t);
+      if (t0 > t1) return false;
+    }
+  }
+  return true;
+}
+
 export function lineChart(c: ChartSpec): string {
   // The legend first: it decides the chart's height.
   const maxLabel = Math.floor((W - 80) / 6.8) - 4;
-  const items = c.series.map((s) => shorten(s.name, maxLabel));
+  // A series equal to an earlier one lies exactly on it: the legend says so, as the line cannot.
+  const sameAs = c.series.map((s, i) => c.series.slice(0, i).find((o) => s.points.length > 0 && JSON.stringify(o.points) === JSON.stringify(s.points))?.name);
+  const names = c.series.map((s, i) => (sameAs[i] !== undefined ? `${s.name} (same as ${sameAs[i]})` : s.name));
+  const frontier = c.frontier ? paretoFrontier(c.series.flatMap((s) => s.points).filter(([, y]) => !c.yLog || y > 0)) : [];
+  const items = [...names, ...(frontier.length ? ["Pareto frontier"] : [])].map((s) => shorten(s, maxLabel));
   const legend: { x: number; row: number }[] = [];
   let lx = 56;
   let row = 0;
@@ -120,71 +180,149 @@ export function lineChart(c: ChartSpec): string {
   const rows = items.length ? row + 1 : 0;
   const H = 240 + rows * LEGEND_ROW;
   const m = { l: 56, r: 16, t: 30, b: 46 + rows * LEGEND_ROW };
-  const finite = ([x, y]: [number, number]) => Number.isFinite(x) && Number.isFinite(y);
+  const finite = ([x, y]: [number, number]) => Number.isFinite(x) && Number.isFinite(y) && (!c.yLog || y > 0);
+  // The axes cover the points (error bars are cut at the plot's edge, so a wide interval cannot squash the data).
   const pts = c.series.flatMap((s) => s.points).filter(finite);
-  const xs = pts.map((p) => p[0]).concat(c.series.flatMap((s) => (s.xErr ?? []).flatMap((e) => e ?? [])));
-  const ys = pts.map((p) => p[1]).concat(c.hline ? [c.hline.y] : [], c.series.flatMap((s) => (s.yErr ?? []).flatMap((e) => e ?? [])), (c.marks ?? []).map((k) => k.y));
-  const xLo = c.xFromData && xs.length ? Math.min(...xs) : Math.min(0, ...xs);
-  const xHi = c.xMax ?? Math.max(xLo + 1e-9, ...xs);
+  const xs = pts.map((p) => p[0]);
+  const ys = pts.map((p) => p[1]).concat(c.hline ? [c.hline.y] : [], (c.marks ?? []).map((k) => k.y));
+  let xLo = c.xFromData && xs.length ? Math.min(...xs) : Math.min(0, ...xs);
+  let xHi = c.xMax ?? Math.max(xLo, ...xs);
+  // Every point at one x: from data (a sweep whose settings all reach recall 1), a tenth of it to its left; else one to its right.
+  if (xHi - xLo < 1e-9) {
+    if (c.xFromData) xLo = xHi - (Math.abs(xHi) / 10 || 1);
+    else xHi = xLo + 1;
+  }
   let xT: [number, string][] = c.xTicks ?? ticks(xLo, xHi, 6).map((v) => [v, fmt(v)]);
   if (c.xMax !== undefined) xT = xT.filter(([v]) => v <= c.xMax! + 1e-9);
   const x0 = xT[0][0];
   const x1 = c.xMax ?? xT[xT.length - 1][0];
-  const yT = ticks(0, Math.max(...ys.filter(Number.isFinite), 0) || 1);
+  const yMax = Math.max(...ys.filter(Number.isFinite), 0) || 1;
+  const yT = c.yLog ? logTicks(Math.min(...ys.filter((y) => y > 0), yMax), yMax) : ticks(0, yMax);
+  const y0 = c.yLog ? yT[0] : 0;
   const y1 = yT[yT.length - 1];
+  const plot: Box = { l: m.l, t: m.t, r: W - m.r, b: H - m.b };
   const sx = (x: number) => m.l + ((x - x0) / (x1 - x0 || 1)) * (W - m.l - m.r);
-  const sy = (y: number) => H - m.b - (y / (y1 || 1)) * (H - m.t - m.b);
+  const sy = c.yLog
+    ? (y: number) => H - m.b - ((Math.log10(y) - Math.log10(y0)) / (Math.log10(y1) - Math.log10(y0) || 1)) * (H - m.t - m.b)
+    : (y: number) => H - m.b - (y / (y1 || 1)) * (H - m.t - m.b);
+  const cx = (x: number) => Math.min(plot.r, Math.max(plot.l, sx(x)));
+  const cy = (y: number) => Math.min(plot.b, Math.max(plot.t, c.yLog && y <= 0 ? plot.b : sy(y)));
   const parts: string[] = [
-    `<svg class="chart" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(c.title)}">`,
+    `<svg class="chart" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(c.title)}"${c.yLog ? ' data-ylog="1"' : ""}>`,
     `<text x="${W / 2}" y="18" class="title" text-anchor="middle">${esc(c.title)}</text>`,
   ];
   for (const v of yT) {
     parts.push(`<line class="grid" x1="${m.l}" x2="${W - m.r}" y1="${sy(v)}" y2="${sy(v)}"/>`);
-    parts.push(`<text x="${m.l - 6}" y="${sy(v) + 4}" text-anchor="end">${fmt(v)}</text>`);
+    parts.push(`<text class="ytick" x="${m.l - 6}" y="${sy(v) + 4}" text-anchor="end">${fmt(v)}</text>`);
   }
   for (const [v, label] of xT) {
     parts.push(`<line class="grid" x1="${sx(v)}" x2="${sx(v)}" y1="${m.t}" y2="${H - m.b}"/>`);
-    parts.push(`<text class="xtick" x="${sx(v)}" y="${H - m.b + 16}" text-anchor="middle">${esc(label)}</text>`);
+    // A label at the axis' end stays inside the picture.
+    const half = textWidth(label) / 2;
+    parts.push(`<text class="xtick" x="${Math.min(W - 2 - half, Math.max(2 + half, sx(v))).toFixed(1)}" y="${H - m.b + 16}" text-anchor="middle">${esc(label)}</text>`);
   }
   parts.push(`<text x="${(m.l + W - m.r) / 2}" y="${H - m.b + 32}" text-anchor="middle" class="axis">${esc(c.x)}</text>`);
   parts.push(`<text transform="translate(14 ${(m.t + H - m.b) / 2}) rotate(-90)" text-anchor="middle" class="axis">${esc(c.y)}</text>`);
+  // What point labels must not cover: other text (never), markers (if they can help it).
+  const texts: Box[] = [];
+  const taken: Box[] = [];
+  (c.bands ?? []).forEach((band, i) => {
+    const l = cx(band.from);
+    const r = cx(band.to);
+    if (r <= l) return;
+    parts.push(`<rect class="band" x="${l.toFixed(1)}" y="${plot.t}" width="${(r - l).toFixed(1)}" height="${plot.b - plot.t}" fill="${i % 2 ? "#e0e7ff" : "#f3f4f6"}" fill-opacity="0.7"><title>${esc(band.label)}</title></rect>`);
+    const box = { l: (l + r) / 2 - textWidth(band.label) / 2, t: plot.t + 1, r: (l + r) / 2 + textWidth(band.label) / 2, b: plot.t + 13 };
+    if (box.l >= l && box.r <= r && !texts.some((t) => overlapBox(t, box))) {
+      texts.push(box);
+      parts.push(`<text class="band-label" x="${((l + r) / 2).toFixed(1)}" y="${plot.t + 11}" text-anchor="middle">${esc(band.label)}</text>`);
+    }
+  });
   if (c.hline) {
-    parts.push(`<line class="slo" x1="${m.l}" x2="${W - m.r}" y1="${sy(c.hline.y)}" y2="${sy(c.hline.y)}"/>`);
-    parts.push(`<text x="${W - m.r - 4}" y="${sy(c.hline.y) - 4}" text-anchor="end" class="slo-label">${esc(c.hline.label)}</text>`);
+    const y = sy(c.hline.y);
+    parts.push(`<line class="slo" x1="${m.l}" x2="${W - m.r}" y1="${y}" y2="${y}"/>`);
+    parts.push(`<text x="${W - m.r - 4}" y="${y - 4}" text-anchor="end" class="slo-label">${esc(c.hline.label)}</text>`);
+    texts.push({ l: W - m.r - 4 - textWidth(c.hline.label), t: y - 14, r: W - m.r, b: y - 1 });
   }
+  // Each series' points in the plot, by rising x when asked, with their index in the spec.
+  const drawn = c.series.map((s) => {
+    const keep = s.points.map((p, j) => [p, j] as const).filter(([p]) => finite(p) && p[0] >= x0 - 1e-9 && p[0] <= x1 + 1e-9);
+    if (c.sortX) keep.sort((a, b) => a[0][0] - b[0][0] || a[0][1] - b[0][1]);
+    return keep;
+  });
+  const segments: [[number, number], [number, number]][] = [];
+  const labels: { text: string; x: number; y: number; color: string }[] = [];
   c.series.forEach((s, i) => {
     const { color, dash, marker: kind } = seriesStyle(i);
-    const keep = s.points.map((p, j) => [p, j] as const).filter(([p]) => finite(p));
+    const keep = drawn[i];
     const p = keep.map(([pt]) => pt);
     const dashAttr = dash ? ` stroke-dasharray="${dash}"` : "";
     if (p.length) {
-      const d = p.map(([x, y], j) => `${j ? "L" : "M"}${sx(x).toFixed(1)} ${sy(y).toFixed(1)}`).join("");
+      // Points of equal x are not joined: a vertical line between them would read as an error bar.
+      const d = p.map(([x, y], j) => `${j && x !== p[j - 1][0] ? "L" : "M"}${sx(x).toFixed(1)} ${sy(y).toFixed(1)}`).join("");
+      for (let j = 1; j < p.length; j++) if (p[j][0] !== p[j - 1][0]) segments.push([[sx(p[j - 1][0]), sy(p[j - 1][1])], [sx(p[j][0]), sy(p[j][1])]]);
       parts.push(`<path class="series" data-series="${esc(s.name)}" data-marker="${kind}" d="${d}" stroke="${color}"${dashAttr} fill="none"/>`);
       for (const [[x, y], j] of keep) {
         const xe = s.xErr?.[j];
         const ye = s.yErr?.[j];
-        if (xe) parts.push(`<path class="errorbar" d="M${sx(xe[0]).toFixed(1)} ${sy(y).toFixed(1)}H${sx(xe[1]).toFixed(1)}M${sx(xe[0]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6M${sx(xe[1]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6" stroke="${color}" fill="none"/>`);
-        if (ye) parts.push(`<path class="errorbar" d="M${sx(x).toFixed(1)} ${sy(ye[0]).toFixed(1)}V${sy(ye[1]).toFixed(1)}M${(sx(x) - 3).toFixed(1)} ${sy(ye[0]).toFixed(1)}h6M${(sx(x) - 3).toFixed(1)} ${sy(ye[1]).toFixed(1)}h6" stroke="${color}" fill="none"/>`);
+        if (xe) parts.push(`<path class="errorbar" d="M${cx(xe[0]).toFixed(1)} ${sy(y).toFixed(1)}H${cx(xe[1]).toFixed(1)}M${cx(xe[0]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6M${cx(xe[1]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6" stroke="${color}" fill="none"/>`);
+        if (ye) parts.push(`<path class="errorbar" d="M${sx(x).toFixed(1)} ${cy(ye[0]).toFixed(1)}V${cy(ye[1]).toFixed(1)}M${(sx(x) - 3).toFixed(1)} ${cy(ye[0]).toFixed(1)}h6M${(sx(x) - 3).toFixed(1)} ${cy(ye[1]).toFixed(1)}h6" stroke="${color}" fill="none"/>`);
         const label = s.labels?.[j];
-        // Labels of alternate series above and below their points, so neighbours do not collide.
-        if (label) parts.push(`<text class="point-label" x="${(sx(x) + 5).toFixed(1)}" y="${(sy(y) + (i % 2 ? 14 : -7)).toFixed(1)}" fill="${color}">${esc(label)}</text>`);
+        if (label) labels.push({ text: label, x: sx(x), y: sy(y), color });
       }
-      for (const j of markedPoints(p.length, s, i, c.series.length)) parts.push(marker(kind, sx(p[j][0]), sy(p[j][1]), color));
+      for (const j of markedPoints(p.length, s, i, c.series.length)) {
+        parts.push(marker(kind, sx(p[j][0]), sy(p[j][1]), color));
+        taken.push({ l: sx(p[j][0]) - 4, t: sy(p[j][1]) - 4, r: sx(p[j][0]) + 4, b: sy(p[j][1]) + 4 });
+      }
     }
-    const { x: ix, row: r } = legend[i];
-    const ly = H - 12 - (rows - 1 - r) * LEGEND_ROW;
-    parts.push(
-      `<g class="legend-item" data-series="${esc(s.name)}"><title>${esc(s.name)}</title><line x1="${ix}" x2="${ix + 24}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="2"${dashAttr}/>${marker(kind, ix + 12, ly - 4, color, 3)}<text x="${ix + 30}" y="${ly}">${esc(items[i])}</text></g>`,
-    );
   });
+  if (frontier.length) {
+    const d = frontier.map(([x, y], j) => `${j ? "L" : "M"}${sx(x).toFixed(1)} ${sy(y).toFixed(1)}`).join("");
+    parts.push(`<path class="frontier" d="${d}" stroke="#111" stroke-width="5" stroke-opacity="0.18" stroke-linejoin="round" fill="none"/>`);
+    for (const [x, y] of frontier) parts.push(`<circle class="frontier-point" cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="6.5" stroke="#111" stroke-width="1.2" fill="none"/>`);
+  }
+  // Labels last, each at the first place beside its point that stays in the plot and covers no
+  // other text, marker or line; failing that, one that covers no text; failing that, none (the
+  // report's table has every point). A mark's label (a single point such as a ramp's failing step)
+  // comes first and, with no free place, keeps the first.
+  const place = (text: string, x: number, y: number, gap: number) => {
+    const w = textWidth(text);
+    const offsets = [[gap, -gap, "start"], [gap, gap + 8, "start"], [-gap, -gap, "end"], [-gap, gap + 8, "end"], [0, -gap - 3, "middle"], [0, gap + 12, "middle"]] as const;
+    // Each place shifted into the plot where it would leave it (a point at its edge).
+    const boxes = offsets.map(([dx, dy, anchor]) => {
+      const l0 = anchor === "start" ? x + dx : anchor === "end" ? x + dx - w : x - w / 2;
+      const sxh = Math.max(plot.l, Math.min(plot.r - w, l0)) - l0;
+      const syv = Math.max(plot.t + 10, Math.min(plot.b - 3, y + dy)) - (y + dy);
+      return { box: { l: l0 + sxh, t: y + dy + syv - 10, r: l0 + sxh + w, b: y + dy + syv + 3 }, x: x + dx + sxh, y: y + dy + syv, anchor };
+    });
+    const free = boxes.filter(({ box }) => !texts.some((t) => overlapBox(t, box)));
+    const at = free.find(({ box }) => !taken.some((t) => overlapBox(t, box)) && !segments.some(([a, b]) => crosses(box, a, b))) ?? free[0];
+    if (at) texts.push(at.box);
+    return at;
+  };
   for (const k of c.marks ?? []) {
     const x = sx(k.x);
     const y = sy(k.y);
-    // The label stays inside the plot: beside the cross, on the side with room.
-    const anchor = x > W - m.r - 40 ? "end" : x < m.l + 40 ? "start" : "middle";
-    const ty = y - 10 < m.t + 10 ? y + 20 : y - 10;
-    parts.push(`<g class="mark"><path d="M${x - 6} ${y - 6}l12 12M${x - 6} ${y + 6}l12 -12" stroke="#111" stroke-width="2.5" fill="none"/><text x="${x}" y="${ty}" text-anchor="${anchor}" class="mark-label">${esc(k.label)}</text></g>`);
+    taken.push({ l: x - 6, t: y - 6, r: x + 6, b: y + 6 });
+    const at = place(k.label, x, y, 8) ?? { x: Math.min(x, plot.r - textWidth(k.label) / 2), y: Math.max(plot.t + 10, y - 10), anchor: "middle" };
+    parts.push(`<g class="mark"><path d="M${x - 6} ${y - 6}l12 12M${x - 6} ${y + 6}l12 -12" stroke="#111" stroke-width="2.5" fill="none"/><text x="${at.x.toFixed(1)}" y="${at.y.toFixed(1)}" text-anchor="${at.anchor}" class="mark-label">${esc(k.label)}</text></g>`);
   }
+  for (const k of labels) {
+    const at = place(k.text, k.x, k.y, 6);
+    if (at) parts.push(`<text class="point-label" x="${at.x.toFixed(1)}" y="${at.y.toFixed(1)}" text-anchor="${at.anchor}" fill="${k.color}">${esc(k.text)}</text>`);
+  }
+  items.forEach((label, i) => {
+    const { x: ix, row: r } = legend[i];
+    const ly = H - 12 - (rows - 1 - r) * LEGEND_ROW;
+    const name = i < c.series.length ? names[i] : label;
+    const key =
+      i < c.series.length
+        ? (() => {
+            const { color, dash, marker: kind } = seriesStyle(i);
+            return `<line x1="${ix}" x2="${ix + 24}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>${marker(kind, ix + 12, ly - 4, color, 3)}`;
+          })()
+        : `<line x1="${ix}" x2="${ix + 24}" y1="${ly - 4}" y2="${ly - 4}" stroke="#111" stroke-width="5" stroke-opacity="0.18"/><circle cx="${ix + 12}" cy="${ly - 4}" r="5" stroke="#111" stroke-width="1.2" fill="none"/>`;
+    parts.push(`<g class="legend-item" data-series="${esc(name)}"><title>${esc(name)}</title>${key}<text x="${ix + 30}" y="${ly}">${esc(label)}</text></g>`);
+  });
   if (!pts.length) parts.push(`<text x="${W / 2}" y="${(m.t + H - m.b) / 2}" text-anchor="middle" class="empty">no data</text>`);
   parts.push("</svg>");
   return parts.join("");

@@ -74,12 +74,14 @@ export async function runSweep(
         outstanding: (n) => (m.rec.outstanding(n), pointRec.outstanding(n)),
         backlog: () => {},
       };
+      const from = m.tick.elapsed();
       const d = await closedLoop(load(tee, o.duration, p.params));
+      const to = m.tick.elapsed();
       const after = await m.scrape?.read();
       sent += d.sent;
       measured += d.seconds;
       const f = pointRec.done(d.seconds);
-      p.runs.push({ qps: f.throughput, p50_ms: f.latency_ms.p50, p99_ms: f.latency_ms.p99, service_p99_ms: f.service_ms.p99, requests: f.requests, errors: f.errors, seconds: d.seconds });
+      p.runs.push({ qps: f.throughput, p50_ms: f.latency_ms.p50, p99_ms: f.latency_ms.p99, service_p99_ms: f.service_ms.p99, requests: f.requests, errors: f.errors, seconds: d.seconds, from: Number(from.toFixed(3)), to: Number(to.toFixed(3)) });
       if (p.paths && before && after) {
         for (const [k, v] of Object.entries(countsBetween(searchPaths(before), searchPaths(after)))) p.paths[k] = (p.paths[k] ?? 0) + v;
       }

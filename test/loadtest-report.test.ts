@@ -13,6 +13,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Report } from "../loadtest/run.js";
 import { chromiumLaunchOptions } from "./helpers/browser.js";
+import { geometryProblems } from "./helpers/charts.js";
 import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
 
@@ -54,10 +55,11 @@ const count = (selector: string) => page.locator(selector).count();
 
 /**
  * For every chart on the open page: legend entries whose boxes (as Chromium laid them out) overlap
- * each other or leave the chart, and series drawn in the same style (colour, dash, marker) as another.
+ * each other or leave the chart, series drawn in the same style (colour, dash, marker) as another,
+ * and the geometry problems of test/helpers/charts.ts (clipped or overlapping text, points off the plot).
  */
 async function chartProblems(): Promise<string[]> {
-  return page.locator("svg.chart").evaluateAll((charts) =>
+  const legends = await page.locator("svg.chart").evaluateAll((charts) =>
     charts.flatMap((svg) => {
       const title = svg.getAttribute("aria-label");
       const out: string[] = [];
@@ -74,6 +76,7 @@ async function chartProblems(): Promise<string[]> {
       return out;
     }),
   );
+  return [...legends, ...(await geometryProblems(page))];
 }
 
 beforeAll(async () => {
@@ -208,10 +211,23 @@ describe("quiver-loadtest reports", () => {
     expect(await page.locator("h2").allTextContents()).toEqual(expect.arrayContaining(["Dataset and load phase", "Recall–QPS sweep", "Client", "Server (/metrics)", "Table state"]));
     const curve = page.locator('svg.chart[aria-label="Recall against throughput"]');
     expect(await curve.locator("path.series").evaluateAll((ps) => ps.map((p) => p.getAttribute("data-series")))).toEqual(["refine_factor=0", "refine_factor=5"]);
-    // A horizontal and a vertical bar per point: recall's interval, throughput's range over the rounds.
-    expect(await curve.locator("path.errorbar").count()).toBe(8);
-    expect(await curve.locator("text.point-label").allTextContents()).toEqual(["2", "12", "2", "12"]);
+    // ann-benchmarks' form: throughput's range over the rounds as a bar per point, a log axis, the Pareto frontier.
+    expect(await curve.locator("path.errorbar").count()).toBe(4);
+    expect(await curve.getAttribute("data-ylog")).toBe("1");
+    expect(await curve.locator("path.frontier").count()).toBe(1);
+    expect(await curve.locator("circle.frontier-point").count()).toBeGreaterThanOrEqual(1);
+    // Recall's interval and p99's range: a horizontal and a vertical bar per point.
+    expect(await page.locator('svg.chart[aria-label="Recall against p99 latency"] path.errorbar').count()).toBe(8);
+    // Labels name nprobes; one with no free place (two settings on one spot) is left out, never printed over another.
+    const labels = await curve.locator("text.point-label").allTextContents();
+    expect(labels.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(labels)).toEqual(new Set(["2", "12"]));
     expect(await page.locator("tr", { hasText: "nprobes=12 refine_factor=5" }).locator("td").count()).toBe(10);
+    // The timeline shades each point's measured seconds, inside the time axis.
+    const report = JSON.parse(readFileSync(path.join(dir, "sweep.json"), "utf8")) as Report;
+    const runs = report.sweep!.points.flatMap((p) => p.runs);
+    expect(await page.locator('svg.chart[aria-label="Throughput"] rect.band').count()).toBe(runs.length);
+    for (const x of runs) expect(x.to! - x.from!).toBeGreaterThanOrEqual(x.seconds - 0.5);
     expect(await chartProblems()).toEqual([]);
     await page.screenshot({ path: path.resolve(__dirname, "../test-output/loadtest-sweep.png"), fullPage: true });
   });
@@ -227,6 +243,9 @@ describe("quiver-loadtest reports", () => {
     expect(report.run!.requests).toBeGreaterThan(10);
     expect(report.server!.requests_counted).toBe(report.run!.requests);
     expect(report.run!.timeline.reduce((a, p) => a + p.requests, 0)).toBe(report.run!.requests);
+    // Its page draws no second past the run's end (the generators' last seconds differ).
+    expect(await open(path.join(dir, "gens.html"))).toEqual([]);
+    expect(await chartProblems()).toEqual([]);
   });
 
   it("Ctrl-C stops sending, waits for the answers in flight and writes the report of the time it ran", async () => {
