@@ -25,8 +25,9 @@ it("8 creates at once (4 per replica), 4 rounds: each 200, or 503 with Retry-Aft
       const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => create(`r${round}_t${i}`, i)));
       for (const r of replies) expect(r.status, r.text).toBe(200);
     }
-    const listed = (await a.call("GET", "/v1/namespace/%24/table/list")).json.tables as string[];
-    expect(listed.length).toBe(32);
+    // Replica a sees b's last creates within its consistency interval (1 s): every one is listed.
+    const listed = async () => ((await a.call("GET", "/v1/namespace/%24/table/list")).json.tables as string[]).length;
+    await expect.poll(listed, { timeout: 15_000, interval: 250 }).toBe(32);
   } finally {
     await b.stop();
     await a.stop();

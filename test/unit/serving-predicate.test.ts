@@ -21,14 +21,16 @@ const { columns } = columnLayout(fields, "vector");
 const compiles = (filter: string) => compileFilter(filter, filterTypes(fields), columns) !== null;
 
 it("takes integer comparisons with literals the column's type holds, string equality, IN, IS [NOT] NULL, AND and OR", () => {
-  for (const f of ["id = 1", "id <> -5", "id != 2 AND id < 3", "(id < 20 OR id >= 380) AND name != 'beta'", "id IN (1, 2, 3)", "big >= -9223372036854775808",
+  for (const f of ["id = 1", "id <> -5", "id != 2 AND id < 3", "(id < 20 OR id >= 380) AND name != 'beta'", "id IN (1, 2, 3)", "big >= -9223372036854775807",
     "small <= 255", "name = 'it''s'", "name IN ('a','b')", "name IS NULL", "id IS NOT NULL or name = ''", "((id = 1))"]) {
     expect(compiles(f), f).toBe(true);
   }
 });
 
 it("leaves to the engine whatever else: other types, out-of-range or fractional literals, NOT, LIKE, functions, quoted or unknown names, broken syntax", () => {
-  for (const f of ["id = 1.5", "id = 1e3", "id = 3000000000", "small = -1", "small = 256", "big = 9223372036854775808", "name < 'b'", "name = 'a\\b'", "name = 1", "id = '1'",
+  for (const f of ["id = 1.5", "id = 1e3", "id = 3000000000", "small = -1", "small = 256", "big = 9223372036854775808",
+    // The engine reads the digits before the sign, so the 64-bit minimum is its error (400) to answer.
+    "big >= -9223372036854775808", "name < 'b'", "name = 'a\\b'", "name = 1", "id = '1'",
     "NOT id = 1", "id NOT IN (1)", "name LIKE 'a%'", "abs(id) = 1", "`id` = 1", "\"id\" = 1", "Upper = 1", "nosuch = 1", "score = 1", "bin = 'a'",
     "id = 1 AND", "(id = 1", "id = 1)", "id", "", "id IN ()", "id BETWEEN 1 AND 2", "id = 1; DROP TABLE x", "true", "id = NULL"]) {
     expect(compiles(f), f).toBe(false);
