@@ -153,7 +153,8 @@ describe("a data directory this server cannot write", () => {
     let err = "";
     proc.stdout!.on("data", (d) => (out += d));
     proc.stderr!.on("data", (d) => (err += d));
-    const exited = new Promise<number | null>((resolve) => proc.once("exit", resolve));
+    // A process that could not start (its node unreachable by that user) ends in "error", not "exit".
+    const exited = new Promise<unknown>((resolve) => (proc.once("exit", resolve), proc.once("error", resolve)));
     try {
       const port = await waitFor(`a listening server:\n${err}`, async () => Number(/listening on http:\/\/[^:]+:(\d+)/.exec(out)?.[1]) || null, 30_000);
       const url = `http://127.0.0.1:${port}`;

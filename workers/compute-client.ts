@@ -260,7 +260,12 @@ export function createCompute(options: SandboxOptions): SpareCompute {
     // A process that died closes its channel too: its exit, which says how, is waited for a moment.
     channel.on("close", () => setTimeout(() => kill(sb, "it closed its channel"), 1000).unref());
     child.on("error", (err) => kill(sb, `it could not be started (${err.message})`));
-    child.once("exit", (code, signal) => kill(sb, `its process ended (${signal ?? `exit code ${code}`})`));
+    // Past its memory bound the kernel refuses the allocation, and an allocation V8 cannot make ends
+    // the process at once (abort), often before the watch's next look: such an end names the bound.
+    child.once("exit", (code, signal) => {
+      const crashed = signal !== null || (code ?? 0) >= 128;
+      kill(sb, `its process ended (${signal ?? `exit code ${code}`})${crashed ? `, most likely at its memory bound (--sandbox-memory-mb ${options.sandboxMemoryMb}): past it the kernel refuses allocations` : ""}`);
+    });
     captureOutput([child.stdout, child.stderr], fields, () => kill(sb, `it wrote more than ${OUTPUT_MAX_BYTES} bytes to its output`));
     return sb;
   }
