@@ -33,7 +33,7 @@
 //        [--batch-max N] [--batch-slots N] [--gaussian-clusters 64] [--serving-workers 1,2,4]
 //        [--worker-levels 32,128] [--write-stream on|off] [--mix-rate 200]
 import * as lancedb from "@lancedb/lancedb";
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { tmpdir } from "node:os";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
@@ -44,7 +44,7 @@ import { BENCH_TABLE, datasetArgs, datasetName, generate } from "./generate.js";
 import { Conn } from "./http-client.js";
 import { openLoop, type OpenLoopRequest } from "./open-loop.js";
 import { parsePrometheus } from "../loadtest/server-metrics.js";
-import { startEcho, startQuiver, type QuiverProcess } from "./quiver-process.js";
+import { cpuSeconds, startEcho, startQuiver, type QuiverProcess } from "./quiver-process.js";
 import { usesStableRowIds } from "../src/engine/versions.js";
 import { closedLoop, header, line, summary, type Result } from "./stats.js";
 
@@ -129,16 +129,6 @@ const pickFor = (w: Workload, op: string) => (loop: number, i: number) => {
   const o = w.ops[op === "mix" ? MIX[(loop + i) % MIX.length] : op];
   return { path: o.path, body: o.bodies[(loop * 31 + i) % o.bodies.length] };
 };
-
-/** CPU seconds a process (or, with `tid`, one of its threads) has used (user + system), from /proc; null where there is no /proc. */
-function cpuSeconds(pid: number, tid?: number): number | null {
-  try {
-    const f = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8").split(") ")[1].split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return null;
-  }
-}
 
 /** The batched searches' series of a server's /metrics, name{labels} → value. */
 async function batchSeries(url: URL): Promise<Map<string, number>> {
