@@ -313,16 +313,37 @@ let visited = new Uint32Array(0);
 let epoch = 0;
 /**
  * A binary min-heap of (distance, slot) pairs in typed arrays. Candidates are kept by distance;
- * results by negated distance, so that their top is the farthest (a max-heap by distance).
+ * results by negated distance, so that their top is the farthest (a max-heap by distance), and
+ * among equal distances the highest row id: LanceDB orders ties by `_rowid` ascending, and keeps
+ * the lowest row ids where k cuts through them (slot order is not row-id order once rows were
+ * updated or moved). Row ids are read only on a tie.
  */
 interface Heap {
   d: Float32Array;
   i: Int32Array;
   n: number;
+  /** Ties put the higher row id on top (the results heap); null: ties in any order. */
+  g: Graph | null;
 }
-const newHeap = (): Heap => ({ d: new Float32Array(1024), i: new Int32Array(1024), n: 0 });
+const newHeap = (): Heap => ({ d: new Float32Array(1024), i: new Int32Array(1024), n: 0, g: null });
 const candidates = newHeap();
 const results = newHeap();
+
+/** Whether slot a's row id is above slot b's (below 2^53: the halves compared as one number). */
+const rowAbove = (g: Graph, a: number, b: number) => rowNumberOf(g, a) > rowNumberOf(g, b);
+
+/** Whether (d, slot a) sorts before (e, slot b) in heap `h`. */
+const before = (h: Heap, d: number, a: number, e: number, b: number) => d < e || (d === e && h.g !== null && rowAbove(h.g, a, b));
+
+/**
+ * Whether a row at distance d (slot) goes into a results heap whose top is the farthest kept:
+ * nearer, or as near with a lower row id.
+ */
+const nearer = (g: Graph, d: number, slot: number) => {
+  const top = -results.d[0];
+  const f = Math.fround(d);
+  return f < top || (f === top && rowAbove(g, results.i[0], slot));
+};
 
 function fresh(count: number): void {
   if (visited.length < count) {
@@ -348,14 +369,16 @@ function room(n: number): void {
   }
 }
 
-function push(h: Heap, d: number, id: number): void {
+function push(h: Heap, dist: number, id: number): void {
   if (h.n + 1 >= h.d.length) room(h.n + 1);
+  // As stored: a tie is seen between the values kept.
+  const d = Math.fround(dist);
   const hd = h.d;
   const hi = h.i;
   let i = h.n++;
   while (i > 0) {
     const p = (i - 1) >> 1;
-    if (hd[p] <= d) break;
+    if (!before(h, d, id, hd[p], hi[p])) break;
     hd[i] = hd[p];
     hi[i] = hi[p];
     i = p;
@@ -374,8 +397,8 @@ function pop(h: Heap): void {
   for (;;) {
     let c = 2 * i + 1;
     if (c >= n) break;
-    if (c + 1 < n && hd[c + 1] < hd[c]) c++;
-    if (hd[c] >= d) break;
+    if (c + 1 < n && before(h, hd[c + 1], hi[c + 1], hd[c], hi[c])) c++;
+    if (!before(h, hd[c], hi[c], d, id)) break;
     hd[i] = hd[c];
     hi[i] = hi[c];
     i = c;
@@ -466,6 +489,7 @@ function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef
   room(ef + g.m0 + 2);
   candidates.n = 0;
   results.n = 0;
+  results.g = g;
   let visits = 1;
   visited[ep] = epoch;
   push(candidates, epD, ep);
@@ -491,8 +515,8 @@ function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef
     measure(g, q, addrs, out, idsBuf, m);
     for (let j = 0; j < m; j++) {
       const dd = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
-      if (results.n < ef || dd < -results.d[0]) {
-        const id = idsBuf[j];
+      const id = idsBuf[j];
+      if (results.n < ef || nearer(g, dd, id)) {
         push(candidates, dd, id);
         if (admit === null || admits(g, id, dd, admit)) {
           push(results, -dd, id);
@@ -523,6 +547,7 @@ function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, a
   const out = addrs + BATCH * 4;
   room(k + 2);
   results.n = 0;
+  results.g = g;
   const total = slots ? slots.length : limit;
   const bits = admit.bits;
   const version = admit.version;
@@ -541,7 +566,7 @@ function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, a
     g.kernel.many(q, addrs, m, out, g.dimPad, dots(g));
     for (let j = 0; j < m; j++) {
       const d = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
-      if (d >= admit.lower && d < admit.upper && (results.n < k || d < -results.d[0])) {
+      if (d >= admit.lower && d < admit.upper && (results.n < k || nearer(g, d, idsBuf[j]))) {
         push(results, -d, idsBuf[j]);
         if (results.n > k) pop(results);
       }
