@@ -329,21 +329,17 @@ const newHeap = (): Heap => ({ d: new Float32Array(1024), i: new Int32Array(1024
 const candidates = newHeap();
 const results = newHeap();
 
-/** Whether slot a's row id is above slot b's (below 2^53: the halves compared as one number). */
-const rowAbove = (g: Graph, a: number, b: number) => rowNumberOf(g, a) > rowNumberOf(g, b);
-
-/** Whether (d, slot a) sorts before (e, slot b) in heap `h`. */
-const before = (h: Heap, d: number, a: number, e: number, b: number) => d < e || (d === e && h.g !== null && rowAbove(h.g, a, b));
+/** Whether slot a goes above slot b at an equal distance in heap `h`: the higher row id, in the results heap. */
+const tieAbove = (h: Heap, a: number, b: number) => h.g !== null && rowNumberOf(h.g, a) > rowNumberOf(h.g, b);
 
 /**
  * Whether a row at distance d (slot) goes into a results heap whose top is the farthest kept:
- * nearer, or as near with a lower row id.
+ * nearer, or as near (as stored) with a lower row id.
  */
-const nearer = (g: Graph, d: number, slot: number) => {
+function nearer(d: number, slot: number): boolean {
   const top = -results.d[0];
-  const f = Math.fround(d);
-  return f < top || (f === top && rowAbove(g, results.i[0], slot));
-};
+  return d < top || (Math.fround(d) === top && tieAbove(results, results.i[0], slot));
+}
 
 function fresh(count: number): void {
   if (visited.length < count) {
@@ -378,7 +374,8 @@ function push(h: Heap, dist: number, id: number): void {
   let i = h.n++;
   while (i > 0) {
     const p = (i - 1) >> 1;
-    if (!before(h, d, id, hd[p], hi[p])) break;
+    const pd = hd[p];
+    if (pd < d || (pd === d && !tieAbove(h, id, hi[p]))) break;
     hd[i] = hd[p];
     hi[i] = hi[p];
     i = p;
@@ -397,8 +394,9 @@ function pop(h: Heap): void {
   for (;;) {
     let c = 2 * i + 1;
     if (c >= n) break;
-    if (c + 1 < n && before(h, hd[c + 1], hi[c + 1], hd[c], hi[c])) c++;
-    if (!before(h, hd[c], hi[c], d, id)) break;
+    if (c + 1 < n && (hd[c + 1] < hd[c] || (hd[c + 1] === hd[c] && tieAbove(h, hi[c + 1], hi[c])))) c++;
+    const cd = hd[c];
+    if (cd > d || (cd === d && !tieAbove(h, hi[c], id))) break;
     hd[i] = hd[c];
     hi[i] = hi[c];
     i = c;
@@ -516,7 +514,7 @@ function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef
     for (let j = 0; j < m; j++) {
       const dd = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
       const id = idsBuf[j];
-      if (results.n < ef || nearer(g, dd, id)) {
+      if (results.n < ef || nearer(dd, id)) {
         push(candidates, dd, id);
         if (admit === null || admits(g, id, dd, admit)) {
           push(results, -dd, id);
@@ -566,7 +564,7 @@ function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, a
     g.kernel.many(q, addrs, m, out, g.dimPad, dots(g));
     for (let j = 0; j < m; j++) {
       const d = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
-      if (d >= admit.lower && d < admit.upper && (results.n < k || nearer(g, d, idsBuf[j]))) {
+      if (d >= admit.lower && d < admit.upper && (results.n < k || nearer(d, idsBuf[j]))) {
         push(results, -d, idsBuf[j]);
         if (results.n > k) pop(results);
       }
