@@ -83,6 +83,8 @@ interface TableState {
   told: number;
   /** The latest sync asked for: done when the index holds `version`, or once its rows are found too many to wait for. */
   pending: { version: number; done: Promise<void> } | null;
+  /** A sync of more than AWAITED_ROWS rows runs: searches that find the index behind are LanceDB's, not held for it. */
+  large: boolean;
   plans: Map<string, Promise<Plan>>;
   /** When the state was decided (a failed or over-budget table is looked at again later). */
   since: number;
@@ -210,7 +212,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, told: 0, pending: null, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
     st.status = "checking";
     st.since = Date.now();
     states.set(dataOf(entry), st);
@@ -308,7 +310,10 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         if (since === null) return void (again = true);
         const plan = await planSync(poolOf(), ix, t, version, since === "added", grant);
         const t1 = performance.now();
-        if (plan.rows > AWAITED_ROWS) release();
+        if (plan.rows > AWAITED_ROWS) {
+          st.large = true;
+          release();
+        }
         const read = await plan.run();
         recordServingSync(read, (performance.now() - t0) / 1000);
         if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version, rows: plan.rows, read, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
@@ -322,6 +327,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         st.target = Math.max(want, await tableVersion(await tables.open(st.entry, { fresh: true })));
         await syncTo(st.target);
       } finally {
+        st.large = false;
         settle(st, ix, granted);
       }
       if (again) {
@@ -548,7 +554,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       // past AWAITED_ROWS). Answered at the index's version, such a search missed rows for as long
       // as the commit was old (3 s seen) and then for up to an interval more.
       if (current > ix.version && !unanswered(st, ix.version, current)) {
-        await (st.pending && st.pending.version >= current ? st.pending.done : requestSync(st, current));
+        if (!st.large) await (st.pending && st.pending.version >= current ? st.pending.done : requestSync(st, current));
+        else if (st.target < current) void requestSync(st, current);
         if (st.ix !== ix || ix.version < current) return { reason: "stale" };
       }
     }
