@@ -468,7 +468,7 @@ describe("syncs behind maintenance", () => {
 });
 
 describe("searches while the index syncs", () => {
-  it("another process's compaction: the searches that find the table ahead are answered from the index at its version while it syncs, none by LanceDB", async () => {
+  it("another process's compaction: the searches that find the table ahead wait for its sync and are answered from the index, none by LanceDB", async () => {
     const v = qs[6];
     const db = await lancedb.connectNamespace("dir", { root });
     const t = await db.createTable("moving", [...batches(ITEMS, ITEMS.rows)][0], []);
@@ -502,9 +502,8 @@ describe("searches while the index syncs", () => {
     expect(synced(got)).toBe(true);
     expect((col(got, "id") as number[]).filter((id) => col(want, "id").includes(id)).length).toBeGreaterThanOrEqual(9);
     // LanceDB answered the search that found the table ahead (and any until the sync ended) before.
-    // The index answers for as long as a cached table may be stale (--consistency-interval-ms,
-    // 1000 ms here), which starts no sooner than the first search: only a sync that a loaded
-    // machine made run longer than that lets LanceDB answer, and then as "stale".
+    // Such a search now waits for the sync (of fewer rows than a write waits for): only a sync
+    // too large to wait for lets LanceDB answer, and then as "stale".
     const window = paths.filter((p) => p.at < 1000);
     expect(window.length).toBeGreaterThan(0);
     expect(new Set(window.map((p) => p.path))).toEqual(new Set(["serving"]));

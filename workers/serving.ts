@@ -79,8 +79,12 @@ interface TableState {
   /** Versions this process committed whose writes wait for the index before they are answered. */
   awaiting: Set<number>;
   rebuilding: boolean;
-  /** Since when searches found the table ahead of the index (null: they did not). */
-  behindSince: number | null;
+  /** The highest version of this process's writes that were answered (a large one before its sync ended). */
+  told: number;
+  /** The latest sync asked for: done when the index holds `version`, or once its rows are found too many to wait for. */
+  pending: { version: number; done: Promise<void> } | null;
+  /** A sync of more than AWAITED_ROWS rows runs: searches that find the index behind are LanceDB's, not held for it. */
+  large: boolean;
   plans: Map<string, Promise<Plan>>;
   /** When the state was decided (a failed or over-budget table is looked at again later). */
   since: number;
@@ -119,7 +123,7 @@ const PROPERTY = "quiver.serving";
 let memories = 0;
 const memoryKey = (entry: Entry, column: string) => `${entry.objectId}\u0000${column}\u0000${++memories}`;
 
-export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir" | "consistencyIntervalMs">, tables: Tables): ServingIndexes {
+export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir">, tables: Tables): ServingIndexes {
   const states = new Map<string, TableState>();
   // Workers drop their views of an index that was replaced or dropped (its memory is then freed).
   const dropped = new BroadcastChannel("quiver-serving");
@@ -208,7 +212,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, behindSince: null, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
     st.status = "checking";
     st.since = Date.now();
     states.set(dataOf(entry), st);
@@ -306,14 +310,16 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         if (since === null) return void (again = true);
         const plan = await planSync(poolOf(), ix, t, version, since === "added", grant);
         const t1 = performance.now();
-        if (plan.rows > AWAITED_ROWS) release();
+        if (plan.rows > AWAITED_ROWS) {
+          st.large = true;
+          release();
+        }
         const read = await plan.run();
         recordServingSync(read, (performance.now() - t0) / 1000);
         if (log.enabled("debug")) log.debug("serving index synced", { table: st.entry.objectId, version, rows: plan.rows, read, planMs: +(t1 - t0).toFixed(1), runMs: +(performance.now() - t1).toFixed(1) });
       };
       try {
         await syncTo(want);
-        st.behindSince = null;
       } catch (err) {
         // A version maintenance already removed (the sync ran behind a stream of commits): the
         // latest, read afresh, holds its rows and every change after it.
@@ -321,6 +327,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         st.target = Math.max(want, await tableVersion(await tables.open(st.entry, { fresh: true })));
         await syncTo(st.target);
       } finally {
+        st.large = false;
         settle(st, ix, granted);
       }
       if (again) {
@@ -348,7 +355,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       log.warn("serving index: sync failed; it is built again while LanceDB serves", { table: st.entry.objectId, error: String(err) });
       void rebuild(st, false);
     });
-    return Promise.race([st.writer, released]);
+    const done = Promise.race([st.writer, released]);
+    if (x !== null && (!st.pending || st.pending.version <= x)) st.pending = { version: x, done };
+    return done;
   }
 
   /**
@@ -485,11 +494,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   /**
    * Whether the versions after the index's up to `current` are commits of writes this process has
    * not answered yet (they wait for the index): a search may then still be answered at the index's
-   * version, as none of their clients has been told of them. A version another process committed,
-   * which a write's re-check may have brought in, is no later than a read without a token may see
-   * (the consistency interval); a token's version is checked by the caller.
+   * version, as none of their clients has been told of them. A write answered before its sync
+   * ended (`told`: one of more than AWAITED_ROWS rows) is not. A version another process
+   * committed, which a write's re-check may have brought in, is no later than a read without a
+   * token may see (the consistency interval); a token's version is checked by the caller.
    */
   function unanswered(st: TableState, version: number, current: number): boolean {
+    if (st.told > version) return false;
     if (tables.writesInFlight(st.entry.objectId) > 0) return true;
     for (let v = version + 1; v <= current; v++) if (!st.awaiting.has(v)) return false;
     return true;
@@ -531,20 +542,22 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       return route(entry, table, spec, at);
     }
     const current = at.version ?? tables.knownVersion(entry.objectId, table) ?? (await tableVersion(table));
-    if (current === ix.version) st.behindSince = null;
-    else if (at.version != null) return { reason: "version" };
-    else if (ix.version < (at.minVersion ?? 0)) {
-      void requestSync(st, current);
-      return { reason: "stale" };
-    } else if (current > ix.version) {
-      if (st.target < current) void requestSync(st, current);
-      // A search without a version asked for may be answered at the index's version while its sync
-      // runs, for as long as a cached table may be stale (--consistency-interval-ms): behind by
-      // writes this process has not answered yet, or by another process's commits (maintenance's
-      // compactions among them, whose syncs read every row id). LanceDB answered such searches
-      // before, at hundreds of milliseconds each under load: the worst second of a write stream.
-      st.behindSince ??= Date.now();
-      if (!unanswered(st, ix.version, current) && Date.now() - st.behindSince >= config.consistencyIntervalMs) return { reason: "stale" };
+    if (current !== ix.version) {
+      if (at.version != null) return { reason: "version" };
+      if (ix.version < (at.minVersion ?? 0)) {
+        void requestSync(st, current);
+        return { reason: "stale" };
+      }
+      // The handle LanceDB would answer with (re-checked at --consistency-interval-ms) holds a
+      // version a client may know of: a write answered, another process's commit. The search waits
+      // for the sync to it, or LanceDB answers while a sync too large to wait for runs (its rows
+      // past AWAITED_ROWS). Answered at the index's version, such a search missed rows for as long
+      // as the commit was old (3 s seen) and then for up to an interval more.
+      if (current > ix.version && !unanswered(st, ix.version, current)) {
+        if (!st.large) await (st.pending && st.pending.version >= current ? st.pending.done : requestSync(st, current));
+        else if (st.target < current) void requestSync(st, current);
+        if (st.ix !== ix || ix.version < current) return { reason: "stale" };
+      }
     }
     const k = spec.k ?? 10;
     const wanted = k + spec.offset;
@@ -709,6 +722,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       st.awaiting.add(c.version);
       try {
         await requestSync(st, c.version);
+        // Answered now, whether the index holds it or not (a large write's sync runs on).
+        st.told = Math.max(st.told, c.version);
       } finally {
         st.awaiting.delete(c.version!);
       }

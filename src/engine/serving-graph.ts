@@ -313,16 +313,33 @@ let visited = new Uint32Array(0);
 let epoch = 0;
 /**
  * A binary min-heap of (distance, slot) pairs in typed arrays. Candidates are kept by distance;
- * results by negated distance, so that their top is the farthest (a max-heap by distance).
+ * results by negated distance, so that their top is the farthest (a max-heap by distance), and
+ * among equal distances the highest row id: LanceDB orders ties by `_rowid` ascending, and keeps
+ * the lowest row ids where k cuts through them (slot order is not row-id order once rows were
+ * updated or moved). Row ids are read only on a tie.
  */
 interface Heap {
   d: Float32Array;
   i: Int32Array;
   n: number;
+  /** Ties put the higher row id on top (the results heap); null: ties in any order. */
+  g: Graph | null;
 }
-const newHeap = (): Heap => ({ d: new Float32Array(1024), i: new Int32Array(1024), n: 0 });
+const newHeap = (): Heap => ({ d: new Float32Array(1024), i: new Int32Array(1024), n: 0, g: null });
 const candidates = newHeap();
 const results = newHeap();
+
+/** Whether slot a goes above slot b at an equal distance in heap `h`: the higher row id, in the results heap. */
+const tieAbove = (h: Heap, a: number, b: number) => h.g !== null && rowNumberOf(h.g, a) > rowNumberOf(h.g, b);
+
+/**
+ * Whether a row at distance d (slot) goes into a results heap whose top is the farthest kept:
+ * nearer, or as near (as stored) with a lower row id.
+ */
+function nearer(d: number, slot: number): boolean {
+  const top = -results.d[0];
+  return d < top || (Math.fround(d) === top && tieAbove(results, results.i[0], slot));
+}
 
 function fresh(count: number): void {
   if (visited.length < count) {
@@ -348,14 +365,17 @@ function room(n: number): void {
   }
 }
 
-function push(h: Heap, d: number, id: number): void {
+function push(h: Heap, dist: number, id: number): void {
   if (h.n + 1 >= h.d.length) room(h.n + 1);
+  // As stored: a tie is seen between the values kept.
+  const d = Math.fround(dist);
   const hd = h.d;
   const hi = h.i;
   let i = h.n++;
   while (i > 0) {
     const p = (i - 1) >> 1;
-    if (hd[p] <= d) break;
+    const pd = hd[p];
+    if (pd < d || (pd === d && !tieAbove(h, id, hi[p]))) break;
     hd[i] = hd[p];
     hi[i] = hi[p];
     i = p;
@@ -374,8 +394,9 @@ function pop(h: Heap): void {
   for (;;) {
     let c = 2 * i + 1;
     if (c >= n) break;
-    if (c + 1 < n && hd[c + 1] < hd[c]) c++;
-    if (hd[c] >= d) break;
+    if (c + 1 < n && (hd[c + 1] < hd[c] || (hd[c + 1] === hd[c] && tieAbove(h, hi[c + 1], hi[c])))) c++;
+    const cd = hd[c];
+    if (cd > d || (cd === d && !tieAbove(h, hi[c], id))) break;
     hd[i] = hd[c];
     hi[i] = hi[c];
     i = c;
@@ -466,6 +487,7 @@ function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef
   room(ef + g.m0 + 2);
   candidates.n = 0;
   results.n = 0;
+  results.g = g;
   let visits = 1;
   visited[ep] = epoch;
   push(candidates, epD, ep);
@@ -491,8 +513,8 @@ function beam(g: Graph, lane: number, qNorm: number, ep: number, epD: number, ef
     measure(g, q, addrs, out, idsBuf, m);
     for (let j = 0; j < m; j++) {
       const dd = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
-      if (results.n < ef || dd < -results.d[0]) {
-        const id = idsBuf[j];
+      const id = idsBuf[j];
+      if (results.n < ef || nearer(dd, id)) {
         push(candidates, dd, id);
         if (admit === null || admits(g, id, dd, admit)) {
           push(results, -dd, id);
@@ -523,6 +545,7 @@ function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, a
   const out = addrs + BATCH * 4;
   room(k + 2);
   results.n = 0;
+  results.g = g;
   const total = slots ? slots.length : limit;
   const bits = admit.bits;
   const version = admit.version;
@@ -541,7 +564,7 @@ function scan(g: Graph, lane: number, qNorm: number, k: number, limit: number, a
     g.kernel.many(q, addrs, m, out, g.dimPad, dots(g));
     for (let j = 0; j < m; j++) {
       const d = scale(g, g.f32[(out >> 2) + j], idsBuf[j], qNorm);
-      if (d >= admit.lower && d < admit.upper && (results.n < k || d < -results.d[0])) {
+      if (d >= admit.lower && d < admit.upper && (results.n < k || nearer(d, idsBuf[j]))) {
         push(results, -d, idsBuf[j]);
         if (results.n > k) pop(results);
       }
