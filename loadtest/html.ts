@@ -21,7 +21,8 @@ svg line.slo{stroke:#111;stroke-dasharray:6 4}svg .slo-label,svg .mark-label{fon
 pre{background:#f4f4f5;padding:8px;overflow:auto}
 `;
 
-const n = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? "–" : Number(v.toFixed(digits)).toLocaleString("en-US"));
+// toLocaleString alone keeps 3 decimals: recall 0.9998 would read "1".
+const n = (v: number | null | undefined, digits = 2) => (v === null || v === undefined || !Number.isFinite(v) ? "–" : Number(v.toFixed(digits)).toLocaleString("en-US", { maximumFractionDigits: digits }));
 
 /** A median with its range: `12.3 (11.8–13.1)`; the value alone for one run. */
 const withRange = (i: Interval | undefined, digits = 2) => (!i ? "–" : i.n > 1 ? `${n(i.median, digits)} (${n(i.min, digits)}–${n(i.max, digits)})` : n(i.median, digits));
@@ -41,7 +42,7 @@ function how(r: Report): string {
   if (r.mode === "closed") return `closed loop, ${o.connections} connections${gens}`;
   if (r.mode === "open") return `open loop at ${r.run?.target_rate ?? o.rate}/s, ${r.run?.connections ?? o.connections} connections${gens}`;
   if (r.mode === "ramp") return `SLO search: p${o.sloPercentile} ≤ ${o.sloMs} ms`;
-  return "recall";
+  return r.recall?.filter ? `recall, filter ${r.recall.filter}` : "recall";
 }
 
 function header(r: Report): string {
@@ -316,13 +317,21 @@ function rampSection(r: Report): string {
   return `<h2>SLO search</h2>${best}<div class="grid-charts">${chart}<div>${table(["target /s", "", "achieved /s", "p50 ms", `p${ramp.percentile} ms`, "service p99 ms", "errors %", "never sent", "holds"], rows)}</div></div>`;
 }
 
+/** What a recall figure was held to: a filtered search is always held to the same filtered exact search. */
+function truthText(r: Report, c: NonNullable<Report["recall"]>): string {
+  if (c.truth === "dataset") return "the dataset's ground truth";
+  if (!c.filter) return "exact search (bypass_vector_index)";
+  return `exact search with the same filter (bypass_vector_index)${r.dataset ? ", not the dataset's unfiltered ground truth" : ""}`;
+}
+
 function recallSection(r: Report): string {
   const c = r.recall!;
   return `<h2>Recall</h2>${table(["figure", "value"], [
     [`mean recall@${c.k} (95% interval)`, `${n(c.mean, 4)} (${n(c.ci95?.[0], 4)}–${n(c.ci95?.[1], 4)})`],
     ["lowest", n(c.min, 4)],
     ["queries", c.queries],
-    ["exact answers", esc(c.truth ?? "exact search")],
+    ["filter (every search, exact ones included)", c.filter ? `<code>${esc(c.filter)}</code>` : "none"],
+    ["exact answers", esc(truthText(r, c))],
     ["search p50 ms (one at a time)", c.search_p50_ms],
     ["exact search p50 ms", c.exact_p50_ms],
     ["path", pathText(c.paths)],

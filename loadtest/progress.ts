@@ -22,7 +22,10 @@ export function progress(quiet: boolean, out: NodeJS.WriteStream = process.stder
 
 const f = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 
+/** `total` is a plan (a loop ends after its last answers): past it the line says so instead of counting past it. */
 export function progressText(o: { label: string; elapsed: number; total: number; rate: number; p50: number; p99: number; errors: number }): string {
-  const left = Math.max(0, o.total - o.elapsed);
-  return `${o.label} ${o.elapsed.toFixed(0)}/${o.total.toFixed(0)} s  ${o.rate.toFixed(0)} req/s  p50 ${f(o.p50)} ms  p99 ${f(o.p99)} ms  errors ${o.errors}  ${left.toFixed(0)} s left`;
+  const e = Math.round(o.elapsed);
+  const t = Math.round(o.total);
+  const time = e <= t ? `${e}/${t} s` : `${e} s, past the ${t} s planned`;
+  return `${o.label} ${time}  ${o.rate.toFixed(0)} req/s  p50 ${f(o.p50)} ms  p99 ${f(o.p99)} ms  errors ${o.errors}  ${e <= t ? `${t - e} s left` : "finishing"}`;
 }

@@ -1,9 +1,9 @@
 // Line charts as inline SVG, written by hand so the report page needs nothing from outside. Every
 // series has its own colour, dash pattern and marker shape, so a series lying on another stays
 // visible (and one equal to another says so in the legend); the legend flows over as many rows as
-// its labels need (long ones shortened in the middle); a time axis ends with the run and drops
+// its labels need (long ones shortened in the middle, a "(same as …)" one at its end); a time axis ends with the run and drops
 // points past it. Points may carry error bars (cut at the plot's edge) and labels (placed where
-// they cover no other text, marker or line, else left out), and marks (a cross with a label) point
+// they cover no other text, marker, line, error bar or frontier, else left out), and marks (a cross with a label) point
 // at single points such as a ramp's failing step. The recall–QPS form: a log y axis, series joined
 // by rising x (never between equal x), the Pareto frontier marked.
 
@@ -68,13 +68,23 @@ function ticks(lo: number, hi: number, count = 5): number[] {
   return out;
 }
 
-const fmt = (v: number) => (Math.abs(v) >= 1000 ? `${Number((v / 1000).toPrecision(3))}k` : String(Number(v.toPrecision(3))));
+/** A tick's label: its value as it is (ticks are round numbers: 0.9925 stays 0.9925, never 0.993), thousands as k. */
+const fmt = (v: number) => (Math.abs(v) >= 1000 ? `${Number((v / 1000).toPrecision(12))}k` : String(Number(v.toPrecision(12))));
 
 /** Width of a label at the charts' 11px font, on the generous side (so estimated boxes never overlap drawn ones). */
 const textWidth = (s: string) => 6.8 * [...s].length;
 
 /** A label shortened in the middle to at most `max` characters (file paths keep their ends). */
 export const shorten = (s: string, max: number) => ([...s].length <= max ? s : `${[...s].slice(0, Math.ceil((max - 1) / 2)).join("")}…${[...s].slice(-Math.floor((max - 1) / 2)).join("")}`);
+
+/** `name (same as other)` in at most `max` characters: the name whole, the other's start cut at a word with an ellipsis (a cut in the middle reads as nonsense). */
+function sameAsLabel(name: string, other: string, max: number): string {
+  const full = `${name} (same as ${other})`;
+  if ([...full].length <= max) return full;
+  const room = max - [...name].length - " (same as …)".length;
+  const cut = [...other].slice(0, Math.max(0, room + 1)).join("").replace(/\s*\S*$/, "");
+  return cut ? `${name} (same as ${cut}…)` : shorten(`${name} (same as …)`, max);
+}
 
 function marker(kind: (typeof MARKERS)[number], x: number, y: number, color: string, r = 3.5): string {
   const p = (pts: [number, number][]) => pts.map(([a, b]) => `${(x + a * r).toFixed(1)},${(y + b * r).toFixed(1)}`).join(" ");
@@ -164,7 +174,7 @@ export function lineChart(c: ChartSpec): string {
   const sameAs = c.series.map((s, i) => c.series.slice(0, i).find((o) => s.points.length > 0 && JSON.stringify(o.points) === JSON.stringify(s.points))?.name);
   const names = c.series.map((s, i) => (sameAs[i] !== undefined ? `${s.name} (same as ${sameAs[i]})` : s.name));
   const frontier = c.frontier ? paretoFrontier(c.series.flatMap((s) => s.points).filter(([, y]) => !c.yLog || y > 0)) : [];
-  const items = [...names, ...(frontier.length ? ["Pareto frontier"] : [])].map((s) => shorten(s, maxLabel));
+  const items = [...c.series.map((s, i) => (sameAs[i] !== undefined ? sameAsLabel(s.name, sameAs[i]!, maxLabel) : shorten(s.name, maxLabel))), ...(frontier.length ? [shorten("Pareto frontier", maxLabel)] : [])];
   const legend: { x: number; row: number }[] = [];
   let lx = 56;
   let row = 0;
@@ -264,8 +274,14 @@ export function lineChart(c: ChartSpec): string {
       for (const [[x, y], j] of keep) {
         const xe = s.xErr?.[j];
         const ye = s.yErr?.[j];
-        if (xe) parts.push(`<path class="errorbar" d="M${cx(xe[0]).toFixed(1)} ${sy(y).toFixed(1)}H${cx(xe[1]).toFixed(1)}M${cx(xe[0]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6M${cx(xe[1]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6" stroke="${color}" fill="none"/>`);
-        if (ye) parts.push(`<path class="errorbar" d="M${sx(x).toFixed(1)} ${cy(ye[0]).toFixed(1)}V${cy(ye[1]).toFixed(1)}M${(sx(x) - 3).toFixed(1)} ${cy(ye[0]).toFixed(1)}h6M${(sx(x) - 3).toFixed(1)} ${cy(ye[1]).toFixed(1)}h6" stroke="${color}" fill="none"/>`);
+        if (xe) {
+          parts.push(`<path class="errorbar" d="M${cx(xe[0]).toFixed(1)} ${sy(y).toFixed(1)}H${cx(xe[1]).toFixed(1)}M${cx(xe[0]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6M${cx(xe[1]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6" stroke="${color}" fill="none"/>`);
+          segments.push([[cx(xe[0]), sy(y)], [cx(xe[1]), sy(y)]], [[cx(xe[0]), sy(y) - 3], [cx(xe[0]), sy(y) + 3]], [[cx(xe[1]), sy(y) - 3], [cx(xe[1]), sy(y) + 3]]);
+        }
+        if (ye) {
+          parts.push(`<path class="errorbar" d="M${sx(x).toFixed(1)} ${cy(ye[0]).toFixed(1)}V${cy(ye[1]).toFixed(1)}M${(sx(x) - 3).toFixed(1)} ${cy(ye[0]).toFixed(1)}h6M${(sx(x) - 3).toFixed(1)} ${cy(ye[1]).toFixed(1)}h6" stroke="${color}" fill="none"/>`);
+          segments.push([[sx(x), cy(ye[0])], [sx(x), cy(ye[1])]], [[sx(x) - 3, cy(ye[0])], [sx(x) + 3, cy(ye[0])]], [[sx(x) - 3, cy(ye[1])], [sx(x) + 3, cy(ye[1])]]);
+        }
         const label = s.labels?.[j];
         if (label) labels.push({ text: label, x: sx(x), y: sy(y), color });
       }
@@ -279,14 +295,17 @@ export function lineChart(c: ChartSpec): string {
     const d = frontier.map(([x, y], j) => `${j ? "L" : "M"}${sx(x).toFixed(1)} ${sy(y).toFixed(1)}`).join("");
     parts.push(`<path class="frontier" d="${d}" stroke="#111" stroke-width="5" stroke-opacity="0.18" stroke-linejoin="round" fill="none"/>`);
     for (const [x, y] of frontier) parts.push(`<circle class="frontier-point" cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="6.5" stroke="#111" stroke-width="1.2" fill="none"/>`);
+    // The band and its rings are data too: labels keep off them.
+    for (let j = 1; j < frontier.length; j++) segments.push([[sx(frontier[j - 1][0]), sy(frontier[j - 1][1])], [sx(frontier[j][0]), sy(frontier[j][1])]]);
+    for (const [x, y] of frontier) taken.push({ l: sx(x) - 7.5, t: sy(y) - 7.5, r: sx(x) + 7.5, b: sy(y) + 7.5 });
   }
-  // Labels last, each at the first place beside its point that stays in the plot and covers no
-  // other text, marker or line; failing that, one that covers no text; failing that, none (the
-  // report's table has every point). A mark's label (a single point such as a ramp's failing step)
-  // comes first and, with no free place, keeps the first.
-  const place = (text: string, x: number, y: number, gap: number) => {
+  // Labels last, each at the first place beside its point (near, then a little further) that stays
+  // in the plot and covers no other text, marker, line, error bar or frontier; failing that, none
+  // (the report's table has every point). A mark's label (a single point such as a ramp's failing
+  // step) comes first and, with no such place, takes the first that covers no text.
+  const place = (text: string, x: number, y: number, gap: number, mustFit: boolean) => {
     const w = textWidth(text);
-    const offsets = [[gap, -gap, "start"], [gap, gap + 8, "start"], [-gap, -gap, "end"], [-gap, gap + 8, "end"], [0, -gap - 3, "middle"], [0, gap + 12, "middle"]] as const;
+    const offsets = [gap, 2 * gap, 3 * gap].flatMap((g) => [[g, -g, "start"], [g, g + 8, "start"], [-g, -g, "end"], [-g, g + 8, "end"], [0, -g - 3, "middle"], [0, g + 12, "middle"]] as const);
     // Each place shifted into the plot where it would leave it (a point at its edge).
     const boxes = offsets.map(([dx, dy, anchor]) => {
       const l0 = anchor === "start" ? x + dx : anchor === "end" ? x + dx - w : x - w / 2;
@@ -295,7 +314,8 @@ export function lineChart(c: ChartSpec): string {
       return { box: { l: l0 + sxh, t: y + dy + syv - 10, r: l0 + sxh + w, b: y + dy + syv + 3 }, x: x + dx + sxh, y: y + dy + syv, anchor };
     });
     const free = boxes.filter(({ box }) => !texts.some((t) => overlapBox(t, box)));
-    const at = free.find(({ box }) => !taken.some((t) => overlapBox(t, box)) && !segments.some(([a, b]) => crosses(box, a, b))) ?? free[0];
+    const clear = free.find(({ box }) => !taken.some((t) => overlapBox(t, box)) && !segments.some(([a, b]) => crosses(box, a, b)));
+    const at = clear ?? (mustFit ? free[0] : undefined);
     if (at) texts.push(at.box);
     return at;
   };
@@ -303,11 +323,11 @@ export function lineChart(c: ChartSpec): string {
     const x = sx(k.x);
     const y = sy(k.y);
     taken.push({ l: x - 6, t: y - 6, r: x + 6, b: y + 6 });
-    const at = place(k.label, x, y, 8) ?? { x: Math.min(x, plot.r - textWidth(k.label) / 2), y: Math.max(plot.t + 10, y - 10), anchor: "middle" };
+    const at = place(k.label, x, y, 8, true) ?? { x: Math.min(x, plot.r - textWidth(k.label) / 2), y: Math.max(plot.t + 10, y - 10), anchor: "middle" };
     parts.push(`<g class="mark"><path d="M${x - 6} ${y - 6}l12 12M${x - 6} ${y + 6}l12 -12" stroke="#111" stroke-width="2.5" fill="none"/><text x="${at.x.toFixed(1)}" y="${at.y.toFixed(1)}" text-anchor="${at.anchor}" class="mark-label">${esc(k.label)}</text></g>`);
   }
   for (const k of labels) {
-    const at = place(k.text, k.x, k.y, 6);
+    const at = place(k.text, k.x, k.y, 6, false);
     if (at) parts.push(`<text class="point-label" x="${at.x.toFixed(1)}" y="${at.y.toFixed(1)}" text-anchor="${at.anchor}" fill="${k.color}">${esc(k.text)}</text>`);
   }
   items.forEach((label, i) => {

@@ -22,13 +22,37 @@ export function sweepPoints(axes: Options["sweep"]): Record<string, unknown>[] {
   return points.map((p) => Object.fromEntries(axes.map((a) => [a.name, p[a.name]])));
 }
 
-/** Points whose recall passes got the very same rows in the same order for every query: the swept field changed nothing there. */
-export function identicalPoints(points: Pick<SweepPoint, "label" | "recall">[]): string[] {
-  const by = new Map<string, string[]>();
-  for (const p of points) if (p.recall) by.set(p.recall.answers, [...(by.get(p.recall.answers) ?? []), p.label]);
+/** The narrowest of equal points: the smallest value of the first swept field that differs (non-numbers keep their order). */
+function narrowest(points: Pick<SweepPoint, "params" | "label">[]): string {
+  const rank = (a: Pick<SweepPoint, "params">, b: Pick<SweepPoint, "params">) => {
+    for (const k of Object.keys(a.params)) {
+      // NaN (a non-number) is falsy too: the next field decides.
+      const d = Number(a.params[k]) - Number(b.params[k]);
+      if (d) return d;
+    }
+    return 0;
+  };
+  return [...points].sort(rank)[0].label;
+}
+
+/**
+ * Points whose recall passes got the very same rows in the same order for every query. Exact
+ * answers at every one of them (recall 1.0) say only that the narrowest setting already finds the
+ * exact rows, not whether the server honours the setting; inexact identical answers mean the
+ * swept field changed nothing there.
+ */
+export function identicalPoints(points: Pick<SweepPoint, "label" | "params" | "recall">[]): string[] {
+  const by = new Map<string, Pick<SweepPoint, "label" | "params" | "recall">[]>();
+  for (const p of points) if (p.recall) by.set(p.recall.answers, [...(by.get(p.recall.answers) ?? []), p]);
   return [...by.values()]
-    .filter((labels) => labels.length > 1)
-    .map((labels) => `sweep points ${labels.join(", ")} answered every recall query with the same rows in the same order: the server does not honour the swept setting there (on Quiver's serving index only ef widens a search), so their throughput differences are noise, not settings`);
+    .filter((same) => same.length > 1)
+    .map((same) => {
+      const head = `sweep points ${same.map((p) => p.label).join(", ")} answered every recall query with the same rows in the same order`;
+      if (same.every((p) => p.recall!.mean === 1)) {
+        return `${head}, all exact (recall 1.0): the narrowest setting, ${narrowest(same)}, is already exact here, so the wider ones cannot raise recall: their throughput differences are what the wider search costs, or noise; sweep narrower settings (or a larger k or table) to see recall traded for throughput`;
+      }
+      return `${head}: the server does not honour the swept setting there (on Quiver's serving index only ef widens a search), so their throughput differences are noise, not settings`;
+    });
 }
 
 const labelOf = (params: Record<string, unknown>, names: string[]) => names.map((n) => `${n}=${params[n]}`).join(" ");
@@ -58,7 +82,7 @@ export async function runSweep(
     paths: m.scrape ? {} : null,
   }));
   const perPoint = o.warmup + o.duration;
-  m.tick.end = o.repeat * points.length * perPoint;
+  let left = o.repeat * points.length;
   let sent = 0;
   let measured = 0;
   for (let round = 0; round < o.repeat && !signal?.aborted; round++) {
@@ -66,6 +90,8 @@ export async function runSweep(
     for (const p of order) {
       if (signal?.aborted) break;
       m.tick.label = `sweep ${p.label}${o.repeat > 1 ? `, round ${round + 1}/${o.repeat}` : ""}`;
+      // Planned anew at each point: a loop's last answers and the scrapes around it outlast its seconds.
+      m.tick.end = m.tick.elapsed() + left-- * perPoint;
       if (o.warmup > 0) await closedLoop(load(DISCARD, o.warmup, p.params));
       const before = await m.scrape?.read();
       const pointRec = recorder();

@@ -17,6 +17,7 @@ import type { Report, RunResult, SweepPoint } from "../loadtest/report.js";
 import type { ServerPoint } from "../loadtest/server-metrics.js";
 import { evaluate, parseThresholds } from "../loadtest/thresholds.js";
 import { readIvecs, readVectorFile, row, writeFvecs, writeIvecs, type Vectors } from "../loadtest/vector-files.js";
+import { progressText } from "../loadtest/progress.js";
 import { identicalPoints } from "../loadtest/sweep.js";
 import { clientLimit } from "../loadtest/warnings.js";
 
@@ -198,10 +199,31 @@ describe("noise, warnings, thresholds", () => {
   });
 
   it("sweep points whose recall searches got the same rows in the same order are flagged as one setting", () => {
-    const point = (label: string, answers: string) => ({ label, recall: { answers } }) as unknown as SweepPoint;
+    const point = (label: string, answers: string, mean = 0.9) => ({ label, params: { [label.split("=")[0]]: Number(label.split("=")[1]) }, recall: { answers, mean } }) as unknown as SweepPoint;
     const w = identicalPoints([point("nprobes=5", "a"), point("nprobes=10", "a"), point("nprobes=20", "a"), point("nprobes=40", "b"), point("ef=8", "c")]);
-    expect(w).toEqual([expect.stringMatching(/^sweep points nprobes=5, nprobes=10, nprobes=20 answered every recall query with the same rows in the same order: .*noise, not settings$/)]);
+    expect(w).toEqual([expect.stringMatching(/^sweep points nprobes=5, nprobes=10, nprobes=20 answered every recall query with the same rows in the same order: the server does not honour the swept setting there .*noise, not settings$/)]);
     expect(identicalPoints([point("ef=64", "a"), point("ef=128", "b")])).toEqual([]);
+  });
+
+  it("the progress line never counts past its total: past the plan it says so", () => {
+    const at = (elapsed: number, total: number) => progressText({ label: "[sweep ef=64]", elapsed, total, rate: 120, p50: 5, p99: 40, errors: 0 });
+    expect(at(10.2, 48)).toBe("[sweep ef=64] 10/48 s  120 req/s  p50 5.00 ms  p99 40.0 ms  errors 0  38 s left");
+    expect(at(48.4, 48)).toMatch(/ 48\/48 s .* 0 s left$/);
+    expect(at(52, 48)).toBe("[sweep ef=64] 52 s, past the 48 s planned  120 req/s  p50 5.00 ms  p99 40.0 ms  errors 0  finishing");
+  });
+
+  it("identical answers that are all exact say the narrowest setting is already exact, not that the setting is ignored", () => {
+    const point = (label: string, ef: number) => ({ label, params: { ef }, recall: { answers: "same", mean: 1 } }) as unknown as SweepPoint;
+    const [w, ...more] = identicalPoints([point("ef=128", 128), point("ef=64", 64), point("ef=256", 256), point("ef=512", 512)]);
+    expect(more).toEqual([]);
+    expect(w).toMatch(/^sweep points ef=128, ef=64, ef=256, ef=512 answered every recall query with the same rows in the same order, all exact \(recall 1\.0\): the narrowest setting, ef=64, is already exact here/);
+    expect(w).not.toMatch(/does not honour/);
+  });
+
+  it("recall in a page keeps its 4 decimals: 0.9998 is not shown as 1", () => {
+    const point = { label: "ef=256", qps: interval([100]), p99_ms: interval([5]), recall: { mean: 0.9998, ci95: [0.9995, 1] } } as unknown as SweepPoint;
+    const sweep = { run: null, sweep: { points: [point], rounds: 1, axes: [] }, repeats: null, options: { workloads: [{ kind: "vector" }], url: "u", table: "t", accept: "arrow", repeat: 1, sweep: [] }, machine: { loadavg: [] }, versions: {}, started_at: "", mode: "closed", server: null } as unknown as Report;
+    expect(comparePage(sweep, sweep, ["a.json", "b.json"])).toMatch(/ef=256<\/td><td>recall<\/td><td>0\.9998 \(0\.9995–1\)<\/td>/);
   });
 
   it("--compare says whether the runs' ranges tell a figure apart, and that single runs cannot", () => {

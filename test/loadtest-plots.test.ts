@@ -118,6 +118,48 @@ describe("load-test charts in Chromium", () => {
     expect(await geometryProblems(page)).toEqual([]);
   });
 
+  // docs/loadtest.md's sweep (lowrank-20k, recall@100): the widest points crowd the right edge.
+  const p99: ChartSpec = {
+    title: "Recall against p99 latency",
+    x: "recall@100 (bars: 95% interval over the queries)",
+    y: "p99 ms",
+    xFromData: true,
+    sortX: true,
+    series: [
+      {
+        name: "ef",
+        dots: true,
+        points: [[0.9877, 398.59], [0.9949, 332.8], [0.9998, 575.49], [1, 372.74]],
+        xErr: [[0.985, 0.9904], [0.9935, 0.9963], [0.9995, 1], [1, 1]],
+        yErr: [[252.03, 663.55], [191.87, 335.87], [525.31, 638.85], [305.41, 519.68]],
+        labels: ["64", "128", "256", "512"],
+      },
+    ],
+  };
+
+  it("recall against p99: no label over a marker, a line or an error bar, its own included", async () => {
+    await show(p99);
+    expect(await geometryProblems(page)).toEqual([]);
+    expect(await page.locator("text.point-label").count()).toBeGreaterThanOrEqual(2);
+  });
+
+  it("recall ticks are labelled with the values they stand at: evenly spaced labels for evenly spaced ticks", async () => {
+    await show(p99);
+    const ticks = await page.locator("text.xtick").allTextContents();
+    const values = ticks.map(Number);
+    expect(new Set(ticks).size).toBe(ticks.length);
+    expect(values).toContain(0.9925);
+    for (let j = 2; j < values.length; j++) expect(values[j] - values[j - 1]).toBeCloseTo(values[1] - values[0], 9);
+  });
+
+  it("a long '(same as …)' legend label keeps its start and says whose copy it is, cut at a word with an ellipsis", async () => {
+    const pts: [number, number][] = [[0, 1], [1, 3], [2, 2]];
+    await show({ title: "Server: requests in flight", x: "seconds", y: "requests", series: [{ name: "server: most in flight in the second", points: pts }, { name: "harness: most outstanding in the second", points: pts }] });
+    const labels = await page.locator("g.legend-item text").allTextContents();
+    expect(labels[1]).toMatch(/^harness: most outstanding in the second \(same as server: [^…]*\w…\)$/);
+    expect(await geometryProblems(page)).toEqual([]);
+  });
+
   it("point labels avoid the data and each other in a dense linear chart with a threshold line", async () => {
     const points: [number, number][] = Array.from({ length: 12 }, (_, i) => [i * 10, 50 + (i % 3) * 2]);
     await show({ title: "Rate against p99", x: "rate", y: "ms", hline: { y: 52, label: "SLO 52 ms" }, series: [{ name: "p99", dots: true, points, labels: points.map(([x]) => `${x}/s`) }], marks: [{ x: 110, y: 54, label: "fails" }] });

@@ -3,8 +3,9 @@
 // test/console.test.ts does): the plots are drawn, nothing is fetched from outside the page, no
 // legend label overlaps another and every series of a chart has its own style, --compare puts two
 // runs side by side, a dataset is loaded and swept for recall against throughput, and several
-// generator processes merge into one run. Screenshots go to test-output/ (docs/loadtest*.png are
-// copies of such pictures).
+// generator processes merge into one run. Screenshots go to test-output/, for a person to look at;
+// docs/loadtest*.png are not copies of them but rendered from the worked examples' own reports by
+// bench/render-report.mts.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,7 +19,7 @@ import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
 
 const CLI = path.resolve(__dirname, "../dist/loadtest/cli.js");
-// Written beside the console test's pictures, never over the tracked docs/loadtest.png (which is a copy of one).
+// Written beside the console test's pictures, never over the tracked docs/loadtest*.png (bench/render-report.mts renders those).
 const SCREENSHOT = path.resolve(__dirname, "../test-output/loadtest.png");
 const q = serverForFile();
 const dir = mkdtempSync(path.join(tmpdir(), "quiver-loadtest-report-"));

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Field, FixedSizeList, Float32, Table, tableFromArrays, tableToIPC, vectorFromArray } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reportPage } from "../loadtest/html.js";
 import { FLAG_NAMES, HELP, parseCommand, type Options } from "../loadtest/options.js";
 import { runLoadtest } from "../loadtest/run.js";
 import { readVectors } from "../loadtest/sources.js";
@@ -145,6 +146,21 @@ describe("quiver-loadtest against Quiver", () => {
     const workload = await measureRecall(options(q.url, "--table", "ns$docs", "--mode", "recall", "--sampled-queries", "--k", "5", "--workload", "filtered_vector", "--filter", filter, "--extra", '{"bypass_vector_index":true}'), c, h, queries, datasetTruth(truth));
     expect([workload.mean, workload.filter]).toEqual([1, filter]);
     c.close();
+  });
+
+  it("a filtered recall run's report names its filter and the truth it was held to, as stdout and the JSON do", async () => {
+    const filter = "id >= 150";
+    for (const how of [["--extra", JSON.stringify({ filter })], ["--workload", "filtered_vector", "--filter", filter]]) {
+      const r = await runLoadtest(options(q.url, "--table", "ns$docs", "--mode", "recall", "--sampled-queries", "--recall-queries", "5", "--k", "5", ...how));
+      expect(r.recall!.filter).toBe(filter);
+      const html = reportPage(r);
+      expect(html).toContain("<h1>Load test: recall, filter id &gt;= 150</h1>");
+      expect(html).toMatch(/<td>filter \(every search, exact ones included\)<\/td><td><code>id &gt;= 150<\/code><\/td>/);
+      expect(html).toContain("<td>exact search with the same filter (bypass_vector_index)</td>");
+    }
+    const plain = reportPage(await runLoadtest(options(q.url, "--table", "ns$docs", "--mode", "recall", "--sampled-queries", "--recall-queries", "5", "--k", "5")));
+    expect(plain).toMatch(/<td>filter \(every search, exact ones included\)<\/td><td>none<\/td>/);
+    expect(plain).toContain("<td>exact search (bypass_vector_index)</td>");
   });
 
   it("a sweep over nprobes on a table with held-out queries (a file): a point each, recall against exact search", async () => {

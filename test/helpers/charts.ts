@@ -1,6 +1,7 @@
 // Geometry checks of the load-test charts as Chromium laid them out (run in the page): every text
 // inside its svg's viewBox, no two texts overlapping, every drawn point and line inside the plot
-// area (where its grid lines run).
+// area (where its grid lines run), and no point label over data (a marker, a series' line, an error
+// bar or the Pareto frontier).
 import type { Page } from "playwright-core";
 
 export async function geometryProblems(page: Page): Promise<string[]> {
@@ -40,6 +41,44 @@ export async function geometryProblems(page: Page): Promise<string[]> {
           if (cmd[0] === "H" && !inside(v[0], t)) out.push(`${title}: bar to x ${v[0]} outside the plot`);
           if (cmd[0] === "V" && !inside(l, v[0])) out.push(`${title}: bar to y ${v[0]} outside the plot`);
         }
+      }
+      // Point labels against the data, in the svg's own units (getBBox), with half a pixel of slack.
+      type Box = { l: number; t: number; r: number; b: number };
+      const boxOf = (e: Element): Box => {
+        const b = (e as SVGGraphicsElement).getBBox();
+        return { l: b.x + 0.5, t: b.y + 0.5, r: b.x + b.width - 0.5, b: b.y + b.height - 0.5 };
+      };
+      const hit = (a: Box, b: Box) => a.l < b.r && b.l < a.r && a.t < b.b && b.t < a.b;
+      /** Whether the segment from (x1, y1) to (x2, y2) enters the box (Liang–Barsky). */
+      const crosses = (box: Box, x1: number, y1: number, x2: number, y2: number) => {
+        let t0 = 0;
+        let t1 = 1;
+        for (const [pk, qk] of [[x1 - x2, x1 - box.l], [x2 - x1, box.r - x1], [y1 - y2, y1 - box.t], [y2 - y1, box.b - y1]]) {
+          if (pk === 0) {
+            if (qk < 0) return false;
+          } else if (pk < 0) t0 = Math.max(t0, qk / pk);
+          else t1 = Math.min(t1, qk / pk);
+          if (t0 > t1) return false;
+        }
+        return true;
+      };
+      const segments: [number, number, number, number, string][] = [];
+      for (const p of svg.querySelectorAll("path.series, path.errorbar, path.frontier")) {
+        let x = 0;
+        let y = 0;
+        for (const cmd of (p.getAttribute("d") ?? "").match(/[MLHVhv][^MLHVhv]*/g) ?? []) {
+          const v = cmd.slice(1).trim().split(/[ ,]+/).map(Number);
+          const [nx, ny] = cmd[0] === "M" || cmd[0] === "L" ? [v[0], v[1]] : cmd[0] === "H" ? [v[0], y] : cmd[0] === "V" ? [x, v[0]] : cmd[0] === "h" ? [x + v[0], y] : [x, y + v[0]];
+          if (cmd[0] !== "M") segments.push([x, y, nx, ny, p.getAttribute("class")!]);
+          [x, y] = [nx, ny];
+        }
+      }
+      const markers = [...svg.querySelectorAll(".point, circle.frontier-point")].filter((e) => !e.closest("g.legend-item")).map(boxOf);
+      for (const t of svg.querySelectorAll("text.point-label")) {
+        const box = boxOf(t);
+        if (markers.some((mk) => hit(box, mk))) out.push(`${title}: label "${t.textContent}" over a marker`);
+        const line = segments.find(([x1, y1, x2, y2]) => crosses(box, x1, y1, x2, y2));
+        if (line) out.push(`${title}: label "${t.textContent}" over a line (${line[4]})`);
       }
       return out;
     }),
