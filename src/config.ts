@@ -75,6 +75,8 @@ export const options = [
   { key: "engine-metadata-cache-mb", kind: "int", def: 64, min: 1, doc: "most memory LanceDB's metadata cache (manifests and file footers of the versions and fragments read) holds, all tables, the catalog and the system tables together; past it the least recently used go (LanceDB's own default is 1 GiB for each connection); see docs/performance.md, Memory per table" },
   { key: "max-tables-per-tenant", kind: "int", def: 10_000, min: 1, doc: "tables (views included) one tenant, a top-level namespace, may hold, all its nested namespaces together (tables at the root count as one tenant); a create, declare, register or rename into it past this is refused with 403 naming the quota" },
   { key: "max-namespaces-per-tenant", kind: "int", def: 10_000, min: 1, doc: "namespaces one tenant, a top-level namespace, may hold below it (top-level namespaces count as the root's); a namespace create past this is refused with 403 naming the quota" },
+  { key: "max-tags-per-table", kind: "int", def: 1000, min: 1, doc: "tags one table may hold (a tenant's bound is this times its tables); a tag create past this is refused with 403 naming the quota, nothing written" },
+  { key: "max-branches-per-table", kind: "int", def: 1000, min: 1, doc: "branches one table may hold besides main (a tenant's bound is this times its tables); a branch create past this is refused with 403 naming the quota, nothing written" },
   { key: "max-running-jobs-per-tenant", kind: "int", def: 1, min: 1, doc: "jobs of one kind (index builds, backfills, ...) a tenant, the top-level namespace of the job's table, runs at once while another tenant's job of that kind waits as Queued: the next free slot goes to the waiting tenant, and a resumable job (backfill, view refresh, maintenance) of a tenant past it is queued again to free one (it resumes from its checkpoint); alone, a tenant may use every slot" },
   { key: "max-job-seconds", kind: "int", def: 3600, min: 0, doc: "longest a background job may run, seconds from its start (a takeover keeps it): past it, it is stopped as a cancel stops it (what it committed stays) and its record ends Failed saying so (0: no bound)" },
   { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript, Python or WebAssembly UDF may run on one batch before its job fails" },
@@ -175,6 +177,8 @@ export interface Config {
   engineMetadataCacheMb: number;
   maxTablesPerTenant: number;
   maxNamespacesPerTenant: number;
+  maxTagsPerTable: number;
+  maxBranchesPerTable: number;
   maxRunningJobsPerTenant: number;
   maxJobSeconds: number;
   udfTimeoutMs: number;
