@@ -31,7 +31,7 @@ export const options = [
   { key: "max-json-depth", kind: "int", def: 64, min: 2, doc: "deepest nesting of arrays and objects in a JSON body or JSON rows (a struct row counts one per level); deeper is answered 400" },
   { key: "max-arrow-body", kind: "int", def: 256 << 20, min: 1, doc: "largest Arrow IPC request body, bytes" },
   { key: "max-decoded-body", kind: "int", def: 256 << 20, min: 1, max: 2 ** 31 - 1, doc: "most bytes a write's rows may decode to: an Arrow IPC body's compressed buffers and dictionary-encoded columns expanded (checked from its metadata before either is), JSON rows' strings at their bytes, and every row at least its table's width, absent and null values included; more are answered 400 (see docs/security.md, Bounded decoding)" },
-  { key: "max-value-bytes", kind: "int", def: 16 << 20, min: 1, max: 2 ** 31 - 1, doc: "largest one value a write may store, bytes (a string, a binary, a list's items, a struct's fields): values sent as JSON rows or Arrow IPC, and what an update's or an added column's SQL expression makes of the stored values, are checked against it; larger is answered 400 naming the column, nothing stored (see docs/security.md, Bounded decoding)" },
+  { key: "max-value-bytes", kind: "int", def: 16 << 20, min: 1, max: 2 ** 31 - 1, doc: "largest one value a write may store, bytes (a string, a binary, a list's items, a struct's fields): values sent as JSON rows or Arrow IPC, and what an update's or an added column's SQL expression or an alter_columns cast makes of the stored values, are checked against it; larger is answered 400 naming the column, nothing stored (see docs/security.md, Bounded decoding)" },
   { key: "max-in-flight", kind: "int", def: 256, min: 1, doc: "requests executing at once; more are answered 503 Slow down" },
   { key: "max-expression-length", kind: "int", def: 65_536, min: 1, doc: "longest SQL expression (filter, predicate, where, column expression, SQL UDF body) accepted, characters; longer ones are answered 400" },
   { key: "max-expression-cost", kind: "int", def: 160, min: 1, doc: "most operators, keyword operators and parentheses in one SQL expression (a bound on its depth, over which the engine recurses; the lowest crash measured is at 689, see docs/security.md); more are answered 400" },
@@ -75,6 +75,8 @@ export const options = [
   { key: "engine-metadata-cache-mb", kind: "int", def: 64, min: 1, doc: "most memory LanceDB's metadata cache (manifests and file footers of the versions and fragments read) holds, all tables, the catalog and the system tables together; past it the least recently used go (LanceDB's own default is 1 GiB for each connection); see docs/performance.md, Memory per table" },
   { key: "max-tables-per-tenant", kind: "int", def: 10_000, min: 1, doc: "tables (views included) one tenant, a top-level namespace, may hold, all its nested namespaces together (tables at the root count as one tenant); a create, declare, register or rename into it past this is refused with 403 naming the quota" },
   { key: "max-namespaces-per-tenant", kind: "int", def: 10_000, min: 1, doc: "namespaces one tenant, a top-level namespace, may hold below it (top-level namespaces count as the root's); a namespace create past this is refused with 403 naming the quota" },
+  { key: "max-tags-per-table", kind: "int", def: 1000, min: 1, doc: "tags one table may hold (a tenant's bound is this times its tables); a tag create past this is refused with 403 naming the quota, nothing written" },
+  { key: "max-branches-per-table", kind: "int", def: 1000, min: 1, doc: "branches one table may hold besides main (a tenant's bound is this times its tables); a branch create past this is refused with 403 naming the quota, nothing written" },
   { key: "max-running-jobs-per-tenant", kind: "int", def: 1, min: 1, doc: "jobs of one kind (index builds, backfills, ...) a tenant, the top-level namespace of the job's table, runs at once while another tenant's job of that kind waits as Queued: the next free slot goes to the waiting tenant, and a resumable job (backfill, view refresh, maintenance) of a tenant past it is queued again to free one (it resumes from its checkpoint); alone, a tenant may use every slot" },
   { key: "max-job-seconds", kind: "int", def: 3600, min: 0, doc: "longest a background job may run, seconds from its start (a takeover keeps it): past it, it is stopped as a cancel stops it (what it committed stays) and its record ends Failed saying so (0: no bound)" },
   { key: "udf-timeout-ms", kind: "int", def: 10_000, min: 10, doc: "longest a JavaScript, Python or WebAssembly UDF may run on one batch before its job fails" },
@@ -175,6 +177,8 @@ export interface Config {
   engineMetadataCacheMb: number;
   maxTablesPerTenant: number;
   maxNamespacesPerTenant: number;
+  maxTagsPerTable: number;
+  maxBranchesPerTable: number;
   maxRunningJobsPerTenant: number;
   maxJobSeconds: number;
   udfTimeoutMs: number;

@@ -2,7 +2,7 @@
 // creation time and metadata) read from Lance's `_refs/` files, name rules, and the one place
 // Lance's ref error texts are turned into API errors.
 import { namedBranch, type TableHandle } from "./tables.js";
-import { exists, joinInside, readBytes, removeTree } from "../util/store-files.js";
+import { exists, joinInside, listNames, readBytes, removeTree } from "../util/store-files.js";
 import { branchNameFault, branchTreePath, checkedRef } from "../util/ref-names.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { engineReason, errorText, isVersionMissing } from "./messages.js";
@@ -12,6 +12,8 @@ export const listTags = async (t: TableHandle) => (await t.tags()).list();
 export const tagVersion = async (t: TableHandle, tag: string) => (await t.tags()).getVersion(tag);
 /** Tags `version` of the branch `t` is on (LanceDB resolves it against the handle's branch). */
 export const createTag = async (t: TableHandle, tag: string, version: number) => (await t.tags()).create(tag, version);
+/** How many tags the table in `tableDir` holds: one listing of Lance's tag files, none read. */
+export const countTags = async (tableDir: string) => (await listNames(joinInside(tableDir, "_refs/tags"))).filter((n) => n.endsWith(".json")).length;
 export const updateTag = async (t: TableHandle, tag: string, version: number) => (await t.tags()).update(tag, version);
 export const deleteTag = async (t: TableHandle, tag: string) => (await t.tags()).delete(tag);
 /** Moves `t` to the tagged version (a handle of its own: the cached one must not move). */

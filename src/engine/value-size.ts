@@ -1,11 +1,11 @@
 // One stored value's size, bounded by --max-value-bytes when a write computes it from SQL (an
-// update's new values, an added column's expression). A bound on copies per expression alone
-// compounds across writes: five `update s = repeat(s, 16)` made a 1 KiB value 1 GiB. The engine
-// keeps no cheap figure of a column's largest value, so before the write commits, the rows it
-// would write are counted by the engine where the expression's value measures past the bound
-// (one scan of those rows, which builds each new value once, as the write itself does). Writes to
-// a table take turns (Tables.write), so no other write on this server comes between the count and
-// the commit.
+// update's new values, an added column's expression, a cast's column). A bound on copies per
+// expression alone compounds across writes: five `update s = repeat(s, 16)` made a 1 KiB value
+// 1 GiB. The engine keeps no cheap figure of a column's largest value, so before the write
+// commits, the rows it would write are counted by the engine where the expression's value
+// measures past the bound (one scan of those rows, which builds each new value once, as the write
+// itself does). Writes to a table take turns (Tables.write), so no other write on this server
+// comes between the count and the commit.
 import type * as A from "apache-arrow";
 import { invalid } from "../errors.js";
 import { literalElements, type SizeLimits } from "../schemas/expression-size.js";

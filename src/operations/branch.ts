@@ -13,6 +13,7 @@ import { jsonOp, queryOp } from "./define.js";
 import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { requireTable } from "../catalog/lookup.js";
+import { requireRefRoom } from "../catalog/quotas.js";
 import { json } from "./types.js";
 
 // Branch changes are rare; one queue makes check-then-create atomic within this process.
@@ -63,6 +64,7 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
     if (from !== undefined && !(from in existing)) {
       throw new ApiError(Code.TableBranchNotFound, `from_branch: branch ${q(from)} not found in table ${q(entry.objectId)}`);
     }
+    requireRefRoom(entry.objectId, "branch", Object.keys(existing).length, svc.config);
     const dir = tableDir(svc.tables.root, entry);
     await onBranches(svc, entry, { branch: from, version }, (t) => withoutOrphan(dir, name, () => createBranch(t, name, from, version)));
   });

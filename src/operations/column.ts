@@ -17,8 +17,8 @@ import { checkExpression } from "../schemas/expression.js";
 import { jsShape, udfDefinition } from "../compute/udf.js";
 import { describeVirtual, runnable, sqlValue, toFieldMetadata, virtualColumnOf, type DescriptorInput, type VirtualColumn } from "../compute/virtual-column.js";
 import { arrow } from "../engine/arrow.js";
-import { checkAddedValues } from "../engine/value-size.js";
-import { declareSqlColumns } from "../engine/computed-columns.js";
+import { checkAddedValues, checkValueBound, type ValueLimits } from "../engine/value-size.js";
+import { declareSqlColumns, quoteIdent } from "../engine/computed-columns.js";
 import { checkInSandbox } from "../../workers/compute-answers.js";
 import { jsonOp } from "./define.js";
 import { requireTable } from "../catalog/lookup.js";
@@ -116,8 +116,23 @@ export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc, princip
     const alts = body.alterations.map((a, i) => ({ path: alterations[i].path, d: a.virtual_column!, at: `alterations[${i}]` }));
     return json({ version: await alterVirtualColumns(svc, svc.compute.of(sandboxScope(principal, id)), entry, t, fields as unknown as A.Field[], alts) });
   }
+  for (const [i, a] of body.alterations.entries()) {
+    if (a.data_type != null) await checkCastValues(t, `alterations[${i}].data_type`, resolveFieldPath(fields, a.path, entry.objectId).segs, alterations[i].dataType as A.DataType, svc.config);
+  }
   return json({ version: await schemaEdit.alterColumns(t, alterations) });
 }));
+
+/**
+ * A cast can grow each value (a list of float16 cast to float64 holds 4× the bytes), and casts
+ * compound across alterations, so the values as cast are held to --max-value-bytes before the
+ * commit, as an update's are: the column's items or bytes are counted in the new type's widths.
+ */
+async function checkCastValues(t: TableHandle, field: string, segs: string[], type: A.DataType, limits: ValueLimits): Promise<void> {
+  // A filter on one field of a struct that names no other reads too few columns in Lance ("projection
+  // supplied fewer column indices"); naming the whole column too reads them all.
+  const where = segs.length > 1 ? `${quoteIdent(segs[0])} IS NOT NULL` : undefined;
+  await checkValueBound(t, field, canonicalPath(segs), type, segs.map(quoteIdent).join("."), where, limits);
+}
 
 export const dropColumns = jsonOp(DropColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
   const paths = body.columns.map((c, i) => resolve(fields, entry, c, `columns[${i}]: column`));

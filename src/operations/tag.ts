@@ -3,7 +3,7 @@
 import { PageQuery } from "../schemas/params.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { tableDir } from "../engine/versions.js";
-import { createTag, deleteTag, listTags, refError, tagBranch, tagVersion, updateTag, type RefNames } from "../engine/refs.js";
+import { countTags, createTag, deleteTag, listTags, refError, tagBranch, tagVersion, updateTag, type RefNames } from "../engine/refs.js";
 import type { Entry } from "../catalog/catalog.js";
 import { SetTag, TagRef } from "../schemas/tag.js";
 import type { Services } from "../services.js";
@@ -11,6 +11,8 @@ import { jsonOp, queryOp } from "./define.js";
 import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
 import { requireTable } from "../catalog/lookup.js";
+import { requireRefRoom } from "../catalog/quotas.js";
+import { keyedSerial } from "../util/serial.js";
 import { json } from "./types.js";
 
 /** Runs a tag call on the table (at `branch`), turning Lance's ref errors into API errors. */
@@ -22,6 +24,9 @@ async function onTags<T>(svc: Services, entry: Entry, names: Omit<RefNames, "tab
     throw refError(err, { ...names, table: entry.objectId }) ?? err;
   }
 }
+
+// Creates on one table take turns, so concurrent ones cannot all pass the count before any writes.
+const creates = keyedSerial();
 
 const withBranch = (branch: string | undefined) => (namedBranch(branch) ? { branch } : {});
 
@@ -51,7 +56,11 @@ export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {
 export const createTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
-  await onTags(svc, entry, names, (t) => createTag(t, body.tag, body.version));
+  const dir = tableDir(svc.tables.root, entry);
+  await creates(dir, async () => {
+    requireRefRoom(entry.objectId, "tag", await countTags(dir), svc.config);
+    await onTags(svc, entry, names, (t) => createTag(t, body.tag, body.version));
+  });
   return json({});
 });
 
