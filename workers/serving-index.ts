@@ -203,6 +203,9 @@ const CONNECT_EVERY = 1024;
 const CALIBRATION_ROWS = 128;
 const CALIBRATION_RECALL = 0.97;
 
+/** The widths calibration tries, in two rounds: the wider ones only where none of the first reached the recall (each round's searches cost about the sum of its widths). */
+const CALIBRATION_ROUNDS = [CALIBRATION_WIDTHS.filter((w) => w <= 128), CALIBRATION_WIDTHS.filter((w) => w > 128)];
+
 /**
  * Choose the index's search width (`calibration` in serving-graph.ts, kept in its memory and so in
  * its saved copy): the narrowest of CALIBRATION_WIDTHS whose searches found CALIBRATION_RECALL of
@@ -214,15 +217,19 @@ const CALIBRATION_RECALL = 0.97;
 export async function calibrate(pool: ServingPool, ix: ServingIndex): Promise<void> {
   refresh(ix.graph);
   const slots = slotCount(ix.graph);
-  const sample = calibrationSample(ix.graph, CALIBRATION_ROWS, ix.version);
+  const version = ix.version;
+  const sample = calibrationSample(ix.graph, CALIBRATION_ROWS, version);
   const parts = chunks(Array.from(sample), Math.ceil(sample.length / pool.size));
-  const hits = new Int32Array(CALIBRATION_WIDTHS.length + 1);
-  for (const part of await Promise.all(parts.map((p) => pool.calibrate(ix.ref, Int32Array.from(p), CALIBRATION_WIDTHS, ix.version)))) part.forEach((h, i) => (hits[i] += h));
-  const wanted = hits[CALIBRATION_WIDTHS.length];
-  const recall = (w: number) => (wanted === 0 ? 1 : hits[w] / wanted);
-  const reached = CALIBRATION_WIDTHS.findIndex((_, w) => recall(w) >= CALIBRATION_RECALL);
-  const chosen = reached < 0 ? CALIBRATION_WIDTHS.length - 1 : reached;
-  setCalibration(ix.graph, CALIBRATION_WIDTHS[chosen], recall(chosen), slots);
+  for (const widths of CALIBRATION_ROUNDS) {
+    const hits = new Int32Array(widths.length + 1);
+    for (const part of await Promise.all(parts.map((p) => pool.calibrate(ix.ref, Int32Array.from(p), widths, version)))) part.forEach((h, i) => (hits[i] += h));
+    const wanted = hits[widths.length];
+    const recall = (w: number) => (wanted === 0 ? 1 : hits[w] / wanted);
+    const reached = widths.findIndex((_, w) => recall(w) >= CALIBRATION_RECALL);
+    const chosen = reached < 0 ? widths.length - 1 : reached;
+    setCalibration(ix.graph, widths[chosen], recall(chosen), slots);
+    if (reached >= 0) break;
+  }
   ix.dirty = true;
 }
 
