@@ -210,16 +210,16 @@ const CALIBRATION_ROUNDS = [CALIBRATION_WIDTHS.filter((w) => w <= 128), CALIBRAT
  * Choose the index's search width (`calibration` in serving-graph.ts, kept in its memory and so in
  * its saved copy): the narrowest of CALIBRATION_WIDTHS whose searches found CALIBRATION_RECALL of
  * the ten nearest rows of rows held out as queries (the widest when none did), the sample's searches
- * spread over the pool's threads. How hard an index is to walk depends on its data: on uniform random
+ * spread over `threads` of the pool's. How hard an index is to walk depends on its data: on uniform random
  * vectors ef 64 found 0.77–0.82 of held-out queries' ten nearest, on the bench's low-rank and
  * clustered data 0.99 and more.
  */
-export async function calibrate(pool: ServingPool, ix: ServingIndex): Promise<void> {
+export async function calibrate(pool: ServingPool, ix: ServingIndex, threads = pool.size): Promise<void> {
   refresh(ix.graph);
   const slots = slotCount(ix.graph);
   const version = ix.version;
   const sample = calibrationSample(ix.graph, CALIBRATION_ROWS, version);
-  const parts = chunks(Array.from(sample), Math.ceil(sample.length / pool.size));
+  const parts = chunks(Array.from(sample), Math.ceil(sample.length / threads));
   for (const widths of CALIBRATION_ROUNDS) {
     const hits = new Int32Array(widths.length + 1);
     for (const part of await Promise.all(parts.map((p) => pool.calibrate(ix.ref, Int32Array.from(p), widths, version)))) part.forEach((h, i) => (hits[i] += h));

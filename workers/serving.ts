@@ -355,11 +355,14 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     return Promise.race([st.writer, released]);
   }
 
-  /** Calibrate the width of an index that has doubled since it was (it only searches: syncs and searches go on). */
+  /**
+   * Calibrate the width of an index that has doubled since it was: it only searches, so syncs go on,
+   * and in one pool thread, so searches keep the others.
+   */
   async function recalibrate(st: TableState, ix: ServingIndex): Promise<void> {
     st.calibrating = true;
     try {
-      await calibrate(poolOf(), ix);
+      await calibrate(poolOf(), ix, 1);
     } catch (err) {
       log.warn("serving index: calibration failed; the index keeps its width", { table: st.entry.objectId, error: String(err) });
     } finally {
