@@ -423,6 +423,9 @@ export interface ServingSample {
   tombstones: number;
   /** Rows no search could reach, linked again since the index was built or loaded. */
   relinked: number;
+  /** The search width calibrated at build time (0: not yet) and the recall@10 its held-out rows found at it. */
+  calibratedEf: number;
+  calibratedRecall: number;
 }
 
 // One source per server (tests run several in one process); each removes itself when it closes.
@@ -439,6 +442,8 @@ const SERVING_GAUGES: [keyof ServingSample, string, string][] = [
   ["rows", "quiver_serving_index_rows", "Rows a table's serving index answers (at its version)"],
   ["tombstones", "quiver_serving_index_tombstones", "Rows deleted or replaced since a table's serving index was built, still held until it is rebuilt"],
   ["relinked", "quiver_serving_index_relinked", "Rows of a table's serving index that no search could reach, linked again since it was built or loaded (the graph's health: a count that keeps rising means its links degrade)"],
+  ["calibratedEf", "quiver_serving_index_calibrated_ef", "The search width (HNSW's ef) a table's serving index calibrated on a sample of its own rows held out as queries: the narrowest reaching recall@10 0.97 there; searches without ef use it or --serving-ef, the wider"],
+  ["calibratedRecall", "quiver_serving_index_calibrated_recall", "Recall@10 the sample of quiver_serving_index_calibrated_ef found at that width, against exact search"],
 ];
 for (const [field, name, help] of SERVING_GAUGES) {
   new Gauge({

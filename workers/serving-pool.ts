@@ -8,13 +8,15 @@ import type { Applied, AnswerPlan } from "../src/engine/serving-rows.js";
 import { LANES } from "../src/engine/serving-graph.js";
 import { recordPoolTask } from "../src/metrics.js";
 import type { FilterSource, Operand, ValueIndex } from "../src/engine/serving-predicate.js";
-import type { ApplyTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask, ServingFilterTask } from "./threads/serving.js";
+import type { ApplyTask, CalibrateTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask, ServingFilterTask } from "./threads/serving.js";
 
 export interface ServingPool {
   /** Write rows into an index (the caller keeps one writer at a time per index). */
   apply(task: ApplyTask): Promise<Applied>;
   /** Link written slots [from, to) of an index (tasks of one build run on every thread at once). */
   link(index: IndexRef, from: number, to: number): Promise<void>;
+  /** Of rows held out as queries, the nearest rows searches at each width found, then those there were (a calibration's part). */
+  calibrate(index: IndexRef, sample: Int32Array, widths: number[], version: number): Promise<Int32Array>;
   /** Link the live rows no walk reaches (as the index's writer, after a build or between syncs); returns how many. */
   connect(index: IndexRef): Promise<number>;
   /** Whether the index evaluates a filter itself, and the column of the value index it looks up. */
@@ -106,22 +108,25 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
     }
   }
 
+  /** A task that walks the graph beside the searches, in a scratch lane of its own. */
+  async function laneTask<T>(name: string, metric: string, task: (lane: number) => LinkTask | CalibrateTask): Promise<T> {
+    running++;
+    const lane = lanes.pop()!;
+    const started = performance.now();
+    try {
+      return (await pool.run(task(lane), { name })) as T;
+    } finally {
+      lanes.push(lane);
+      running--;
+      recordPoolTask(metric, (performance.now() - started) / 1000);
+      next();
+    }
+  }
+
   return {
     apply: (task) => writerTask("servingApply", "serving_apply", task, task.batches.map((b) => b.buffer as ArrayBuffer)) as Promise<Applied>,
-    async link(index, from, to) {
-      running++;
-      const lane = lanes.pop()!;
-      const started = performance.now();
-      try {
-        const task: LinkTask = { index, lane, from, to };
-        await pool.run(task, { name: "servingLink" });
-      } finally {
-        lanes.push(lane);
-        running--;
-        recordPoolTask("serving_link", (performance.now() - started) / 1000);
-        next();
-      }
-    },
+    link: (index, from, to) => laneTask("servingLink", "serving_link", (lane) => ({ index, lane, from, to })),
+    calibrate: (index, sample, widths, version) => laneTask("servingCalibrate", "serving_calibrate", (lane) => ({ index, lane, sample, widths, version })),
     connect: (index) => writerTask("servingConnect", "serving_connect", { index }, []) as Promise<number>,
     filterPlan: (source) => writerTask("servingFilterPlan", "serving_filter", source, []) as Promise<{ point: Operand | null } | null>,
     filter: (task) => writerTask("servingFilter", "serving_filter", task, []) as Promise<{ passing: number; values: ValueIndex | null }>,

@@ -13,7 +13,7 @@ import type { Schema } from "apache-arrow";
 import { isVersionMissing } from "../src/engine/messages.js";
 import { jsonAnswer } from "../src/engine/query.js";
 import type { QuerySpec } from "../src/engine/query-spec.js";
-import { slotCount, tombstones } from "../src/engine/serving-graph.js";
+import { calibration, slotCount, tombstones } from "../src/engine/serving-graph.js";
 import { mappedRows } from "../src/engine/serving-row-slots.js";
 import { columnLayout, takenAnswer, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
 import { filterTypes } from "../src/engine/serving-predicate.js";
@@ -28,7 +28,7 @@ import { PAST_GRANT, setLimit, usedBytes } from "../src/engine/serving-graph.js"
 import { reclaim, type Held } from "../src/engine/serving-shares.js";
 import { countRows } from "../src/engine/table-info.js";
 import { createFilters, type FilterBits } from "./serving-filters.js";
-import { AWAITED_ROWS, buildIndex, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, wontFit, wornOut, type Claim, type ServingIndex } from "./serving-index.js";
+import { AWAITED_ROWS, buildIndex, calibrate, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, uncalibrated, wontFit, wornOut, type Claim, type ServingIndex } from "./serving-index.js";
 import { createServingPool, type ServingPool } from "./serving-pool.js";
 import { loadIndex, removeSaved, saveIndex } from "./serving-store.js";
 import type { FoundRows, SearchQuery } from "./threads/serving.js";
@@ -85,6 +85,8 @@ interface TableState {
   pending: { version: number; done: Promise<void> } | null;
   /** A sync of more than AWAITED_ROWS rows runs: searches that find the index behind are LanceDB's, not held for it. */
   large: boolean;
+  /** An index's width being calibrated again (after it doubled), beside its syncs. */
+  calibrating: boolean;
   plans: Map<string, Promise<Plan>>;
   /** When the state was decided (a failed or over-budget table is looked at again later). */
   since: number;
@@ -196,7 +198,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   const unwatch = watchServing(() =>
     [...states.values()]
       .filter((s) => s.status !== "none" && s.status !== "checking")
-      .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, columnBytes: 0, filterBytes: 0, rows: 0, tombstones: 0, relinked: 0 }) })),
+      .map((s): ServingSample => ({ table: s.entry.objectId, state: s.status, ...(s.ix ? figures(s.ix) : { bytes: 0, columnBytes: 0, filterBytes: 0, rows: 0, tombstones: 0, relinked: 0, calibratedEf: 0, calibratedRecall: 0 }) })),
   );
 
   const at = (entry: Entry) => (version: number) => tables.open(entry, { version });
@@ -212,7 +214,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
     st.status = "checking";
     st.since = Date.now();
     states.set(dataOf(entry), st);
@@ -237,8 +239,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         throw new TooBig(`the saved index takes ${figures(loaded).bytes} bytes, past the ${granted} granted`);
       }
       const ix = loaded ?? (await buildIndex(poolOf(), entry, t, st.vector, granted, budget(), key));
-      // A saved index may be from a build that left rows no walk reaches.
+      // A saved index may be from a build that left rows no walk reaches, or from before calibration.
       if (loaded) await connected(poolOf(), ix);
+      if (loaded && uncalibrated(ix)) await calibrate(poolOf(), ix);
       recordServingBuild((performance.now() - started) / 1000, loaded !== null);
       log.info(loaded ? "serving index loaded" : "serving index built", { table: entry.objectId, column: ix.column, version: ix.version, rows: mappedRows(ix.rowSlots), relinked: ix.relinked, bytes: figures(ix).bytes, seconds: Math.round(performance.now() - started) / 1000 });
       if (closed) return;
@@ -342,6 +345,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       // links only (still in the writer's turn).
       release();
       await connected(poolOf(), ix, true);
+      if (uncalibrated(ix) && !st.calibrating) void recalibrate(st, ix);
       if (wornOut(ix) && !st.rebuilding) void rebuild(st, true);
     });
     st.writer = job.catch((err: unknown) => {
@@ -358,6 +362,21 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const done = Promise.race([st.writer, released]);
     if (x !== null && (!st.pending || st.pending.version <= x)) st.pending = { version: x, done };
     return done;
+  }
+
+  /**
+   * Calibrate the width of an index that has doubled since it was: it only searches, so syncs go on,
+   * and in one pool thread, so searches keep the others.
+   */
+  async function recalibrate(st: TableState, ix: ServingIndex): Promise<void> {
+    st.calibrating = true;
+    try {
+      await calibrate(poolOf(), ix, 1);
+    } catch (err) {
+      log.warn("serving index: calibration failed; the index keeps its width", { table: st.entry.objectId, error: String(err) });
+    } finally {
+      st.calibrating = false;
+    }
   }
 
   /**
@@ -560,13 +579,20 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       }
     }
     const k = spec.k ?? 10;
-    const wanted = k + spec.offset;
-    let ef = Math.max(config.servingEf, wanted, spec.ef ?? 0);
-    if (spec.refineFactor) ef = Math.max(ef, wanted * spec.refineFactor);
-    const probes = spec.maxNprobes ?? spec.minNprobes;
-    if (probes && probes > ENGINE_PROBES) ef = Math.max(ef, Math.ceil((config.servingEf * probes) / ENGINE_PROBES));
     // Past this a walk is about as wide as the rows; the heaps it allocates stay bounded.
-    return { st, ix, version: ix.version, moves: ix.moves, k, ef: Math.min(ef, MOST_ROWS) };
+    return { st, ix, version: ix.version, moves: ix.moves, k, ef: Math.min(widthOf(ix, spec, k + spec.offset), MOST_ROWS) };
+  }
+
+  /**
+   * A search's width (HNSW's ef): the request's `ef` where it sends one, else `nprobes` over
+   * LanceDB's 20 times the index's default (the wider of its calibrated width and --serving-ef),
+   * else that default; at least `refine_factor` times the rows wanted, and the rows wanted.
+   */
+  function widthOf(ix: ServingIndex, spec: QuerySpec, wanted: number): number {
+    const width = Math.max(config.servingEf, calibration(ix.graph).ef);
+    const probes = spec.maxNprobes ?? spec.minNprobes;
+    const ef = spec.ef ? spec.ef : probes ? Math.ceil((width * probes) / ENGINE_PROBES) : width;
+    return Math.max(ef, wanted, wanted * (spec.refineFactor ?? 0));
   }
 
   /** The answer's shape for this projection: the engine's own output schema, each field's source. */
@@ -700,7 +726,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       // Where no serving index is in play the plan is the engine's alone, as LanceDB's clients expect.
       if ("reason" in r) return r.reason === null || r.reason === "disabled" || r.reason === "not_indexed" ? null : `QuiverSearchPath: engine (reason: ${r.reason})`;
       const { ix } = r;
-      const how = spec.bypassVectorIndex ? "exact (every row measured)" : `HNSW m=${GRAPH_M} ef_construction=${EF_CONSTRUCTION} ef=${r.ef}`;
+      const cal = calibration(ix.graph);
+      const how = spec.bypassVectorIndex ? "exact (every row measured)" : `HNSW m=${GRAPH_M} ef_construction=${EF_CONSTRUCTION} ef=${r.ef}, calibrated ef=${cal.ef} (recall@10 ${cal.recall.toFixed(3)} of rows held out), --serving-ef ${config.servingEf}`;
       const by = spec.filter !== null && (await poolOf().filterPlan({ filter: spec.filter, types: filterTypes((await schemaOf(table)).fields), columns: ix.ref.columns })) !== null ? "over the index's cached columns" : "by LanceDB";
       const filter = spec.filter === null ? "" : `, filter ${spec.prefilter ? "before" : "after"} the search (a row bitmap evaluated ${by})`;
       return `QuiverSearchPath: serving index (${how}, metric=${ix.metric}, column=${JSON.stringify(ix.column)}, version=${ix.version}, rows=${mappedRows(ix.rowSlots)}, slots=${slotCount(ix.graph)}, tombstones=${tombstones(ix.graph)}${filter}, k=${r.k}, offset=${spec.offset})`;

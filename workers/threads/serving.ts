@@ -4,7 +4,7 @@
 // send, so the main thread only passes bytes on.
 import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../../src/engine/arrow.js";
-import { connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
+import { calibrationHits, connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
 import { concatNumbers } from "../../src/util/typed-concat.js";
 import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn, type Found } from "../../src/engine/serving-rows.js";
 import { filterPlan, runFilter, type FilterTask, type ValueIndex } from "../../src/engine/serving-predicate.js";
@@ -72,6 +72,20 @@ export interface LinkTask {
 export function servingLink(task: LinkTask): void {
   const g = viewOf(task.index);
   for (let s = task.from; s < task.to; s++) link(g, s, task.lane);
+}
+
+export interface CalibrateTask {
+  index: IndexRef;
+  lane: number;
+  /** Rows held out as queries (serving-graph.ts, calibrationSample), searched at each width at `version`. */
+  sample: Int32Array;
+  widths: number[];
+  version: number;
+}
+
+/** The nearest rows searches at each width found, then those there were (serving-graph.ts, calibrationHits). */
+export function servingCalibrate(task: CalibrateTask): Int32Array {
+  return calibrationHits(viewOf(task.index), task.lane, task.sample, task.widths, task.version);
 }
 
 /** Link the live rows no walk reaches (serving-graph.ts, connect), as the index's writer; returns how many. */
