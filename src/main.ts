@@ -38,7 +38,9 @@ async function main(): Promise<void> {
   // After listening: a second start on a taken port must fail before touching the data directory.
   await services.jobs.start();
   await reclaim(services, "start");
-  watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining }, config.replicaName);
+  // After listening (a start on a taken port stops before this): releasing a saved index's pin writes the table.
+  void services.warm();
+  watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining, warm: () => ({ tables: services.lifecycle.warming, timedOut: services.lifecycle.warmTimedOut }) }, config.replicaName);
   // SIGTERM (what process managers and orchestrators send) drains for --drain-delay-ms first;
   // SIGINT (Ctrl-C at a terminal, where no balancer waits) and a second signal skip the delay.
   // Set before "listening" is printed: a signal sent as soon as it is seen drains too.

@@ -4,7 +4,8 @@
 import { mkdirSync } from "node:fs";
 import type { Principal } from "./auth/principal.js";
 import type { Config } from "./config.js";
-import { openCatalog, type Catalog } from "./catalog/catalog.js";
+import { openCatalog, type Catalog, type Entry } from "./catalog/catalog.js";
+import { SEP } from "./catalog/names.js";
 import { openClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { openSystemTables, type SystemTables } from "./engine/system-tables.js";
@@ -39,6 +40,7 @@ import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 import type { ComputeSize } from "../workers/protocol.js";
 import { createServingIndexes, type ServingIndexes } from "../workers/serving.js";
+import { dataOf } from "../workers/serving-index.js";
 
 /** Where a start or a shutdown is, and what readiness answers (src/operations/health.ts). */
 export interface Lifecycle {
@@ -50,6 +52,10 @@ export interface Lifecycle {
   full: boolean;
   /** Why this replica cannot serve (a data or state directory it cannot write), found at start; null when it can. */
   unready: string | null;
+  /** Tables whose serving indexes still load or build at start (`warm`): not ready while any does, until --warm-timeout-ms. */
+  warming: number;
+  /** --warm-timeout-ms passed with tables still warming: ready anyway. */
+  warmTimedOut: boolean;
 }
 
 export interface Services {
@@ -80,6 +86,12 @@ export interface Services {
   readLeases: ReadLeases;
   /** Set by the front end as it shuts down (src/server.ts, drain). */
   lifecycle: Lifecycle;
+  /**
+   * Load (or build) the serving indexes of the tables to warm (--warm-tables, else those saved at
+   * the last shutdown), counting `lifecycle.warming` down; resolves when all are done or at
+   * --warm-timeout-ms, whichever comes first.
+   */
+  warm(): Promise<void>;
   /**
    * Release what the services hold (called after the server drained), within `deadlineMs`: a
    * step still running then is logged and left (the process exits).
@@ -116,6 +128,23 @@ async function inTurn(deadlineMs: number, steps: [string, () => unknown, number?
       return log.warn("shutdown deadline passed: exiting without waiting for a step", { step: name, skipped, deadlineMs });
     }
   }
+}
+
+/**
+ * The tables a start warms: those --warm-tables names (a name the catalog lacks is logged and
+ * left), else those whose serving indexes were saved at the last shutdown and are still there.
+ */
+async function warmSet(config: Config, catalog: Catalog, serving: ServingIndexes): Promise<Entry[]> {
+  if (config.serving !== "on" && config.warmTables === "") return [];
+  if (config.warmTables !== "") {
+    const named = config.warmTables.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    const found = named.map((id) => catalog.get(id.split(SEP))).filter((e): e is Entry => e?.type === "table");
+    const missing = named.filter((id) => !found.some((e) => e.objectId === id));
+    if (missing.length) log.warn("--warm-tables names tables that do not exist; they are not waited for", { tables: missing });
+    return found;
+  }
+  const saved = await serving.saved();
+  return catalog.allTables().filter((e) => saved.has(dataOf(e)));
 }
 
 /** The compute sandboxes' size, and how they may start (these four only: the configuration holds keys). */
@@ -170,7 +199,7 @@ export async function createServices(config: Config, credential: (key: string) =
       backfillKind(backfills),
       backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, ...sandboxSize(config), timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, limit: config.maintenanceJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases, servingPinMs: config.servingPinMs }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, limit: config.maintenanceJobs }),
     ],
     engineReason,
     { ...config, replica },
@@ -194,10 +223,12 @@ export async function createServices(config: Config, credential: (key: string) =
       sweepMs: config.maintenanceSweepMs,
     },
   });
-  const serving = createServingIndexes(config, tables);
+  const serving = createServingIndexes(config, tables, replica);
+  const toWarm = await warmSet(config, catalog, serving);
   // What follows every commit: one subscriber a line; the serving index's update before the write is answered.
   tables.commits.subscribeAwaited(serving.committed);
   tables.onRemoved(serving.forget);
+  const lifecycle: Lifecycle = { draining: false, closed: false, full: false, unready: unwritable, warming: toWarm.length, warmTimedOut: false };
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);
@@ -218,7 +249,28 @@ export async function createServices(config: Config, credential: (key: string) =
     valueVersions,
     views,
     readLeases,
-    lifecycle: { draining: false, closed: false, full: false, unready: unwritable },
+    lifecycle,
+    async warm() {
+      if (toWarm.length === 0) return;
+      const started = Date.now();
+      log.info("not ready until serving indexes are warm", { tables: toWarm.map((e) => e.objectId), timeoutMs: config.warmTimeoutMs });
+      const done = Promise.all(
+        toWarm.map((e) =>
+          serving
+            .warm(e)
+            .catch((err: unknown) => log.warn("warming a serving index failed; LanceDB serves the table", { table: e.objectId, error: String(err) }))
+            .finally(() => lifecycle.warming--),
+        ),
+      );
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((res) => (timer = setTimeout(() => res("late"), config.warmTimeoutMs)));
+      const ended = await Promise.race([done, late]);
+      clearTimeout(timer);
+      if (ended === "late") {
+        lifecycle.warmTimedOut = true;
+        log.warn("ready before every serving index is warm: --warm-timeout-ms passed; LanceDB serves the tables still warming", { tables: lifecycle.warming, timeoutMs: config.warmTimeoutMs });
+      } else log.info("serving indexes warm: ready", { tables: toWarm.length, seconds: (Date.now() - started) / 1000 });
+    },
     async close(deadlineMs = Infinity) {
       await inTurn(deadlineMs, [
         // At most half: a serving index not saved is rebuilt after the restart, a job not handed back waits for its lease.
