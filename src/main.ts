@@ -7,7 +7,7 @@ import { watch } from "./metrics.js";
 import { createPipeline } from "./http/pipeline.js";
 import { dataPathValidators, routes } from "./routes.js";
 import { prepareInTurns } from "./schemas/validate.js";
-import { startServer } from "./server.js";
+import { listenStarting, portOf, startServer, type Starting } from "./server.js";
 import { createServices } from "./services.js";
 import { loadUws } from "./util/runtime.js";
 import { reclaim } from "./operations/admin.js";
@@ -29,9 +29,22 @@ async function main(): Promise<void> {
   await loadUws();
   let auth: AuthSetup | undefined;
   // View refreshes ask for their definer's credential only once jobs run (after listen): auth is set by then.
-  const services = await createServices(config, (key) => auth!.credential(key));
+  // A data directory that does not answer yet: the port is taken at once, not ready, while it is tried again.
+  let starting: Starting | null = null;
+  const services = await createServices(
+    config,
+    (key) => auth!.credential(key),
+    async (cause) => {
+      if (starting) return starting.setCause(cause);
+      starting = await listenStarting(config, cause);
+      process.stdout.write(`listening on http://${config.host}:${await portOf(starting.socket)} (not ready: the data directory does not answer yet)\n`);
+    },
+  );
   auth = await setupAuth(config, services.system);
-  const server = await startServer(services, createPipeline(services, auth.authenticate, routes));
+  const pipeline = createPipeline(services, auth.authenticate, routes);
+  const early = starting as Starting | null;
+  // On the not-ready listener's socket, if there was one: the port never changes hands.
+  const server = await startServer(services, pipeline, early);
   // Compiling the search body's validator held the event loop 80–105 ms at the first search after
   // a start, every request in flight waiting; the data path's compile in idle turns from now on.
   prepareInTurns(dataPathValidators());

@@ -130,6 +130,32 @@ async function inTurn(deadlineMs: number, steps: [string, () => unknown, number?
   }
 }
 
+/** The longest wait between two tries of a data directory that does not answer at start. */
+const RETRY_MAX_MS = 30_000;
+/** A store that did not answer (rather than one that answered with an error): tried again. */
+const UNANSWERED = /no answer within|connection refused|error sending request|timed out|dns error/i;
+
+/**
+ * `open()`, tried again while the data directory does not answer (an object store starting, paused
+ * or cut off), until `until` (--start-retry-ms from the start) with backoff: each try logged, `waiting` told the cause (the
+ * server listens, not ready, meanwhile). An error the store answered ends the start at once.
+ */
+async function untilAnswered<T>(config: Config, until: number, waiting: (cause: string) => Promise<void>, open: () => Promise<T>): Promise<T> {
+  for (let attempt = 1, delay = 1000; ; attempt++, delay = Math.min(2 * delay, RETRY_MAX_MS)) {
+    try {
+      const opened = await open();
+      if (attempt > 1) log.info("the data directory answers", { dataDir: config.dataDir, attempt });
+      return opened;
+    } catch (err) {
+      const cause = (err as Error)?.message ?? String(err);
+      if (!config.remote || !UNANSWERED.test(cause) || Date.now() + delay > until) throw err;
+      log.warn("the data directory does not answer: not ready, trying again", { attempt, retryInMs: delay, cause, startRetryMs: config.startRetryMs });
+      await waiting(cause);
+      await new Promise((res) => setTimeout(res, delay));
+    }
+  }
+}
+
 /**
  * The tables a start warms: those --warm-tables names (a name the catalog lacks is logged and
  * left), else those whose serving indexes were saved at the last shutdown and are still there.
@@ -154,7 +180,7 @@ const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHea
  * `credential` answers what the API key with a stable id may do now (src/auth/authenticate.ts):
  * refreshes of a view read its source on behalf of the key that defined it.
  */
-export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
+export async function createServices(config: Config, credential: (key: string) => Principal | null, waiting: (cause: string) => Promise<void> = async () => undefined): Promise<Services> {
   const privateDir = config.stateDir;
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
   // Before anything is opened: of two starts on one state directory, one goes on.
@@ -169,25 +195,28 @@ export async function createServices(config: Config, credential: (key: string) =
           throw new Error(`cannot open the data directory ${config.dataDir}: ${engineReason(err).replace(/\s*\n\s*/g, " ")}`);
         })
       : p;
-  if (config.remote) {
-    useStorageOptions(config.storageOptions);
-    if (await reach(createContainerOf(config.dataDir))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
-  }
+  if (config.remote) useStorageOptions(config.storageOptions);
   useMetadataCache(config.engineMetadataCacheMb);
-  const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
+  // Opens that may run again: tried again while the store does not answer (openJobs starts work, and is not).
+  const retryUntil = Date.now() + config.startRetryMs;
+  const retried = <T>(open: () => Promise<T>) => untilAnswered(config, retryUntil, waiting, () => reach(open()));
+  const manifest = await untilAnswered(config, retryUntil, waiting, async () => {
+    if (config.remote && (await reach(createContainerOf(config.dataDir)))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
+    return reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
+  });
   // Once the data directory exists (opening the catalog made it): one this process cannot write
   // serves reads but fails every write, so it is not ready, saying why.
   const unwritable = [...(config.remote ? [] : [config.dataDir]), privateDir].map(writeProblem).find((p) => p !== null) ?? null;
   if (unwritable) log.error("not ready: a directory is not writable", { cause: unwritable });
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
-  const tables = await reach(openTables(config.dataDir, freshness, config.storageOptions));
+  const tables = await retried(() => openTables(config.dataDir, freshness, config.storageOptions));
   const pool = createWorkerPool(config);
   // A tenant's checks queue in its own sandbox: a few per worker, so one tenant's slow code holds
   // few of the server's request slots; the sandboxes yield the CPU to the server's own work.
   const compute = createTenantCompute({ ...sandboxSize(config), sandboxes: config.tenantSandboxes, admitted: config.workers * 4, niceness: 10 });
   const system = openSystemTables(config.dataDir, config.storageOptions);
-  const [valueVersions, views, claims, indexSpecs] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
+  const [valueVersions, views, claims, indexSpecs] = await retried(() => Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, ...sandboxSize(config), limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };

@@ -1,7 +1,8 @@
 // A start that is ready only when warm: `/readyz` answers 503 `warming` until the serving indexes
 // saved at the last shutdown (or those --warm-tables names) are loaded, with --warm-timeout-ms as
 // its bound; and a saved index that survives maintenance's cleanup under writes (its version is
-// pinned at the shutdown), so the restart loads it and brings it forward instead of rebuilding.
+// pinned at the shutdown), so the restart loads it and brings it forward instead of rebuilding; and
+// a start on an object store that does not answer yet, which waits not ready instead of exiting.
 import * as lancedb from "@lancedb/lancedb";
 import type { Table as EsmTable } from "apache-arrow";
 import { afterAll, describe, expect, it } from "vitest";
@@ -9,6 +10,7 @@ import { arrow } from "../src/engine/arrow.js";
 import { batch, batches, queryVectors, rng, vectorSource } from "../bench/dataset.js";
 import { fromIPC } from "./helpers/arrow.js";
 import { sample } from "./helpers/metrics.js";
+import { startAzurite } from "./helpers/azurite.js";
 import { removeDir, startQuiver, tempDataDir, type Quiver } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
@@ -136,4 +138,38 @@ describe("warming at start", () => {
       await q.stop();
     }
   }, 600_000);
+});
+
+describe("a start on an object store that does not answer", () => {
+  it("listens not ready (503 storage), logs each try, and becomes ready without a restart once the store answers", async () => {
+    const az = await startAzurite();
+    let q: Quiver | null = null;
+    try {
+      await az.createContainer("slow");
+      az.pause();
+      const storage = Object.entries(az.storageOptions()).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
+      q = await startQuiver({ dataUri: "az://slow/quiver", args: [...storage, "--storage-timeout-ms", "4000", "--workers", "1", "--auto-maintenance", "off"] });
+      const r = await q.call("GET", "/readyz");
+      expect(r.status).toBe(503);
+      expect(r.json).toMatchObject({ status: "not_ready", reason: "storage", cause: expect.stringContaining("no answer within 4000 ms") });
+      expect((await q.call("GET", "/healthz")).status).toBe(200);
+      const table = await q.call("POST", "/v1/table/t/count_rows", {});
+      expect(table.status).toBe(503);
+      expect(table.json.detail).toMatch(/^starting: the data directory does not answer yet/);
+      const tries = () => q!.stderr().split("\n").filter((l) => l.includes("the data directory does not answer")).length;
+      for (let i = 0; i < 600 && tries() < 2; i++) await new Promise((res) => setTimeout(res, 50));
+      expect(tries()).toBeGreaterThanOrEqual(2);
+      expect(q.proc.exitCode).toBeNull();
+
+      az.resume();
+      await untilReady(q, 120_000);
+      expect((await q.call("POST", "/v1/table/t/create", JSON.stringify([{ id: 1 }, { id: 2 }]), { "content-type": "application/json" })).status).toBe(200);
+      expect((await q.call("POST", "/v1/table/t/count_rows", {})).json).toBe(2);
+    } finally {
+      az.resume();
+      await q?.stop();
+      if (q) removeDir(q.dataDir);
+      await az.stop();
+    }
+  }, 300_000);
 });
