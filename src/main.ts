@@ -42,6 +42,7 @@ async function main(): Promise<void> {
   );
   auth = await setupAuth(config, services.system);
   const pipeline = createPipeline(services, auth.authenticate, routes);
+  // Set in the callback, which TypeScript's narrowing does not see.
   const early = starting as Starting | null;
   // On the not-ready listener's socket, if there was one: the port never changes hands.
   const server = await startServer(services, pipeline, early);

@@ -99,6 +99,8 @@ export async function listenStarting(cfg: Config, cause: string): Promise<Starti
   const state = { cause };
   let handler = (res: HttpResponse, req: HttpRequest) => {
     const url = req.getUrl();
+    // A body left unread would be taken for the next request: such a connection ends with its answer.
+    const close = req.getMethod() !== "get";
     const [status, type, body] =
       url === "/healthz"
         ? ["200 OK", "application/json", { status: "ok" }]
@@ -108,7 +110,7 @@ export async function listenStarting(cfg: Config, cause: string): Promise<Starti
     res.cork(() => {
       res.writeStatus(status).writeHeader("content-type", type).writeHeader("x-request-id", randomUUID());
       if (status !== "200 OK") res.writeHeader("retry-after", "5");
-      res.end(JSON.stringify(body));
+      res.end(JSON.stringify(body), close);
     });
   };
   app.any("/*", (res, req) => handler(res, req));
