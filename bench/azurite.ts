@@ -23,6 +23,9 @@ export interface Azurite {
   createContainer(name: string): Promise<void>;
   /** Storage options for LanceDB (object_store's Azure keys) reaching this emulator. */
   storageOptions(): Record<string, string>;
+  /** Stop answering (SIGSTOP: connections are accepted by the kernel, nothing answers), and go on (SIGCONT). */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -76,6 +79,8 @@ export async function startAzurite(): Promise<Azurite> {
       allow_http: "true",
       azure_storage_endpoint: endpoint,
     }),
+    pause: () => void proc.kill("SIGSTOP"),
+    resume: () => void proc.kill("SIGCONT"),
     async stop() {
       if (proc.exitCode === null) proc.kill("SIGKILL");
       await exited;

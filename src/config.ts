@@ -60,6 +60,10 @@ export const options = [
   { key: "serving", kind: "string", def: "on", doc: "on: vector searches of a table's indexed vector column are answered in the worker pool from a serving index (HNSW, in memory, one copy shared by the workers) where it can, LanceDB answering the rest; off: LanceDB answers every search (a table's `quiver.serving` property overrides it); see docs/design.md, Serving index" },
   { key: "serving-memory-mb", kind: "int", def: 2048, min: 0, doc: "most memory all serving indexes together may hold, growth included; a table whose index would not fit, or grows past it, is served by LanceDB (one log line, and `quiver_serving_tables{state=\"memory\"}`); each tenant has a fair share that another tenant's arrival reclaims" },
   { key: "serving-ef", kind: "int", def: 64, min: 1, doc: "the least width (HNSW's ef) a serving-index search keeps candidates for: each index calibrates its own at build time (the narrowest reaching recall@10 0.97 on a sample of its rows held out), and searches use the wider of the two; a request's `ef` sets the width, its `nprobes` scales the default (× nprobes / 20), its `refine_factor` raises it to k × refine_factor" },
+  { key: "serving-pin-ms", kind: "int", def: 3_600_000, min: 0, doc: "at a shutdown each saved serving index's version is tagged `quiver-serving-<replica>`, which maintenance keeps (with every later version) so the restart brings the index forward instead of rebuilding it; the restart deletes the tag, and maintenance deletes one whose version was committed longer ago than this (a replica that never came back); see docs/design.md, Serving index" },
+  { key: "start-retry-ms", kind: "int", def: 600_000, min: 0, doc: "at start, how long a data directory on object storage that does not answer (no answer within --storage-timeout-ms, a refused connection) is tried again, with backoff from 1 s to 30 s, each try logged; the server listens meanwhile, `/readyz` answering 503 `storage`; past it, or at an error the store answers, the start fails (exit 1); 0: fail at the first" },
+  { key: "warm-tables", kind: "string", def: "", doc: "tables (`ns$table`, comma-separated) whose serving indexes are loaded or built at start before `/readyz` answers 200; empty: the tables whose serving indexes were saved at the last shutdown; see docs/operations.md, Production checklist" },
+  { key: "warm-timeout-ms", kind: "int", def: 120_000, min: 0, doc: "longest `/readyz` answers 503 `warming` at start while serving indexes load; past it the server is ready anyway (`quiver_warm_timed_out` 1) and LanceDB answers the tables still warming" },
   { key: "batch-measure-ms", kind: "int", def: 30_000, min: 0, doc: "how often batching is measured against sending searches alone (a second of each); it stays on only where batched searches take measurably less time (0: never measured, batching stays on)" },
   { key: "max-queue", kind: "int", def: 1024, min: 0, doc: "large uploads waiting for an ingest thread; more are answered 503 Slow down" },
   { key: "ingest-inline-max-bytes", kind: "int", def: 32 << 10, min: 0, doc: "plain Arrow IPC request bodies and bodies of JSON rows up to this size are decoded on the main thread; larger ones, and compressed or dictionary-encoded Arrow of any size, in the worker pool, so uploads do not stall queries" },
@@ -142,6 +146,10 @@ export interface Config {
   serving: string;
   servingMemoryMb: number;
   servingEf: number;
+  servingPinMs: number;
+  startRetryMs: number;
+  warmTables: string;
+  warmTimeoutMs: number;
   maxBodyReaders: number;
   maxBodyReadersPerAddress: number;
   maxBodyReadersPerCredential: number;

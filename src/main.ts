@@ -7,7 +7,7 @@ import { watch } from "./metrics.js";
 import { createPipeline } from "./http/pipeline.js";
 import { dataPathValidators, routes } from "./routes.js";
 import { prepareInTurns } from "./schemas/validate.js";
-import { startServer } from "./server.js";
+import { listenStarting, portOf, startServer, type Starting } from "./server.js";
 import { createServices } from "./services.js";
 import { loadUws } from "./util/runtime.js";
 import { reclaim } from "./operations/admin.js";
@@ -29,16 +29,32 @@ async function main(): Promise<void> {
   await loadUws();
   let auth: AuthSetup | undefined;
   // View refreshes ask for their definer's credential only once jobs run (after listen): auth is set by then.
-  const services = await createServices(config, (key) => auth!.credential(key));
+  // A data directory that does not answer yet: the port is taken at once, not ready, while it is tried again.
+  let starting: Starting | null = null;
+  const services = await createServices(
+    config,
+    (key) => auth!.credential(key),
+    async (cause) => {
+      if (starting) return starting.setCause(cause);
+      starting = await listenStarting(config, cause);
+      process.stdout.write(`listening on http://${config.host}:${await portOf(starting.socket)} (not ready: the data directory does not answer yet)\n`);
+    },
+  );
   auth = await setupAuth(config, services.system);
-  const server = await startServer(services, createPipeline(services, auth.authenticate, routes));
+  const pipeline = createPipeline(services, auth.authenticate, routes);
+  // Set in the callback, which TypeScript's narrowing does not see.
+  const early = starting as Starting | null;
+  // On the not-ready listener's socket, if there was one: the port never changes hands.
+  const server = await startServer(services, pipeline, early);
   // Compiling the search body's validator held the event loop 80–105 ms at the first search after
   // a start, every request in flight waiting; the data path's compile in idle turns from now on.
   prepareInTurns(dataPathValidators());
   // After listening: a second start on a taken port must fail before touching the data directory.
   await services.jobs.start();
   await reclaim(services, "start");
-  watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining }, config.replicaName);
+  // After listening (a start on a taken port stops before this): releasing a saved index's pin writes the table.
+  void services.warm();
+  watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining, warm: () => ({ tables: services.lifecycle.warming, timedOut: services.lifecycle.warmTimedOut }) }, config.replicaName);
   // SIGTERM (what process managers and orchestrators send) drains for --drain-delay-ms first;
   // SIGINT (Ctrl-C at a terminal, where no balancer waits) and a second signal skip the delay.
   // Set before "listening" is printed: a signal sent as soon as it is seen drains too.

@@ -497,6 +497,8 @@ export interface MetricSources {
   openTables(): number;
   /** Whether the server is draining for a shutdown. */
   draining(): boolean;
+  /** At start: the tables whose serving indexes still warm, and whether --warm-timeout-ms passed with some left. */
+  warm(): { tables: number; timedOut: boolean };
 }
 
 let sources: MetricSources | null = null;
@@ -552,6 +554,8 @@ gauge("quiver_pool_threads_max", "Worker-pool threads at most (--workers)", (g) 
 gauge("quiver_pool_threads_busy", "Worker-pool threads running a task", (g) => g.set(sources!.pool().busy));
 gauge("quiver_pool_queue_length", "Worker-pool tasks waiting for a thread", (g) => g.set(sources!.pool().queued));
 gauge("quiver_open_table_handles", "Cached open table handles", (g) => g.set(sources!.openTables()));
+gauge("quiver_warm_tables", "Tables whose serving indexes still load or build at start (`/readyz` answers 503 warming until none, or --warm-timeout-ms)", (g) => g.set(sources!.warm().tables));
+gauge("quiver_warm_timed_out", "1 when --warm-timeout-ms passed at start with serving indexes still warming (the server is ready anyway; LanceDB answers those tables meanwhile), else 0", (g) => g.set(sources!.warm().timedOut ? 1 : 0));
 gauge("quiver_draining", "1 while the server drains for a shutdown (readiness answers 503), else 0", (g) => g.set(sources!.draining() ? 1 : 0));
 gauge(
   "quiver_jobs",

@@ -6,7 +6,8 @@ import net from "node:net";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket } from "uws-pack";
 import { bucketOf } from "./auth/principal.js";
 import type { Config } from "./config.js";
-import { internal, isApiError } from "./errors.js";
+import { randomUUID } from "node:crypto";
+import { ApiError, Code, errorBody, internal, isApiError } from "./errors.js";
 import { createBodyReaders, type BodyReaders } from "./http/body-readers.js";
 import { holdBody, openExchange, sendBody, sendEmpty, signalOf, sendStream, type BodyGate, type BodyPace, type Exchange, type StreamFlow } from "./http/exchange.js";
 import type { Caller, Incoming, Outgoing, Pipeline, Route } from "./http/pipeline.js";
@@ -77,7 +78,50 @@ function createAdmission(cfg: Config, lifecycle: Lifecycle, readers: BodyReaders
   };
 }
 
-export async function startServer(svc: Services, pipeline: Pipeline): Promise<Server> {
+/** What listens while the data directory does not answer yet at start (`listenStarting`); the server proper takes its app and socket over. */
+export interface Starting {
+  app: TemplatedApp;
+  socket: us_listen_socket;
+  /** Why the store is not reached, as `/readyz` says. */
+  setCause(cause: string): void;
+  /** Every request from now on goes to `handler`. */
+  use(handler: (res: HttpResponse, req: HttpRequest) => void): void;
+}
+
+/**
+ * Listen before the services exist, while the data directory does not answer at start: `/healthz`
+ * answers 200 (the process is alive), `/readyz` 503 `storage` with the cause, and everything else
+ * 503 with Retry-After, so a balancer and a process manager wait instead of restarting it.
+ */
+export async function listenStarting(cfg: Config, cause: string): Promise<Starting> {
+  const uWS = await loadUws();
+  const app: TemplatedApp = uWS.App();
+  const state = { cause };
+  let handler = (res: HttpResponse, req: HttpRequest) => {
+    const url = req.getUrl();
+    // A body left unread would be taken for the next request: such a connection ends with its answer.
+    const close = req.getMethod() !== "get";
+    const [status, type, body] =
+      url === "/healthz"
+        ? ["200 OK", "application/json", { status: "ok" }]
+        : url === "/readyz"
+          ? ["503 Service Unavailable", "application/json", { status: "not_ready", reason: "storage", cause: state.cause }]
+          : ["503 Service Unavailable", "application/problem+json", errorBody(new ApiError(Code.ServiceUnavailable, `starting: the data directory does not answer yet (${state.cause}); retry later`, 503), url)];
+    res.cork(() => {
+      res.writeStatus(status).writeHeader("content-type", type).writeHeader("x-request-id", randomUUID());
+      if (status !== "200 OK") res.writeHeader("retry-after", "5");
+      res.end(JSON.stringify(body), close);
+    });
+  };
+  app.any("/*", (res, req) => handler(res, req));
+  const socket = await listen(app, cfg.host, cfg.port);
+  return { app, socket, setCause: (c) => void (state.cause = c), use: (h) => void (handler = h) };
+}
+
+/** The port a listen socket is bound to. */
+export const portOf = async (socket: us_listen_socket) => (await loadUws()).us_socket_local_port(socket as unknown as us_socket);
+
+export async function startServer(svc: Services, pipeline: Pipeline, early: Starting | null = null): Promise<Server> {
   const uWS = await loadUws();
   const cfg = svc.config;
   const readers = createBodyReaders(cfg);
@@ -89,7 +133,7 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
   const slotsChanged = () => (svc.lifecycle.full = counts.inFlight >= cfg.maxInFlight);
   const flow: StreamFlow = { idleMs: cfg.responseIdleMs, budget: createResponseBudget(cfg) };
   const pace: BodyPace = { timeoutMs: cfg.bodyTimeoutMs, minRate: cfg.bodyMinRate };
-  const app: TemplatedApp = uWS.App();
+  const app: TemplatedApp = early?.app ?? uWS.App();
   /** Every answer while the server drains closes its connection, so none is left to a stopping server. */
   const send = (x: Exchange, out: Outgoing) => write(x, out, flow, svc.lifecycle.draining);
 
@@ -190,9 +234,10 @@ export async function startServer(svc: Services, pipeline: Pipeline): Promise<Se
     }
   }
 
-  app.any("/*", handle);
+  if (early) early.use(handle);
+  else app.any("/*", handle);
 
-  return listen(app, cfg.host, cfg.port).then((socket) => ({
+  return (early ? Promise.resolve(early.socket) : listen(app, cfg.host, cfg.port)).then((socket) => ({
     port: uWS.us_socket_local_port(socket as unknown as us_socket),
     inFlight: () => counts.inFlight,
     oldestSeconds() {

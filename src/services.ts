@@ -4,7 +4,8 @@
 import { mkdirSync } from "node:fs";
 import type { Principal } from "./auth/principal.js";
 import type { Config } from "./config.js";
-import { openCatalog, type Catalog } from "./catalog/catalog.js";
+import { openCatalog, type Catalog, type Entry } from "./catalog/catalog.js";
+import { SEP } from "./catalog/names.js";
 import { openClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
 import { openSystemTables, type SystemTables } from "./engine/system-tables.js";
@@ -39,6 +40,7 @@ import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 import type { ComputeSize } from "../workers/protocol.js";
 import { createServingIndexes, type ServingIndexes } from "../workers/serving.js";
+import { dataOf } from "../workers/serving-index.js";
 
 /** Where a start or a shutdown is, and what readiness answers (src/operations/health.ts). */
 export interface Lifecycle {
@@ -50,6 +52,10 @@ export interface Lifecycle {
   full: boolean;
   /** Why this replica cannot serve (a data or state directory it cannot write), found at start; null when it can. */
   unready: string | null;
+  /** Tables whose serving indexes still load or build at start (`warm`): not ready while any does, until --warm-timeout-ms. */
+  warming: number;
+  /** --warm-timeout-ms passed with tables still warming: ready anyway. */
+  warmTimedOut: boolean;
 }
 
 export interface Services {
@@ -80,6 +86,12 @@ export interface Services {
   readLeases: ReadLeases;
   /** Set by the front end as it shuts down (src/server.ts, drain). */
   lifecycle: Lifecycle;
+  /**
+   * Load (or build) the serving indexes of the tables to warm (--warm-tables, else those saved at
+   * the last shutdown), counting `lifecycle.warming` down; resolves when all are done or at
+   * --warm-timeout-ms, whichever comes first.
+   */
+  warm(): Promise<void>;
   /**
    * Release what the services hold (called after the server drained), within `deadlineMs`: a
    * step still running then is logged and left (the process exits).
@@ -118,6 +130,49 @@ async function inTurn(deadlineMs: number, steps: [string, () => unknown, number?
   }
 }
 
+/** The longest wait between two tries of a data directory that does not answer at start. */
+const RETRY_MAX_MS = 30_000;
+/** A store that did not answer (rather than one that answered with an error): tried again. */
+const UNANSWERED = /no answer within|connection refused|error sending request|timed out|dns error/i;
+
+/**
+ * `open()`, tried again while the data directory does not answer (an object store starting, paused
+ * or cut off), until `until` (--start-retry-ms from the start) with backoff: each try logged, `waiting` told the cause (the
+ * server listens, not ready, meanwhile). An error the store answered ends the start at once.
+ */
+async function untilAnswered<T>(config: Config, until: number, waiting: (cause: string) => Promise<void>, open: () => Promise<T>): Promise<T> {
+  for (let attempt = 1, delay = 1000; ; attempt++, delay = Math.min(2 * delay, RETRY_MAX_MS)) {
+    try {
+      const opened = await open();
+      if (attempt > 1) log.info("the data directory answers", { dataDir: config.dataDir, attempt });
+      return opened;
+    } catch (err) {
+      const cause = (err as Error)?.message ?? String(err);
+      if (!config.remote || !UNANSWERED.test(cause) || Date.now() + delay > until) throw err;
+      log.warn("the data directory does not answer: not ready, trying again", { attempt, retryInMs: delay, cause, startRetryMs: config.startRetryMs });
+      await waiting(cause);
+      await new Promise((res) => setTimeout(res, delay));
+    }
+  }
+}
+
+/**
+ * The tables a start warms: those --warm-tables names (a name the catalog lacks is logged and
+ * left), else those whose serving indexes were saved at the last shutdown and are still there.
+ */
+async function warmSet(config: Config, catalog: Catalog, serving: ServingIndexes): Promise<Entry[]> {
+  if (config.serving !== "on" && config.warmTables === "") return [];
+  if (config.warmTables !== "") {
+    const named = config.warmTables.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    const found = named.map((id) => catalog.get(id.split(SEP))).filter((e): e is Entry => e?.type === "table");
+    const missing = named.filter((id) => !found.some((e) => e.objectId === id));
+    if (missing.length) log.warn("--warm-tables names tables that do not exist; they are not waited for", { tables: missing });
+    return found;
+  }
+  const saved = await serving.saved();
+  return catalog.allTables().filter((e) => saved.has(dataOf(e)));
+}
+
 /** The compute sandboxes' size, and how they may start (these four only: the configuration holds keys). */
 const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHeapMb: c.workerHeapMb, sandboxMemoryMb: c.sandboxMemoryMb, unsafeSharedSandbox: c.unsafeSharedSandbox });
 
@@ -125,7 +180,7 @@ const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHea
  * `credential` answers what the API key with a stable id may do now (src/auth/authenticate.ts):
  * refreshes of a view read its source on behalf of the key that defined it.
  */
-export async function createServices(config: Config, credential: (key: string) => Principal | null): Promise<Services> {
+export async function createServices(config: Config, credential: (key: string) => Principal | null, waiting: (cause: string) => Promise<void> = async () => undefined): Promise<Services> {
   const privateDir = config.stateDir;
   mkdirSync(privateDir, { recursive: true, mode: 0o700 });
   // Before anything is opened: of two starts on one state directory, one goes on.
@@ -140,25 +195,28 @@ export async function createServices(config: Config, credential: (key: string) =
           throw new Error(`cannot open the data directory ${config.dataDir}: ${engineReason(err).replace(/\s*\n\s*/g, " ")}`);
         })
       : p;
-  if (config.remote) {
-    useStorageOptions(config.storageOptions);
-    if (await reach(createContainerOf(config.dataDir))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
-  }
+  if (config.remote) useStorageOptions(config.storageOptions);
   useMetadataCache(config.engineMetadataCacheMb);
-  const manifest = await reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
+  // Opens that may run again: tried again while the store does not answer (openJobs starts work, and is not).
+  const retryUntil = Date.now() + config.startRetryMs;
+  const retried = <T>(open: () => Promise<T>) => untilAnswered(config, retryUntil, waiting, () => reach(open()));
+  const manifest = await untilAnswered(config, retryUntil, waiting, async () => {
+    if (config.remote && (await reach(createContainerOf(config.dataDir)))) log.warn("created the data directory's container, which did not exist", { dataDir: config.dataDir });
+    return reach(openManifestTable(config.dataDir, privateDir, config.storageOptions));
+  });
   // Once the data directory exists (opening the catalog made it): one this process cannot write
   // serves reads but fails every write, so it is not ready, saying why.
   const unwritable = [...(config.remote ? [] : [config.dataDir]), privateDir].map(writeProblem).find((p) => p !== null) ?? null;
   if (unwritable) log.error("not ready: a directory is not writable", { cause: unwritable });
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
-  const tables = await reach(openTables(config.dataDir, freshness, config.storageOptions));
+  const tables = await retried(() => openTables(config.dataDir, freshness, config.storageOptions));
   const pool = createWorkerPool(config);
   // A tenant's checks queue in its own sandbox: a few per worker, so one tenant's slow code holds
   // few of the server's request slots; the sandboxes yield the CPU to the server's own work.
   const compute = createTenantCompute({ ...sandboxSize(config), sandboxes: config.tenantSandboxes, admitted: config.workers * 4, niceness: 10 });
   const system = openSystemTables(config.dataDir, config.storageOptions);
-  const [valueVersions, views, claims, indexSpecs] = await reach(Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
+  const [valueVersions, views, claims, indexSpecs] = await retried(() => Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, ...sandboxSize(config), limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
@@ -170,7 +228,7 @@ export async function createServices(config: Config, credential: (key: string) =
       backfillKind(backfills),
       backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, ...sandboxSize(config), timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, limit: config.maintenanceJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases, servingPinMs: config.servingPinMs }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, limit: config.maintenanceJobs }),
     ],
     engineReason,
     { ...config, replica },
@@ -194,10 +252,12 @@ export async function createServices(config: Config, credential: (key: string) =
       sweepMs: config.maintenanceSweepMs,
     },
   });
-  const serving = createServingIndexes(config, tables);
+  const serving = createServingIndexes(config, tables, replica);
+  const toWarm = await warmSet(config, catalog, serving);
   // What follows every commit: one subscriber a line; the serving index's update before the write is answered.
   tables.commits.subscribeAwaited(serving.committed);
   tables.onRemoved(serving.forget);
+  const lifecycle: Lifecycle = { draining: false, closed: false, full: false, unready: unwritable, warming: toWarm.length, warmTimedOut: false };
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);
@@ -218,7 +278,28 @@ export async function createServices(config: Config, credential: (key: string) =
     valueVersions,
     views,
     readLeases,
-    lifecycle: { draining: false, closed: false, full: false, unready: unwritable },
+    lifecycle,
+    async warm() {
+      if (toWarm.length === 0) return;
+      const started = Date.now();
+      log.info("not ready until serving indexes are warm", { tables: toWarm.map((e) => e.objectId), timeoutMs: config.warmTimeoutMs });
+      const done = Promise.all(
+        toWarm.map((e) =>
+          serving
+            .warm(e)
+            .catch((err: unknown) => log.warn("warming a serving index failed; LanceDB serves the table", { table: e.objectId, error: String(err) }))
+            .finally(() => lifecycle.warming--),
+        ),
+      );
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((res) => (timer = setTimeout(() => res("late"), config.warmTimeoutMs)));
+      const ended = await Promise.race([done, late]);
+      clearTimeout(timer);
+      if (ended === "late") {
+        lifecycle.warmTimedOut = true;
+        log.warn("ready before every serving index is warm: --warm-timeout-ms passed; LanceDB serves the tables still warming", { tables: lifecycle.warming, timeoutMs: config.warmTimeoutMs });
+      } else log.info("serving indexes warm: ready", { tables: toWarm.length, seconds: (Date.now() - started) / 1000 });
+    },
     async close(deadlineMs = Infinity) {
       await inTurn(deadlineMs, [
         // At most half: a serving index not saved is rebuilt after the restart, a job not handed back waits for its lease.

@@ -319,7 +319,7 @@ describe("start-up errors", () => {
 
   it("an unreachable S3 endpoint fails the start within the deadline, with one line and no stack", async () => {
     const r = await runQuiverToEnd([
-      "--data-dir", "s3://bucket/quiver", "--state-dir", state, "--storage-timeout-ms", "2000",
+      "--data-dir", "s3://bucket/quiver", "--state-dir", state, "--storage-timeout-ms", "2000", "--start-retry-ms", "0",
       "--storage-option", "endpoint=http://127.0.0.1:1", "--storage-option", "allow_http=true",
       "--storage-option", "aws_access_key_id=dummy", "--storage-option", "aws_secret_access_key=dummy-secret-value", "--storage-option", "region=us-east-1",
     ]);

@@ -67,7 +67,7 @@ export interface ServingIndex {
  * own. A table made again at the same location is told apart by its versions (`changesSince`, and
  * the saved copy's commit time).
  */
-export const dataOf = (entry: Entry) => entry.location ?? `\u0000${entry.objectId}`;
+export const dataOf = (entry: Pick<Entry, "location" | "objectId">) => entry.location ?? `\u0000${entry.objectId}`;
 
 /** Slots one link task of a build takes: small enough that every thread stays busy to the end. */
 const LINK_TASK = 2000;

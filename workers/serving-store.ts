@@ -2,14 +2,18 @@
 // JSON header (whose table data, which column and cached columns, the version it answers at and that
 // version's commit time) then the index memory's bytes as they are. A restart loads the file when
 // the table still holds that version (same commit time: not a table recreated under the same name)
-// and syncs it from there; otherwise the index is built again while LanceDB serves.
+// and syncs it from there; otherwise the index is built again while LanceDB serves. At a shutdown
+// the saved version is tagged (`servingPin`), so maintenance keeps it and every version after it
+// until the restart has brought the index forward (docs/design.md, Serving index).
 import { createHash } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import path from "node:path";
 import type { Entry } from "../src/catalog/catalog.js";
 import { loadGraphMemory, refresh, usedBytes } from "../src/engine/serving-graph.js";
 import type { CachedColumn } from "../src/engine/serving-rows.js";
 import type { IndexedVectors } from "../src/engine/serving-source.js";
+import { createTag, deleteTag, listTags, servingPin, updateTag } from "../src/engine/refs.js";
+import type { TableHandle } from "../src/engine/tables.js";
 import { dataOf, indexOf, indexRows, type ServingIndex } from "./serving-index.js";
 
 const MAGIC = "QVSERVE1";
@@ -86,3 +90,42 @@ export async function loadIndex(
 
 /** Forget a table's saved index (the table was dropped, or its index is no longer wanted). */
 export const removeSaved = (stateDir: string, data: string, column: string) => rm(fileOf(stateDir, data, column), { force: true });
+
+/** The tables (their `dataOf`) whose indexes are saved here: what a start warms (docs/operations.md, Readiness). */
+export async function savedTables(stateDir: string): Promise<Set<string>> {
+  const dir = path.join(stateDir, "serving");
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(".qvx"));
+  const found = new Set<string>();
+  for (const n of names) {
+    // The header alone: the file holds the whole index.
+    const fh = await open(path.join(dir, n), "r").catch(() => null);
+    if (!fh) continue;
+    try {
+      const head = Buffer.alloc(12);
+      await fh.read(head, 0, 12, 0);
+      if (head.toString("latin1", 0, 8) !== MAGIC) continue;
+      const json = Buffer.alloc(head.readUInt32LE(8));
+      await fh.read(json, 0, json.length, 12);
+      const h = JSON.parse(json.toString("utf8")) as Header;
+      found.add(dataOf(h));
+    } catch {
+      continue;
+    } finally {
+      await fh.close();
+    }
+  }
+  return found;
+}
+
+/** Hold `version` of `t` (the one a saved index answers at) from cleanups, by this replica's pin tag. */
+export async function pinSaved(t: TableHandle, replica: string, version: number): Promise<void> {
+  const tag = servingPin(replica);
+  if (tag in (await listTags(t))) await updateTag(t, tag, version);
+  else await createTag(t, tag, version);
+}
+
+/** Release this replica's pin of `t`, if it holds one. */
+export async function unpinSaved(t: TableHandle, replica: string): Promise<void> {
+  const tag = servingPin(replica);
+  if (tag in (await listTags(t))) await deleteTag(t, tag);
+}

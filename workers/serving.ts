@@ -30,7 +30,7 @@ import { countRows } from "../src/engine/table-info.js";
 import { createFilters, type FilterBits } from "./serving-filters.js";
 import { AWAITED_ROWS, buildIndex, calibrate, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, uncalibrated, wontFit, wornOut, type Claim, type ServingIndex } from "./serving-index.js";
 import { createServingPool, type ServingPool } from "./serving-pool.js";
-import { loadIndex, removeSaved, saveIndex } from "./serving-store.js";
+import { loadIndex, pinSaved, removeSaved, savedTables, saveIndex, unpinSaved } from "./serving-store.js";
 import type { FoundRows, SearchQuery } from "./threads/serving.js";
 import { concatNumbers } from "../src/util/typed-concat.js";
 
@@ -47,6 +47,10 @@ export interface ServingIndexes {
   committed(commit: Commit): Promise<void>;
   /** A table was dropped: its index and its saved file go. */
   forget(entry: Entry): void;
+  /** The tables whose indexes were saved here (their data: `dataOf`), which a start warms. */
+  saved(): Promise<Set<string>>;
+  /** Load or build `entry`'s index now, as its first search would; resolves once it serves at the table's latest version, or LanceDB serves the table. */
+  warm(entry: Entry): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -94,6 +98,8 @@ interface TableState {
   reserved: number;
   /** When it was last searched (`clock`): the least recently searched go first when a tenant's room is reclaimed. */
   searched: number;
+  /** The load or build `start` began: settled once the index serves, or LanceDB serves the table. */
+  started: Promise<void>;
 }
 
 interface Plan extends AnswerPlan {
@@ -125,7 +131,7 @@ const PROPERTY = "quiver.serving";
 let memories = 0;
 const memoryKey = (entry: Entry, column: string) => `${entry.objectId}\u0000${column}\u0000${++memories}`;
 
-export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir">, tables: Tables): ServingIndexes {
+export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir">, tables: Tables, replica: string): ServingIndexes {
   const states = new Map<string, TableState>();
   // Workers drop their views of an index that was replaced or dropped (its memory is then freed).
   const dropped = new BroadcastChannel("quiver-serving");
@@ -214,13 +220,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve() };
     st.status = "checking";
     st.since = Date.now();
     states.set(dataOf(entry), st);
     let granted = 0;
     let key = "";
-    void (async () => {
+    st.started = (async () => {
       const vectors = await vectorsOf(st, table);
       if (!enabled(entry)) return void (st.status = "disabled");
       if (vectors.length === 0) return void (st.status = "none");
@@ -251,7 +257,10 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       key = "";
       st.status = "ready";
       if (!loaded) void persist(st);
-      requestSync(st, await tableVersion(table).catch(() => ix.version));
+      void requestSync(st, await tableVersion(table).catch(() => ix.version));
+      // Brought forward (or built): the version a shutdown pinned is no longer needed.
+      await st.writer;
+      await unpin(entry);
     })().catch((err: unknown) => {
       st.reserved -= granted;
       if (key) dropped.postMessage(key);
@@ -263,8 +272,26 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         log.warn("serving index: build failed; LanceDB serves the table's searches", { table: entry.objectId, error: String((err as Error)?.stack ?? err) });
       }
       drop(st);
+      return unpin(entry);
     });
     return st;
+  }
+
+  /** Release this replica's pin of the table's saved version (a cleanup may remove it again). */
+  const unpin = (entry: Entry) =>
+    tables
+      .open(entry)
+      .then((t) => unpinSaved(t, replica))
+      .catch((err: unknown) => log.warn("serving index: could not release the saved version's pin", { table: entry.objectId, error: String(err) }));
+
+  /** After the last save: hold the saved version from cleanups until the restart brought the index forward. */
+  async function pin(st: TableState): Promise<void> {
+    const ix = st.ix;
+    // A save that failed left the file at an older version (or none): nothing to hold.
+    if (!ix || ix.dirty || st.status !== "ready") return;
+    await pinSaved(await tables.open(st.entry), replica, ix.version).catch((err: unknown) =>
+      log.warn("serving index: could not pin the saved version; a restart after maintenance removed it builds the index again", { table: st.entry.objectId, version: ix.version, error: String(err) }),
+    );
   }
 
   /** The table's float vector columns (kept in `st`) and those with a vector index. */
@@ -761,11 +788,20 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if (st) forget(st);
     },
 
+    saved: () => savedTables(config.stateDir),
+
+    async warm(entry) {
+      if (!enabled(entry)) return;
+      const st = states.get(dataOf(entry)) ?? start(entry, await tables.open(entry));
+      await st.started;
+      await st.writer;
+    },
+
     async close() {
       closed = true;
       unwatch();
       clearInterval(saver);
-      await Promise.all([...states.values()].map((st) => persist(st)));
+      await Promise.all([...states.values()].map((st) => persist(st).then(() => pin(st))));
       dropped.close();
       await pool?.destroy();
     },

@@ -16,6 +16,14 @@ export const createTag = async (t: TableHandle, tag: string, version: number) =>
 export const countTags = async (tableDir: string) => (await listNames(joinInside(tableDir, "_refs/tags"))).filter((n) => n.endsWith(".json")).length;
 export const updateTag = async (t: TableHandle, tag: string, version: number) => (await t.tags()).update(tag, version);
 export const deleteTag = async (t: TableHandle, tag: string) => (await t.tags()).delete(tag);
+/**
+ * The tag by which a replica holds the version its saved serving index answers at (taken at a
+ * shutdown, deleted once a restart brought the index forward): cleanups keep every version from a
+ * tagged one on, so the restart reads each version's operation since, as a live sync does.
+ */
+const SERVING_PIN = "quiver-serving-";
+export const servingPin = (replica: string) => SERVING_PIN + replica.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 150);
+export const isServingPin = (tag: string) => tag.startsWith(SERVING_PIN);
 /** Moves `t` to the tagged version (a handle of its own: the cached one must not move). */
 export const checkoutTag = (t: TableHandle, tag: string) => t.checkout(tag);
 
