@@ -12,6 +12,8 @@ export interface StoreProxy {
   stallAt(re: RegExp): void;
   /** Let new connections and those with no request held through; those holding one stay held for good. */
   passNew(): void;
+  /** Hold every chunk `ms` before it passes, both ways (a slow store); 0 for none. */
+  delay(ms: number): void;
   /** Let everything through, held bytes first. */
   resume(): void;
   /** Whether bytes are held now. */
@@ -33,6 +35,9 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
   const pipes = new Set<Pipe>();
   let stalled = false;
   let trigger: RegExp | null = null;
+  let delayMs = 0;
+  // Chunks of one direction keep their order: timers of one duration fire in the order set.
+  const pass = (to: Socket, data: Buffer) => (delayMs > 0 ? setTimeout(() => to.write(data), delayMs) : to.write(data));
   const holds = (p: Pipe) => p.frozen || stalled;
   const flush = (p: Pipe) => {
     for (const h of p.held.splice(0)) (h.up ? p.upstream : p.client).write(h.data);
@@ -47,11 +52,11 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
         stalled = true;
       }
       if (holds(p)) p.held.push({ up: true, data });
-      else upstream.write(data);
+      else pass(upstream, data);
     });
     upstream.on("data", (data) => {
       if (holds(p)) p.held.push({ up: false, data });
-      else client.write(data);
+      else pass(client, data);
     });
     const end = () => {
       pipes.delete(p);
@@ -67,6 +72,7 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
     url: `http://127.0.0.1:${addr.port}`,
     stall: () => void (stalled = true),
     stallAt: (re) => void (trigger = re),
+    delay: (ms) => void (delayMs = ms),
     passNew() {
       for (const p of pipes) if (p.held.some((h) => h.up)) p.frozen = true;
       stalled = false;
