@@ -46,6 +46,7 @@ export const options = [
   { key: "body-min-rate", kind: "int", def: 65_536, min: 1, doc: "slowest body upload accepted, bytes per second: a body of N bytes gets body-timeout-ms + N / body-min-rate seconds" },
   { key: "response-idle-ms", kind: "int", def: 30_000, min: 100, doc: "a client that takes no response bytes for this long is disconnected" },
   { key: "query-timeout-ms", kind: "int", def: 30_000, min: 10, doc: "longest a query (query, count_rows, analyze_plan) may run, from its body's arrival to its last result byte; a request's `x-request-timeout-ms` header may ask for less. Past it the engine's work stops and the answer is 503 with reason `deadline` (or, mid-stream, a cut connection); see docs/security.md, Query deadlines" },
+  { key: "write-timeout-ms", kind: "int", def: 60_000, min: 10, doc: "longest a write or admin request may run, from its body's arrival to its answer; a request's `x-request-timeout-ms` header may ask for less. Past it the answer is 503 with reason `deadline`, and a write whose commit has not begun is abandoned (never committed after); one whose commit had begun says so, and a retry under the same Idempotency-Key gets its answer; see docs/operations.md, Deadlines" },
   { key: "max-large-responses", kind: "int", def: 2, min: 1, doc: "query results streaming at once (the engine holds read-ahead for each); more wait up to response-wait-ms, then 503 Slow down" },
   { key: "max-response-buffer-bytes", kind: "int", def: 256 << 20, min: 65_536, doc: "response bytes buffered for clients that have not taken them yet, all responses together; past it new query results wait up to response-wait-ms, then 503 Slow down" },
   { key: "response-wait-ms", kind: "int", def: 5000, min: 0, doc: "how long a query result may wait for a turn under max-large-responses or max-response-buffer-bytes" },
@@ -163,6 +164,7 @@ export interface Config {
   bodyMinRate: number;
   responseIdleMs: number;
   queryTimeoutMs: number;
+  writeTimeoutMs: number;
   maxLargeResponses: number;
   maxResponseBufferBytes: number;
   responseWaitMs: number;

@@ -3,6 +3,7 @@
 // result batch is raced against both here, so the answer never waits for a batch the engine is
 // still computing; once nothing pulls, the engine computes no further batch (docs/security.md,
 // Query deadlines).
+import { AsyncLocalStorage } from "node:async_hooks";
 import { ApiError, Code } from "../errors.js";
 import { recordEngineRead } from "../metrics.js";
 
@@ -85,4 +86,66 @@ export function counted<T>(pull: Promise<T>): Promise<T> {
   const done = () => recordEngineRead(-1);
   pull.then(done, done);
   return pull;
+}
+
+/**
+ * One request's work: its bound, whether it was answered already (at its deadline, or its client
+ * left), and how many of its commits began. A commit begins only while the request is still
+ * awaited, so a write answered at its deadline never commits after (docs/operations.md, Deadlines).
+ */
+export interface Work {
+  bound: Bound;
+  /** The flag that sets the deadline, named in the answer. */
+  flag: string;
+  answered: boolean;
+  commits: number;
+}
+
+const current = new AsyncLocalStorage<Work>();
+
+/** Runs `fn` as `w`'s work: the commits it begins (beginCommit) are counted there, and refused once `w` is answered. */
+export const asWork = <T>(w: Work, fn: () => Promise<T>): Promise<T> => current.run(w, fn);
+
+/** The work of the request running now (null outside one: jobs, maintenance, startup). */
+export const currentWork = (): Work | null => current.getStore() ?? null;
+
+const QUERY_FLAG = "--query-timeout-ms";
+
+/** A write stopped at its deadline, or its client leaving, before its commit began: none begins after. */
+const abandoned = (why: string) =>
+  new ApiError(Code.ServiceUnavailable, `${why}; none of its table commits had begun, and none begins after this answer: it may be retried`, 503, { reason: "deadline" });
+
+/**
+ * Called as a commit of `w` is about to begin (in its table's turn of writes): throws when `w` was
+ * answered already, its deadline passed or its client left, and counts the commit otherwise.
+ */
+export function beginCommit(w: Work | null): void {
+  if (w === null) return;
+  if (w.answered || performance.now() >= w.bound.deadline.at || w.bound.signal?.aborted) {
+    w.answered = true;
+    throw abandoned(w.bound.signal?.aborted ? "the client closed the connection" : `the request did not finish within its deadline of ${w.bound.deadline.ms} ms (${w.flag}, or a smaller x-request-timeout-ms header)`);
+  }
+  w.commits++;
+}
+
+/**
+ * `w`'s handler raced against its deadline and its client leaving. Past either the answer is the
+ * deadline's 503 (or the client's leaving), the work is marked answered so no commit of it begins
+ * after, and the answer says whether one had begun (it may then take effect: a retry under the same
+ * Idempotency-Key gets its answer once it ends).
+ */
+export async function answerBy<T>(w: Work, work: Promise<T>): Promise<T> {
+  try {
+    return await within(work, w.bound);
+  } catch (err) {
+    const late = performance.now() >= w.bound.deadline.at;
+    if (!late && !w.bound.signal?.aborted) throw err;
+    w.answered = true;
+    if (!late) throw err;
+    const past = `the request did not finish within its deadline of ${w.bound.deadline.ms} ms (${w.flag}, or a smaller x-request-timeout-ms header)`;
+    if (w.commits > 0) {
+      throw new ApiError(Code.ServiceUnavailable, `${past}; its commit had begun and may take effect: retry with the same Idempotency-Key to get its answer`, 503, { reason: "deadline" });
+    }
+    throw w.flag === QUERY_FLAG ? err : abandoned(past);
+  }
 }

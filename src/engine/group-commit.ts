@@ -16,6 +16,7 @@ import { log } from "../log.js";
 import { recordCommitRetries } from "../metrics.js";
 import { arrow } from "./arrow.js";
 import { spacingKey, type CommitSpacing } from "./commit-spacing.js";
+import { beginCommit, currentWork, type Work } from "./deadline.js";
 import { quoteIdent } from "./computed-columns.js";
 import { namedBranch, type Tables, type TableHandle } from "./tables.js";
 import { mergeRows, type MergeHow } from "./writes.js";
@@ -40,6 +41,8 @@ export interface GroupCommit {
 
 interface Waiting<W, R> {
   item: W;
+  /** The writer's request: one answered while it waited is left out of the commit. */
+  work: Work | null;
   resolve: (r: R) => void;
   reject: (err: unknown) => void;
 }
@@ -60,6 +63,9 @@ interface Kind<W, R> {
 /** Batches combine when their columns agree in name, type and nullability, in order. */
 const shapeOf = (s: A.Schema) => s.fields.map((f) => `${f.name}:${String(f.type)}:${f.nullable}`).join("\u0001");
 
+/** Thrown inside the write's turn when every writer of a group was answered before its commit: nothing is committed. */
+const NOTHING_LEFT = new Error("every writer of the group was answered before its commit");
+
 const concat = (parts: A.Table[]) => (parts.length === 1 ? parts[0] : parts[0].concat(...parts.slice(1)));
 
 export function createGroupCommit(tables: Tables, spacing: CommitSpacing): GroupCommit {
@@ -67,50 +73,64 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing): Group
   const open = new Map<string, Waiting<unknown, unknown>[]>();
 
   /** One item in a commit of its own, queued behind the table's other writes. */
-  const commitAlone = <W, R>(entry: Entry, branch: string | null | undefined, kind: Kind<W, R>, item: W): Promise<R> =>
+  const commitAlone = <W, R>(entry: Entry, branch: string | null | undefined, kind: Kind<W, R>, item: W, work: Work | null): Promise<R> =>
     tables
-      .write(entry, branch, { change: kind.change, rows: kind.rows(item) }, async () => {
+      .write(entry, branch, { change: kind.change, rows: kind.rows(item), work }, async () => {
         const answer = await kind.alone(item);
         return { version: kind.versionOf(answer), answer };
       })
       .then((r) => r.answer);
 
   function submit<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, item: W): Promise<R> {
+    const work = currentWork();
     return new Promise<R>((resolve, reject) => {
       const joined = open.get(key) as Waiting<W, R>[] | undefined;
-      if (joined && kind.fits(joined.map((w) => w.item), item)) return void joined.push({ item, resolve, reject });
+      if (joined && kind.fits(joined.map((w) => w.item), item)) return void joined.push({ item, work, resolve, reject });
       if (joined) {
         // Later writers must not overtake this one (one of them may share its keys): the group closes.
         open.delete(key);
-        return void commitAlone(entry, branch, kind, item).then(resolve, reject);
+        return void commitAlone(entry, branch, kind, item, work).then(resolve, reject);
       }
-      const group: Waiting<W, R>[] = [{ item, resolve, reject }];
+      const group: Waiting<W, R>[] = [{ item, work, resolve, reject }];
       open.set(key, group as Waiting<unknown, unknown>[]);
       void run(entry, branch, key, kind, group);
     });
   }
 
-  async function run<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, group: Waiting<W, R>[]): Promise<void> {
+  async function run<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, all: Waiting<W, R>[]): Promise<void> {
     // The commit queue reached this group: it closes to joiners and commits what it holds.
-    const close = () => open.get(key) === group && open.delete(key);
+    const close = () => open.get(key) === all && open.delete(key);
+    let group = all;
     let answers: R[];
     const spaced = spacingKey(entry.objectId, namedBranch(branch));
     try {
       const rows = () => group.reduce((n, w) => n + kind.rows(w.item), 0);
       const wait = spacing.wait(spaced, rows());
       if (wait > 0) await sleep(wait);
-      const r = await tables.write(entry, branch, { change: kind.change, rows: rows() }, () => {
+      // The writers' requests are checked as the commit begins, each on its own (work: null).
+      const r = await tables.write(entry, branch, { change: kind.change, rows: rows(), work: null }, () => {
         close();
+        group = all.filter((w) => {
+          try {
+            beginCommit(w.work);
+            return true;
+          } catch (err) {
+            w.reject(err);
+            return false;
+          }
+        });
+        if (group.length === 0) throw NOTHING_LEFT;
         spacing.started(spaced);
         return group.length === 1 ? kind.alone(group[0].item).then((a) => ({ version: kind.versionOf(a), answers: [a] })) : kind.together(group.map((w) => w.item));
       });
       answers = r.answers;
     } catch (err) {
       close();
+      if (err === NOTHING_LEFT) return;
       if (group.length === 1) return group[0].reject(err);
       // One batch may be what the engine refused: each goes on its own, and only its writer hears of its failure.
       recordCommitRetries("group_commit", group.length);
-      for (const w of group) await commitAlone(entry, branch, kind, w.item).then(w.resolve, w.reject);
+      for (const w of group) await commitAlone(entry, branch, kind, w.item, w.work).then(w.resolve, w.reject);
       return;
     }
     group.forEach((w, i) => w.resolve(answers[i]));
@@ -130,7 +150,7 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing): Group
         },
       };
       // Dictionary columns carry a dictionary per batch; such a batch is committed alone.
-      if (data.schema.fields.some((f) => arrow.DataType.isDictionary(f.type))) return commitAlone(entry, branch, kind, data);
+      if (data.schema.fields.some((f) => arrow.DataType.isDictionary(f.type))) return commitAlone(entry, branch, kind, data, currentWork());
       return submit(entry, branch, `append\u0000${location(entry, branch)}\u0000${shapeOf(data.schema)}`, kind, data);
     },
 
@@ -170,7 +190,7 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing): Group
         },
       };
       const keys = combinableKeys(data, on, how);
-      if (!keys) return commitAlone(entry, branch, kind, { data, keys });
+      if (!keys) return commitAlone(entry, branch, kind, { data, keys }, currentWork());
       const clauses = JSON.stringify([on, how.updateMatched ? 1 : 0, how.insertUnmatched ? 1 : 0, how.useIndex ?? null]);
       return submit(entry, branch, `merge\u0000${location(entry, branch)}\u0000${shapeOf(data.schema)}\u0000${clauses}`, kind, { data, keys });
     },

@@ -226,7 +226,8 @@ export async function searchSchema(table: lancedb.Table, s: QuerySpec, name: str
 
 /** Start a query: the engine's first result buffer (null when there is none) and a pull for the next. */
 async function start(table: lancedb.Table, s: QuerySpec, name: string, b: Bound) {
-  const q = await build(table, s, name);
+  // Building reads the schema (a store call when the handle re-checks): bounded like the run.
+  const q = await within(build(table, s, name), b);
   // k = 0 asks for no rows; the engine refuses a zero limit on vector search, so plan only.
   if (s.k === 0) return { q, first: null, next: async () => null };
   const next = await boundedExecute(q, b);

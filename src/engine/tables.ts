@@ -6,6 +6,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
+import { beginCommit, currentWork, type Work } from "./deadline.js";
 import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
 import { engineSession } from "./session.js";
 import { removeTree } from "../util/store-files.js";
@@ -59,6 +60,11 @@ export interface WriteOf {
   rows?: number;
   /** false when the write went through a handle of its own (e.g. a restore of an old version). */
   byCachedHandle?: boolean;
+  /**
+   * The request whose commit this is, refused once it was answered (deadline.ts, beginCommit); by
+   * default the request running the write, null for a commit of several requests' rows.
+   */
+  work?: Work | null;
 }
 
 /** The version an engine result says its commit made, when it says. */
@@ -217,13 +223,19 @@ export async function openTables(root: string, freshness: Freshness, objectStore
 
   /** One commit in the table branch's turn, then the after-commit event (see `write`). */
   async function writeOf<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T> {
+    const work = of.work === undefined ? currentWork() : of.work;
     const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
-      if (namedBranch(branch)) return commit();
+      if (namedBranch(branch)) {
+        beginCommit(work);
+        return commit();
+      }
       committing.add(entry.objectId);
       try {
         const c = cache.get(entry.objectId);
         if (c) await recheck(c, await c.handle);
         const kept = c?.schema && c.schema.version === c.version && KEEPS_SCHEMA.has(of.change) ? c.schema : null;
+        // A request answered while it waited for this turn (its deadline, its client gone) commits nothing.
+        beginCommit(work);
         const r = await commit();
         await dropIfBehind(entry.objectId, versionOf(r));
         // The next version is this commit's (no other came between): it has the same schema.

@@ -14,7 +14,7 @@ import type { UnavailableReason } from "../metrics.js";
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
-import type { Deadline } from "../engine/deadline.js";
+import { answerBy, asWork, type Deadline, type Work } from "../engine/deadline.js";
 import type { Services } from "../services.js";
 import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
 import { isWriterContention, storageFault } from "../engine/messages.js";
@@ -24,7 +24,7 @@ import { refusalError } from "./refusals.js";
 import { requestFinished } from "./access.js";
 import { DEFAULT_DELIMITER, decodeSegment, parseId } from "./path-id.js";
 import { jsonRowsBody, parseJsonBody, rowsBodyKind, type RowsKind } from "./bodies.js";
-import type { RouteSpec } from "./route-spec.js";
+import { takesSlot, type RouteSpec } from "./route-spec.js";
 import type { BodyLimit } from "./exchange.js";
 import { rowFormat } from "./negotiate.js";
 import { compileRoutes, type Pattern } from "./router.js";
@@ -360,16 +360,29 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const { spec } = a.route;
     const head: Head = { status: 200, headers: { "x-request-id": a.requestId }, op: spec.name, context: ctx.context };
     const key = inc.headers["idempotency-key"];
-    if (key === undefined || spec.role === "read" || ctx.principal === null) return encode(await handle(spec, ctx), head);
-    const claim = await idempotency.claim(bucketOf(ctx.principal), key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
+    if (!takesSlot(spec)) return encode(await handle(spec, ctx), head);
+    const writes = spec.role !== "read";
+    // A write's commits are refused once it is answered; its client's leaving answers it too.
+    const w: Work = { bound: { deadline: ctx.deadline, signal: writes ? ctx.signal() : null }, flag: writes ? "--write-timeout-ms" : "--query-timeout-ms", answered: false, commits: 0 };
+    if (key === undefined || !writes || ctx.principal === null) return encode(await answerBy(w, asWork(w, () => handle(spec, ctx))), head);
+    const claiming = idempotency.claim(bucketOf(ctx.principal), key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
+    const claim = await answerBy(w, claiming).catch((err: unknown) => {
+      // A claim that comes after the answer is let go at once: it would hold its key from retries.
+      void claiming.then((c) => (c.kind === "new" ? c.keep(null) : undefined), () => undefined);
+      throw err;
+    });
     if (claim.kind === "replay") return replayed(claim.answer, head);
+    const running = asWork(w, () => handle(spec, ctx));
     let answer: KeptAnswer | null = null;
     try {
-      const out = encode(await handle(spec, ctx), head);
+      const out = encode(await answerBy(w, running), head);
       answer = keepable(out);
       return out;
     } finally {
-      await claim.keep(answer);
+      // Answered at the deadline with its commit begun: the key is held until the write ends, and
+      // keeps its answer then, so a retry gets that rather than applying it again.
+      if (w.answered && w.commits > 0) void running.then((out) => keepable(encode(out, head)), () => null).then((late) => claim.keep(late)).catch((err: unknown) => log.warn("idempotency answer not kept", { requestId: a.requestId, error: String(err) }));
+      else await claim.keep(answer);
     }
   }
 
@@ -400,7 +413,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
       rowFormat: rowFormat(inc.headers.accept),
       minVersion,
-      deadline: deadlineOf(inc.headers, cfg.queryTimeoutMs),
+      deadline: deadlineOf(inc.headers, a.route.spec.role === "read" ? cfg.queryTimeoutMs : cfg.writeTimeoutMs),
       signal: inc.signal,
       gone: inc.gone,
       largeResult: inc.largeResult ?? noTurn,

@@ -131,11 +131,20 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
   if (!ids) {
     const entry = await requireTable(deps.catalog, job.rec.table);
     const readVersion = spec.readVersion ?? (await tableVersion(await deps.tables.open(entry, { branch: spec.branch, fresh: true })));
-    ids = [];
+    const queued: string[] = [];
     for (let k = 0; k < spec.tasks!; k++) {
+      // Each task queued is a commit to the shared job records (a second or more on a slow store):
+      // a cancel asked meanwhile (or a takeover) stops the planning, and the tasks queued so far
+      // are canceled (one by one: each is a commit to the shared records) before the cancel is
+      // answered; they were never this backfill's parts.
+      if (!(await job.mayCommit())) {
+        for (const id of queued) await jobs.cancel((await jobs.get(id))!);
+        throw new Error("the backfill was stopped while its tasks were being queued");
+      }
       const task: BackfillSpec = { ...spec, readVersion, tasks: 1, part: [k, spec.tasks!], backfill: job.rec.id };
-      ids.push((await jobs.submit(BACKFILL_TASK, [...job.rec.table], task, job.rec.owner ?? "")).id);
+      queued.push((await jobs.submit(BACKFILL_TASK, [...job.rec.table], task, job.rec.owner ?? "")).id);
     }
+    ids = queued;
     await job.report({ tasks: ids, read_version: readVersion });
   }
   const taskIds = ids;

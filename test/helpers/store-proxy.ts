@@ -1,0 +1,98 @@
+// A TCP relay between a server and its object store (Azurite), for tests of a store that stops
+// answering: bytes are held, not dropped, so the server's store calls neither fail nor settle
+// until the relay lets them through. Nothing of LanceDB or the store is replaced.
+import { createServer, connect, type Socket } from "node:net";
+
+export interface StoreProxy {
+  /** http://127.0.0.1:<port>, in place of the store's address. */
+  url: string;
+  /** Hold every byte, both ways, on every connection (new ones too). */
+  stall(): void;
+  /** Stall once a request whose first bytes match `re` (e.g. `PUT /…/data/`) is sent; that request is held too. */
+  stallAt(re: RegExp): void;
+  /** Let new connections and those with no request held through; those holding one stay held for good. */
+  passNew(): void;
+  /** Hold every chunk `ms` before it passes, both ways (a slow store); 0 for none. */
+  delay(ms: number): void;
+  /** Let everything through, held bytes first. */
+  resume(): void;
+  /** Whether bytes are held now. */
+  stalled(): boolean;
+  close(): Promise<void>;
+}
+
+interface Pipe {
+  client: Socket;
+  upstream: Socket;
+  /** Held bytes, in order, with their direction. */
+  held: { up: boolean; data: Buffer }[];
+  /** Held for good (passNew): a request it carries never settles. */
+  frozen: boolean;
+}
+
+export async function startStoreProxy(target: string): Promise<StoreProxy> {
+  const { hostname, port } = new URL(target);
+  const pipes = new Set<Pipe>();
+  let stalled = false;
+  let trigger: RegExp | null = null;
+  let delayMs = 0;
+  // Chunks of one direction keep their order: timers of one duration fire in the order set.
+  const pass = (to: Socket, data: Buffer) => (delayMs > 0 ? setTimeout(() => to.write(data), delayMs) : to.write(data));
+  const holds = (p: Pipe) => p.frozen || stalled;
+  const flush = (p: Pipe) => {
+    for (const h of p.held.splice(0)) (h.up ? p.upstream : p.client).write(h.data);
+  };
+  const server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    const p: Pipe = { client, upstream, held: [], frozen: false };
+    pipes.add(p);
+    client.on("data", (data) => {
+      if (!stalled && trigger?.test(data.toString("latin1"))) {
+        trigger = null;
+        stalled = true;
+      }
+      if (holds(p)) p.held.push({ up: true, data });
+      else pass(upstream, data);
+    });
+    upstream.on("data", (data) => {
+      if (holds(p)) p.held.push({ up: false, data });
+      else pass(client, data);
+    });
+    const end = () => {
+      pipes.delete(p);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const addr = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${addr.port}`,
+    stall: () => void (stalled = true),
+    stallAt: (re) => void (trigger = re),
+    delay: (ms) => void (delayMs = ms),
+    passNew() {
+      for (const p of pipes) if (p.held.some((h) => h.up)) p.frozen = true;
+      stalled = false;
+      for (const p of pipes) if (!p.frozen) flush(p);
+    },
+    resume() {
+      stalled = false;
+      trigger = null;
+      for (const p of pipes) {
+        p.frozen = false;
+        flush(p);
+      }
+    },
+    stalled: () => stalled,
+    async close() {
+      for (const p of pipes) {
+        p.client.destroy();
+        p.upstream.destroy();
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
