@@ -52,4 +52,4 @@ it("past 2 concurrent requests a credential gets 503 until one of them ends", as
   }
   expect(after.status).toBe(200);
   for (const c of held) c.socket.destroy();
-}, 20_000);
+});
