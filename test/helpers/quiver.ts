@@ -183,9 +183,9 @@ export function serverForFile(opts: StartOptions = {}, setupTimeoutMs?: number):
   return q;
 }
 
-/** Resolves with the first stderr line (a JSON log line) that `match` accepts; polls until `timeoutMs`. */
+/** Resolves with the first stderr line (a JSON log line) that `match` accepts; polls until `timeoutMs` (scaled to the machine's load). */
 export async function logLine(q: Pick<Quiver, "stderr">, match: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
-  const end = Date.now() + timeoutMs;
+  const end = Date.now() + paced(timeoutMs);
   for (;;) {
     const hit = q.stderr().split("\n").find(match);
     if (hit !== undefined) return hit;
