@@ -2,7 +2,7 @@
 // computed from the limit; past --rate-limit-concurrent, 503 while its requests run; other
 // credentials are not affected.
 import { expect, it } from "vitest";
-import { ADMIN_KEY, READ_KEY, serverForFile } from "./helpers/quiver.js";
+import { ADMIN_KEY, READ_KEY, serverForFile, type Reply } from "./helpers/quiver.js";
 import { nonReading } from "./helpers/raw-http.js";
 import { arrow } from "../src/engine/arrow.js";
 import { seedTable } from "./helpers/seed.js";
@@ -18,7 +18,7 @@ const q = serverForFile({
 it("past 5 requests/s a credential gets 503 Slow down with Retry-After: 1 and a reason; another credential is served", async () => {
   // One request at a time (the credential may have 2 in flight) until the bucket is empty: a loaded
   // machine may answer fewer than 5 a second for a while, so the first 503 is waited for, not timed.
-  const replies = [];
+  const replies: Reply[] = [];
   for (const end = Date.now() + 40_000; Date.now() < end && !replies.some((r) => r.status === 503); ) {
     replies.push(await q.call("GET", "/v1/namespace/$/list", undefined, { "x-api-key": READ_KEY }));
   }
