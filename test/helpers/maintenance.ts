@@ -3,6 +3,7 @@
 import { Float64, Int64, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { expect } from "vitest";
 import { toStream } from "./arrow.js";
+import { paced } from "./pace.js";
 import type { Quiver } from "./quiver.js";
 import { settle } from "./transactions.js";
 
@@ -31,9 +32,9 @@ export function calls(s: () => Quiver) {
   return { post, insert, versions, maintain };
 }
 
-/** `what()` once `ok` holds of it, or after `ms` whatever it is then. */
+/** `what()` once `ok` holds of it, or after `ms` (scaled to the machine's load) whatever it is then. */
 export async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms = 90_000): Promise<T> {
-  const end = Date.now() + ms;
+  const end = Date.now() + paced(ms);
   for (;;) {
     const v = await what();
     if (ok(v) || Date.now() > end) return v;
