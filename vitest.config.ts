@@ -12,6 +12,7 @@ const LONGEST_FIRST = [
   "test/virtual-columns.test.ts",
   "test/virtual-columns-long.test.ts",
   "test/maintenance-auto.test.ts",
+  "test/maintenance-jobs.test.ts",
   "test/security/sandbox-escape.test.ts",
   "test/compute-staleness.test.ts",
   "test/security/sandbox-escape-backends.test.ts",

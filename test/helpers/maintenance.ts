@@ -4,7 +4,7 @@ import { Float64, Int64, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { expect } from "vitest";
 import { toStream } from "./arrow.js";
 import { paced } from "./pace.js";
-import type { Quiver } from "./quiver.js";
+import { serverForFile, type Quiver } from "./quiver.js";
 import { settle } from "./transactions.js";
 
 export const rows = (from: number, n: number) =>
@@ -42,3 +42,33 @@ export async function until<T>(what: () => Promise<T>, ok: (v: T) => boolean, ms
   }
 }
 
+/**
+ * The server of test/maintenance.test.ts and maintenance-jobs.test.ts, and its calls. Retention
+ * window 0: every version not kept for another reason is removed. Maintenance runs only when asked
+ * (the triggers have their own servers in maintenance-auto.test.ts) or a table's properties say so.
+ */
+export function askedServer() {
+  const q = serverForFile({ args: ["--retain-versions-ms", "0", "--workers", "1", "--auto-maintenance", "off"] });
+  const { post, insert, versions, maintain } = calls(() => q);
+  const count = async (id: string, body: Record<string, unknown> = {}) => (await post(id, "count_rows", body)).json as number;
+
+  /** Whether an automatic maintenance job of `table` succeeds within a minute (on an idle machine). */
+  async function maintainedByItself(table: string): Promise<boolean> {
+    for (const end = Date.now() + paced(60_000); Date.now() < end; ) {
+      const jobs = (await q.call("POST", "/v1/jobs/list", { table: [table] })).json.jobs as { job_type: string; status: string }[];
+      if (jobs.some((j) => j.job_type === "maintenance" && j.status === "Succeeded")) return true;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    return false;
+  }
+
+  let n = 0;
+  /** A table made of `commits` small inserts of 10 rows each. */
+  async function smallCommits(commits: number): Promise<string> {
+    const id = `m${++n}`;
+    expect((await post(id, "create", rows(0, 10))).status).toBe(200);
+    for (let i = 1; i < commits; i++) await insert(id, i * 10, 10);
+    return id;
+  }
+  return { q, post, insert, versions, maintain, count, maintainedByItself, smallCommits };
+}
