@@ -2,10 +2,10 @@ import path from "node:path";
 import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-// The files that take longest, longest first (seconds each, three files at a time on the 2-core
-// AMD EPYC under other load, 2026-12-06). vitest starts them first, so none of them is left running
-// alone at the end; without a results cache (a fresh clone, CI) vitest would otherwise order files
-// by size. Files not listed follow in vitest's own order.
+// The files that take longest, longest first (from a whole run three files at a time on the 2-core
+// AMD EPYC, 2026-12-06, and the parts of the files split since, run alone). vitest starts them
+// first, so none of them is left running alone at the end; without a results cache (a fresh clone,
+// CI) vitest would otherwise order files by size. Files not listed follow in vitest's own order.
 const LONGEST_FIRST = [
   "test/maintenance.test.ts",
   "test/maintenance-indexes.test.ts",
@@ -52,7 +52,8 @@ export default defineConfig({
     // the 2-core Intel Xeon (2026-11-27, from /proc/stat); two files at a time took 590 s there
     // (1,180 core-seconds), the rest idle while files waited on jobs, leases and child processes;
     // three at a time fill it. On the 2-core AMD EPYC it needs about 2,300 s and three at a time
-    // keep both cores busy from start to end (1,130–1,175 s, 2026-11-27).
+    // keep both cores busy from start to end (1,130–1,175 s, 2026-11-27). A fourth would add a
+    // server process and its contention, not CPU; the longest files are split instead (the tail).
     maxWorkers: 3,
     minWorkers: 1,
   },
