@@ -46,7 +46,7 @@ describe("maintenance", () => {
     expect(await count(t, { predicate: "id = 115" })).toBe(1);
     const listed = (await q.call("POST", "/v1/jobs/list", {})).json;
     expect(JSON.stringify(listed)).toContain(done.operation);
-  });
+  }, 240_000);
 
   it("cleanup: false keeps every version; a cleanup then removes the ones nothing keeps", async () => {
     const t = await smallCommits(5);
