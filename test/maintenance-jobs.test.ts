@@ -20,7 +20,7 @@ describe("maintenance beside other work", () => {
     expect(await maintainedByItself("own")).toBe(true);
     const metrics = (await q.call("GET", "/metrics")).text;
     expect(sample(metrics, "quiver_jobs", { kind: "maintenance", state: "Succeeded" })).toBeGreaterThanOrEqual(1);
-  }, 240_000);
+  });
 
   it("deleted rows: stats and /metrics count them; past a table's deleted_percent they set off maintenance, which compacts them away", async () => {
     // Automatic maintenance is off on this server: the rows stay deleted in place.
@@ -37,7 +37,7 @@ describe("maintenance beside other work", () => {
     expect((await post("sparse", "stats", {})).json.maintenance.deleted_rows).toBe(0);
     expect(await count("sparse")).toBe(50);
     expect(sample((await q.call("GET", "/metrics")).text, "quiver_table_deleted_rows", { table: "sparse", branch: "main" })).toBe(0);
-  }, 240_000);
+  });
 
   it("keeps a chunker view's last refreshed source version, and its next refresh stays incremental", async () => {
     const src = await smallCommits(3);
@@ -77,7 +77,7 @@ describe("maintenance beside other work", () => {
     expect(done.cleanup).toMatch(new RegExp(`^deferred: job ${bf.json.job_id} \\(backfill\\)`));
     expect(await versions(t)).toEqual(expect.arrayContaining(before));
     await q.call("POST", "/v1/jobs/cancel", { job_id: bf.json.job_id });
-  }, 240_000);
+  });
 
   it("after compaction a default backfill computes the same rows as without it, for each of several virtual columns", async () => {
     // Two tables written alike; only the first is maintained. A backfill's commit updates its rows,
