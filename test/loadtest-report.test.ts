@@ -17,6 +17,7 @@ import { chromiumLaunchOptions } from "./helpers/browser.js";
 import { geometryProblems } from "./helpers/charts.js";
 import { ADMIN_KEY, serverForFile } from "./helpers/quiver.js";
 import { seedLoadTable } from "./helpers/loadtest.js";
+import { paced } from "./helpers/pace.js";
 
 const CLI = path.resolve(__dirname, "../dist/loadtest/cli.js");
 // Written beside the console test's pictures, never over the tracked docs/loadtest*.png (bench/render-report.mts renders those).
@@ -259,7 +260,7 @@ describe("quiver-loadtest reports", () => {
       }
     });
     expect(r.code, r.stderr).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(Date.now() - t0).toBeLessThan(paced(30_000));
     expect(r.stdout).toContain("interrupted");
     const report = JSON.parse(readFileSync(path.join(dir, "int.json"), "utf8")) as Report;
     expect(report.interrupted).toBe(true);

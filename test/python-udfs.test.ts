@@ -1,5 +1,5 @@
 // Python UDFs end to end on a real server, in its compute sandbox: virtual columns (scalar, batch,
-// struct output, udf_name), a udtf and a chunker view, and the time limit. Escapes: test/security/sandbox-escape.test.ts;
+// struct output, udf_name), a udtf and a chunker view, and the time limit. Escapes: test/security/sandbox-escape-backends.test.ts;
 // the memory limit: test/python-memory.test.ts.
 import { Field, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { describe, expect, it, vi } from "vitest";

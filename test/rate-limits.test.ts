@@ -2,7 +2,7 @@
 // computed from the limit; past --rate-limit-concurrent, 503 while its requests run; other
 // credentials are not affected.
 import { expect, it } from "vitest";
-import { ADMIN_KEY, READ_KEY, serverForFile } from "./helpers/quiver.js";
+import { ADMIN_KEY, READ_KEY, serverForFile, type Reply } from "./helpers/quiver.js";
 import { nonReading } from "./helpers/raw-http.js";
 import { arrow } from "../src/engine/arrow.js";
 import { seedTable } from "./helpers/seed.js";
@@ -16,8 +16,12 @@ const q = serverForFile({
 });
 
 it("past 5 requests/s a credential gets 503 Slow down with Retry-After: 1 and a reason; another credential is served", async () => {
-  const replies = [];
-  for (let i = 0; i < 8; i++) replies.push(await q.call("GET", "/v1/namespace/$/list", undefined, { "x-api-key": READ_KEY }));
+  // One request at a time (the credential may have 2 in flight) until the bucket is empty: a loaded
+  // machine may answer fewer than 5 a second for a while, so the first 503 is waited for, not timed.
+  const replies: Reply[] = [];
+  for (const end = Date.now() + 40_000; Date.now() < end && !replies.some((r) => r.status === 503); ) {
+    replies.push(await q.call("GET", "/v1/namespace/$/list", undefined, { "x-api-key": READ_KEY }));
+  }
   const limited = replies.filter((r) => r.status === 503);
   expect(replies.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(5);
   expect(limited.length).toBeGreaterThan(0);
@@ -29,7 +33,7 @@ it("past 5 requests/s a credential gets 503 Slow down with Retry-After: 1 and a 
   // The bucket refills at the limit's rate.
   await new Promise((r) => setTimeout(r, 1100));
   expect((await q.call("GET", "/v1/namespace/$/list", undefined, { "x-api-key": READ_KEY })).status).toBe(200);
-});
+}, 60_000);
 
 it("past 2 concurrent requests a credential gets 503 until one of them ends", async () => {
   await new Promise((r) => setTimeout(r, 1100));
@@ -48,4 +52,4 @@ it("past 2 concurrent requests a credential gets 503 until one of them ends", as
   }
   expect(after.status).toBe(200);
   for (const c of held) c.socket.destroy();
-}, 20_000);
+});

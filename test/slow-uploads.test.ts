@@ -28,7 +28,7 @@ it("an upload slower than 1.5 s + 1 s per 1000 bytes is answered 408 with the er
   expect(body).toMatchObject({ status: 408, type: "/errors/request-timeout", code: 13, instance: "/v1/namespace/slow/describe" });
   expect(body.detail).toMatch(/JSON body: \d+ of \d+ bytes arrived in [\d.]+ s/);
   await logLine(q, (l) => l.includes('"request body too slow"'));
-}, 20_000);
+});
 
 it("past --max-body-readers 6 a new upload gets 503 Slow down, while a request without a body is answered 200", async () => {
   const slow = Array.from({ length: 6 }, () => slowUpload(q.port, "/v1/namespace/slow/describe", BODY, { "x-api-key": ADMIN_KEY }, 1000));
@@ -41,4 +41,4 @@ it("past --max-body-readers 6 a new upload gets 503 Slow down, while a request w
   // Once the slow ones are cut (408), uploads are accepted again.
   await Promise.all(slow.map((c) => c.closed));
   expect((await q.call("POST", "/v1/namespace/slow/describe", { id: ["slow"] })).status).toBe(200);
-}, 20_000);
+});

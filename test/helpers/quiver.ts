@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import { V8_FLAGS } from "../../src/util/v8-flags.js";
+import { paced } from "./pace.js";
 
 export const ADMIN_KEY = "test-admin-key";
 export const WRITE_KEY = "test-write-key";
@@ -111,7 +112,8 @@ export async function startQuiver(opts: StartOptions = {}): Promise<Quiver> {
   let err = "";
   proc.stderr!.on("data", (d) => (err += d));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`quiver did not start:\n${out}\n${err}`)), 30_000);
+    // 30 s on an idle machine; a loaded one (other suites beside this one) gets its slowdown on top.
+    const timer = setTimeout(() => reject(new Error(`quiver did not start:\n${out}\n${err}`)), paced(30_000));
     proc.stdout!.on("data", (d) => {
       out += d;
       const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
@@ -181,9 +183,9 @@ export function serverForFile(opts: StartOptions = {}, setupTimeoutMs?: number):
   return q;
 }
 
-/** Resolves with the first stderr line (a JSON log line) that `match` accepts; polls until `timeoutMs`. */
+/** Resolves with the first stderr line (a JSON log line) that `match` accepts; polls until `timeoutMs` (scaled to the machine's load). */
 export async function logLine(q: Pick<Quiver, "stderr">, match: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
-  const end = Date.now() + timeoutMs;
+  const end = Date.now() + paced(timeoutMs);
   for (;;) {
     const hit = q.stderr().split("\n").find(match);
     if (hit !== undefined) return hit;

@@ -1,6 +1,7 @@
 // Waiting on background work (index builds, backfills, view refreshes) through DescribeTransaction,
 // and what a canceled backfill's records must say.
 import { expect } from "vitest";
+import { paced } from "./pace.js";
 import type { Caller } from "./quiver.js";
 
 export const TERMINAL = ["Succeeded", "Failed", "Canceled"];
@@ -13,10 +14,10 @@ export interface Settled {
   seen: string[];
 }
 
-/** Poll a transaction until `want(status)`; throws after `timeoutMs`. */
+/** Poll a transaction until `want(status)`; throws after `timeoutMs` (an idle machine's figure, scaled to its load now). */
 export async function until(q: Caller, tx: string, want: (status: string) => boolean, timeoutMs = 40_000): Promise<Settled> {
   const seen: string[] = [];
-  const end = Date.now() + timeoutMs;
+  const end = Date.now() + paced(timeoutMs);
   for (;;) {
     const r = await q.call("POST", `/v1/transaction/${tx}/describe`, {});
     if (r.status !== 200) throw new Error(`describe ${tx}: ${r.status} ${r.text}`);

@@ -1,6 +1,6 @@
 // Commit spacing: how long a table branch's next commit waits, from what automatic maintenance saw
 // (its small fragments and threshold), the commits since, a running index rebuild and the commit's
-// rows. The group commit that waits is driven end to end in test/maintenance.test.ts.
+// rows. The group commit that waits is driven end to end in test/maintenance-auto.test.ts.
 import { describe, expect, it } from "vitest";
 import { createCommitSpacing, spacingKey } from "../../src/engine/commit-spacing.js";
 

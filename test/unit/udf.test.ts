@@ -9,6 +9,7 @@ import type { UdfDefinition } from "../../src/compute/udf.js";
 import { arrow } from "../../src/engine/arrow.js";
 import type { JsonArrowDataType } from "../../src/engine/json-arrow.js";
 import { runUdf as udf, type UdfReply } from "../../workers/threads/udf.js";
+import { paced } from "../helpers/pace.js";
 
 let wasm = "";
 beforeAll(async () => {
@@ -98,7 +99,7 @@ describe("JavaScript UDFs", () => {
     const u = def("(x) => { for (;;) {} }", int64);
     const t0 = Date.now();
     expect(await run(u, { id: ids(2), __in0: ids(2) })).toEqual({ ok: false, error: "the UDF ran longer than 1000 ms on a batch of 2 rows" });
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(Date.now() - t0).toBeLessThan(paced(5_000));
     expect(values(await run(def("(x) => x", int64), { id: ids(2), __in0: ids(2) }))).toEqual([0n, 1n]);
   });
 

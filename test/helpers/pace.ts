@@ -1,0 +1,19 @@
+// Bounds on elapsed time that hold on a busy machine: a bound written for an idle one, times how
+// much slower this machine runs now (other suites, other files of this one). Measured twice: the
+// 1-minute load average per core, and, for what the average has not caught up with yet, how long
+// 20 ms of this process's CPU took on the wall clock.
+import os from "node:os";
+
+const BURN_US = 20_000;
+
+/** How many times slower than on an idle machine work runs now; at least 1. */
+export function slowdown(): number {
+  const c0 = process.cpuUsage();
+  const w0 = performance.now();
+  while (process.cpuUsage(c0).user < BURN_US);
+  const burn = ((performance.now() - w0) * 1000) / BURN_US;
+  return Math.max(1, os.loadavg()[0] / os.availableParallelism(), burn);
+}
+
+/** `ms`, a bound that holds on an idle machine, scaled to this machine's present load. */
+export const paced = (ms: number): number => Math.round(ms * slowdown());
