@@ -134,10 +134,17 @@ const memoryKey = (entry: Entry, column: string) => `${entry.objectId}\u0000${co
 export function createServingIndexes(config: Pick<Config, "serving" | "servingMemoryMb" | "servingEf" | "workers" | "workerHeapMb" | "stateDir">, tables: Tables, replica: string): ServingIndexes {
   const states = new Map<string, TableState>();
   // Workers drop their views of an index that was replaced or dropped (its memory is then freed).
-  const dropped = new BroadcastChannel("quiver-serving");
+  const channel = new BroadcastChannel("quiver-serving");
   let pool: ServingPool | null = null;
   const poolOf = () => (pool ??= createServingPool(config.workers, config.workerHeapMb));
   let closed = false;
+  // A build that fails because close() destroyed the pool tells no thread (none is left), and the
+  // closed channel would throw outside any handler: the process died on SIGTERM mid-build.
+  const dropped = {
+    postMessage(key: string): void {
+      if (!closed) channel.postMessage(key);
+    },
+  };
 
   const budget = () => config.servingMemoryMb * MIB;
   /** What a table's index holds of the budget, with what a build or sync in progress was granted. */
@@ -802,7 +809,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       unwatch();
       clearInterval(saver);
       await Promise.all([...states.values()].map((st) => persist(st).then(() => pin(st))));
-      dropped.close();
+      channel.close();
       await pool?.destroy();
     },
   };

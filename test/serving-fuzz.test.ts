@@ -1,0 +1,42 @@
+// The serving index's differential test (issue 51), a short seeded run: random writes of every kind
+// through Quiver and by LanceDB in this process, each step followed by searches through Quiver
+// compared with LanceDB's exact answer on the same directory (bench/fuzz-serving.ts states the
+// rule). Long runs: `npm run fuzz:serving -- --steps N --seed S`. Then what its runs found.
+import * as lancedb from "@lancedb/lancedb";
+import { expect, it } from "vitest";
+import { describe as reproduction, firstSteps, runSteps } from "../bench/fuzz-serving.js";
+import { seedIndexTable } from "./helpers/index-data.js";
+import { ADMIN_KEY, removeDir, serverForFile, startQuiver } from "./helpers/quiver.js";
+
+const SEED = 51;
+const STEPS = 500;
+const q = serverForFile();
+
+// About a minute on the 2-core machine when it is quiet; the bound leaves room for a loaded one.
+it(`${STEPS} seeded steps answer what LanceDB answers`, async () => {
+  const result = await runSteps({ url: q.url, root: q.dataDir, key: ADMIN_KEY }, { seed: SEED, steps: firstSteps(STEPS) });
+  expect(result.difference && reproduction(SEED, firstSteps(result.difference.step + 1), result)).toBeUndefined();
+  expect(result.steps).toBe(STEPS);
+  // The comparison is of the serving path: many searches took it (the others: tables without an
+  // index, another metric, rebuilds, LanceDB's commits not yet followed).
+  expect(result.paths.serving).toBeGreaterThan(result.searches * 0.3);
+}, 900_000);
+
+it("a server stopped while a serving index builds exits cleanly", async () => {
+  // Each fuzz run's server stopped so: the failed build told the closed channel, outside any handler.
+  const s = await startQuiver({
+    seed: async (dir) => {
+      const t = await seedIndexTable(dir, "big", 20_000, 32);
+      await t.createIndex("vec", { config: lancedb.Index.ivfFlat({ numPartitions: 2 }) });
+    },
+  });
+  try {
+    const r = await s.call("POST", "/v1/table/big/query", { k: 1, vector: { single_vector: Array(32).fill(0.5) }, vector_column: "vec" });
+    expect(r.headers.get("x-quiver-search-path")).toBe("engine; reason=not_built");
+    expect(await s.stop()).toBe(0);
+    expect(s.stderr()).not.toContain("BroadcastChannel is closed");
+  } finally {
+    await s.stop();
+    removeDir(s.dataDir);
+  }
+}, 120_000);
