@@ -20,6 +20,8 @@ const LONGEST_FIRST = [
   "test/view-refresh-fixes.test.ts",
   "test/object-storage.test.ts",
   "test/serving.test.ts",
+  "test/serving-fuzz.test.ts",
+  "test/serving-recall.test.ts",
   "test/loadtest.test.ts",
   "test/python-udfs.test.ts",
   "test/loadtest-report.test.ts",
