@@ -124,6 +124,12 @@ export interface TableFigureSample {
 // maintenance job's look before it starts). Bounded: past MAX_TABLES the least recently read
 // table's series go, so a deployment with many tables exports those in use, not every one.
 const MAX_TABLES = 1000;
+/**
+ * Whether a table (by object id) is in the catalog as this replica knows it: the series of a table
+ * dropped or renamed (here, or by another replica once this one's catalog sees it) are no longer
+ * exported, and its figures are forgotten.
+ */
+const known = (table: string) => sources?.tableExists(table) ?? true;
 const figures = new Map<string, { table: string; branch: string; sample: TableFigureSample }>();
 
 export function recordTableFigures(table: string, branch: string | null, sample: TableFigureSample): void {
@@ -149,7 +155,10 @@ for (const [field, what] of TABLE_GAUGES) {
     registers: [registry],
     collect() {
       this.reset();
-      for (const { table, branch, sample } of figures.values()) this.set({ table, branch }, sample[field]);
+      for (const [key, { table, branch, sample }] of figures) {
+        if (known(table)) this.set({ table, branch }, sample[field]);
+        else figures.delete(key);
+      }
     },
   });
 }
@@ -276,7 +285,10 @@ new Gauge({
   collect() {
     this.reset();
     const now = Date.now();
-    for (const { table, branch, since } of overdue.values()) this.set({ table, branch }, (now - since) / 1000);
+    for (const [key, { table, branch, since }] of overdue) {
+      if (known(table)) this.set({ table, branch }, (now - since) / 1000);
+      else overdue.delete(key);
+    }
   },
 });
 
@@ -427,7 +439,8 @@ export interface ServingSample {
 
 // One source per server (tests run several in one process); each removes itself when it closes.
 const servingSources = new Set<() => ServingSample[]>();
-const serving = () => [...servingSources].flatMap((read) => read());
+// A replica that did not drop or rename a table keeps its index until it learns of it: not exported meanwhile.
+const serving = () => [...servingSources].flatMap((read) => read()).filter((s) => known(s.table));
 /** Where the serving index gauges read from (workers/serving.ts); the returned function stops it. */
 export function watchServing(read: () => ServingSample[]): () => void {
   servingSources.add(read);
@@ -485,8 +498,10 @@ export interface MetricSources {
   /** Seconds the oldest request holding a slot has run (0 when none does). */
   oldestSeconds(): number;
   pool(): { threads: number; busy: number; queued: number; max: number };
-  /** Job records by kind and state (index builds are kind `create_index`), zeros included. */
-  jobs(): { kind: string; state: string; count: number }[];
+  /** Job records by kind and state (index builds are kind `create_index`), zeros included; with `visible`, those on the tables (object ids) it accepts only. */
+  jobs(visible?: (objectId: string) => boolean): { kind: string; state: string; count: number }[];
+  /** Whether the catalog, as this replica knows it, holds this table (object id). */
+  tableExists(objectId: string): boolean;
   /** This replica's own runs and slots, by kind, zeros included. */
   jobsHere(): { kind: string; running: number; slots: number }[];
   openTables(): number;
@@ -502,8 +517,11 @@ let sources: MetricSources | null = null;
  * (--replica-name), so series of several replicas stay apart where they are gathered. Called once
  * by the server process, not by jobs' child processes, which record nothing anyone scrapes.
  */
+let replicaLabel: { replica?: string } = {};
+
 export function watch(s: MetricSources, replica: string): void {
-  registry.setDefaultLabels({ replica });
+  replicaLabel = { replica };
+  registry.setDefaultLabels(replicaLabel);
   if (!sources) collectDefaultMetrics({ register: registry });
   sources = s;
 }
@@ -549,14 +567,6 @@ gauge("quiver_pool_queue_length", "Worker-pool tasks waiting for a thread", (g) 
 gauge("quiver_open_table_handles", "Cached open table handles", (g) => g.set(sources!.openTables()));
 gauge("quiver_draining", "1 while the server drains for a shutdown (readiness answers 503), else 0", (g) => g.set(sources!.draining() ? 1 : 0));
 gauge(
-  "quiver_jobs",
-  "Background jobs kept (up to the store's retention), by kind and state; index builds are kind create_index",
-  (g) => {
-    for (const { kind, state, count } of sources!.jobs()) g.set({ kind, state }, count);
-  },
-  ["kind", "state"],
-);
-gauge(
   "quiver_replica_jobs_running",
   "Background jobs this replica runs now (it holds their lease), by kind; quiver_jobs counts the whole store, the same on every replica",
   (g) => {
@@ -573,6 +583,22 @@ gauge(
   ["kind"],
 );
 
+const JOBS_HELP = "Background jobs kept (up to the store's retention), by kind and state; index builds are kind create_index";
+
+/**
+ * quiver_jobs, counted over the jobs of the tables `visible` accepts (all without it): job records
+ * name their table, which no label here shows, so the counts are scoped where they are counted, in
+ * a registry of their own per scrape.
+ */
+async function jobCounts(visible?: (objectId: string) => boolean): Promise<string> {
+  if (!sources) return "";
+  const own = new Registry();
+  own.setDefaultLabels(replicaLabel);
+  const g = new Gauge({ name: "quiver_jobs", help: JOBS_HELP, labelNames: ["kind", "state"] as const, registers: [own] });
+  for (const { kind, state, count } of sources.jobs(visible)) g.set({ kind, state }, count);
+  return `\n${await own.metrics()}`;
+}
+
 export const metricsContentType = registry.contentType;
 
 // Labels whose value is a catalog object's id: a series carrying one tells of that object (a
@@ -585,8 +611,8 @@ const unescapeLabel = (v: string) => v.replace(/\\(.)/g, (_, c: string) => (c ==
  * namespace, by its object id) that `visible` refuses.
  */
 export async function renderMetrics(visible?: (objectId: string) => boolean): Promise<string> {
-  const text = await registry.metrics();
-  if (!visible) return text;
+  const [text, jobs] = await Promise.all([registry.metrics(), jobCounts(visible)]);
+  if (!visible) return text + jobs;
   const shown = (line: string) => line.startsWith("#") || [...line.matchAll(OBJECT_LABEL)].every((m) => visible(unescapeLabel(m[1])));
-  return text.split("\n").filter(shown).join("\n");
+  return text.split("\n").filter(shown).join("\n") + jobs;
 }
