@@ -343,10 +343,22 @@ const objectStoreErrors = new Counter({
   registers: [registry],
 });
 
-export function recordObjectStoreRequest(store: string, operation: string, seconds: number, failed: boolean): void {
+const objectStoreThrottled = new Counter({
+  name: "quiver_object_store_throttled_total",
+  help: "Object-store requests refused for load after the SDK's own retries (HTTP 429, or 503: S3's SlowDown, Azure's ServerBusy), by store and operation: Quiver's own (as quiver_object_store_errors_total), and engine (a request answered 503 because the store throttled LanceDB's I/O)",
+  labelNames: ["store", "operation"] as const,
+  registers: [registry],
+});
+
+/** A request failed because the store throttled LanceDB's own requests (operation `engine`: their I/O is not seen otherwise). */
+export const recordObjectStoreThrottled = (store: string) => objectStoreThrottled.inc({ store, operation: "engine" });
+
+/** `failed`: the request's error, "throttled" when the store refused it for load. */
+export function recordObjectStoreRequest(store: string, operation: string, seconds: number, failed: false | "error" | "throttled"): void {
   objectStoreLatency.observe({ store, operation }, seconds);
   // At 0 from the first request, so an alert on the error rate has a series to read.
   objectStoreErrors.inc({ store, operation }, failed ? 1 : 0);
+  objectStoreThrottled.inc({ store, operation }, failed === "throttled" ? 1 : 0);
 }
 
 export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
