@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import YAML from "yaml";
 import { batches, queryVectors } from "../bench/dataset.js";
 import { AZURITE_ACCOUNT, startAzurite } from "./helpers/azurite.js";
+import { hang } from "./helpers/hang.js";
 import { ADMIN_KEY, removeDir, request, serverForFile, startQuiver, type Quiver } from "./helpers/quiver.js";
 
 const q = serverForFile();
@@ -130,12 +131,6 @@ function promtool(input: { series: string; values: string }[], evalMinutes: numb
 
 const NEW_RULES = ["QuiverWedged", "QuiverHungRequests", "QuiverCold", "QuiverObjectStoreThrottled", "QuiverStuckDraining"];
 const ROWS = Array.from({ length: 20 }, (_, i) => ({ id: i, x: i }));
-
-/** add_columns of a UDF whose loading spins `ms` (in a sandbox process): the request holds its slot that long. */
-const hang = (s: Quiver, column: string, ms: number) =>
-  s.call("POST", "/v1/table/t/add_columns", {
-    new_columns: [{ name: column, virtual_column: { udf_backend: "js", udf: `(() => { const end = Date.now() + ${ms}; while (Date.now() < end); return (x) => x; })()`, input_columns: ["x"], outputs: [{ column, data_type: { type: "int64" }, nullable: true }] } }],
-  });
 
 async function until<T>(what: string, probe: () => Promise<T | null>, timeoutMs = 60_000): Promise<T> {
   const end = Date.now() + timeoutMs;
