@@ -4,6 +4,7 @@ import { adminKeyFile } from "./auth/api-keys.js";
 import { helpText, loadConfig, unknownVariables } from "./config.js";
 import { log, setLogLevel } from "./log.js";
 import { watch } from "./metrics.js";
+import { SEP } from "./catalog/names.js";
 import { createPipeline } from "./http/pipeline.js";
 import { dataPathValidators, routes } from "./routes.js";
 import { prepareInTurns } from "./schemas/validate.js";
@@ -54,7 +55,7 @@ async function main(): Promise<void> {
   await reclaim(services, "start");
   // After listening (a start on a taken port stops before this): releasing a saved index's pin writes the table.
   void services.warm();
-  watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining, warm: () => ({ tables: services.lifecycle.warming, timedOut: services.lifecycle.warmTimedOut }) }, config.replicaName);
+  watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, tableExists: (objectId) => services.catalog.get(objectId.split(SEP))?.type === "table", jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining, warm: () => ({ tables: services.lifecycle.warming, timedOut: services.lifecycle.warmTimedOut }) }, config.replicaName);
   // SIGTERM (what process managers and orchestrators send) drains for --drain-delay-ms first;
   // SIGINT (Ctrl-C at a terminal, where no balancer waits) and a second signal skip the delay.
   // Set before "listening" is printed: a signal sent as soon as it is seen drains too.

@@ -124,6 +124,12 @@ export interface TableFigureSample {
 // maintenance job's look before it starts). Bounded: past MAX_TABLES the least recently read
 // table's series go, so a deployment with many tables exports those in use, not every one.
 const MAX_TABLES = 1000;
+/**
+ * Whether a table (by object id) is in the catalog as this replica knows it: the series of a table
+ * dropped or renamed (here, or by another replica once this one's catalog sees it) are no longer
+ * exported, and its figures are forgotten.
+ */
+const known = (table: string) => sources?.tableExists(table) ?? true;
 const figures = new Map<string, { table: string; branch: string; sample: TableFigureSample }>();
 
 export function recordTableFigures(table: string, branch: string | null, sample: TableFigureSample): void {
@@ -149,7 +155,10 @@ for (const [field, what] of TABLE_GAUGES) {
     registers: [registry],
     collect() {
       this.reset();
-      for (const { table, branch, sample } of figures.values()) this.set({ table, branch }, sample[field]);
+      for (const [key, { table, branch, sample }] of figures) {
+        if (known(table)) this.set({ table, branch }, sample[field]);
+        else figures.delete(key);
+      }
     },
   });
 }
@@ -276,7 +285,10 @@ new Gauge({
   collect() {
     this.reset();
     const now = Date.now();
-    for (const { table, branch, since } of overdue.values()) this.set({ table, branch }, (now - since) / 1000);
+    for (const [key, { table, branch, since }] of overdue) {
+      if (known(table)) this.set({ table, branch }, (now - since) / 1000);
+      else overdue.delete(key);
+    }
   },
 });
 
@@ -331,10 +343,22 @@ const objectStoreErrors = new Counter({
   registers: [registry],
 });
 
-export function recordObjectStoreRequest(store: string, operation: string, seconds: number, failed: boolean): void {
+const objectStoreThrottled = new Counter({
+  name: "quiver_object_store_throttled_total",
+  help: "Object-store requests refused for load after the SDK's own retries (HTTP 429, or 503: S3's SlowDown, Azure's ServerBusy), by store and operation: Quiver's own (as quiver_object_store_errors_total), and engine (a request answered 503 because the store throttled LanceDB's I/O)",
+  labelNames: ["store", "operation"] as const,
+  registers: [registry],
+});
+
+/** A request failed because the store throttled LanceDB's own requests (operation `engine`: their I/O is not seen otherwise). */
+export const recordObjectStoreThrottled = (store: string) => objectStoreThrottled.inc({ store, operation: "engine" });
+
+/** `failed`: the request's error, "throttled" when the store refused it for load. */
+export function recordObjectStoreRequest(store: string, operation: string, seconds: number, failed: false | "error" | "throttled"): void {
   objectStoreLatency.observe({ store, operation }, seconds);
   // At 0 from the first request, so an alert on the error rate has a series to read.
   objectStoreErrors.inc({ store, operation }, failed ? 1 : 0);
+  objectStoreThrottled.inc({ store, operation }, failed === "throttled" ? 1 : 0);
 }
 
 export const recordPoolTask = (task: string, seconds: number) => poolTasks.observe({ task }, seconds);
@@ -430,7 +454,8 @@ export interface ServingSample {
 
 // One source per server (tests run several in one process); each removes itself when it closes.
 const servingSources = new Set<() => ServingSample[]>();
-const serving = () => [...servingSources].flatMap((read) => read());
+// A replica that did not drop or rename a table keeps its index until it learns of it: not exported meanwhile.
+const serving = () => [...servingSources].flatMap((read) => read()).filter((s) => known(s.table));
 /** Where the serving index gauges read from (workers/serving.ts); the returned function stops it. */
 export function watchServing(read: () => ServingSample[]): () => void {
   servingSources.add(read);
@@ -490,8 +515,10 @@ export interface MetricSources {
   /** Seconds the oldest request holding a slot has run (0 when none does). */
   oldestSeconds(): number;
   pool(): { threads: number; busy: number; queued: number; max: number };
-  /** Job records by kind and state (index builds are kind `create_index`), zeros included. */
-  jobs(): { kind: string; state: string; count: number }[];
+  /** Job records by kind and state (index builds are kind `create_index`), zeros included; with `visible`, those on the tables (object ids) it accepts only. */
+  jobs(visible?: (objectId: string) => boolean): { kind: string; state: string; count: number }[];
+  /** Whether the catalog, as this replica knows it, holds this table (object id). */
+  tableExists(objectId: string): boolean;
   /** This replica's own runs and slots, by kind, zeros included. */
   jobsHere(): { kind: string; running: number; slots: number }[];
   openTables(): number;
@@ -509,8 +536,11 @@ let sources: MetricSources | null = null;
  * (--replica-name), so series of several replicas stay apart where they are gathered. Called once
  * by the server process, not by jobs' child processes, which record nothing anyone scrapes.
  */
+let replicaLabel: { replica?: string } = {};
+
 export function watch(s: MetricSources, replica: string): void {
-  registry.setDefaultLabels({ replica });
+  replicaLabel = { replica };
+  registry.setDefaultLabels(replicaLabel);
   if (!sources) collectDefaultMetrics({ register: registry });
   sources = s;
 }
@@ -558,14 +588,6 @@ gauge("quiver_warm_tables", "Tables whose serving indexes still load or build at
 gauge("quiver_warm_timed_out", "1 when --warm-timeout-ms passed at start with serving indexes still warming (the server is ready anyway; LanceDB answers those tables meanwhile), else 0", (g) => g.set(sources!.warm().timedOut ? 1 : 0));
 gauge("quiver_draining", "1 while the server drains for a shutdown (readiness answers 503), else 0", (g) => g.set(sources!.draining() ? 1 : 0));
 gauge(
-  "quiver_jobs",
-  "Background jobs kept (up to the store's retention), by kind and state; index builds are kind create_index",
-  (g) => {
-    for (const { kind, state, count } of sources!.jobs()) g.set({ kind, state }, count);
-  },
-  ["kind", "state"],
-);
-gauge(
   "quiver_replica_jobs_running",
   "Background jobs this replica runs now (it holds their lease), by kind; quiver_jobs counts the whole store, the same on every replica",
   (g) => {
@@ -582,6 +604,22 @@ gauge(
   ["kind"],
 );
 
+const JOBS_HELP = "Background jobs kept (up to the store's retention), by kind and state; index builds are kind create_index";
+
+/**
+ * quiver_jobs, counted over the jobs of the tables `visible` accepts (all without it): job records
+ * name their table, which no label here shows, so the counts are scoped where they are counted, in
+ * a registry of their own per scrape.
+ */
+async function jobCounts(visible?: (objectId: string) => boolean): Promise<string> {
+  if (!sources) return "";
+  const own = new Registry();
+  own.setDefaultLabels(replicaLabel);
+  const g = new Gauge({ name: "quiver_jobs", help: JOBS_HELP, labelNames: ["kind", "state"] as const, registers: [own] });
+  for (const { kind, state, count } of sources.jobs(visible)) g.set({ kind, state }, count);
+  return `\n${await own.metrics()}`;
+}
+
 export const metricsContentType = registry.contentType;
 
 // Labels whose value is a catalog object's id: a series carrying one tells of that object (a
@@ -594,8 +632,8 @@ const unescapeLabel = (v: string) => v.replace(/\\(.)/g, (_, c: string) => (c ==
  * namespace, by its object id) that `visible` refuses.
  */
 export async function renderMetrics(visible?: (objectId: string) => boolean): Promise<string> {
-  const text = await registry.metrics();
-  if (!visible) return text;
+  const [text, jobs] = await Promise.all([registry.metrics(), jobCounts(visible)]);
+  if (!visible) return text + jobs;
   const shown = (line: string) => line.startsWith("#") || [...line.matchAll(OBJECT_LABEL)].every((m) => visible(unescapeLabel(m[1])));
-  return text.split("\n").filter(shown).join("\n");
+  return text.split("\n").filter(shown).join("\n") + jobs;
 }

@@ -35,6 +35,12 @@ export const LSM_UNSUPPORTED =
  */
 export const isWriterContention = (err: unknown) => /Too many concurrent writers/.test(errorText(err));
 
+/**
+ * The object store refused the engine's requests for load, after its own retries (HTTP 429 or 503:
+ * S3's SlowDown, Azure's ServerBusy): the store's request rate limits are reached.
+ */
+export const isStoreThrottled = (err: unknown) => /non-2xx status code: (429|503)\b|\bSlowDown\b|\bServerBusy\b|\bTooManyRequests\b/.test(errorText(err));
+
 /** Whether the engine failed because a table version it was asked for no longer exists (or never did). */
 export const isVersionMissing = (err: unknown) => /Version not found error|_versions\/\d+\.manifest was not found/.test(errorText(err));
 

@@ -10,14 +10,14 @@ import type { Authenticate, Credentials } from "../auth/authenticate.js";
 import { authoriseObject, bucketOf, canBrowse, roleRank, type Principal } from "../auth/principal.js";
 import { objectIdOf, sameId } from "../catalog/names.js";
 import { ApiError, Code, errorBody, internal, invalid, isApiError, transport } from "../errors.js";
-import type { UnavailableReason } from "../metrics.js";
+import { recordObjectStoreThrottled, type UnavailableReason } from "../metrics.js";
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
 import { answerBy, asWork, type Deadline, type Work } from "../engine/deadline.js";
 import type { Services } from "../services.js";
 import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
-import { isWriterContention, storageFault } from "../engine/messages.js";
+import { isStoreThrottled, isWriterContention, storageFault } from "../engine/messages.js";
 import { openIdempotency, type Idempotency, type KeptAnswer } from "./idempotency.js";
 import { createRateLimiter, type RateLimiter } from "./rate-limit.js";
 import { refusalError } from "./refusals.js";
@@ -30,6 +30,27 @@ import { rowFormat } from "./negotiate.js";
 import { compileRoutes, type Pattern } from "./router.js";
 
 const noTurn = async () => undefined;
+
+/**
+ * Failures that are neither the request's fault nor a bug, by what the engine or the OS said:
+ * answered 503 with their cause and reason (the metric's and the access log's), never a 500.
+ */
+const KNOWN_FAULTS: { cause: (err: unknown) => string | null; reason: UnavailableReason; retryAfterS: number; level: "error" | "warn"; throttled?: true }[] = [
+  { cause: storageFault, reason: "storage", retryAfterS: 30, level: "error" },
+  {
+    cause: (err) => (isStoreThrottled(err) ? "the object store refuses requests for load (throttled after retries: its request rate limits are reached); retry later" : null),
+    reason: "storage",
+    retryAfterS: 5,
+    level: "warn",
+    throttled: true,
+  },
+  {
+    cause: (err) => (isWriterContention(err) ? "too many concurrent writers to the same table (the catalog, for creates, drops and renames); retry" : null),
+    reason: "write_contention",
+    retryAfterS: 1,
+    level: "warn",
+  },
+];
 const JSON_TYPE = "application/json";
 
 /** One request as the pipeline sees it: no socket, no body bytes yet. */
@@ -425,15 +446,12 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   function failed(err: unknown, r: Route, requestId: string, context: Record<string, string>): Outgoing {
     const out = isApiError(err) ? errorOut(err, r.path, requestId) : null;
     if (out) return { ...out, op: r.spec.name, context };
-    const fault = storageFault(err);
-    if (fault !== null) {
-      log.error("request failed: the store cannot be written", { requestId, op: r.spec.name, path: r.path, cause: fault, error: String((err as Error)?.message ?? err) });
-      const refused = new ApiError(Code.ServiceUnavailable, fault, undefined, { reason: "storage", retryAfterS: 30 });
-      return { ...errorOut(refused, r.path, requestId), op: r.spec.name, context };
-    }
-    if (isWriterContention(err)) {
-      log.warn("request failed: too many concurrent writers", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.message ?? err) });
-      const refused = new ApiError(Code.ServiceUnavailable, "too many concurrent writers to the same table (the catalog, for creates, drops and renames); retry", undefined, { reason: "write_contention", retryAfterS: 1 });
+    for (const f of KNOWN_FAULTS) {
+      const cause = f.cause(err);
+      if (cause === null) continue;
+      if (f.throttled) recordObjectStoreThrottled(/^(\w+):\/\//.exec(svc.tables.root)?.[1].toLowerCase() ?? "file");
+      log[f.level](`request failed: ${f.reason}`, { requestId, op: r.spec.name, path: r.path, cause, error: String((err as Error)?.message ?? err) });
+      const refused = new ApiError(Code.ServiceUnavailable, cause, undefined, { reason: f.reason, retryAfterS: f.retryAfterS });
       return { ...errorOut(refused, r.path, requestId), op: r.spec.name, context };
     }
     log.error("request failed", { requestId, op: r.spec.name, path: r.path, error: String((err as Error)?.stack ?? err), context });

@@ -112,8 +112,8 @@ export interface Jobs {
   cancel(rec: JobRecord): Promise<JobRecord>;
   /** The properties Quiver reports for a record (read-only to clients), by key. */
   reported(rec: JobRecord): Record<string, string | undefined>;
-  /** Records this replica has seen, by kind and status; every registered kind and status, zeros included. */
-  counts(): { kind: string; state: string; count: number }[];
+  /** Records this replica has seen, by kind and status; every registered kind and status, zeros included; with `visible`, those on the tables (object ids) it accepts only. */
+  counts(visible?: (objectId: string) => boolean): { kind: string; state: string; count: number }[];
   /** This replica's own runs and slots, by kind; every registered kind, zeros included. */
   runningHere(): { kind: string; running: number; slots: number }[];
   /**
@@ -549,9 +549,12 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       timer.unref();
       return tick();
     },
-    counts() {
+    counts(visible) {
       const n = new Map<string, number>();
-      for (const r of store.mirrored()) n.set(`${r.operation}\u0000${r.status}`, (n.get(`${r.operation}\u0000${r.status}`) ?? 0) + 1);
+      for (const r of store.mirrored()) {
+        const key = `${r.operation}\u0000${r.status}`;
+        if (!visible || visible(objectIdOf(r.table))) n.set(key, (n.get(key) ?? 0) + 1);
+      }
       return kinds.flatMap((k) => STATUSES.map((state) => ({ kind: k.name, state, count: n.get(`${k.name}\u0000${state}`) ?? 0 })));
     },
     runningHere() {

@@ -9,7 +9,7 @@ import path from "node:path";
 import { isRemote } from "../config.js";
 import { invalid } from "../errors.js";
 import { recordObjectStoreRequest } from "../metrics.js";
-import type { ObjectStore } from "./object-stores/object-store.js";
+import { statusOf, type ObjectStore } from "./object-stores/object-store.js";
 import { createContainerIfMissing, openAzure } from "./object-stores/azure.js";
 import { openGcs } from "./object-stores/gcs.js";
 import { openS3 } from "./object-stores/s3.js";
@@ -82,13 +82,15 @@ function measured(scheme: string, store: ObjectStore): ObjectStore {
     <A extends unknown[], R>(operation: string, call: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       const started = performance.now();
-      let failed = true;
+      const took = () => (performance.now() - started) / 1000;
       try {
         const r = await call(...args);
-        failed = false;
+        recordObjectStoreRequest(scheme, operation, took(), false);
         return r;
-      } finally {
-        recordObjectStoreRequest(scheme, operation, (performance.now() - started) / 1000, failed);
+      } catch (err) {
+        const status = statusOf(err);
+        recordObjectStoreRequest(scheme, operation, took(), status === 429 || status === 503 ? "throttled" : "error");
+        throw err;
       }
     };
   return {

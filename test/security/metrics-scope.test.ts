@@ -42,3 +42,21 @@ describe("per-table series of GET /metrics", () => {
     expect(tablesIn(await scrape(open))).toEqual(["ns1$t", "ns2$secret"]);
   });
 });
+
+// quiver_jobs counted every tenant's jobs for any scrape: a key limited to ns1 learned how many
+// index builds (and other jobs) ns2 ran, queued or failed. Its counts now cover the tables it sees.
+describe("quiver_jobs of GET /metrics", () => {
+  const jobs = (text: string) => [...text.matchAll(/^quiver_jobs\{([^}]*)\} (\d+)/gm)].reduce((n, m) => (/kind="create_index"/.test(m[1]) ? n + Number(m[2]) : n), 0);
+
+  it("a key limited to ns1 counts ns1's jobs only; one without prefixes, every tenant's", async () => {
+    const ix = await q.call("POST", "/v1/table/ns2$secret/create_index", { column: "id", index_type: "BTREE" });
+    expect(ix.status, ix.text).toBe(200);
+    expect(jobs(await scrape(q, "k-ra"))).toBeGreaterThanOrEqual(1);
+    expect(jobs(await scrape(q, ADMIN_KEY))).toBeGreaterThanOrEqual(1);
+    expect(jobs(await scrape(q, "k-w2"))).toBeGreaterThanOrEqual(1);
+    const r1 = await scrape(q, "k-r1");
+    expect(r1).toContain("# TYPE quiver_jobs gauge");
+    expect(r1).toMatch(/^quiver_jobs\{[^}]*kind="create_index"[^}]*\} 0$/m);
+    expect(jobs(r1)).toBe(0);
+  });
+});
