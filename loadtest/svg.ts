@@ -275,12 +275,15 @@ export function lineChart(c: ChartSpec): string {
         const xe = s.xErr?.[j];
         const ye = s.yErr?.[j];
         if (xe) {
-          parts.push(`<path class="errorbar" d="M${cx(xe[0]).toFixed(1)} ${sy(y).toFixed(1)}H${cx(xe[1]).toFixed(1)}M${cx(xe[0]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6M${cx(xe[1]).toFixed(1)} ${(sy(y) - 3).toFixed(1)}v6" stroke="${color}" fill="none"/>`);
-          segments.push([[cx(xe[0]), sy(y)], [cx(xe[1]), sy(y)]], [[cx(xe[0]), sy(y) - 3], [cx(xe[0]), sy(y) + 3]], [[cx(xe[1]), sy(y) - 3], [cx(xe[1]), sy(y) + 3]]);
+          // Caps end at the plot's edge too: a point on the top or bottom grid line keeps its caps inside.
+          const [t, b] = [Math.max(plot.t, sy(y) - 3), Math.min(plot.b, sy(y) + 3)];
+          parts.push(`<path class="errorbar" d="M${cx(xe[0]).toFixed(1)} ${sy(y).toFixed(1)}H${cx(xe[1]).toFixed(1)}M${cx(xe[0]).toFixed(1)} ${t.toFixed(1)}V${b.toFixed(1)}M${cx(xe[1]).toFixed(1)} ${t.toFixed(1)}V${b.toFixed(1)}" stroke="${color}" fill="none"/>`);
+          segments.push([[cx(xe[0]), sy(y)], [cx(xe[1]), sy(y)]], [[cx(xe[0]), t], [cx(xe[0]), b]], [[cx(xe[1]), t], [cx(xe[1]), b]]);
         }
         if (ye) {
-          parts.push(`<path class="errorbar" d="M${sx(x).toFixed(1)} ${cy(ye[0]).toFixed(1)}V${cy(ye[1]).toFixed(1)}M${(sx(x) - 3).toFixed(1)} ${cy(ye[0]).toFixed(1)}h6M${(sx(x) - 3).toFixed(1)} ${cy(ye[1]).toFixed(1)}h6" stroke="${color}" fill="none"/>`);
-          segments.push([[sx(x), cy(ye[0])], [sx(x), cy(ye[1])]], [[sx(x) - 3, cy(ye[0])], [sx(x) + 3, cy(ye[0])]], [[sx(x) - 3, cy(ye[1])], [sx(x) + 3, cy(ye[1])]]);
+          const [l, r] = [Math.max(plot.l, sx(x) - 3), Math.min(plot.r, sx(x) + 3)];
+          parts.push(`<path class="errorbar" d="M${sx(x).toFixed(1)} ${cy(ye[0]).toFixed(1)}V${cy(ye[1]).toFixed(1)}M${l.toFixed(1)} ${cy(ye[0]).toFixed(1)}H${r.toFixed(1)}M${l.toFixed(1)} ${cy(ye[1]).toFixed(1)}H${r.toFixed(1)}" stroke="${color}" fill="none"/>`);
+          segments.push([[sx(x), cy(ye[0])], [sx(x), cy(ye[1])]], [[l, cy(ye[0])], [r, cy(ye[0])]], [[l, cy(ye[1])], [r, cy(ye[1])]]);
         }
         const label = s.labels?.[j];
         if (label) labels.push({ text: label, x: sx(x), y: sy(y), color });

@@ -51,6 +51,20 @@ describe("load-test charts in Chromium", () => {
     expect(await page.locator("text.point-label").count()).toBeGreaterThanOrEqual(8);
   });
 
+  it("error bars' caps stay inside the plot where a point sits on its edge (the highest p99 on the top grid line, the lowest recall on the left)", async () => {
+    // A sweep's recall against p99: the slowest point is the y axis' top tick exactly.
+    await show({
+      title: "Recall against p99 latency",
+      x: "recall@10",
+      y: "p99 ms",
+      xFromData: true,
+      sortX: true,
+      series: [{ name: "ef", points: [[0.9, 4], [0.95, 6], [0.99, 10]], xErr: [[0.85, 0.95], [0.9, 1], [0.97, 1]], yErr: [[3, 5], [5, 8], [9, 10]] }],
+    });
+    expect(await page.locator("path.errorbar").count()).toBe(6);
+    expect(await geometryProblems(page)).toEqual([]);
+  });
+
   it("the recall–QPS chart's throughput axis is logarithmic, ticked at decades", async () => {
     await show(sweep);
     const ticks = await page.locator("text.ytick").evaluateAll((ts) => ts.map((t) => ({ label: t.textContent!, y: Number(t.getAttribute("y")) })));
