@@ -13,6 +13,7 @@ import YAML from "yaml";
 import { batches, queryVectors } from "../bench/dataset.js";
 import { AZURITE_ACCOUNT, startAzurite } from "./helpers/azurite.js";
 import { hang } from "./helpers/hang.js";
+import { probeUntil } from "./helpers/pace.js";
 import { ADMIN_KEY, removeDir, request, serverForFile, startQuiver, type Quiver } from "./helpers/quiver.js";
 
 const q = serverForFile();
@@ -132,16 +133,6 @@ function promtool(input: { series: string; values: string }[], evalMinutes: numb
 const NEW_RULES = ["QuiverWedged", "QuiverHungRequests", "QuiverCold", "QuiverObjectStoreThrottled", "QuiverStuckDraining"];
 const ROWS = Array.from({ length: 20 }, (_, i) => ({ id: i, x: i }));
 
-async function until<T>(what: string, probe: () => Promise<T | null>, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const got = await probe();
-    if (got !== null) return got;
-    if (Date.now() > end) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe("the rules fire on what real servers export in each state (promtool test rules)", () => {
   it("a serving replica fires none; one whose slots are held by requests that do not end fires QuiverWedged and QuiverHungRequests", { timeout: 180_000 }, async () => {
     const s = await startQuiver({ args: ["--replica-name", "r-wedged", "--max-in-flight", "2", "--udf-timeout-ms", "120000", "--workers", "2", "--shutdown-deadline-ms", "1000", "--drain-delay-ms", "0"] });
@@ -153,7 +144,7 @@ describe("the rules fire on what real servers export in each state (promtool tes
       expect(promtool(steady(calm, await scrapeOf(s.url)), 15, {}, NEW_RULES)).toBeNull();
 
       const hung = [hang(s, "a", 60_000), hang(s, "b", 60_001)];
-      const a = await until("both slots held", async () => {
+      const a = await probeUntil("both slots held", async () => {
         const got = await scrapeOf(s.url);
         return got.series!.get('quiver_requests_in_flight{replica="r-wedged"}') === 2 ? got : null;
       });
@@ -207,13 +198,13 @@ describe("the rules fire on what real servers export in each state (promtool tes
       const serving = await scrapeOf(s.url);
       // A request that outlasts the drain: the process goes on stopping after it stops listening.
       const hung = hang(s, "a", 30_000);
-      await until("the request in flight", async () => ((await scrapeOf(s.url)).series!.get('quiver_requests_in_flight{replica="r-drain"}') === 1 ? true : null));
+      await probeUntil("the request in flight", async () => ((await scrapeOf(s.url)).series!.get('quiver_requests_in_flight{replica="r-drain"}') === 1 ? true : null));
       s.proc.kill("SIGTERM");
-      const draining = await until("draining", async () => {
+      const draining = await probeUntil("draining", async () => {
         const got = await scrapeOf(s.url);
         return got.series?.get('quiver_draining{replica="r-drain"}') === 1 ? got : null;
       });
-      const gone = await until("the listener closed", async () => {
+      const gone = await probeUntil("the listener closed", async () => {
         const got = await scrapeOf(s.url);
         return got.series === null ? got : null;
       });

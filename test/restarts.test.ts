@@ -1,8 +1,7 @@
 // What a balancer and a process manager see of a replica that is saturated, stopping or cannot
 // write: checks and scrapes answer outside admission, readiness says why it is not ready, a
 // shutdown ends within its deadlines answering what still runs, and a draining replica takes no job.
-// A request is made to hang by a JavaScript UDF whose loading spins (add_columns checks it; the
-// sandbox has no Atomics.wait).
+// A request is made to hang by test/helpers/hang.ts.
 import { spawn } from "node:child_process";
 import { chmodSync, chownSync, mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,35 +11,10 @@ import { V8_FLAGS } from "../src/util/v8-flags.js";
 import { sample } from "./helpers/metrics.js";
 import { ADMIN_KEY, removeDir, request, serverEnv, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
-import { paced } from "./helpers/pace.js";
+import { paced, probeUntil } from "./helpers/pace.js";
+import { hang } from "./helpers/hang.js";
 
 const ROWS = Array.from({ length: 20 }, (_, i) => ({ id: i, x: i }));
-
-/** add_columns of a UDF whose loading spins `ms` (in a sandbox process at lower priority): the request holds its slot that long. */
-const hang = (q: Quiver, column: string, ms: number) =>
-  q.call("POST", "/v1/table/t/add_columns", {
-    new_columns: [
-      {
-        name: column,
-        virtual_column: {
-          udf_backend: "js",
-          udf: `(() => { const end = Date.now() + ${ms}; while (Date.now() < end); return (x) => x; })()`,
-          input_columns: ["x"],
-          outputs: [{ column, data_type: { type: "int64" }, nullable: true }],
-        },
-      },
-    ],
-  });
-
-async function waitFor<T>(what: string, probe: () => Promise<T | null>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const got = await probe();
-    if (got !== null) return got;
-    if (Date.now() > end) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("a saturated replica", () => {
   it("answers /healthz and /metrics (with the oldest request's age) while every slot is taken, and /readyz is 503 saying so until a slot frees", { timeout: 120_000 }, async () => {
@@ -49,7 +23,7 @@ describe("a saturated replica", () => {
       expect((await q.call("POST", "/v1/table/t/create", ROWS)).status).toBe(200);
       expect((await request(`${q.url}/readyz`, "GET")).status).toBe(200);
       const hung = [hang(q, "a", 8000), hang(q, "b", 8001)];
-      const busy = await waitFor("readiness 503", async () => {
+      const busy = await probeUntil("readiness 503", async () => {
         const r = await request(`${q.url}/readyz`, "GET");
         return r.status === 503 ? r : null;
       });
@@ -78,7 +52,7 @@ describe("a shutdown with a request that hangs", () => {
     try {
       expect((await q.call("POST", "/v1/table/t/create", ROWS)).status).toBe(200);
       const hung = hang(q, "a", 30_000);
-      await waitFor("the request in flight", async () => (sample((await q.call("GET", "/metrics")).text, "quiver_oldest_request_seconds") > 0.2 ? true : null));
+      await probeUntil("the request in flight", async () => (sample((await q.call("GET", "/metrics")).text, "quiver_oldest_request_seconds") > 0.2 ? true : null));
       const signalled = Date.now();
       const exit = q.stop();
       const answer = await hung;
@@ -157,7 +131,7 @@ describe("a data directory this server cannot write", () => {
     // A process that could not start (its node unreachable by that user) ends in "error", not "exit".
     const exited = new Promise<unknown>((resolve) => (proc.once("exit", resolve), proc.once("error", resolve)));
     try {
-      const port = await waitFor(`a listening server:\n${err}`, async () => Number(/listening on http:\/\/[^:]+:(\d+)/.exec(out)?.[1]) || null, 30_000);
+      const port = await probeUntil(`a listening server:\n${err}`, async () => Number(/listening on http:\/\/[^:]+:(\d+)/.exec(out)?.[1]) || null, 30_000);
       const url = `http://127.0.0.1:${port}`;
       const ready = await request(`${url}/readyz`, "GET");
       expect(ready.status).toBe(503);

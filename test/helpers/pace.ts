@@ -17,3 +17,14 @@ export function slowdown(): number {
 
 /** `ms`, a bound that holds on an idle machine, scaled to this machine's present load. */
 export const paced = (ms: number): number => Math.round(ms * slowdown());
+
+/** Ask `probe` every 100 ms until it answers something other than null; past `timeoutMs` (paced), fail naming `what`. */
+export async function probeUntil<T>(what: string, probe: () => Promise<T | null>, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + paced(timeoutMs);
+  for (;;) {
+    const got = await probe();
+    if (got !== null) return got;
+    if (Date.now() > end) throw new Error(`not within ${timeoutMs} ms (paced): ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
