@@ -138,7 +138,9 @@ export async function answerBy<T>(w: Work, work: Promise<T>): Promise<T> {
   try {
     return await within(work, w.bound);
   } catch (err) {
-    const late = performance.now() >= w.bound.deadline.at;
+    // A deadline's timer inside the work may fire a fraction of a millisecond before this clock
+    // reads the deadline (timers count whole milliseconds): its error is lateness too.
+    const late = performance.now() >= w.bound.deadline.at || (err instanceof ApiError && err.reason === "deadline");
     if (!late && !w.bound.signal?.aborted) throw err;
     w.answered = true;
     if (!late) throw err;
