@@ -62,6 +62,23 @@ describe("SQL failing as it runs is 400 naming the field", () => {
     await unchanged();
   });
 
+  it("a cast the engine has no kernel for (a struct to a string) in a filter or predicate (a 500 before)", async () => {
+    const st = "e$st";
+    const made = await q.call("POST", `/v1/table/${st}/create`, JSON.stringify([{ id: 1, s: { a: 1, b: "x" } }]), { "content-type": "application/json" });
+    expect(made.status, made.text).toBe(200);
+    const sql = "arrow_cast(s, 'Utf8') = 'x'";
+    const at = async (op: string, body: unknown, field: string) => {
+      const r = await post(st, op, body);
+      expect([r.status, r.json?.code], r.text).toEqual([400, 13]);
+      expect(r.json.detail).toMatch(new RegExp(`^${field}: .*Unsupported CAST from Struct`));
+    };
+    await at("query", { filter: sql }, "filter");
+    await at("count_rows", { predicate: sql }, "predicate");
+    await at("delete", { predicate: sql }, "predicate");
+    await at("update", { predicate: sql, updates: [["id", "2"]] }, "predicate");
+    expect((await post(st, "describe", {})).json.version).toBe(1);
+  });
+
   it("a failing value expression in update names updates", async () => {
     await expect400("update", { predicate: "id > 1", updates: [["id", "id / 0"]] }, /^updates: .*Divide by zero/);
     await unchanged();

@@ -4,11 +4,11 @@ import { ApiError, Code, invalid, isApiError } from "../errors.js";
 import { engineReason, errorText } from "./messages.js";
 
 /**
- * An SQL expression the engine could not parse, plan or evaluate on the data (bad cast, division
- * by zero, field access on a non-struct): the request's fault, whether found before or during execution.
+ * An SQL expression the engine could not parse, plan or evaluate on the data (bad cast, a cast the
+ * engine has no kernel for, division by zero, field access on a non-struct): the request's fault, whether found before or during execution.
  */
 export const EXPRESSION_FAULT =
-  /Error (parsing|tokenizing|during planning|optimizing|applying filter expression)|sql parser error|Schema error|Arrow error|LanceError\(Arrow\)|Cast error|Divide by zero|Cannot access field|(^|: )Execution error: /;
+  /Error (parsing|tokenizing|during planning|optimizing|applying filter expression)|sql parser error|Schema error|Arrow error|LanceError\(Arrow\)|Cast error|Divide by zero|Cannot access field|(^|: )Execution error: |This feature is not implemented: Unsupported CAST/;
 
 /** Evaluated while scanning with a filter (as opposed to computing a value). */
 export const isFilterFault = (err: unknown) => /Error applying filter expression/.test(errorText(err));

@@ -55,7 +55,16 @@ export type FieldMetadataUpdate = lancedb.FieldMetadataUpdate;
 /** Adds columns whose values are SQL over each row; `field` names the request input holding it. */
 export const addSqlColumns = (t: lancedb.Table, cols: { name: string; valueSql: string }[], field: string) => commitSchemaEdit(t, () => t.addColumns(cols), field);
 
-export const alterColumns = (t: lancedb.Table, alterations: ColumnAlteration[]) => commitSchemaEdit(t, () => t.alterColumns(alterations));
+// LanceDB's JS alterColumns checks an Arrow type against a list that lacks the large
+// variable-width types (a 500 "Unrecognized type id"); their names take its other path, a type
+// name handed to the engine as it is, to the same cast.
+const BY_NAME: Partial<Record<A.Type, string>> = { [arrow.Type.LargeUtf8]: "large_string", [arrow.Type.LargeBinary]: "large_binary" };
+const passable = (a: ColumnAlteration): ColumnAlteration => {
+  const name = a.dataType !== undefined && typeof a.dataType !== "string" ? BY_NAME[(a.dataType as A.DataType).typeId] : undefined;
+  return name === undefined ? a : { ...a, dataType: name };
+};
+
+export const alterColumns = (t: lancedb.Table, alterations: ColumnAlteration[]) => commitSchemaEdit(t, () => t.alterColumns(alterations.map(passable)));
 
 export const dropColumns = (t: lancedb.Table, paths: string[]) => commitSchemaEdit(t, () => t.dropColumns(paths));
 
