@@ -4,7 +4,7 @@
 // Tasks are named exports of workers/threads/ingest.ts; each task has its own admission
 // bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
 // yet still runs it later), so one kind of work cannot take every queue slot from another.
-// Queries never use it: LanceDB runs them on its own native threads (docs/design.md, "Where the work runs").
+// Queries run elsewhere (only their long expressions are checked here): LanceDB runs them on its own native threads (docs/design.md, "Where the work runs").
 import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import type { Config } from "../src/config.js";
