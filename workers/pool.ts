@@ -1,10 +1,10 @@
 // The server's worker pool: one Piscina pool of `--workers` threads for the trusted work it does off
-// the event loop (decoding large Arrow uploads and large bodies of JSON rows). User code never runs
+// the event loop (decoding large Arrow uploads and large bodies of JSON rows, checking long expressions). User code never runs
 // here: UDFs and table functions run in the compute sandbox process (workers/compute-client.ts).
 // Tasks are named exports of workers/threads/ingest.ts; each task has its own admission
 // bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
 // yet still runs it later), so one kind of work cannot take every queue slot from another.
-// Queries never use it: LanceDB runs them on its own native threads (docs/design.md, "Where the work runs").
+// Queries run elsewhere (only their long expressions are checked here): LanceDB runs them on its own native threads (docs/design.md, "Where the work runs").
 import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import type { Config } from "../src/config.js";
@@ -14,7 +14,8 @@ import { jsonRowsTable, type JsonRowsBody, type RowsTarget } from "../src/engine
 import { ApiError, Code } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
 import { ownBuffer } from "../src/util/own-buffer.js";
-import type { IngestReply, IngestTask, JsonIngestTask } from "./threads/ingest.js";
+import type { ExpressionLimits } from "../src/schemas/expression.js";
+import type { ExpressionsTask, IngestReply, IngestTask, JsonIngestTask } from "./threads/ingest.js";
 
 export interface WorkerPool {
   /**
@@ -30,6 +31,8 @@ export interface WorkerPool {
    * are moved to the worker: do not use them afterwards.
    */
   jsonRows(body: JsonRowsBody, to: Omit<RowsTarget, "limits" | "maxJsonDepth">): Promise<A.Table>;
+  /** Each text's fault as an expression, or null (`checked` of ExpressionLimits), in a worker. */
+  expressionFaults(texts: string[], limits: ExpressionLimits): Promise<ReadonlyMap<string, string | null>>;
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
   run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
   /** Threads started, threads running a task, tasks waiting for a thread. */
@@ -94,6 +97,11 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
       const own = ownBuffer(body.bytes);
       const task: JsonIngestTask = { body: { bytes: own, ndjson: body.ndjson }, to: { ...to, schema: to.schema && arrow.tableToIPC(new arrow.Table(to.schema), "stream") } };
       return tableOf(await run<IngestReply>("ingestJson", task, [own.buffer as ArrayBuffer]));
+    },
+    async expressionFaults(texts, { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies }) {
+      const task: ExpressionsTask = { texts, limits: { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies } };
+      const faults = await run<(string | null)[]>("expressionFaults", task);
+      return new Map(texts.map((t, i) => [t, faults[i]]));
     },
     run,
     stats,

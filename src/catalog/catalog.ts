@@ -119,8 +119,10 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
   let sortedTables: Entry[] | null = null;
   let counts: Map<string, number> | null = null;
 
+  /** Locations the manifest's rows point at. */
+  const referencedBy = (m: Map<string, Entry>) => new Set([...m.values()].map((e) => e.location?.replace(/\/+$/, "")));
   const merge = () => {
-    const referenced = new Set([...manifest.values()].map((e) => e.location?.replace(/\/+$/, "")));
+    const referenced = referencedBy(manifest);
     entries = new Map(manifest);
     for (const loc of rootDatasets) {
       const name = lanceNameOf(loc)!;
@@ -145,7 +147,7 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
     version = v;
   };
   const scan = async () => {
-    const found = await scanRootDatasets(root);
+    const found = await scanRootDatasets(root, referencedBy(manifest));
     const changed = found.size !== rootDatasets.size || [...found].some((l) => !rootDatasets.has(l));
     rootDatasets = found;
     return changed;
@@ -159,9 +161,14 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
     log.debug("catalog check", { ahead });
     recordCatalogRefresh();
     recordFreshnessCheck("catalog", ahead);
-    const [latest, listingChanged] = await Promise.all([table.latestVersion(), scan()]);
+    const [latest, listed] = await Promise.all([table.latestVersion(), scan()]);
+    let listingChanged = listed;
     const manifestChanged = latest !== version;
-    if (manifestChanged) await load();
+    if (manifestChanged) {
+      await load();
+      // A location whose row went is looked into now: the scan before the load skipped it.
+      listingChanged = (await scan()) || listingChanged;
+    }
     if (manifestChanged || listingChanged) merge();
     kept.checkedAt = Date.now();
   };

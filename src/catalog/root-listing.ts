@@ -17,12 +17,16 @@ async function names(dir: string): Promise<string[]> {
   }
 }
 
-/** Locations (`<name>.lance`) of the root datasets: directories with versions and no deregistered marker. */
-export async function scanRootDatasets(root: string): Promise<Set<string>> {
+/**
+ * Locations (`<name>.lance`) of the root datasets: directories with versions and no deregistered
+ * marker. Those in `skip` (the catalog's rows point at them, so they are listed by their rows)
+ * are not looked into: two listings a table, each check, made a create's cost grow with the tables.
+ */
+export async function scanRootDatasets(root: string, skip: ReadonlySet<string | undefined>): Promise<Set<string>> {
   const found = new Set<string>();
   // On an object store only the catalog's rows name tables (docs/configuration.md, "Object storage").
   if (isRemote(root)) return found;
-  const dirs = (await names(root)).filter((n) => lanceNameOf(n) !== null);
+  const dirs = (await names(root)).filter((n) => !skip.has(n) && lanceNameOf(n) !== null);
   await Promise.all(
     dirs.map(async (loc) => {
       const [inside, versions] = await Promise.all([names(path.join(root, loc)), names(path.join(root, loc, "_versions"))]);

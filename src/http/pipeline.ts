@@ -28,6 +28,7 @@ import { takesSlot, type RouteSpec } from "./route-spec.js";
 import type { BodyLimit } from "./exchange.js";
 import { rowFormat } from "./negotiate.js";
 import { compileRoutes, type Pattern } from "./router.js";
+import { CHECKED_AHEAD, longTexts, type ExpressionLimits } from "../schemas/expression.js";
 
 const noTurn = async () => undefined;
 
@@ -415,9 +416,9 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   /** Step `context`: what the operation is given (header context wins over the body's). */
-  function contextOf(a: Admitted, inc: Incoming, body: Record<string, unknown>, bytes: Uint8Array, principal: Principal | null, context: Record<string, string>, minVersion: number | null): OpContext<any, Principal | null> {
+  function contextOf(a: Admitted, inc: Incoming, body: Record<string, unknown>, bytes: Uint8Array, principal: Principal | null, context: Record<string, string>, minVersion: number | null, checked: ExpressionLimits["checked"]): OpContext<any, Principal | null> {
     const { op } = a.route.spec;
-    const validated = op.validate ? op.validate(body, cfg) : undefined;
+    const validated = op.validate ? op.validate(body, checked ? { ...cfg, checked } : cfg) : undefined;
     if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
     return {
       id: a.target.id ?? [],
@@ -477,7 +478,14 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return min;
   }
 
-  /** The steps after the body arrived, in order: parse, identify, limit, check the id, token, context (validates), call. */
+  /** Long expressions of a large JSON body, checked in the worker pool (their check is as long as they are); undefined for the rest. */
+  async function checkedAhead(a: Admitted, body: Record<string, unknown>, bytes: Uint8Array): Promise<ExpressionLimits["checked"]> {
+    if (bytes.length < CHECKED_AHEAD || !a.route.spec.op.validate) return undefined;
+    const texts = longTexts(body);
+    return texts.length > 0 ? svc.pool.expressionFaults(texts, cfg) : undefined;
+  }
+
+  /** The steps after the body arrived, in order: parse, identify, limit, check the id, token, long expressions (in the pool), context (validates), call. */
   async function run(a: Admitted, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
     const context = headerContext(inc.headers);
     const held: { release?: () => void } = {};
@@ -488,7 +496,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       if (principal !== null) limit(principal, held);
       checkBodyId(a.target.id, body);
       const minVersion = await versionToken(a, inc.headers[MIN_VERSION_HEADER]);
-      const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context, minVersion), bytes);
+      const checked = await checkedAhead(a, body, bytes);
+      const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context, minVersion, checked), bytes);
       if (held.release) out.release = held.release;
       return out;
     } catch (err) {

@@ -14,6 +14,24 @@ export interface ExpressionLimits extends SizeLimits {
   maxExpressionLength: number;
   /** `expressionCost` units. */
   maxExpressionCost: number;
+  /** Faults (or null) of long expressions already checked in the worker pool, by their text (`longTexts`). */
+  checked?: ReadonlyMap<string, string | null>;
+}
+
+/** Texts this long are checked in the worker pool, never on the event loop: their check costs ~0.1 ms a kilobyte. */
+export const CHECKED_AHEAD = 4096;
+
+/**
+ * The strings in a parsed JSON body at least `CHECKED_AHEAD` long: any may be an expression. Arrays
+ * of numbers (vectors) are passed over, not walked.
+ */
+export function longTexts(v: unknown, out: string[] = []): string[] {
+  if (typeof v === "string") {
+    if (v.length >= CHECKED_AHEAD) out.push(v);
+  } else if (Array.isArray(v)) {
+    if (typeof v[0] !== "number") for (const x of v) longTexts(x, out);
+  } else if (v !== null && typeof v === "object") for (const k in v) longTexts((v as Record<string, unknown>)[k], out);
+  return out;
 }
 
 // Keywords that build a node of the tree (operators, predicates, CASE branches).

@@ -56,7 +56,7 @@ const expressionKeyword: FuncKeywordDefinition = {
   validate: function check(this: ExpressionLimits | undefined, _on: boolean, data: string): boolean {
     // A schema with expressions validated without the limits is a programming error, not a pass.
     if (this === undefined) throw new Error("an x-expression schema was validated without expression limits");
-    const fault = expressionFault(data, this);
+    const fault = this.checked?.has(data) ? this.checked.get(data)! : expressionFault(data, this);
     if (fault !== null) (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: "x-expression", message: fault, params: {} }];
     return fault === null;
   },

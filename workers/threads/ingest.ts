@@ -1,11 +1,12 @@
 // Pool tasks "ingest" and "ingestJson": decode, check and normalise one Arrow IPC request body, or
 // read one body of JSON rows as Arrow, with the same functions the main thread uses for small
-// bodies, and hand back only bytes, moved.
+// bodies, and hand back only bytes, moved. "expressionFaults": a body's long expressions checked.
 import { Piscina } from "piscina";
 import { normaliseIpc } from "../../src/engine/ipc-in.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { jsonRowsTable, type DecodeLimits, type JsonRowsBody, type RowsTarget } from "../../src/engine/rows-in.js";
 import { ApiError, type ErrorCode } from "../../src/errors.js";
+import { expressionFault, type ExpressionLimits } from "../../src/schemas/expression.js";
 import { ownBuffer } from "../../src/util/own-buffer.js";
 
 /** A request body, the most bytes it may decode to (--max-decoded-body) and one value may hold (--max-value-bytes). */
@@ -47,3 +48,11 @@ export function ingestJson({ body, to }: JsonIngestTask): IngestReply {
     return failed(err);
   }
 }
+
+export interface ExpressionsTask {
+  texts: string[];
+  limits: ExpressionLimits;
+}
+
+/** Each text's fault as an expression (src/schemas/expression.ts), or null: the check is as long as the text. */
+export const expressionFaults = ({ texts, limits }: ExpressionsTask): (string | null)[] => texts.map((t) => expressionFault(t, limits));
