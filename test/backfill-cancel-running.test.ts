@@ -104,6 +104,23 @@ describe("a cancel of a split backfill whose tasks run", () => {
     expect(await filled(q, "run", "z")).toBe(ROWS);
   });
 
+  it("a cancel of one task fails the backfill naming it, and the other tasks end with the backfill in one commit", async () => {
+    const q = await start();
+    const { job, tasks } = await runningSplit(q, "one");
+    const c = await q.call("POST", "/v1/jobs/cancel", { job_id: tasks[1] });
+    expect(c.json, c.text).toMatchObject({ cancelled: true, status: "Canceled" });
+    let read: Listed[] = [];
+    for (const end = Date.now() + 60_000; Date.now() < end; await sleep(20)) {
+      read = await list(q, "one");
+      const parent = read.find((j) => j.job_id === job)!;
+      if (terminal(parent.status)) break;
+    }
+    expect(read.filter((j) => tasks.includes(j.job_id)).map((t) => t.status)).toEqual(["Canceled", "Canceled", "Canceled"]);
+    const d = (await q.call("POST", `/v1/transaction/${job}/describe`, {})).json;
+    expect(d.status).toBe("Failed");
+    expect(d.properties.error_message).toContain(`task ${tasks[1]} of this backfill is Canceled`);
+  });
+
   it("killed during the cancel, the replica ends it at its restart: the backfill and every task Canceled together, nothing running, nothing committed", async () => {
     const first = await start();
     const { job, tasks } = await runningSplit(first, "kill");

@@ -546,9 +546,11 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const r = await store.read(id);
     if (!r || isTerminal(r.status) || r.cancelAt !== undefined) return r;
     const now = Date.now();
-    const group = await store.updateMany(r.status === "Queued" ? [id] : await groupOf(r), (s) => {
+    const ids = await groupOf(r);
+    // A Queued record with parts (queued again at a shutdown, its tasks running on) ends with them.
+    const group = await store.updateMany(ids, (s) => {
       if (isTerminal(s.status) || s.cancelAt !== undefined) return undefined;
-      if (s.id === id && s.status === "Queued") return { ...s, status: "Canceled", finishedAt: now };
+      if (s.id === id && s.status === "Queued" && ids.length === 1) return { ...s, status: "Canceled", finishedAt: now };
       return { ...s, cancelAt: now, cancelReason: s.id === id ? cancelReason : undefined };
     });
     await Promise.all(group.map(ended));
