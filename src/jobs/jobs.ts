@@ -314,6 +314,12 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       let r = await store.read(rec.id).catch(() => undefined);
       // A lease this close to its end was not renewed in time: renewed now, or no commit.
       if (mineToRun(r) && r!.lease!.expires - Date.now() <= commitMarginMs) r = await store.update(rec.id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)).catch(() => undefined);
+      // A part queued as its parent's cancel was asked (a task queued while its backfill plans)
+      // may not have been asked yet: its parent's cancel stops it as well.
+      const parent = kind.partOf?.(rec);
+      if (mineToRun(r) && parent !== undefined && (await store.read(parent).catch(() => undefined))?.cancelAt !== undefined) {
+        r = await store.update(rec.id, (s) => (mine(s) && s.cancelAt === undefined ? { ...s, cancelAt: Date.now() } : undefined)).catch(() => undefined);
+      }
       if (mineToRun(r)) return true;
       void letGo(rec.id);
       return false;
