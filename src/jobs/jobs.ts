@@ -8,7 +8,10 @@
 // stored before it is reported, and a change made elsewhere (a cancel through another replica) is
 // seen by the running replica within a poll. A cancel of a Running job is asked on its record: the
 // run checks the record right before each commit, stops, and only then is the record Canceled, so
-// no commit lands after its finishedAt and its counts are what it committed. A replica that already
+// no commit lands after its finishedAt and its counts are what it committed. A job made of parts
+// (a split backfill's tasks) is canceled with them: one commit asks it of all, each run lets go of
+// its lease once stopped, and one commit ends them all (see settle), so that no reader sees the job
+// ended with a part still Running, or a part Canceled while the job runs on. A replica that already
 // runs jobs of a kind waits a little before taking another, so that idle replicas take it first.
 // Queued records are bounded per owner and per table. While another tenant's job of a kind waits, a
 // tenant (the top-level namespace of the job's table) runs at most max-running-jobs-per-tenant of
@@ -53,8 +56,12 @@ export interface JobKind<S = any> {
    */
   interrupted: "resume" | "fail";
   start(job: JobContext<S>): Promise<Running>;
-  /** The jobs a record's run is made of (a split backfill's tasks): a cancel of it is asked of them at once. */
+  /** The jobs a record's run is made of (a split backfill's tasks): a cancel of it is asked of them at once, in one commit, and they end with it in one. */
   parts?(rec: JobRecord & { spec: S }): string[];
+  /** The record a record of this kind is a part of (a task's backfill): its records queued before `parts` lists them are its parts too. */
+  partOf?(rec: JobRecord & { spec: S }): string | undefined;
+  /** What a canceled record's progress becomes from its parts' as they stopped (a split backfill: their counts summed). */
+  summary?(rec: JobRecord & { spec: S }, parts: JobRecord[]): Record<string, unknown>;
   /** Records of one group (the tasks of one backfill) spread over replicas: a replica holding one waits longer for the next. */
   group?(rec: JobRecord & { spec: S }): string | undefined;
   /** The properties DescribeTransaction reports for a record of this kind (undefined: not shown). */
@@ -106,10 +113,11 @@ export interface Jobs {
   /** Store the properties of `rec` (set through AlterTransaction); the record as stored after. */
   save(rec: JobRecord): Promise<JobRecord>;
   /**
-   * Cancel a Queued or Running record; resolves with the stored record once it is Canceled and its
-   * run has stopped (on another replica: once that replica let go, or its lease lapsed).
+   * Cancel a Queued or Running record and its parts; resolves with the stored record once it is
+   * Canceled and its runs have stopped (on another replica: once that replica let go, or its lease
+   * lapsed). With `reason` (Quiver's own, e.g. a part of it failed) it ends Failed with it.
    */
-  cancel(rec: JobRecord): Promise<JobRecord>;
+  cancel(rec: JobRecord, reason?: string): Promise<JobRecord>;
   /** The properties Quiver reports for a record (read-only to clients), by key. */
   reported(rec: JobRecord): Record<string, string | undefined>;
   /** Records this replica has seen, by kind and status; every registered kind and status, zeros included; with `visible`, those on the tables (object ids) it accepts only. */
@@ -185,9 +193,12 @@ function stopRun(run: Run): Promise<void> {
   return run.stopCall;
 }
 
-/** How a run that ended by itself is stored: a failure after a cancel was asked is the cancel's (a canceled task failed its backfill). */
+/**
+ * How a run that ended by itself is stored: a failure after a cancel was asked is the cancel's (its
+ * process was stopped): the lease is let go, and settle ends the record with its group.
+ */
 function ending(s: JobRecord, outcome: NonNullable<Run["outcome"]>, now: number): JobRecord {
-  if (s.cancelAt !== undefined && outcome.status === "Failed") return canceled(s, now);
+  if (s.cancelAt !== undefined && outcome.status === "Failed") return { ...s, lease: undefined };
   return { ...s, status: outcome.status, error: outcome.error, finishedAt: now, lease: undefined };
 }
 
@@ -261,11 +272,13 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const { rec, changed } = await apply(id, (s) => (mine(s) ? ending(s, outcome, Date.now()) : undefined));
     if (changed) failed(rec, "error");
     await ended(rec);
+    if (rec?.cancelAt !== undefined) await settle(id);
   }
 
   /**
    * The record is no longer this replica's to run (taken over), or a cancel was asked: stop the
-   * run, then let go of the lease; a cancel's record becomes Canceled only now, after its last commit.
+   * run, then let go of the lease; a cancel's record ends only now, after its last commit, with
+   * its group (settle).
    */
   function letGo(id: string): Promise<void> {
     const run = runs.get(id);
@@ -277,11 +290,11 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       await stopRun(run);
       const r = await store.update(id, (s) => {
         if (s.lease?.replica !== me) return undefined;
-        if (s.status === "Running" && s.cancelAt !== undefined) return canceled(s, Date.now());
-        if (s.status === "Running" && run.yielded) return { ...s, status: "Queued", queuedAt: Date.now(), lease: undefined };
+        if (s.status === "Running" && run.yielded && s.cancelAt === undefined) return { ...s, status: "Queued", queuedAt: Date.now(), lease: undefined };
         return { ...s, lease: undefined };
       });
       await ended(r);
+      if (r?.cancelAt !== undefined) await settle(id);
     })().catch((err: unknown) => log.error("cannot record a job's end", { id, error: String(err) }));
     return run.stopping;
   }
@@ -301,6 +314,12 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       let r = await store.read(rec.id).catch(() => undefined);
       // A lease this close to its end was not renewed in time: renewed now, or no commit.
       if (mineToRun(r) && r!.lease!.expires - Date.now() <= commitMarginMs) r = await store.update(rec.id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)).catch(() => undefined);
+      // A part queued as its parent's cancel was asked (a task queued while its backfill plans)
+      // may not have been asked yet: its parent's cancel stops it as well.
+      const parent = kind.partOf?.(rec);
+      if (mineToRun(r) && parent !== undefined && (await store.read(parent).catch(() => undefined))?.cancelAt !== undefined) {
+        r = await store.update(rec.id, (s) => (mine(s) && s.cancelAt === undefined ? { ...s, cancelAt: Date.now() } : undefined)).catch(() => undefined);
+      }
       if (mineToRun(r)) return true;
       void letGo(rec.id);
       return false;
@@ -341,9 +360,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     const resume = !kind || kind.interrupted === "resume";
     let reason: JobFailureReason = "error";
     const { rec: got, changed } = await apply(r.id, (s) => {
-      if (!claimable(s)) return undefined;
-      // Its run is gone: what it committed is all there is.
-      if (s.cancelAt !== undefined) return canceled(s, now);
+      // Its run is gone: what it committed is all there is, and it ends with its group (settle).
+      if (!claimable(s) || s.cancelAt !== undefined) return undefined;
       if (!kind) {
         reason = "unknown_kind";
         return { ...s, status: "Failed", finishedAt: now, error: `unknown job kind ${JSON.stringify(s.operation)}`, lease: undefined };
@@ -357,6 +375,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     if (!got || !kind || !mine(got)) {
       if (changed) failed(got, reason);
       await ended(got);
+      if (got?.cancelAt !== undefined) await settle(got.id);
       return false;
     }
     if (takeover && r.lease?.replica !== me) {
@@ -425,12 +444,20 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       }
     }
     overdue(now);
+    // Records whose cancel was asked and that no replica runs: ended with their group, one settle a group.
+    const settled = new Set<string>();
+    for (const r of active) {
+      const group = byName.get(r.operation)?.partOf?.(r) ?? r.id;
+      if (r.cancelAt === undefined || runs.has(r.id) || !stopped(r, now) || settled.has(group)) continue;
+      settled.add(group);
+      await settle(r.id).catch((err: unknown) => log.error("cannot end a canceled job", { id: r.id, error: String(err) }));
+    }
     const free = new Map(kinds.map((k) => [k.name, k.limit - [...runs.values()].filter((run) => run.rec.operation === k.name).length]));
     // A replica's own records from before its restart are its to resume at once; lapsed ones of
     // others count as queued since their lease ran out.
     for (const r of active) {
       if (closed || draining) return;
-      if (r.status !== "Running" || runs.has(r.id)) continue;
+      if (r.status !== "Running" || runs.has(r.id) || r.cancelAt !== undefined) continue;
       const own = r.lease === undefined || r.lease.replica === me;
       if (!own && !lapsed(r.lease, now)) continue;
       const kind = byName.get(r.operation);
@@ -439,7 +466,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     }
     for (const kind of kinds) {
       let left = free.get(kind.name) ?? 0;
-      const queued = active.filter((r) => r.operation === kind.name && r.status === "Queued");
+      const queued = active.filter((r) => r.operation === kind.name && r.status === "Queued" && r.cancelAt === undefined);
       const running = new Map<string, number>();
       for (const r of active) if (r.operation === kind.name && r.status === "Running") running.set(tenantOfJob(r), (running.get(tenantOfJob(r)) ?? 0) + 1);
       const below = (r: JobRecord) => (running.get(tenantOfJob(r)) ?? 0) < opts.maxRunningJobsPerTenant;
@@ -501,42 +528,83 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     }
   }
 
-  /** Ask a cancel of `id` (Queued: Canceled at once; Running: its run stops first). The record as stored after. */
-  async function askCancel(id: string, cancelReason?: string): Promise<JobRecord | undefined> {
-    const now = Date.now();
-    const r = await store.update(id, (s) =>
-      isTerminal(s.status) || s.cancelAt !== undefined ? undefined : s.status === "Queued" ? { ...s, status: "Canceled", finishedAt: now } : { ...s, cancelAt: now, cancelReason },
-    );
-    await ended(r);
-    return r;
+  /** Whether no replica runs `r` now: never started, its lease let go or lapsed, or this replica's with no run here (a restart). */
+  const stopped = (r: JobRecord, now: number) => r.status === "Queued" || lapsed(r.lease, now) || (r.lease!.replica === me && !runs.has(r.id));
+
+  /** The record a cancel of `r` ends with: the one `r` is a part of while that one's cancel is asked, else `r` itself. */
+  async function rootOf(r: JobRecord): Promise<JobRecord> {
+    const parent = byName.get(r.operation)?.partOf?.(r);
+    if (parent === undefined) return r;
+    const p = await store.read(parent);
+    return p && !isTerminal(p.status) && p.cancelAt !== undefined ? p : r;
   }
 
-  /** Cancel `rec` and its parts; resolves with the stored record once its run stopped. `reason`: Quiver's own (see JobRecord.cancelReason). */
+  /** `root` and its parts: those its kind lists, and the active records naming it (queued before it listed them). */
+  async function groupOf(root: JobRecord): Promise<string[]> {
+    const kind = byName.get(root.operation);
+    if (!kind?.parts) return [root.id];
+    const named = (await store.readActive()).filter((r) => byName.get(r.operation)?.partOf?.(r) === root.id).map((r) => r.id);
+    return [...new Set([root.id, ...kind.parts(root), ...named])];
+  }
+
+  /** Ask a cancel of `id` and its parts, in one commit (Queued: Canceled at once; Running: its runs stop first). The record as stored after. */
+  async function askCancel(id: string, cancelReason?: string): Promise<JobRecord | undefined> {
+    const r = await store.read(id);
+    if (!r || isTerminal(r.status) || r.cancelAt !== undefined) return r;
+    const now = Date.now();
+    const ids = await groupOf(r);
+    // A Queued record with parts (queued again at a shutdown, its tasks running on) ends with them.
+    const group = await store.updateMany(ids, (s) => {
+      if (isTerminal(s.status) || s.cancelAt !== undefined) return undefined;
+      if (s.id === id && s.status === "Queued" && ids.length === 1) return { ...s, status: "Canceled", finishedAt: now };
+      return { ...s, cancelAt: now, cancelReason: s.id === id ? cancelReason : undefined };
+    });
+    await Promise.all(group.map(ended));
+    return group.find((s) => s.id === id);
+  }
+
+  /**
+   * Move the cancel of `id`'s group on: ask it of the parts not asked yet (queued meanwhile), stop
+   * this replica's runs of it, and once no replica runs any, end them all in one commit (the root
+   * with its parts' summed progress). A record whose lease lapsed counts as stopped: its replica
+   * may commit nothing by then (see commitMarginMs), and a replica that renews such a lease after
+   * the lapse keeps its record out of that commit (ended by the next settle).
+   */
+  async function settle(id: string): Promise<void> {
+    const r = await store.read(id);
+    if (!r || isTerminal(r.status) || r.cancelAt === undefined) return;
+    const root = await rootOf(r);
+    const ids = await groupOf(root);
+    const askedAt = Date.now();
+    const group = await store.updateMany(ids, (s) => (isTerminal(s.status) || s.cancelAt !== undefined ? undefined : { ...s, cancelAt: askedAt }));
+    const live = group.filter((s) => !isTerminal(s.status) && !stopped(s, Date.now()));
+    for (const s of live) if (runs.has(s.id)) void letGo(s.id);
+    if (live.length > 0) return;
+    const now = Date.now();
+    const summary = byName.get(root.operation)?.summary?.(group.find((s) => s.id === root.id) ?? root, group.filter((s) => s.id !== root.id));
+    const after = await store.updateMany(ids, (s) => {
+      if (isTerminal(s.status) || s.cancelAt === undefined || !stopped(s, now)) return undefined;
+      return canceled(s.id === root.id && summary ? { ...s, progress: { ...s.progress, ...summary } } : s, now);
+    });
+    failed(after.find((s) => s.id === root.id && s.finishedAt === now), "error");
+    await Promise.all(after.map(ended));
+  }
+
+  /** Cancel `rec` and its parts; resolves with the stored record once its runs stopped. `reason`: Quiver's own (see JobRecord.cancelReason). */
   async function cancelJob(rec: JobRecord, reason?: string): Promise<JobRecord> {
     const r = await askCancel(rec.id, reason);
     if (!r) return rec;
-    // Its parts hear of it at once, wherever they run (their runs check before each commit).
-    const parts = byName.get(r.operation)?.parts?.(r) ?? [];
-    await Promise.all(parts.map((id) => askCancel(id)));
-    await Promise.all([r.id, ...parts].map((id) => untilEnded(id)));
+    await untilEnded(r.id);
     return (await store.read(r.id)) ?? r;
   }
 
-  /** Wait until `id`'s run stopped and its record ended; a run whose replica died ends when its lease lapses. */
+  /** Wait until `id`'s group stopped and ended; a run whose replica died ends when its lease lapses. */
   async function untilEnded(id: string): Promise<void> {
     if (runs.has(id)) await letGo(id);
     for (;;) {
+      await settle(id);
       const r = await store.read(id);
       if (!r || isTerminal(r.status)) return;
-      const gone = (s: JobRecord, now: number) => lapsed(s.lease, now) || (s.lease!.replica === me && !runs.has(id));
-      if (gone(r, Date.now())) {
-        const now = Date.now();
-        const e = await store.update(id, (s) =>
-          s.status === "Running" && gone(s, now) ? canceled(s, now) : undefined,
-        );
-        await ended(e);
-        if (!e || isTerminal(e.status)) return;
-      }
       await new Promise((res) => setTimeout(res, cancelPollMs));
     }
   }
@@ -585,7 +653,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     async save(rec) {
       return (await store.update(rec.id, (s) => ({ ...s, properties: rec.properties }))) ?? rec;
     },
-    cancel: (rec) => cancelJob(rec),
+    cancel: (rec, reason) => cancelJob(rec, reason),
     reported(rec) {
       const end = rec.finishedAt ?? (rec.status === "Running" ? Date.now() : undefined);
       return {
@@ -631,7 +699,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
             run.outcome
               ? ending(s, run.outcome, now)
               : s.cancelAt !== undefined
-                ? canceled(s, now)
+                ? { ...s, lease: undefined }
                 : resume
                   ? { ...s, status: "Queued", queuedAt: now, lease: undefined }
                   : { ...s, status: "Failed", finishedAt: now, error: SHUTDOWN_MESSAGE, lease: undefined };
@@ -639,6 +707,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
           if (changed) failed(r, run.outcome ? "error" : "shutdown");
           if (!run.outcome && !canceling) await stopRun(run);
           await ended(r);
+          if (r?.cancelAt !== undefined) await settle(id);
         }).map((p) => p.catch((err: unknown) => log.error("cannot record a job's stop", { error: String(err) }))),
       );
     },

@@ -95,6 +95,12 @@ export interface Store {
    * what is stored after (undefined: there is no such record).
    */
   update(id: string, change: (r: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined>;
+  /**
+   * update() of several records in one commit (each row guarded by its own revision): the records
+   * a racing change reached first are read again and changed in the next commit. Resolves with
+   * what is stored after, in no order (records not stored are left out).
+   */
+  updateMany(ids: readonly string[], change: (r: JobRecord) => JobRecord | undefined): Promise<JobRecord[]>;
   /** Take `slot` for job `id`: null when taken, else the id of the live job holding it. */
   hold(slot: string, id: string): Promise<string | null>;
   /** Give `slot` back if job `id` holds it. */
@@ -186,6 +192,24 @@ export async function openStore(system: SystemTables, stateDir: string): Promise
         }
       }
       throw new Error(`job record ${id}: gave up after ${MAX_TRIES} racing changes`);
+    },
+    async updateMany(ids, change) {
+      if (ids.length === 0) return [];
+      const where = `key IN (${ids.map(sqlString).join(", ")})`;
+      for (let i = 0; i < MAX_TRIES; i++) {
+        const now = seen(await jobs.select(where));
+        const next = now.flatMap((r) => {
+          const n = change(structuredClone(r));
+          return n ? [{ ...n, rev: (r.rev ?? 0) + 1 }] : [];
+        });
+        if (next.length === 0) return now;
+        // Each row's own revision: a row whose stored revision moved on is left as it is.
+        if ((await jobs.updateIf(next.map(rowOf), "target.rev + 1 = source.rev")) === next.length) {
+          for (const n of next) mirror.set(n.id, n);
+          return now.map((r) => next.find((n) => n.id === r.id) ?? r);
+        }
+      }
+      throw new Error(`job records ${ids.join(", ")}: gave up after ${MAX_TRIES} racing changes`);
     },
     async hold(slot, id) {
       for (let i = 0; i < MAX_TRIES; i++) {

@@ -37,6 +37,19 @@ describe("job store", () => {
     expect(stored?.rev).toBe(6);
   });
 
+  it("a change of several records is one commit, each row guarded by its revision: rows a racing change reached first are changed on top of it", async () => {
+    const dir = tempDir();
+    const [a, b] = [await storeAt(dir), await storeAt(dir)];
+    for (const id of ["x", "y", "z"]) await a.insert(rec(id));
+    const mark = (r: JobRecord) => (r.progress?.a ? undefined : { ...r, progress: { ...r.progress, a: 1 } });
+    const [many] = await Promise.all([a.updateMany(["x", "y", "z"], mark), b.update("y", (r) => ({ ...r, progress: { ...r.progress, b: 1 } })), b.update("z", (r) => ({ ...r, progress: { ...r.progress, b: 2 } }))]);
+    expect(many.map((r) => r.id).sort()).toEqual(["x", "y", "z"]);
+    const fresh = await storeAt(dir);
+    expect((await fresh.read("x"))?.progress).toEqual({ a: 1 });
+    expect((await fresh.read("y"))?.progress).toEqual({ a: 1, b: 1 });
+    expect((await fresh.read("z"))?.progress).toEqual({ a: 1, b: 2 });
+  });
+
   it("an exclusive slot has one holder until its job ends; a slot whose job ended elsewhere is taken over", async () => {
     const dir = tempDir();
     const [a, b] = [await storeAt(dir), await storeAt(dir)];
@@ -285,6 +298,29 @@ describe("two replicas on one store", () => {
     expect(canceled).toMatchObject({ status: "Canceled" });
     expect(canceled.lease).toBeUndefined();
     expect(a.runs.get(r.id)!.stopped).toBe(true);
+    await Promise.all([ja.close(), jb.close()]);
+  });
+
+  it("a cancel of a job made of parts asks it of all in one commit, and ends them all in one once every run stopped", async () => {
+    const dir = tempDir();
+    const p = controlled("p", 1, "resume");
+    const t = controlled("t", 2, "resume");
+    const parent: JobKind = { ...p.kind, parts: (r) => r.spec.tasks as string[], summary: (_r, parts) => ({ parts: parts.length }) };
+    const part: JobKind = { ...t.kind, partOf: (r) => r.spec.parent as string };
+    const ja = await started(dir, [parent, part], String, BOUNDS, "A", 2_000);
+    const jb = await started(dir, [parent, part], String, BOUNDS, "B", 2_000);
+    const id = "00000000-0000-4000-8000-000000000001";
+    const tasks = [await jb.submit("t", ["t"], { parent: id }, "o"), await jb.submit("t", ["t"], { parent: id }, "o")];
+    const store = await storeAt(dir);
+    await store.insert({ ...rec(id), operation: "p", spec: { tasks: tasks.map((x) => x.id) } });
+    await eventually(() => expect([id, ...tasks.map((x) => x.id)].every((x) => p.runs.has(x) || t.runs.has(x))).toBe(true));
+    const canceled = await ja.cancel((await ja.get(id))!);
+    expect(canceled).toMatchObject({ status: "Canceled", progress: { parts: 2 } });
+    const after = await Promise.all([id, ...tasks.map((x) => x.id)].map((x) => store.read(x)));
+    expect(after.map((r) => r!.status)).toEqual(["Canceled", "Canceled", "Canceled"]);
+    // One commit ended them: one finishedAt, each after its run stopped.
+    expect(new Set(after.map((r) => r!.finishedAt)).size).toBe(1);
+    expect([p.runs.get(id)!, ...tasks.map((x) => t.runs.get(x.id)!)].every((r) => r.stopped)).toBe(true);
     await Promise.all([ja.close(), jb.close()]);
   });
 

@@ -5,14 +5,17 @@
 import type { JobKind } from "../jobs.js";
 import { BACKFILL_TASK, describeBackfill, runBackfill, type BackfillDeps, type BackfillSpec } from "./backfill.js";
 
+const backfillOf = (spec: BackfillSpec) => (typeof spec.backfill === "string" ? spec.backfill : undefined);
+
 export function backfillTaskKind(deps: BackfillDeps): JobKind<BackfillSpec> {
   return {
     name: BACKFILL_TASK,
     limit: deps.limit,
     interrupted: "resume",
     start: (job) => runBackfill(deps, job),
-    // The tasks of one backfill spread over the replicas.
-    group: (rec) => (typeof rec.spec.backfill === "string" ? rec.spec.backfill : undefined),
+    // The tasks of one backfill spread over the replicas, and end with it when it is canceled.
+    group: (rec) => backfillOf(rec.spec),
+    partOf: (rec) => backfillOf(rec.spec),
     describe: describeBackfill,
   };
 }

@@ -18,7 +18,7 @@ import { definitionHash, fromFieldMetadata, runnable, virtualColumnOf, type Virt
 import { namedBranch, type Tables } from "../../engine/tables.js";
 import { tableSchema, tableVersion } from "../../engine/table-info.js";
 import type { Exclusive, JobContext, JobKind, Jobs, Running } from "../jobs.js";
-import { isTerminal, type JobRecord } from "../store.js";
+import type { JobRecord } from "../store.js";
 import { recordJobRows } from "../../metrics.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
 
@@ -120,9 +120,11 @@ function progressOf(tasks: (JobRecord | undefined)[]): BackfillProgress {
 /**
  * A backfill split into tasks: queued once (every task reads the same version, so their shares
  * are one plan cut in contiguous address ranges), then followed until all succeed; a task that
- * fails or is canceled fails the backfill. Canceling the backfill cancels its tasks (the cancel asks
- * them at once, see backfillKind's parts) and it ends after them, with their counts as committed; a
- * shutdown or a takeover leaves them running (the backfill resumes following them).
+ * fails or is canceled fails the backfill (a cancel of it with the reason, which ends the other
+ * tasks with it). Canceling the backfill cancels its tasks: the job scheduler asks it of them in
+ * the same commit (see backfillKind's parts and partOf) and ends them all in one commit once every
+ * run stopped, the backfill's counts summed from theirs as committed (summary); a shutdown or a
+ * takeover leaves them running (the backfill resumes following them).
  */
 async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>): Promise<Running> {
   const spec = job.rec.spec;
@@ -134,11 +136,11 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
     const queued: string[] = [];
     for (let k = 0; k < spec.tasks!; k++) {
       // Each task queued is a commit to the shared job records (a second or more on a slow store):
-      // a cancel asked meanwhile (or a takeover) stops the planning, and the tasks queued so far
-      // are canceled (one by one: each is a commit to the shared records) before the cancel is
-      // answered; they were never this backfill's parts.
+      // a cancel asked meanwhile (or a takeover) stops the planning. A cancel ends the tasks queued
+      // so far with the backfill (they name it: partOf); after a takeover they are canceled here
+      // (the new run queues its own).
       if (!(await job.mayCommit())) {
-        for (const id of queued) await jobs.cancel((await jobs.get(id))!);
+        if ((await jobs.get(job.rec.id))?.cancelAt === undefined) for (const id of queued) await jobs.cancel((await jobs.get(id))!);
         throw new Error("the backfill was stopped while its tasks were being queued");
       }
       const task: BackfillSpec = { ...spec, readVersion, tasks: 1, part: [k, spec.tasks!], backfill: job.rec.id };
@@ -149,15 +151,8 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
   }
   const taskIds = ids;
   let stopping = false;
+  let failing = false;
   let reported = "";
-  /** Cancel the tasks still going, wait for them to stop, and record what they committed. */
-  const endTasks = async () => {
-    await Promise.all(taskIds.map(async (id) => {
-      const t = await jobs.get(id);
-      if (t && !isTerminal(t.status)) await jobs.cancel(t);
-    }));
-    await job.report(progressOf(await Promise.all(taskIds.map((id) => jobs.get(id)))) as Record<string, unknown>);
-  };
   const done = (async () => {
     while (!stopping) {
       const tasks = await Promise.all(taskIds.map((id) => jobs.get(id)));
@@ -167,10 +162,12 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
       if (text !== reported) await job.report(progress as Record<string, unknown>);
       reported = text;
       const lost = tasks.findIndex((t) => !t || t.status === "Failed" || t.status === "Canceled");
-      if (lost >= 0) {
-        await endTasks();
+      if (lost >= 0 && !failing) {
+        // Asked, not awaited: the cancel stops this run (its end waits for this run's).
+        failing = true;
         const t = tasks[lost];
-        throw new Error(t ? `task ${t.id} of this backfill is ${t.status}${t.error ? `: ${t.error}` : ""}` : `task ${taskIds[lost]} of this backfill is gone`);
+        const reason = t ? `task ${t.id} of this backfill is ${t.status}${t.error ? `: ${t.error}` : ""}` : `task ${taskIds[lost]} of this backfill is gone`;
+        void jobs.get(job.rec.id).then((r) => r && jobs.cancel(r, reason)).catch(() => undefined);
       }
       if (tasks.every((t) => t!.status === "Succeeded")) return;
       await new Promise((r) => setTimeout(r, TASK_POLL_MS));
@@ -178,12 +175,10 @@ async function splitBackfill(deps: BackfillDeps, job: JobContext<BackfillSpec>):
   })();
   return {
     done,
+    // A cancel ends the tasks with this backfill (the scheduler's); a shutdown queues it again, a takeover follows them elsewhere.
     async stop() {
       stopping = true;
       await done.catch(() => undefined);
-      // Only a cancel ends the tasks: a shutdown queues this backfill again, a takeover follows them elsewhere.
-      if ((await jobs.get(job.rec.id))?.cancelAt === undefined) return;
-      await endTasks();
     },
   };
 }
@@ -198,6 +193,7 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
     interrupted: "resume",
     start: (job) => (splits(job.rec.spec) ? splitBackfill(deps, job) : runBackfill(deps, job)),
     parts: (rec) => (Array.isArray(rec.progress?.tasks) ? (rec.progress.tasks as string[]) : []),
+    summary: (_rec, tasks) => progressOf(tasks) as Record<string, unknown>,
     describe: describeBackfill,
   };
 }
