@@ -3,7 +3,7 @@
 // attack is sent as the issue describes it, and where the server now refuses it, the largest form
 // it accepts is sent after it. `/healthz` is asked every 10 ms, open loop, on connections of its own
 // (a new one when all are waiting), so an event-loop stall shows in every request sent during it.
-//   node dist/bench/attacks.js [--rounds 3] [--tables 734]
+//   node dist/bench/attacks.js [--rounds 3] [--tables 734] [--only 5] (--only: the attacks of one row, after the idle baseline)
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
@@ -186,7 +186,7 @@ async function measure(port: number, label: string, work: () => Promise<number[]
 
 const load = () => loadavg().map((x) => x.toFixed(1)).join(" ");
 
-async function round(n: number, tables: number): Promise<Measured[]> {
+async function round(n: number, tables: number, only: number | null): Promise<Measured[]> {
   const dir = mkdtempSync(path.join(tmpdir(), "quiver-bench-attacks-"));
   await seed(dir);
   const q = await startQuiver(dir, KEY);
@@ -197,7 +197,7 @@ async function round(n: number, tables: number): Promise<Measured[]> {
     await prepare(conn);
     console.log(`round ${n}: load average ${load()} (1, 5, 15 min)`);
     out.push(await measure(port, "idle", async () => (await sleep(3000), [])));
-    for (const [i, a] of [...ATTACKS, tablesAttack(tables)].entries()) {
+    for (const [i, a] of [...ATTACKS, tablesAttack(tables)].filter((x) => only === null || x.row === only).entries()) {
       out.push(await measure(port, `${i + 1}. row ${a.row}: ${a.name}`, () => a.run(conn, q)));
       // The next attack starts from a quiet server.
       await sleep(1000);
@@ -219,10 +219,10 @@ function print(rows: Measured[]): void {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, tables: { type: "string", default: "734" } } });
+  const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, tables: { type: "string", default: "734" }, only: { type: "string" } } });
   const rounds: Measured[][] = [];
   for (let n = 1; n <= Number(values.rounds); n++) {
-    const r = await round(n, Number(values.tables));
+    const r = await round(n, Number(values.tables), values.only === undefined ? null : Number(values.only));
     for (const m of r) console.log(`  ${m.label}`);
     print(r);
     rounds.push(r);
