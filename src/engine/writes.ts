@@ -7,6 +7,22 @@ import type { TableHandle } from "./tables.js";
 
 export const addRows = (t: TableHandle, data: A.Table, mode: "append" | "overwrite") => t.add(data, { mode });
 
+/** What of LanceDB's native table (`LocalTable.inner` in @lancedb/lancedb/dist/table.js) a commit of a file uses. */
+interface NativeTable {
+  add(buf: Buffer, mode: string): Promise<lancedb.AddResult>;
+}
+
+/**
+ * Appends or overwrites with the rows of an Arrow IPC file (engine/upload.ts), given as it is to
+ * LanceDB's native add, which JavaScript's `add` calls with the file it writes from a table: no
+ * write or copy of the rows on the calling thread.
+ */
+export function addFile(t: TableHandle, file: Uint8Array, mode: "append" | "overwrite"): Promise<lancedb.AddResult> {
+  const inner = (t as unknown as { inner?: Partial<NativeTable> }).inner;
+  if (typeof inner?.add !== "function") throw new Error("@lancedb/lancedb's table no longer holds its native table as `inner`: see engine/writes.ts addFile");
+  return (inner as NativeTable).add(Buffer.from(file.buffer, file.byteOffset, file.byteLength), mode);
+}
+
 /** What a merge insert does with matched, unmatched and target-only rows; `where` limits which. */
 export interface MergeHow {
   updateMatched?: { where?: string | null };
