@@ -14,7 +14,7 @@ import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
 import { writeSpec } from "../engine/lsm.js";
 import { countMatching, countRows, planFilter, tableStats } from "../engine/table-info.js";
-import { rowsOf, type Upload } from "../engine/upload.js";
+import type { Upload } from "../engine/upload.js";
 import { addFile, deleteRows, updateRows } from "../engine/writes.js";
 import { checkValueBound } from "../engine/value-size.js";
 import { invalid, isApiError, unsupported } from "../errors.js";
@@ -102,8 +102,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
     return segs[0];
   });
   if (new Set(on).size < on.length) throw invalid(`on: a key column is named twice (${paths.join(", ")})`);
-  // A merge's rows are read in place from the upload's file (views, no copy).
-  const data = rowsOf(await arrowBody(ctx, schema, entry.objectId, false));
+  const data = await arrowBody(ctx, schema, entry.objectId, false);
   const missing = on.find((c) => !data.schema.fields.some((f) => f.name === c));
   if (missing) throw invalid(`body: key column ${JSON.stringify(missing)} is missing from the data`);
 
