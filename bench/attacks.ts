@@ -3,7 +3,10 @@
 // attack is sent as the issue describes it, and where the server now refuses it, the largest form
 // it accepts is sent after it. `/healthz` is asked every 10 ms, open loop, on connections of its own
 // (a new one when all are waiting), so an event-loop stall shows in every request sent during it.
-//   node dist/bench/attacks.js [--rounds 3] [--tables 734] [--rows 3,4,12]   (--rows: only those rows' attacks)
+//   node dist/bench/attacks.js [--rounds 3] [--tables 734] [--rows 3,4,12] [--checkout DIR]
+// (--rows: only those rows' attacks, after the idle baseline; --checkout: the server built in DIR's
+// dist/, to compare two builds with one bench). Writes may take 10 minutes (--write-timeout-ms):
+// the one at the bound takes minutes on a busy machine, and its whole commit is measured.
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
@@ -186,10 +189,10 @@ async function measure(port: number, label: string, work: () => Promise<number[]
 
 const load = () => loadavg().map((x) => x.toFixed(1)).join(" ");
 
-async function round(n: number, tables: number, rows: Set<number> | null): Promise<Measured[]> {
+async function round(n: number, tables: number, rows: Set<number> | null, checkout: string | undefined): Promise<Measured[]> {
   const dir = mkdtempSync(path.join(tmpdir(), "quiver-bench-attacks-"));
   await seed(dir);
-  const q = await startQuiver(dir, KEY);
+  const q = await startQuiver(dir, KEY, ["--write-timeout-ms", "600000"], checkout);
   const port = Number(new URL(q.url).port);
   const conn = new Conn("127.0.0.1", port);
   const out: Measured[] = [];
@@ -219,11 +222,11 @@ function print(rows: Measured[]): void {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, tables: { type: "string", default: "734" }, rows: { type: "string" } } });
+  const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, tables: { type: "string", default: "734" }, rows: { type: "string" }, checkout: { type: "string" } } });
   const rows = values.rows === undefined ? null : new Set(values.rows.split(",").map(Number));
   const rounds: Measured[][] = [];
   for (let n = 1; n <= Number(values.rounds); n++) {
-    const r = await round(n, Number(values.tables), rows);
+    const r = await round(n, Number(values.tables), rows, values.checkout);
     for (const m of r) console.log(`  ${m.label}`);
     print(r);
     rounds.push(r);

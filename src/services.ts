@@ -269,7 +269,7 @@ export async function createServices(config: Config, credential: (key: string) =
     system,
     claims,
     tables,
-    appends: createGroupCommit(tables, spacing),
+    appends: createGroupCommit(tables, spacing, (parts) => pool.joinFiles(parts)),
     searches: createSearchBatcher({ batchMax: config.batchMax, slots: config.batchSlots, choice: createBatchChoice({ ...CHOICE, everyMs: config.batchMeasureMs }) }),
     serving,
     jobs,

@@ -47,6 +47,29 @@ describe("group commit of concurrent inserts", () => {
     });
   }
 
+  it("inserts decoded in the worker pool (past --ingest-inline-max-bytes) share commits too: each writer's rows intact in its version", async () => {
+    const t = await fresh();
+    const writers = 12;
+    const rows = 3000;
+    const ids = (w: number) => Array.from({ length: rows }, (_, i) => 10_000 * (w + 1) + i);
+    const bodies = Array.from({ length: writers }, (_, w) => arrowRows(ids(w)));
+    expect(bodies[0].byteLength).toBeGreaterThan(32 << 10);
+    const replies = await Promise.all(bodies.map((b) => post(t, "insert", b)));
+    for (const r of replies) expect(r.status, r.text).toBe(200);
+    for (const r of replies) expect(r.json.num_inserted_rows).toBe(rows);
+    const versions = replies.map((r) => r.json.version as number);
+    expect(new Set(versions).size).toBeLessThan(writers);
+    for (let w = 0; w < writers; w++) {
+      const mine = `id >= ${ids(w)[0]} AND id <= ${ids(w)[rows - 1]}`;
+      expect(await countAt(t, { version: versions[w], predicate: mine })).toBe(rows);
+      expect(await countAt(t, { version: versions[w] - 1, predicate: mine })).toBe(0);
+    }
+    // The values arrive as sent, not only their count.
+    const last = ids(writers - 1)[rows - 1];
+    expect(await countAt(t, { predicate: `id = ${last} AND s = 'r${last}'` })).toBe(1);
+    expect(await countAt(t, {})).toBe(writers * rows + 1);
+  });
+
   it("a batch that does not fit the table is refused alone, naming the column; its neighbours are stored", async () => {
     const t = await fresh();
     const good = Array.from({ length: 16 }, (_, i) => post(t, "insert", [{ id: i + 100, s: "ok" }]));

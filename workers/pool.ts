@@ -11,11 +11,12 @@ import type { Config } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { isPlainIpc, normaliseIpc } from "../src/engine/ipc-in.js";
 import { jsonRowsTable, type JsonRowsBody, type RowsTarget } from "../src/engine/rows-in.js";
+import { fromMessage, uploadOf, type Upload } from "../src/engine/upload.js";
 import { ApiError, Code } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
 import { ownBuffer } from "../src/util/own-buffer.js";
 import type { ExpressionLimits } from "../src/schemas/expression.js";
-import type { ExpressionsTask, IngestReply, IngestTask, JsonIngestTask } from "./threads/ingest.js";
+import type { ExpressionsTask, IngestReply, IngestTask, JoinedFiles, JsonIngestTask } from "./threads/ingest.js";
 
 export interface WorkerPool {
   /**
@@ -33,6 +34,15 @@ export interface WorkerPool {
   jsonRows(body: JsonRowsBody, to: Omit<RowsTarget, "limits" | "maxJsonDepth">): Promise<A.Table>;
   /** Each text's fault as an expression, or null (`checked` of ExpressionLimits), in a worker. */
   expressionFaults(texts: string[], limits: ExpressionLimits): Promise<ReadonlyMap<string, string | null>>;
+  /** The request body, decoded as `ingest` decodes it, as an upload to commit (engine/upload.ts), its file written where it was decoded. */
+  upload(raw: Uint8Array | undefined): Promise<Upload>;
+  /** A body of JSON rows, read as `jsonRows` reads it, as an upload to commit. */
+  jsonUpload(body: JsonRowsBody, to: Omit<RowsTarget, "limits" | "maxJsonDepth">): Promise<Upload>;
+  /**
+   * Uploads' files (of one schema) as one file, written in a worker, for a commit they share. The
+   * parts are moved there and back: use the ones answered, not those given.
+   */
+  joinFiles(parts: Uint8Array[]): Promise<JoinedFiles>;
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
   run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
   /** Threads started, threads running a task, tasks waiting for a thread. */
@@ -71,10 +81,33 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
     }
   }
 
-  const tableOf = (reply: IngestReply) => {
+  const decoded = (reply: IngestReply): A.Table | Upload => {
     if (reply instanceof Uint8Array) return arrow.tableFromIPC(reply);
+    if ("file" in reply) return fromMessage(reply);
     throw new ApiError(reply.code, reply.error, reply.status);
   };
+  const decodeLimits = { maxDecodedBody: config.maxDecodedBody, maxValueBytes: config.maxValueBytes };
+
+  async function arrowBody(raw: Uint8Array | undefined, upload: boolean): Promise<A.Table | Upload> {
+    if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) {
+      const { table } = normaliseIpc(raw, decodeLimits);
+      return upload ? uploadOf(table) : table;
+    }
+    const own = ownBuffer(raw);
+    const task: IngestTask = { body: own, upload, ...decodeLimits };
+    return decoded(await run<IngestReply>("ingest", task, [own.buffer as ArrayBuffer]));
+  }
+
+  async function jsonBody(body: JsonRowsBody, target: Omit<RowsTarget, "limits" | "maxJsonDepth">, upload: boolean): Promise<A.Table | Upload> {
+    const to = { ...target, limits: decodeLimits, maxJsonDepth: config.maxJsonDepth };
+    if (body.bytes.length <= config.ingestInlineMaxBytes) {
+      const table = jsonRowsTable(body, to);
+      return upload ? uploadOf(table) : table;
+    }
+    const own = ownBuffer(body.bytes);
+    const task: JsonIngestTask = { body: { bytes: own, ndjson: body.ndjson }, to: { ...to, schema: to.schema && arrow.tableToIPC(new arrow.Table(to.schema), "stream") }, upload };
+    return decoded(await run<IngestReply>("ingestJson", task, [own.buffer as ArrayBuffer]));
+  }
 
   // One task per thread at a time: the admitted tasks not waiting in Piscina's queue are running.
   const stats = () => {
@@ -84,20 +117,11 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
   };
 
   return {
-    async ingest(raw) {
-      const limits = { maxDecodedBody: config.maxDecodedBody, maxValueBytes: config.maxValueBytes };
-      if (!raw || (raw.length <= config.ingestInlineMaxBytes && isPlainIpc(raw))) return normaliseIpc(raw, limits).table;
-      const own = ownBuffer(raw);
-      const task: IngestTask = { body: own, ...limits };
-      return tableOf(await run<IngestReply>("ingest", task, [own.buffer as ArrayBuffer]));
-    },
-    async jsonRows(body, target) {
-      const to = { ...target, limits: { maxDecodedBody: config.maxDecodedBody, maxValueBytes: config.maxValueBytes }, maxJsonDepth: config.maxJsonDepth };
-      if (body.bytes.length <= config.ingestInlineMaxBytes) return jsonRowsTable(body, to);
-      const own = ownBuffer(body.bytes);
-      const task: JsonIngestTask = { body: { bytes: own, ndjson: body.ndjson }, to: { ...to, schema: to.schema && arrow.tableToIPC(new arrow.Table(to.schema), "stream") } };
-      return tableOf(await run<IngestReply>("ingestJson", task, [own.buffer as ArrayBuffer]));
-    },
+    ingest: (raw) => arrowBody(raw, false) as Promise<A.Table>,
+    jsonRows: (body, target) => jsonBody(body, target, false) as Promise<A.Table>,
+    upload: (raw) => arrowBody(raw, true) as Promise<Upload>,
+    jsonUpload: (body, target) => jsonBody(body, target, true) as Promise<Upload>,
+    joinFiles: (parts) => run<JoinedFiles>("joinFiles", parts, parts.map((p) => p.buffer as ArrayBuffer)),
     async expressionFaults(texts, { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies }) {
       const task: ExpressionsTask = { texts, limits: { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies } };
       const faults = await run<(string | null)[]>("expressionFaults", task);

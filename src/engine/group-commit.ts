@@ -8,6 +8,9 @@
 // group); if a combined commit fails anyway, each batch is committed on its own, so one writer's
 // failure is never its neighbours'. While a table branch carries too many small fragments, its
 // commits start a spacing apart (src/engine/commit-spacing.ts), and groups fill meanwhile.
+// Appends and merges are uploads (engine/upload.ts): each commits its own Arrow IPC file and a
+// group's files are joined into one in the worker pool, so no commit writes or copies rows on the
+// event loop (a merge still reads its keys there, to group).
 import { setTimeout as sleep } from "node:timers/promises";
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
@@ -19,7 +22,8 @@ import { spacingKey, type CommitSpacing } from "./commit-spacing.js";
 import { beginCommit, currentWork, type Work } from "./deadline.js";
 import { quoteIdent } from "./computed-columns.js";
 import { namedBranch, type Tables, type TableHandle } from "./tables.js";
-import { mergeRows, type MergeHow } from "./writes.js";
+import { rowsOf, type Upload } from "./upload.js";
+import { addFile, mergeRows, type MergeHow } from "./writes.js";
 
 /** A merge insert's answer to one writer. */
 export interface MergeAnswer {
@@ -34,9 +38,9 @@ export interface MergeAnswer {
 
 export interface GroupCommit {
   /** Append `data` to the table's `branch` through `table` (its handle); resolves to the version that holds it. */
-  append(entry: Entry, branch: string | null | undefined, table: TableHandle, data: A.Table): Promise<number>;
+  append(entry: Entry, branch: string | null | undefined, table: TableHandle, data: Upload): Promise<number>;
   /** Merge `data` keyed on `on`, combined with concurrent merges of the same kind where that keeps each writer's counts exact. */
-  merge(entry: Entry, branch: string | null | undefined, table: TableHandle, on: string[], how: MergeHow, data: A.Table): Promise<MergeAnswer>;
+  merge(entry: Entry, branch: string | null | undefined, table: TableHandle, on: string[], how: MergeHow, data: Upload): Promise<MergeAnswer>;
 }
 
 interface Waiting<W, R> {
@@ -61,16 +65,24 @@ interface Kind<W, R> {
 }
 
 /** Batches combine when their columns agree in name, type and nullability, in order. */
-const shapeOf = (s: A.Schema) => s.fields.map((f) => `${f.name}:${String(f.type)}:${f.nullable}`).join("\u0001");
+const shapeOf = (fields: A.Field[]) => fields.map((f) => `${f.name}:${String(f.type)}:${f.nullable}`).join("\u0001");
 
 /** Thrown inside the write's turn when every writer of a group was answered before its commit: nothing is committed. */
 const NOTHING_LEFT = new Error("every writer of the group was answered before its commit");
 
-const concat = (parts: A.Table[]) => (parts.length === 1 ? parts[0] : parts[0].concat(...parts.slice(1)));
+/** Uploads' files of one schema joined into one, and the parts, which were moved to be joined (workers/pool.ts joinFiles). */
+export type JoinFiles = (parts: Uint8Array[]) => Promise<{ joined: Uint8Array; parts: Uint8Array[] }>;
 
-export function createGroupCommit(tables: Tables, spacing: CommitSpacing): GroupCommit {
+export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFiles: JoinFiles): GroupCommit {
   /** Per table branch and kind: the group still open to joiners (its commit has not begun). */
   const open = new Map<string, Waiting<unknown, unknown>[]>();
+
+  /** The uploads' files as one, joined in the pool; each upload keeps its own file, moved back from the join. */
+  async function joined(uploads: Upload[]): Promise<Uint8Array> {
+    const { joined, parts } = await joinFiles(uploads.map((u) => u.file));
+    uploads.forEach((u, i) => (u.file = parts[i]));
+    return joined;
+  }
 
   /** One item in a commit of its own, queued behind the table's other writes. */
   const commitAlone = <W, R>(entry: Entry, branch: string | null | undefined, kind: Kind<W, R>, item: W, work: Work | null): Promise<R> =>
@@ -138,20 +150,21 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing): Group
 
   return {
     append(entry, branch, table, data) {
-      const kind: Kind<A.Table, number> = {
+      const kind: Kind<Upload, number> = {
         change: "insert",
-        rows: (d) => d.numRows,
+        rows: (u) => u.numRows,
         fits: () => true,
-        alone: async (d) => (await table.add(d, { mode: "append" })).version,
+        alone: async (u) => (await addFile(table, u.file, "append")).version,
         versionOf: (v) => v,
         async together(items) {
-          const { version } = await table.add(concat(items), { mode: "append" });
+          const { version } = await addFile(table, await joined(items), "append");
           return { version, answers: items.map(() => version) };
         },
       };
+      const fields = data.schema.fields.filter((f) => !data.nullBools.includes(f.name));
       // Dictionary columns carry a dictionary per batch; such a batch is committed alone.
-      if (data.schema.fields.some((f) => arrow.DataType.isDictionary(f.type))) return commitAlone(entry, branch, kind, data, currentWork());
-      return submit(entry, branch, `append\u0000${location(entry, branch)}\u0000${shapeOf(data.schema)}`, kind, data);
+      if (fields.some((f) => arrow.DataType.isDictionary(f.type))) return commitAlone(entry, branch, kind, data, currentWork());
+      return submit(entry, branch, `append\u0000${location(entry, branch)}\u0000${shapeOf(fields)}`, kind, data);
     },
 
     merge(entry, branch, table, on, how, data) {
@@ -165,18 +178,19 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing): Group
       });
       const column = on[0];
       // The key's type as the writer sent it (checked against the table's before it got here).
-      const numeric = data.getChild(column) !== null && arrow.DataType.isInt(data.getChild(column)!.type);
-      const kind: Kind<{ data: A.Table; keys: Set<string> | null }, MergeAnswer> = {
+      const keyField = data.schema.fields.find((f) => f.name === column);
+      const numeric = keyField !== undefined && arrow.DataType.isInt(keyField.type);
+      const kind: Kind<{ data: Upload; keys: Set<string> | null }, MergeAnswer> = {
         change: "merge_insert",
         rows: (w) => w.data.numRows,
         versionOf: (a) => a.version,
         // No key in two writers' rows: the merge matches each source row alone, and each writer's
         // counts follow from which of its keys the table held.
         fits: (items, w) => items.every((o) => ![...w.keys!].some((k) => o.keys!.has(k))),
-        alone: async (w) => answer(await mergeRows(table, on, how)(w.data), w.data.numRows),
+        alone: async (w) => answer(await mergeRows(table, on, how)(w.data.file), w.data.numRows),
         async together(items) {
           const held = await heldKeys(table, column, numeric, items.flatMap((w) => [...w.keys!]));
-          const r = await mergeRows(table, on, how)(concat(items.map((w) => w.data)));
+          const r = await mergeRows(table, on, how)(await joined(items.map((w) => w.data)));
           const answers = items.map((w) => {
             const matched = [...w.keys!].filter((k) => held.has(k)).length;
             return { ...answer(r, w.data.numRows), numUpdatedRows: how.updateMatched ? matched : 0, numInsertedRows: how.insertUnmatched ? w.keys!.size - matched : 0 };
@@ -189,10 +203,10 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing): Group
           return { version: r.version, answers };
         },
       };
-      const keys = combinableKeys(data, on, how);
+      const keys = combinableKeys(rowsOf(data), on, how);
       if (!keys) return commitAlone(entry, branch, kind, { data, keys }, currentWork());
       const clauses = JSON.stringify([on, how.updateMatched ? 1 : 0, how.insertUnmatched ? 1 : 0, how.useIndex ?? null]);
-      return submit(entry, branch, `merge\u0000${location(entry, branch)}\u0000${shapeOf(data.schema)}\u0000${clauses}`, kind, { data, keys });
+      return submit(entry, branch, `merge\u0000${location(entry, branch)}\u0000${shapeOf(data.schema.fields)}\u0000${clauses}`, kind, { data, keys });
     },
   };
 }

@@ -31,7 +31,7 @@ export function normaliseIpc(raw: Uint8Array | undefined, limits: DecodeLimits):
   }
   // A byte soup that happens to parse yields no schema at all.
   if (t.schema.fields.length === 0) throw invalid("body: not a valid Arrow IPC stream (no schema with columns)");
-  storable(t);
+  storable(t.schema);
   const table = plainDictionaries(t, plain.length, maxDecoded);
   checkValueSizes(table, limits.maxValueBytes);
   return { table, stream: table === t ? plain : null };
@@ -117,10 +117,9 @@ export function isPlainIpc(raw: Uint8Array): boolean {
   }
 }
 
-/** 400 for what Lance cannot store of `t`. */
-export function storable(t: A.Table): A.Table {
-  t.schema.fields.forEach((f) => checkStorable(f, f.name));
-  return t;
+/** 400 for what Lance cannot store of columns `s`. */
+export function storable(s: A.Schema): void {
+  s.fields.forEach((f) => checkStorable(f, f.name));
 }
 
 /** The body's table, and its bytes as an uncompressed stream (the body itself when it was one). */
@@ -153,22 +152,25 @@ function shape(t: A.DataType): string {
   return `${j.type}${j.length !== undefined ? `[${j.length}]` : ""}${inner ? `<${inner}>` : ""}`;
 }
 
-/** 400 naming the column when `data` does not fit `schema` (of table `table`); nothing is written before this. */
-export function checkFits(data: A.Table, schema: A.Schema, table: string): void {
+/**
+ * 400 naming the column when columns `data` holding `nulls` nulls each (in order) do not fit
+ * `schema` (of table `table`); nothing is written before this.
+ */
+export function checkFits(data: A.Schema, nulls: number[], schema: A.Schema, table: string): void {
   const q = JSON.stringify;
   const want = new Map(schema.fields.map((f) => [f.name, f]));
-  for (const f of data.schema.fields) {
+  for (const [i, f] of data.fields.entries()) {
     const target = want.get(f.name);
     if (!target) throw invalid(`column ${q(f.name)} is not in table ${q(table)}`);
     if (shape(f.type) !== shape(target.type)) {
       throw invalid(`column ${q(f.name)}: table ${q(table)} has type ${shape(target.type)}, the data has ${shape(f.type)}`);
     }
-    if (!target.nullable && data.getChild(f.name)!.nullCount > 0) {
+    if (!target.nullable && nulls[i] > 0) {
       throw invalid(`column ${q(f.name)} is not nullable in table ${q(table)} but the data holds nulls`);
     }
   }
   for (const target of schema.fields) {
-    if (!target.nullable && !data.schema.fields.some((f) => f.name === target.name)) {
+    if (!target.nullable && !data.fields.some((f) => f.name === target.name)) {
       throw invalid(`column ${q(target.name)} is missing from the data and is not nullable in table ${q(table)}`);
     }
   }

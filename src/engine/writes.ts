@@ -7,6 +7,38 @@ import type { TableHandle } from "./tables.js";
 
 export const addRows = (t: TableHandle, data: A.Table, mode: "append" | "overwrite") => t.add(data, { mode });
 
+/** LanceDB's native merge builder (NativeMergeInsertBuilder in @lancedb/lancedb/dist/native.d.ts). */
+interface NativeMerge {
+  whenMatchedUpdateAll(condition?: string): NativeMerge;
+  whenNotMatchedInsertAll(): NativeMerge;
+  whenNotMatchedBySourceDelete(filter?: string): NativeMerge;
+  useIndex(useIndex: boolean): NativeMerge;
+  execute(buf: Buffer): Promise<lancedb.MergeResult>;
+}
+
+/** What of LanceDB's native table (`LocalTable.inner` in @lancedb/lancedb/dist/table.js) commits of a file use. */
+interface NativeTable {
+  add(buf: Buffer, mode: string): Promise<lancedb.AddResult>;
+  mergeInsert(on: string[]): NativeMerge;
+}
+
+/**
+ * The native table under `t`. LanceDB's JavaScript `add` and merge `execute` write the Arrow table
+ * they are given to an IPC file on the calling thread and call these with it; commits here hand
+ * them a file written where the rows were decoded (engine/upload.ts), so the event loop never
+ * writes or copies rows.
+ */
+function native(t: TableHandle): NativeTable {
+  const inner = (t as unknown as { inner?: Partial<NativeTable> }).inner;
+  if (typeof inner?.add !== "function" || typeof inner.mergeInsert !== "function") throw new Error("@lancedb/lancedb's table no longer holds its native table as `inner`: see engine/writes.ts");
+  return inner as NativeTable;
+}
+
+const bufferOf = (file: Uint8Array) => Buffer.from(file.buffer, file.byteOffset, file.byteLength);
+
+/** Appends or overwrites with the rows of an Arrow IPC file. */
+export const addFile = (t: TableHandle, file: Uint8Array, mode: "append" | "overwrite"): Promise<lancedb.AddResult> => native(t).add(bufferOf(file), mode);
+
 /** What a merge insert does with matched, unmatched and target-only rows; `where` limits which. */
 export interface MergeHow {
   updateMatched?: { where?: string | null };
@@ -14,8 +46,6 @@ export interface MergeHow {
   deleteNotInSource?: { where?: string | null };
   useIndex?: boolean;
 }
-
-const filtered = (o: { where?: string | null }) => (o.where ? { where: o.where } : undefined);
 
 /** Counts the engine's retries of a merge insert that lost commit races (its attempts past the first). */
 export const merged =
@@ -25,14 +55,14 @@ export const merged =
     return r;
   };
 
-/** A merge insert keyed on `on`, built now and committed by the function answered. */
-export function mergeRows(t: TableHandle, on: string[], how: MergeHow): (data: A.Table) => Promise<lancedb.MergeResult> {
-  let b = t.mergeInsert(on);
-  if (how.updateMatched) b = b.whenMatchedUpdateAll(filtered(how.updateMatched));
+/** A merge insert keyed on `on`, built now and committed by the function answered, given the source rows as an Arrow IPC file. */
+export function mergeRows(t: TableHandle, on: string[], how: MergeHow): (file: Uint8Array) => Promise<lancedb.MergeResult> {
+  let b = native(t).mergeInsert(on);
+  if (how.updateMatched) b = b.whenMatchedUpdateAll(how.updateMatched.where || undefined);
   if (how.insertUnmatched) b = b.whenNotMatchedInsertAll();
-  if (how.deleteNotInSource) b = b.whenNotMatchedBySourceDelete(filtered(how.deleteNotInSource));
+  if (how.deleteNotInSource) b = b.whenNotMatchedBySourceDelete(how.deleteNotInSource.where || undefined);
   if (how.useIndex !== undefined) b = b.useIndex(how.useIndex);
-  return (data) => b.execute(data).then(merged("table"));
+  return (file) => b.execute(bufferOf(file)).then(merged("table"));
 }
 
 /** Sets columns to SQL values in the rows `where` selects (all without it). */

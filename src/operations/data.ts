@@ -14,7 +14,8 @@ import { isFilterFault, isSqlFault } from "../engine/query-errors.js";
 import { LSM_UNSUPPORTED } from "../engine/messages.js";
 import { writeSpec } from "../engine/lsm.js";
 import { countMatching, countRows, planFilter, tableStats } from "../engine/table-info.js";
-import { addRows, deleteRows, updateRows } from "../engine/writes.js";
+import type { Upload } from "../engine/upload.js";
+import { addFile, deleteRows, updateRows } from "../engine/writes.js";
 import { checkValueBound } from "../engine/value-size.js";
 import { invalid, isApiError, unsupported } from "../errors.js";
 import { canonicalPath, parseFieldPath } from "../schemas/field-path.js";
@@ -59,26 +60,20 @@ function isSqlColumn(f: A.Field): boolean {
   return vc !== null && runnable(vc) === "sql";
 }
 
-async function arrowBody(ctx: OpContext, schema: A.Schema, name: string, append: boolean) {
+async function arrowBody(ctx: OpContext, schema: A.Schema, name: string, append: boolean): Promise<Upload> {
   const { rows } = ctx;
-  const data = rows ? storable(await ctx.svc.pool.jsonRows(rows, { schema, optional: schema.fields.filter(isSqlColumn).map((f) => f.name), table: name })) : await ctx.svc.pool.ingest(ctx.raw);
+  const data = rows ? await ctx.svc.pool.jsonUpload(rows, { schema, optional: schema.fields.filter(isSqlColumn).map((f) => f.name), table: name }) : await ctx.svc.pool.upload(ctx.raw);
+  if (rows) storable(data.schema);
   if (data.numRows === 0) throw invalid(ctx.rows ? "body: holds no rows" : "body: the Arrow IPC stream holds no rows");
-  checkFits(data, schema, name);
+  checkFits(data.schema, data.nulls, schema, name);
   // The engine builds the columns the body leaves out as nulls, so each row costs the table's width.
   checkRowCount(data.numRows, new arrow.Schema(schema.fields.filter((f) => !isSqlColumn(f))), ctx.svc.config.maxDecodedBody);
-  return withoutNullBools(data, append);
-}
-
-/**
- * apache-arrow writes a bool column that is null in every row without its values bitmap, which
- * the engine refuses. An append leaves such a column out (the engine fills it with nulls); any
- * other write would mean something else without it, so it is refused naming the column.
- */
-function withoutNullBools(data: A.Table, append: boolean): A.Table {
-  const allNull = data.schema.fields.filter((f) => arrow.DataType.isBool(f.type) && data.getChild(f.name)!.nullCount === data.numRows);
-  if (allNull.length === 0) return data;
-  if (!append) throw invalid(`body: bool column ${JSON.stringify(allNull[0].name)} is null in every row; this write cannot carry it so (an insert can: leave the column out)`);
-  return data.select(data.schema.fields.filter((f) => !allNull.includes(f)).map((f) => f.name));
+  // An append leaves bool columns null in every row to the engine (engine/upload.ts); any other
+  // write would mean something else without them.
+  if (!append && data.nullBools.length > 0) {
+    throw invalid(`body: bool column ${JSON.stringify(data.nullBools[0])} is null in every row; this write cannot carry it so (an insert can: leave the column out)`);
+  }
+  return data;
 }
 
 export const insertIntoTable = arrowOp(async (ctx) => {
@@ -86,7 +81,7 @@ export const insertIntoTable = arrowOp(async (ctx) => {
   const { entry, table, commit, branch, schema } = await target(ctx, {}, "insert");
   const data = await arrowBody(ctx, await schema(), entry.objectId, mode === "append");
   const version = await engine("body", undefined, async () =>
-    mode === "append" ? ctx.svc.appends.append(entry, branch, table, data) : (await commit({ change: "insert", rows: data.numRows }, () => addRows(table, data, mode))).version,
+    mode === "append" ? ctx.svc.appends.append(entry, branch, table, data) : (await commit({ change: "insert", rows: data.numRows }, () => addFile(table, data.file, mode))).version,
   );
   return json({ version, num_inserted_rows: data.numRows });
 }, { query: InsertQuery });

@@ -84,7 +84,8 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
   tableName(id);
   const mode: "create" | "exist_ok" | "overwrite" = args.mode ?? "create";
   const properties = propertiesOf(args.properties);
-  const data = rows ? storable(await svc.pool.jsonRows(rows, { schema: null, optional: [], table: objectIdOf(id) })) : await svc.pool.ingest(raw);
+  const data = rows ? await svc.pool.jsonRows(rows, { schema: null, optional: [], table: objectIdOf(id) }) : await svc.pool.ingest(raw);
+  if (rows) storable(data.schema);
   checkRowCount(data.numRows, data.schema, svc.config.maxDecodedBody);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));

@@ -155,7 +155,7 @@ async function refreshChunker(req: RefreshRequest, compute: Compute, view: Table
   committing = true;
   // Children of affected parents (all, in a rebuild) that the new rows do not replace are removed.
   const deleteNotInSource = !incremental ? {} : affected!.length > 0 ? { where: `${SOURCE_ROW_ID} IN (${affected!.join(", ")})` } : undefined;
-  const r = await mergeRows(view, [SOURCE_ROW_ID, CHUNK], { updateMatched: {}, insertUnmatched: true, deleteNotInSource })(rows);
+  const r = await mergeRows(view, [SOURCE_ROW_ID, CHUNK], { updateMatched: {}, insertUnmatched: true, deleteNotInSource })(arrow.tableToIPC(rows, "file"));
   return { mode: incremental ? "incremental" : "rebuild", rows_written: rows.numRows, source_version: sourceVersion, view_version: r.version, truncated: rows.numRows < all, ...failed(failures) };
 }
 
