@@ -3,7 +3,7 @@ import { setupAuth, type AuthSetup } from "./auth/authenticate.js";
 import { adminKeyFile } from "./auth/api-keys.js";
 import { helpText, loadConfig, unknownVariables } from "./config.js";
 import { log, setLogLevel } from "./log.js";
-import { watch } from "./metrics.js";
+import { carryDrainingRefusals, drainingRefusals, watch } from "./metrics.js";
 import { SEP } from "./catalog/names.js";
 import { createPipeline } from "./http/pipeline.js";
 import { dataPathValidators, routes } from "./routes.js";
@@ -14,6 +14,7 @@ import { loadUws } from "./util/runtime.js";
 import { reclaim } from "./operations/admin.js";
 import { hasV8Flags, V8_FLAGS } from "./util/v8-flags.js";
 import { packageVersion } from "./util/package-version.js";
+import { leaveStopRefusals, takeStopRefusals } from "./util/stop-refusals.js";
 
 /** Releasing the services after the drain (serving saves, job records, pools) gets at least this long, even when requests took the whole deadline. */
 const CLOSE_MIN_MS = 3000;
@@ -55,6 +56,7 @@ async function main(): Promise<void> {
   await reclaim(services, "start");
   // After listening (a start on a taken port stops before this): releasing a saved index's pin writes the table.
   void services.warm();
+  carryDrainingRefusals(takeStopRefusals(config.stateDir));
   watch({ inFlight: server.inFlight, oldestSeconds: server.oldestSeconds, pool: services.pool.stats, jobs: services.jobs.counts, tableExists: (objectId) => services.catalog.get(objectId.split(SEP))?.type === "table", jobsHere: services.jobs.runningHere, openTables: services.tables.openHandles, draining: () => services.lifecycle.draining, warm: () => ({ tables: services.lifecycle.warming, timedOut: services.lifecycle.warmTimedOut }) }, config.replicaName);
   // SIGTERM (what process managers and orchestrators send) drains for --drain-delay-ms first;
   // SIGINT (Ctrl-C at a terminal, where no balancer waits) and a second signal skip the delay.
@@ -71,12 +73,14 @@ async function main(): Promise<void> {
     // Whatever still waits (a step that ignores its deadline), the process ends in bounded time.
     setTimeout(() => {
       log.error("shutdown overran its deadlines; exiting", { drainDelayMs, shutdownDeadlineMs: config.shutdownDeadlineMs });
+      leaveStopRefusals(config.stateDir, drainingRefusals());
       process.exit(1);
     }, drainDelayMs + config.shutdownDeadlineMs + CLOSE_MIN_MS + 1000).unref();
     // A replica on its way out starts no job another replica could run from the start.
     void services.jobs.drain();
     const left = await server.drain(config.drainDelayMs, config.shutdownDeadlineMs, skip);
     await services.close(Math.max(left, CLOSE_MIN_MS));
+    leaveStopRefusals(config.stateDir, drainingRefusals());
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -190,6 +190,15 @@ const UNAVAILABLE_REASONS = [
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 for (const r of UNAVAILABLE_REASONS) unavailable.inc({ reason: r }, 0);
 
+let drainingRefused = 0;
+/** 503 `draining` answers so far, counts carried from earlier processes included (util/stop-refusals.ts). */
+export const drainingRefusals = () => drainingRefused;
+/** Starts the `draining` count where the last process on this state directory left it. */
+export function carryDrainingRefusals(n: number): void {
+  drainingRefused += n;
+  unavailable.inc({ reason: "draining" }, n);
+}
+
 /** One finished request: `status` 0 when the client went away before an answer. */
 export function recordRequest(operation: string, status: number, seconds: number, reason?: UnavailableReason): void {
   let s = byOperation.get(operation);
@@ -204,6 +213,7 @@ export function recordRequest(operation: string, status: number, seconds: number
   s.sum += seconds;
   s.count++;
   if (status === 503) unavailable.inc({ reason: reason ?? "other" });
+  if (status === 503 && reason === "draining") drainingRefused++;
   if (reason === "deadline") deadlines.inc({ operation });
 }
 

@@ -6,6 +6,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.js";
 import { sample } from "./helpers/metrics.js";
+import { probeUntil } from "./helpers/pace.js";
 import { ADMIN_KEY, removeDir, request, startQuiver } from "./helpers/quiver.js";
 import { settle, until } from "./helpers/transactions.js";
 
@@ -105,6 +106,31 @@ describe("the drain on SIGTERM", () => {
     await idle.closed;
     expect(idle.error()).toBeNull();
     removeDir(q.dataDir);
+  });
+
+  it("a request refused after the listener closed is counted by the next start (QuiverRefusedWhileStopping could not fire: the process exited before any scrape saw it)", async () => {
+    const q = await startQuiver();
+    // One request in flight keeps the process up after the listener closes; an idle connection
+    // opened before the signal then asks for something.
+    const body = JSON.stringify({ properties: {} });
+    const slow = net.connect(q.port, "127.0.0.1");
+    slow.on("error", () => undefined);
+    slow.write(`POST /v1/namespace/late/create HTTP/1.1\r\nHost: x\r\nx-api-key: ${ADMIN_KEY}\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    const idle = raw(q.port);
+    await idle.ready;
+    await new Promise((r) => setTimeout(r, 200));
+    const exit = q.stop();
+    await probeUntil("the listener closed", () => fetch(`${q.url}/healthz`).then(() => null, () => true), 10_000);
+    expect(await idle.get("/v1/namespace/%24/list")).toMatch(/^HTTP\/1\.1 503 [^]*server is shutting down/);
+    slow.end(body.slice(5));
+    expect(await exit).toBe(0);
+    const again = await startQuiver({ dataDir: q.dataDir });
+    try {
+      expect(sample((await again.call("GET", "/metrics")).text, "quiver_unavailable_total", { reason: "draining" })).toBe(1);
+    } finally {
+      await again.stop();
+      removeDir(q.dataDir);
+    }
   });
 
   it("SIGINT (Ctrl-C) skips the delay", async () => {
