@@ -18,6 +18,15 @@ import { ownBuffer } from "../src/util/own-buffer.js";
 import type { ExpressionLimits } from "../src/schemas/expression.js";
 import type { ExpressionsTask, IngestReply, IngestTask, JoinedFiles, JsonIngestTask } from "./threads/ingest.js";
 
+/**
+ * The most values a body of JSON rows decoded on the calling thread may build (about a millisecond
+ * of work). A few bytes a row build one value for each of the table's columns: 32 KiB of `{}` lines
+ * into a 2,001-column table is 22 million, seconds of the event loop.
+ */
+const INLINE_CELLS = 16_384;
+/** The values a body of `bytes` can build: at most one row per 3 bytes (`{}` and a separator), each as wide as the table. */
+const inlineCells = (bytes: number, schema: A.Schema | null) => (bytes / 3) * Math.max(1, schema?.fields.length ?? 1);
+
 export interface WorkerPool {
   /**
    * The request body as a storable table. Plain bodies up to `--ingest-inline-max-bytes` are
@@ -100,7 +109,7 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
 
   async function jsonBody(body: JsonRowsBody, target: Omit<RowsTarget, "limits" | "maxJsonDepth">, upload: boolean): Promise<A.Table | Upload> {
     const to = { ...target, limits: decodeLimits, maxJsonDepth: config.maxJsonDepth };
-    if (body.bytes.length <= config.ingestInlineMaxBytes) {
+    if (body.bytes.length <= config.ingestInlineMaxBytes && inlineCells(body.bytes.length, to.schema) <= INLINE_CELLS) {
       const table = jsonRowsTable(body, to);
       return upload ? uploadOf(table) : table;
     }

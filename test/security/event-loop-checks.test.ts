@@ -21,6 +21,25 @@ const checks = async () => sample((await q.call("GET", "/metrics")).text, "quive
 /** Row 3's filter, scaled: `id > -1 AND id IN (n values)`, of which ids 0, 3, 6, … are stored. */
 const inList = (n: number) => `id > -1 AND id IN (${Array.from({ length: n }, (_, i) => i * 3).join(", ")})`;
 
+describe("JSON rows into a wide table", () => {
+  it("a small body that would build a value for every one of many columns is decoded in the pool (it was on the event loop below --ingest-inline-max-bytes)", async () => {
+    const decodes = async () => sample((await q.call("GET", "/metrics")).text, "quiver_pool_task_seconds_count", { task: "ingestJson" }) ?? 0;
+    const wide = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`c${i}`, i]));
+    expect((await q.call("POST", "/v1/table/wide/create", [wide])).status).toBe(200);
+    const before = await decodes();
+    // 2 KB of empty rows: 700 rows × 300 columns.
+    const body = "{}\n".repeat(700);
+    const r = await q.call("POST", "/v1/table/wide/insert", body, { "content-type": "application/x-ndjson" });
+    expect(r.status, r.text).toBe(200);
+    expect(await decodes()).toBe(before + 1);
+    expect((await q.call("POST", "/v1/table/wide/count_rows", {})).json).toBe(701);
+    // A small body into a narrow table is decoded where it arrives, as before.
+    expect((await q.call("POST", "/v1/table/narrow/create", [{ id: 1, name: "z" }])).status).toBe(200);
+    expect((await q.call("POST", "/v1/table/narrow/insert", "{\"id\":2,\"name\":\"y\"}\n".repeat(100), { "content-type": "application/x-ndjson" })).status).toBe(200);
+    expect(await decodes()).toBe(before + 1);
+  });
+});
+
 describe("a long filter's check", () => {
   it("runs in the worker pool, and the filter is answered as a short one is", async () => {
     const filter = inList(2000);
