@@ -8,9 +8,12 @@ export interface FtsSpec {
   columns: string[] | null;
 }
 
+/** One query vector: parsed JSON numbers, or float32s a worker read them into (a large body). */
+export type QueryVector = number[] | Float32Array;
+
 export interface QuerySpec {
   /** Query vectors; null for full-text search or a filtered scan. */
-  vectors: number[][] | null;
+  vectors: QueryVector[] | null;
   /** Sent as a list of vectors (multi_vector), even when it holds one. */
   multi: boolean;
   fts: FtsSpec | null;

@@ -9,7 +9,7 @@ import { rowEncoder } from "./json-rows.js";
 import { translateQueryError } from "./query-errors.js";
 import { slicer } from "../util/turns.js";
 import { counted, msLeft, within, type Bound } from "./deadline.js";
-import { mostRows, type FtsSpec, type QuerySpec } from "./query-spec.js";
+import { mostRows, type FtsSpec, type QuerySpec, type QueryVector } from "./query-spec.js";
 
 type Builder = lancedb.Query | lancedb.VectorQuery;
 /** A query's answer: the chunks of one Arrow IPC file. */
@@ -178,7 +178,7 @@ function expressionField(s: QuerySpec): string {
  * (quadratic in their count: 55,000 short vectors held the event loop about two minutes, 1,024 of
  * 512 dimensions ~70 ms), so the list is added a slice of the event loop at a time.
  */
-async function vectorQuery(table: lancedb.Table, vectors: number[][]): Promise<lancedb.VectorQuery> {
+async function vectorQuery(table: lancedb.Table, vectors: QueryVector[]): Promise<lancedb.VectorQuery> {
   const q = table.query().nearestTo(vectors[0]);
   const turns = slicer();
   for (let i = 1; i < vectors.length; i++) {

@@ -20,7 +20,7 @@ import { createBatchChoice, type BatchChoice } from "./batch-choice.js";
 import { splitByQuery } from "./ipc-split.js";
 import { runQuery, type QueryResult } from "./query.js";
 import { clientGone, deadlineExceeded, within, type Bound, type Deadline } from "./deadline.js";
-import type { QuerySpec } from "./query-spec.js";
+import type { QuerySpec, QueryVector } from "./query-spec.js";
 
 export interface SearchBatcher {
   /**
@@ -42,7 +42,7 @@ export interface BatchOptions {
 
 interface Member {
   /** One vector, or a client's own multi_vector list. */
-  vectors: number[][];
+  vectors: QueryVector[];
   /** When it arrived (performance.now()): its wait for an engine slot is recorded. */
   since: number;
   deadline: Deadline;

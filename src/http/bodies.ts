@@ -1,24 +1,8 @@
 // Request bodies decoded for an operation: a JSON object, or rows as Arrow IPC bytes or JSON rows
 // (held to the JSON body limit here, decoded by the operation: large ones in the worker pool).
 import { ApiError, Code, transport } from "../errors.js";
+export { parseJsonBody } from "../schemas/json-body.js";
 import type { JsonRowsBody } from "../engine/rows-in.js";
-import { checkJsonDepth } from "../util/json-depth.js";
-
-export function parseJsonBody(bytes: Uint8Array, maxDepth: number): Record<string, unknown> {
-  // No body, or the `{}` most reads send: nothing to parse.
-  if (bytes.length === 0 || (bytes.length === 2 && bytes[0] === 0x7b && bytes[1] === 0x7d)) return {};
-  checkJsonDepth(bytes, maxDepth, "body");
-  let v: unknown;
-  try {
-    v = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
-  } catch (e) {
-    throw new ApiError(Code.InvalidInput, `body: malformed JSON (${(e as Error).message})`);
-  }
-  // LanceDB's client sends the literal `null` where a body has no fields.
-  if (v === null) return {};
-  if (typeof v !== "object" || Array.isArray(v)) throw new ApiError(Code.InvalidInput, "body: must be a JSON object");
-  return v as Record<string, unknown>;
-}
 
 export type RowsKind = "arrow" | "json" | "ndjson";
 

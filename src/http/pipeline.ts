@@ -29,6 +29,8 @@ import type { BodyLimit } from "./exchange.js";
 import { rowFormat } from "./negotiate.js";
 import { compileRoutes, type Pattern } from "./router.js";
 import { CHECKED_AHEAD, longTexts, type ExpressionLimits } from "../schemas/expression.js";
+import { READ_AHEAD, type QueryBodyRead } from "../schemas/query-body.js";
+import { ownBuffer } from "../util/own-buffer.js";
 
 const noTurn = async () => undefined;
 
@@ -416,9 +418,12 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   /** Step `context`: what the operation is given (header context wins over the body's). */
-  function contextOf(a: Admitted, inc: Incoming, body: Record<string, unknown>, bytes: Uint8Array, principal: Principal | null, context: Record<string, string>, minVersion: number | null, checked: ExpressionLimits["checked"]): OpContext<any, Principal | null> {
+  function contextOf(a: Admitted, inc: Incoming, body: Record<string, unknown>, bytes: Uint8Array, principal: Principal | null, context: Record<string, string>, minVersion: number | null, checked: ExpressionLimits["checked"], read: QueryBodyRead | null): OpContext<any, Principal | null> {
     const { op } = a.route.spec;
+    // A body read in the pool was validated whole there: its refusal is raised here, where the event loop raises its own.
+    if (read?.fault) throw new ApiError(read.fault.code, read.fault.error, read.fault.status);
     const validated = op.validate ? op.validate(body, checked ? { ...cfg, checked } : cfg) : undefined;
+    if (read?.vector !== undefined) (validated as Record<string, unknown>).vector = read.vector;
     if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
     return {
       id: a.target.id ?? [],
@@ -485,19 +490,26 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return texts.length > 0 ? svc.pool.expressionFaults(texts, cfg) : undefined;
   }
 
-  /** The steps after the body arrived, in order: parse, identify, limit, check the id, token, long expressions (in the pool), context (validates), call. */
+  /** A large query body, parsed and validated in the worker pool with its vectors read into float32s; null for the rest. */
+  async function readAhead(a: Admitted, bytes: Uint8Array): Promise<QueryBodyRead | null> {
+    if (bytes.length < READ_AHEAD || a.route.spec.name !== "QueryTable") return null;
+    return svc.pool.queryBody(ownBuffer(bytes), cfg);
+  }
+
+  /** The steps after the body arrived, in order: parse (a large query's in the pool), identify, limit, check the id, token, long expressions (in the pool), context (validates), call. */
   async function run(a: Admitted, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
     const context = headerContext(inc.headers);
     const held: { release?: () => void } = {};
     try {
       const bytes = await body$;
-      const body = a.route.spec.op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {};
+      const read = await readAhead(a, bytes);
+      const body = read?.body ?? (a.route.spec.op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {});
       const principal = await callerOf(a, body);
       if (principal !== null) limit(principal, held);
       checkBodyId(a.target.id, body);
       const minVersion = await versionToken(a, inc.headers[MIN_VERSION_HEADER]);
       const checked = await checkedAhead(a, body, bytes);
-      const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context, minVersion, checked), bytes);
+      const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context, minVersion, checked, read), bytes);
       if (held.release) out.release = held.release;
       return out;
     } catch (err) {

@@ -4,22 +4,25 @@ import { compile } from "../schemas/validate.js";
 import { SEARCH } from "../schemas/bounds.js";
 import { invalid } from "../errors.js";
 import { FtsQuery, type FtsNode, type QueryRequest } from "../schemas/query.js";
-import type { FtsSpec, QuerySpec } from "../engine/query-spec.js";
+import type { FtsSpec, QuerySpec, QueryVector } from "../engine/query-spec.js";
 
 const validateFts = compile(FtsQuery);
 const FTS_KINDS = ["match", "phrase", "boost", "multi_match", "boolean"] as const;
 
 const present = (v: unknown) => v !== undefined && v !== null;
 
-function vectors(v: QueryRequest["vector"]): { vectors: number[][] | null; multi: boolean } {
+/** `vector` as validated, or as read by a worker (src/schemas/query-body.ts): its number lists are Float32Arrays. */
+type VectorField = QueryRequest["vector"] | QueryVector | QueryVector[] | { single_vector?: QueryVector | null; multi_vector?: QueryVector[] | null };
+
+function vectors(v: VectorField): { vectors: QueryVector[] | null; multi: boolean } {
   if (!present(v)) return { vectors: null, multi: false };
-  if (Array.isArray(v)) {
+  if (Array.isArray(v) || v instanceof Float32Array) {
     // LanceDB's client: a flat array (empty when there is no vector), or a list of vectors.
     if (v.length === 0) return { vectors: null, multi: false };
-    if (typeof v[0] === "number") return { vectors: [v as number[]], multi: false };
-    return { vectors: checkMulti(v as number[][], "vector"), multi: true };
+    if (typeof v[0] === "number") return { vectors: [v as QueryVector], multi: false };
+    return { vectors: checkMulti(v as QueryVector[], "vector"), multi: true };
   }
-  const o = v as { single_vector?: number[] | null; multi_vector?: number[][] | null };
+  const o = v as { single_vector?: QueryVector | null; multi_vector?: QueryVector[] | null };
   if (present(o.single_vector) && present(o.multi_vector)) {
     throw invalid("vector: provide single_vector or multi_vector, not both");
   }
@@ -31,7 +34,7 @@ function vectors(v: QueryRequest["vector"]): { vectors: number[][] | null; multi
   return { vectors: null, multi: false };
 }
 
-function checkMulti(vs: number[][], field: string): number[][] {
+function checkMulti(vs: QueryVector[], field: string): QueryVector[] {
   const dim = vs[0].length;
   vs.forEach((x, i) => {
     if (x.length === 0) throw invalid(`${field}[${i}]: must not be empty`);

@@ -3,14 +3,16 @@
 // bodies, and hand back only bytes, moved: the table as an IPC stream, or, for a write
 // (`upload`), the IPC file its commit hands LanceDB with what its checks read (engine/upload.ts).
 // "expressionFaults": a body's long expressions checked. "joinFiles": uploads' files as one.
+// "queryBody": a large query body parsed and validated, its vectors read into float32s.
 import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import { normaliseIpc } from "../../src/engine/ipc-in.js";
 import { arrow } from "../../src/engine/arrow.js";
 import { jsonRowsTable, type DecodeLimits, type JsonRowsBody, type RowsTarget } from "../../src/engine/rows-in.js";
-import { ApiError, type ErrorCode } from "../../src/errors.js";
+import { ApiError } from "../../src/errors.js";
 import { expressionFault, type ExpressionLimits } from "../../src/schemas/expression.js";
 import { toMessage, uploadOf, type UploadMessage } from "../../src/engine/upload.js";
+import { readQueryBody, refusalOf, type QueryBodyRead, type Refusal } from "../../src/schemas/query-body.js";
 import { ownBuffer } from "../../src/util/own-buffer.js";
 
 /** A request body, the most bytes it may decode to (--max-decoded-body) and one value may hold (--max-value-bytes). */
@@ -21,7 +23,7 @@ export interface IngestTask extends DecodeLimits {
 }
 
 /** Normalised IPC bytes, an upload, or the client error for a bad body. */
-export type IngestReply = Uint8Array | UploadMessage | { error: string; code: ErrorCode; status: number };
+export type IngestReply = Uint8Array | UploadMessage | Refusal;
 
 /** `value` answered with `buffers` moved, not copied (Piscina's transferable protocol). */
 const moved = <T>(value: T, buffers: ArrayBufferLike[]): T => Piscina.move({ [Piscina.transferableSymbol]: buffers, [Piscina.valueSymbol]: value } as never) as T;
@@ -34,8 +36,8 @@ function moveUpload(t: A.Table): IngestReply {
 }
 
 /** A bad body is data for its client error, not a worker failure; anything else is a bug and rejects (500). */
-function failed(err: unknown): IngestReply {
-  if (err instanceof ApiError) return { error: err.message, code: err.code, status: err.status };
+function failed(err: unknown): Refusal {
+  if (err instanceof ApiError) return refusalOf(err);
   throw err;
 }
 
@@ -87,4 +89,18 @@ export function joinFiles(parts: Uint8Array[]): JoinedFiles {
   const tables = parts.map((p) => arrow.tableFromIPC(p));
   const joined = ownBuffer(arrow.tableToIPC(tables[0].concat(...tables.slice(1)), "file"));
   return moved({ joined, parts }, [joined.buffer, ...parts.map((p) => p.buffer)]);
+}
+
+export interface QueryBodyTask {
+  bytes: Uint8Array;
+  maxJsonDepth: number;
+  limits: ExpressionLimits;
+}
+
+export function queryBody({ bytes, maxJsonDepth, limits }: QueryBodyTask): QueryBodyRead | Refusal {
+  try {
+    return readQueryBody(bytes, maxJsonDepth, limits);
+  } catch (err) {
+    return failed(err);
+  }
 }
