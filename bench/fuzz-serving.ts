@@ -10,11 +10,15 @@
 // - distances within float tolerance, in non-decreasing order, wherever the answer is exact (the
 //   serving path computes exact distances; LanceDB does for exact searches and flat indexes);
 // - which rows: where exact and approximate answers must agree: `bypass_vector_index`, or k above
-//   the table's rows (every passing row), or a stored row's own vector (the top hit). Rows at the
-//   k-th distance may be any of those tied, and tied rows in any order (row 15 of issue 51: ties
-//   ordered by `_rowid` — re-enable an order check within ties when that is merged).
-// - `_rowid` is never asked for (row 14 of issue 51: `_rowid` after compaction without stable row
-//   ids); searches of a table another writer committed to since Quiver's last write name LanceDB's
+//   the table's rows (every passing row), or a stored row's own vector (the top hit);
+// - ties by `_rowid`, as LanceDB's exact search orders them (row 15 of issue 51): rows answered at
+//   one distance in `_rowid` order, wherever ties are decided on exact distances (an exact search,
+//   the serving path), and where k cuts through rows tied at the k-th distance, the lowest `_rowid`s
+//   kept (under l2 and dot, whose distances are exact for this test's vectors: multiples of 1/32);
+//   checked in searches that name the latest version (below);
+// - `_rowid` is not asked for (row 14 of issue 51: with `with_row_id`, seed 51 found the serving
+//   path answering a moved row's old `_rowid` at the version named, open);
+// - searches of a table another writer committed to since Quiver's last write name LanceDB's
 //   latest version in `x-quiver-min-version` (rows 7 and 11: freshness without it), while those
 //   after Quiver's own writes name none (acknowledged means visible).
 import * as lancedb from "@lancedb/lancedb";
@@ -152,8 +156,10 @@ async function quiver(st: State, table: string, op: string, body: unknown, qs = 
   if (r.status >= 500) throw new Difference500(`${op} answered ${r.status}: ${Buffer.from(r.bytes).toString().slice(0, 300)}`);
   if (r.status >= 300) return `refused ${r.status}: ${Buffer.from(r.bytes).toString().slice(0, 160)}`;
   // Quiver's own commit follows any other writer's: its answers from then on must be at least it.
-  // Not a compaction or an index build: jobs, their answer no commit of the request's own.
-  if (op !== "optimize" && op !== "create_index") st.otherWrote.delete(table);
+  // Not a compaction or an index build: jobs, their answer no commit of the request's own; a
+  // compaction's job commits later, as another process (new `_rowid`s without stable row ids).
+  if (op === "optimize") st.otherWrote.add(table);
+  else if (op !== "create_index") st.otherWrote.delete(table);
   if (op === "create_index") await settle(st, JSON.parse(Buffer.from(r.bytes).toString()).transaction_id);
   return undefined;
 }
@@ -442,9 +448,18 @@ function filterOf(r: R, schema: Schema): string {
   return r() < 0.3 ? `${one} ${pick(r, ["AND", "OR"])} ${pick(r, atoms)}` : one;
 }
 
+interface Row {
+  id: number;
+  /** Its values as JSON, without `_distance` (and without `_rowid` unless the search asked for it). */
+  json: string;
+  d: number;
+  /** `_rowid`, where the answer has it. */
+  rowid: bigint | null;
+}
+
 interface Exact {
-  /** Every passing row by id: its values (JSON, without `_distance`) and distance. */
-  rows: Map<number, { json: string; d: number }>;
+  /** Every passing row by id. */
+  rows: Map<number, Row>;
   /** Passing rows' distances, ascending. */
   ds: number[];
   /** Every row's distances, ascending (for a postfilter's k nearest). */
@@ -454,24 +469,28 @@ interface Exact {
 
 const json = (row: Record<string, unknown>) => JSON.stringify(row, (_k, v) => (typeof v === "bigint" ? String(v) : v));
 const fieldsOf = (t: ArrowTable) => t.schema.fields.map((f) => `${f.name}:${String(f.type)}`);
-function rowsById(t: ArrowTable): { id: number; json: string; d: number }[] {
+/** `withRowId`: whether `_rowid` is one of the values compared (LanceDB's answer has it for the tie order). */
+function rowsById(t: ArrowTable, withRowId: boolean): Row[] {
   return t.toArray().map((row) => {
     const { _distance, ...rest } = row.toJSON() as Record<string, unknown>;
-    return { id: rest.id as number, json: json(rest), d: _distance as number };
+    const rowid = (rest._rowid as bigint | undefined) ?? null;
+    if (!withRowId) delete rest._rowid;
+    return { id: rest.id as number, json: json(rest), d: _distance as number, rowid };
   });
 }
 
 /** LanceDB's exact answer: every passing row with its distance, measured. */
 async function exact(t: lancedb.Table, v: number[], metric: string, filter: string | undefined, columns: string[] | undefined, postfilter: boolean): Promise<Exact> {
-  let q = t.vectorSearch(v).bypassVectorIndex().distanceType(metric as "l2").limit(BIG);
+  let q = t.vectorSearch(v).bypassVectorIndex().distanceType(metric as "l2").limit(BIG).withRowId();
   if (filter) q = q.where(filter);
   if (columns) q = q.select([...columns, "_distance"]);
   const answer = (await q.toArrow()) as unknown as ArrowTable;
   // An empty answer's Arrow table has no columns: the plan's output schema names them.
-  const fields = (await q.outputSchema()).fields.map((f) => `${f.name}:${String(f.type)}`);
-  const rows = rowsById(answer);
+  // `_rowid` only for the tie order: not asked for by the searches.
+  const fields = (await q.outputSchema()).fields.filter((f) => f.name !== "_rowid").map((f) => `${f.name}:${String(f.type)}`);
+  const rows = rowsById(answer, false);
   const all = filter && postfilter ? ((await t.vectorSearch(v).bypassVectorIndex().distanceType(metric as "l2").limit(BIG).select(["_distance"]).toArray()) as { _distance: number }[]).map((x) => x._distance) : rows.map((x) => x.d);
-  return { rows: new Map(rows.map((x) => [x.id, { json: x.json, d: x.d }])), ds: rows.map((x) => x.d), all, fields };
+  return { rows: new Map(rows.map((x) => [x.id, x])), ds: rows.map((x) => x.d), all, fields };
 }
 
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-4 * Math.max(1, Math.abs(b));
@@ -482,6 +501,24 @@ async function indexOf(t: lancedb.Table): Promise<{ metric: string; flat: boolea
   if (!ix) return { metric: "l2", flat: true };
   const details = (ix as unknown as { indexDetails?: { metric_type?: string } }).indexDetails;
   return { metric: (details?.metric_type ?? "l2").toLowerCase(), flat: ix.indexType === "IvfFlat" };
+}
+
+/** Most times a search is sent because a commit landed while it ran. */
+const SENT = 5;
+
+/**
+ * Quiver's answer to a search, and a handle of the version it was answered at: sent again while a
+ * commit lands during it (Quiver's own maintenance commits in the background, and a compaction gives
+ * rows new `_rowid`s), so that LanceDB's answer is of the same version.
+ */
+async function answerOf(st: State, name: string, t: lancedb.Table, body: Record<string, unknown>, headers: Record<string, string>) {
+  for (let sent = 1; ; sent++) {
+    const version = await t.version();
+    const res = await http(st.server, `/v1/table/${name}/query`, body, headers);
+    const now = await open(st, name);
+    if (res.status !== 200 || (await now.version()) === version || sent === SENT) return { res, at: t };
+    t = now;
+  }
 }
 
 /** One search through Quiver against LanceDB's exact answer; a string says how they differ. */
@@ -510,19 +547,25 @@ async function search(st: State, r: R, name: string): Promise<{ body: Record<str
     metric = r() < 0.7 ? ix.metric : pick(r, ["l2", "cosine", "dot"]);
     if (metric !== "l2" || r() < 0.5) body.distance_type = metric;
   }
-  const headers: Record<string, string> = st.otherWrote.has(name) ? { "x-quiver-min-version": String(await t.version()) } : {};
-  const res = await http(st.server, `/v1/table/${name}/query`, body, headers);
+  // Ties are compared at the version named: Quiver's own maintenance commits in the background (a
+  // compaction moves rows' `_rowid`s), and without the token a search may be answered before it.
+  const named = st.otherWrote.has(name);
+  const headers: Record<string, string> = named ? { "x-quiver-min-version": String(await t.version()) } : {};
+  const { res, at } = await answerOf(st, name, t, body, headers);
   const path = res.headers.get("x-quiver-search-path") ?? "";
   if (res.status !== 200) return { body, path, what: `status ${res.status}: ${Buffer.from(res.bytes).toString().slice(0, 300)}` };
-  const want = await exact(t, v, metric, filter, columns, !prefilter);
+  const want = await exact(at, v, metric, filter, columns, !prefilter);
   const gotTable = arrow.tableFromIPC(res.bytes) as unknown as ArrowTable;
-  const what = compare(rowsById(gotTable), fieldsOf(gotTable), want, {
+  const ties = named && (kind === "exact" || path === "serving");
+  const what = compare(rowsById(gotTable, true), fieldsOf(gotTable), want, {
     k: body.k as number,
     postfilter: !!filter && !prefilter,
     // The serving path measures exact distances; so does LanceDB on a flat index or none.
     exactDistances: kind === "exact" || path === "serving" || ix.flat,
     rows: kind === "exact" || (kind === "all" && (path === "serving" || ix.flat)),
     top: kind === "self" && (path === "serving" || ix.flat),
+    ties,
+    cut: ties && metric !== "cosine",
   });
   return { body, path, what };
 }
@@ -535,9 +578,13 @@ interface Rule {
   rows: boolean;
   /** The nearest row must be answered first. */
   top: boolean;
+  /** Rows answered at one distance come in `_rowid` order. */
+  ties: boolean;
+  /** Where k cuts through rows tied at the k-th distance, those of the lowest `_rowid`s are kept. */
+  cut: boolean;
 }
 
-function compare(got: { id: number; json: string; d: number }[], gotFields: string[], want: Exact, rule: Rule): string | undefined {
+function compare(got: Row[], gotFields: string[], want: Exact, rule: Rule): string | undefined {
   if (gotFields.join() !== want.fields.join()) return `columns ${gotFields.join(", ")} where LanceDB answers ${want.fields.join(", ")}`;
   const seen = new Set<number>();
   for (const [i, g] of got.entries()) {
@@ -548,6 +595,8 @@ function compare(got: { id: number; json: string; d: number }[], gotFields: stri
     seen.add(g.id);
     if (rule.exactDistances && !close(g.d, w.d)) return `row id ${g.id}: distance ${g.d} where LanceDB measures ${w.d}`;
     if (rule.exactDistances && i > 0 && g.d < got[i - 1].d - 1e-4 * Math.max(1, Math.abs(g.d))) return `row id ${g.id} at ${i}: distance ${g.d} after ${got[i - 1].d}`;
+    const before = i > 0 ? want.rows.get(got[i - 1].id)! : null;
+    if (rule.ties && before && g.d === got[i - 1].d && w.rowid! < before.rowid!) return `row id ${g.id} (_rowid ${w.rowid}) after row id ${before.id} (_rowid ${before.rowid}) at the same distance ${g.d}: LanceDB orders ties by _rowid`;
   }
   if (rule.top && want.ds.length && (!got.length || !close(want.rows.get(got[0].id)!.d, want.ds[0]))) return `nearest row (distance ${want.ds[0]}) not answered first (${got[0] ? `id ${got[0].id} at ${want.rows.get(got[0].id)!.d}` : "no rows"})`;
   if (!rule.rows) return undefined;
@@ -561,6 +610,13 @@ function compare(got: { id: number; json: string; d: number }[], gotFields: stri
   const within = [...want.rows.values()].filter((w) => w.d <= edge + tol).length;
   const need = rule.postfilter ? [...want.rows.values()].filter((w) => w.d < edge - tol).length : Math.min(rule.k, want.ds.length);
   if (got.length < need || got.length > Math.min(rule.k, within)) return `${got.length} rows answered where LanceDB answers ${need}${need === within ? "" : `–${Math.min(rule.k, within)}`}`;
+  if (!rule.cut || rule.postfilter || got.length < rule.k) return undefined;
+  // k cut through the rows at the last distance answered: LanceDB keeps the lowest row ids of them.
+  const last = want.rows.get(got[got.length - 1].id)!.d;
+  const kept = got.map((g) => want.rows.get(g.id)!).filter((w) => w.d === last);
+  const highest = kept.reduce((a, b) => (b.rowid! > a.rowid! ? b : a));
+  const passed = [...want.rows.values()].find((w) => w.d === last && !seen.has(w.id) && w.rowid! < highest.rowid!);
+  if (passed) return `row id ${passed.id} (_rowid ${passed.rowid}) at the k-th distance ${last} not answered, where row id ${highest.id} (_rowid ${highest.rowid}) is: LanceDB keeps the lowest _rowid of rows tied`;
   return undefined;
 }
 

@@ -38,7 +38,7 @@ async function one(library, data) {
   for (let i = 0; i < ROWS; i++) flat.set(src(), i * DIM);
   const qs = queryVectors(spec, Q);
   // Exact answers by brute force with the project's kernel (every row measured).
-  const g = await import("../dist/src/engine/serving-graph.js");
+  const g = await import("../dist/src/serving/graph.js");
   const exactIx = g.graphOf(g.createGraphMemory({ dim: DIM, metric: "l2", m: M, efConstruction: EF_CONSTRUCTION, columnBytes: 0, maxBytes: 2 ** 31 }));
   for (let i = 0; i < ROWS; i++) g.newSlot(exactIx, flat, i * DIM, BigInt(i), 1);
   const base = { version: 1, bits: null, lower: -Infinity, upper: Infinity, passing: 0, postfilter: false };

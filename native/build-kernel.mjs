@@ -1,5 +1,5 @@
 // Builds the serving index's distance kernel (native/kernel/vectors.wat, WebAssembly SIMD) into
-// dist/native/vectors.wasm, where src/engine/vector-kernel.ts loads it: `npm run build:kernel`.
+// dist/native/vectors.wasm, where src/serving/kernel.ts loads it: `npm run build:kernel`.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

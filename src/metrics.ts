@@ -466,7 +466,7 @@ export interface ServingSample {
 const servingSources = new Set<() => ServingSample[]>();
 // A replica that did not drop or rename a table keeps its index until it learns of it: not exported meanwhile.
 const serving = () => [...servingSources].flatMap((read) => read()).filter((s) => known(s.table));
-/** Where the serving index gauges read from (workers/serving.ts); the returned function stops it. */
+/** Where the serving index gauges read from (src/serving/indexes.ts); the returned function stops it. */
 export function watchServing(read: () => ServingSample[]): () => void {
   servingSources.add(read);
   return () => void servingSources.delete(read);

@@ -39,8 +39,7 @@ import { writeProblem } from "./util/writable.js";
 import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
 import type { ComputeSize } from "../workers/protocol.js";
-import { createServingIndexes, type ServingIndexes } from "../workers/serving.js";
-import { dataOf } from "../workers/serving-index.js";
+import { createServingIndexes, dataOf, type ServingIndexes } from "./serving/index.js";
 
 /** Where a start or a shutdown is, and what readiness answers (src/operations/health.ts). */
 export interface Lifecycle {

@@ -1,4 +1,4 @@
-// Recall of the serving index (workers/serving.ts) against exact answers computed here by brute
+// Recall of the serving index (src/serving/indexes.ts) against exact answers computed here by brute
 // force: where a filter or deletes concentrate near the query (issue 51, row 19), on hard data at the
 // default width (row 20: uniform random vectors, where ef 64 found 0.767 of the ten nearest), the
 // width each index calibrated at build time in /metrics and explain, and `ef` moving recall.

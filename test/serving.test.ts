@@ -1,4 +1,4 @@
-// The serving index (workers/serving.ts): vector searches of a table's indexed column answered in
+// The serving index (src/serving/indexes.ts): vector searches of a table's indexed column answered in
 // the worker pool, compared with LanceDB's exact answers on the same rows and versions; writes
 // through Quiver seen by the next search (inserts found, deleted and replaced rows never answered);
 // filters; every path by which LanceDB answers instead; the memory bound; a restart.

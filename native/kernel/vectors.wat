@@ -1,4 +1,4 @@
-;; Distance kernels of the serving index (src/engine/vector-kernel.ts), in WebAssembly SIMD over the
+;; Distance kernels of the serving index (src/serving/kernel.ts), in WebAssembly SIMD over the
 ;; index's shared memory. Addresses are byte offsets; n is the number of floats, a multiple of 4
 ;; (vectors are stored padded with zeros to it, which adds nothing to either distance).
 (module

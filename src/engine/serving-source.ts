@@ -7,13 +7,12 @@ import * as lancedb from "@lancedb/lancedb";
 import { emptyIpcFile } from "./ipc-out.js";
 import { nativeExecute, searchSchema } from "./query.js";
 import type { QuerySpec } from "./query-spec.js";
-import type { Metric } from "./serving-graph.js";
 import type { TableHandle } from "./tables.js";
 import { listVersions } from "./version-list.js";
 
 export interface IndexedVectors {
   column: string;
-  metric: Metric;
+  metric: "l2" | "cosine" | "dot";
   dim: number;
 }
 

@@ -11,7 +11,7 @@ import type { Table as EsmTable } from "apache-arrow";
 import { describe, expect, it } from "vitest";
 import { arrow } from "../../src/engine/arrow.js";
 import { batch, queryVectors, rng, vectorSource } from "../../bench/dataset.js";
-import { estimate } from "../../dist/workers/serving-index.js";
+import { estimate } from "../../dist/src/serving/table-index.js";
 import { fromIPC } from "../helpers/arrow.js";
 import { sample } from "../helpers/metrics.js";
 import { DEFAULT_KEYS, serverForFile, type FileServer } from "../helpers/quiver.js";

@@ -22,6 +22,7 @@ const LAYERS: [string, number][] = [
   ["src/lifecycle/", 8],
   ["workers/", 9],
   ["src/compute/", 7],
+  ["src/serving/", 7],
   ["src/engine/", 6],
   ["src/jobs/", 5],
   ["src/auth/", 4],
@@ -152,6 +153,13 @@ describe("layers", () => {
     }
     expect(hits).toEqual([]);
   }, 120_000);
+
+  it("outside src/serving/, only its face (src/serving/index.ts) is imported", () => {
+    const hits = [...graph]
+      .filter(([from]) => !from.startsWith("src/serving/"))
+      .flatMap(([from, tos]) => tos.filter((to) => to.startsWith("src/serving/") && to !== "src/serving/index.ts").map((to) => `${from} → ${to}`));
+    expect(hits).toEqual([]);
+  });
 
   it("src/http/ does not import the route table (it is passed in)", () => {
     const hits = [...graph].filter(([from, tos]) => from.startsWith("src/http/") && tos.includes("src/routes.ts")).map(([from]) => from);

@@ -4,7 +4,7 @@
 // lists name too, after which the search finds it and nothing else becomes unreachable.
 import { expect, it } from "vitest";
 // From dist/: the kernel is dist/native/vectors.wasm.
-import { assignLevel, connect, createGraphMemory, graphOf, link, newSlot, reachable, recordAt, retire, search, type Graph } from "../../dist/src/engine/serving-graph.js";
+import { assignLevel, connect, createGraphMemory, graphOf, link, newSlot, reachable, recordAt, retire, search, type Graph } from "../../dist/src/serving/graph.js";
 
 const DIM = 4;
 

@@ -5,13 +5,13 @@
 import { expect, it } from "vitest";
 // From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
-import { createGraphMemory, usedBytes } from "../../dist/src/engine/serving-graph.js";
-import { valueIndexBytes } from "../../dist/src/engine/serving-predicate.js";
-import { rowSlotsBytes } from "../../dist/src/engine/serving-row-slots.js";
-import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
-import { createFilters } from "../../dist/workers/serving-filters.js";
-import { figures, indexOf, indexRows, TooBig } from "../../dist/workers/serving-index.js";
-import { servingFilter, servingFilterPlan } from "../../dist/workers/threads/serving.js";
+import { createGraphMemory, usedBytes } from "../../dist/src/serving/graph.js";
+import { valueIndexBytes } from "../../dist/src/serving/predicate.js";
+import { rowSlotsBytes } from "../../dist/src/serving/row-slots.js";
+import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
+import { createFilters } from "../../dist/src/serving/filters.js";
+import { figures, indexOf, indexRows, TooBig } from "../../dist/src/serving/table-index.js";
+import { servingFilter, servingFilterPlan } from "../../dist/src/serving/thread.js";
 
 const ROWS = 300;
 

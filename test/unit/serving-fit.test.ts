@@ -3,8 +3,8 @@
 // memory can grow to (4 GiB, whatever `--serving-memory-mb` allows). Before, such a build read every
 // row first and failed when a slot or a page would not come.
 import { expect, it } from "vitest";
-import { MAX_MEMORY_BYTES, MAX_SLOTS } from "../../dist/src/engine/serving-graph.js";
-import { wontFit } from "../../dist/workers/serving-index.js";
+import { MAX_MEMORY_BYTES, MAX_SLOTS } from "../../dist/src/serving/graph.js";
+import { wontFit } from "../../dist/src/serving/table-index.js";
 
 const GiB = 2 ** 30;
 

@@ -5,9 +5,9 @@
 import { expect, it } from "vitest";
 // From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
-import { createGraphMemory, graphOf, loadGraphMemory, usedBytes } from "../../dist/src/engine/serving-graph.js";
-import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
-import { figures, indexOf, indexRows } from "../../dist/workers/serving-index.js";
+import { createGraphMemory, graphOf, loadGraphMemory, usedBytes } from "../../dist/src/serving/graph.js";
+import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
+import { figures, indexOf, indexRows } from "../../dist/src/serving/table-index.js";
 
 const ROWS = 2500;
 const DIM = 8;

@@ -1,12 +1,12 @@
-// Which filters the serving index evaluates itself (src/engine/serving-predicate.ts): only those
+// Which filters the serving index evaluates itself (src/serving/predicate.ts): only those
 // whose answer is certain to be the engine's; every other one is left to LanceDB (null). And the
 // value index that answers equality filters, against a scan of the same records.
 import { expect, it } from "vitest";
 // From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
-import { createGraphMemory, graphOf, slotCount } from "../../dist/src/engine/serving-graph.js";
-import { compileFilter, evaluateSlots, extendValueIndex, filterTypes, keysOf, lookupSlots, newValueIndex, testOf, type ValueIndex } from "../../dist/src/engine/serving-predicate.js";
-import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
+import { createGraphMemory, graphOf, slotCount } from "../../dist/src/serving/graph.js";
+import { compileFilter, evaluateSlots, extendValueIndex, filterTypes, keysOf, lookupSlots, newValueIndex, testOf, type ValueIndex } from "../../dist/src/serving/predicate.js";
+import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
 
 const fields = [
   new arrow.Field("id", new arrow.Int32()),

@@ -4,9 +4,9 @@
 import { expect, it } from "vitest";
 // From dist/: the records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
-import { createGraphMemory, graphOf, setRowId } from "../../dist/src/engine/serving-graph.js";
-import { applyBatch, columnLayout, knownOf } from "../../dist/src/engine/serving-rows.js";
-import { mappedRows, mapRow, newRowSlots, NO_VECTOR, rowsMapped, rowSlotsBytes, slotOf, unmapRow } from "../../dist/src/engine/serving-row-slots.js";
+import { createGraphMemory, graphOf, setRowId } from "../../dist/src/serving/graph.js";
+import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
+import { mappedRows, mapRow, newRowSlots, NO_VECTOR, rowsMapped, rowSlotsBytes, slotOf, unmapRow } from "../../dist/src/serving/row-slots.js";
 
 /** A graph of `n` slots (vectors of 2 floats, not linked). */
 function slots(n: number) {

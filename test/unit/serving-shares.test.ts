@@ -1,11 +1,11 @@
-// The share rule of --serving-memory-mb (src/engine/serving-shares.ts): a tenant asking for room
+// The share rule of --serving-memory-mb (src/serving/shares.ts): a tenant asking for room
 // that is not free takes it back from the least recently searched tables of tenants above their
 // fair share (the budget over the tenants holding an index and the one asking), never from itself
 // and never past its own share. And the bound itself: an index memory grows only by what it was
 // granted, which the room a sync asks for covers.
 import { expect, it } from "vitest";
-import { assignLevel, createGraphMemory, graphOf, growthBound, newSlot, PAST_GRANT, setLimit, usedBytes } from "../../dist/src/engine/serving-graph.js";
-import { reclaim, type Held } from "../../dist/src/engine/serving-shares.js";
+import { assignLevel, createGraphMemory, graphOf, growthBound, newSlot, PAST_GRANT, setLimit, usedBytes } from "../../dist/src/serving/graph.js";
+import { reclaim, type Held } from "../../dist/src/serving/shares.js";
 
 const MB = 2 ** 20;
 const held = (table: string, bytes: number, searched: number): Held => ({ table, tenant: table.split("$")[0], bytes: bytes * MB, searched });

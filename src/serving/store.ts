@@ -8,13 +8,13 @@
 import { createHash } from "node:crypto";
 import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import path from "node:path";
-import type { Entry } from "../src/catalog/catalog.js";
-import { loadGraphMemory, refresh, usedBytes } from "../src/engine/serving-graph.js";
-import type { CachedColumn } from "../src/engine/serving-rows.js";
-import type { IndexedVectors } from "../src/engine/serving-source.js";
-import { createTag, deleteTag, listTags, servingPin, updateTag } from "../src/engine/refs.js";
-import type { TableHandle } from "../src/engine/tables.js";
-import { dataOf, indexOf, indexRows, type ServingIndex } from "./serving-index.js";
+import type { Entry } from "../catalog/catalog.js";
+import { loadGraphMemory, refresh, usedBytes } from "./graph.js";
+import type { CachedColumn } from "./rows.js";
+import type { IndexedVectors } from "../engine/serving-source.js";
+import { createTag, deleteTag, listTags, servingPin, updateTag } from "../engine/refs.js";
+import type { TableHandle } from "../engine/tables.js";
+import { dataOf, indexOf, indexRows, type ServingIndex } from "./table-index.js";
 
 const MAGIC = "QVSERVE1";
 

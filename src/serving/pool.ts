@@ -1,14 +1,14 @@
 // The threads that search the serving indexes: a Piscina pool of `--workers` threads running the
-// tasks of workers/threads/serving.ts. A thread runs one task at a time; searches that arrive while
+// tasks of src/serving/thread.ts. A thread runs one task at a time; searches that arrive while
 // every thread is busy wait here and leave together in the next free thread's task (one task
 // hop, ~65 µs of Piscina's, shared by all of them), taking turns between the answer plans they
 // wait under. Each search task gets a scratch lane of the index memory of its own.
 import { Piscina } from "piscina";
-import type { Applied, AnswerPlan } from "../src/engine/serving-rows.js";
-import { LANES } from "../src/engine/serving-graph.js";
-import { recordPoolTask } from "../src/metrics.js";
-import type { FilterSource, Operand, ValueIndex } from "../src/engine/serving-predicate.js";
-import type { ApplyTask, CalibrateTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask, ServingFilterTask } from "./threads/serving.js";
+import type { Applied, AnswerPlan } from "./rows.js";
+import { LANES } from "./graph.js";
+import { recordPoolTask } from "../metrics.js";
+import type { FilterSource, Operand, ValueIndex } from "./predicate.js";
+import type { ApplyTask, CalibrateTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask, ServingFilterTask } from "./thread.js";
 
 export interface ServingPool {
   /** Write rows into an index (the caller keeps one writer at a time per index). */
@@ -52,8 +52,8 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
   // Lane 0 is the writer's; a search task takes another, so threads past LANES - 1 would idle.
   const size = Math.min(threads, LANES - 1);
   const pool = new Piscina({
-    // dist/workers/serving-pool.js → dist/workers/threads/serving.js
-    filename: new URL("./threads/serving.js", import.meta.url).href,
+    // dist/src/serving/pool.js → dist/src/serving/thread.js
+    filename: new URL("./thread.js", import.meta.url).href,
     minThreads: size,
     maxThreads: size,
     idleTimeout: 2 ** 31 - 1,

@@ -3,10 +3,10 @@
 // (in a worker, without an engine call): the same schema the engine answers, taken from the
 // engine's own output schema for the same projection.
 import type { DataType, Field, RecordBatch, Schema } from "apache-arrow";
-import { arrow } from "./arrow.js";
-import { FileBlock, Footer, MAGIC, TAIL_MAGIC } from "./ipc-out.js";
-import { batchMessage, footerTemplate, newWriter, node, put, schemaMessage, widthOf, type Writer } from "./ipc-split.js";
-import { allocateValue, assignLevel, link, newSlot, recordAt, rowIdOf, type Graph } from "./serving-graph.js";
+import { arrow } from "../engine/arrow.js";
+import { FileBlock, Footer, MAGIC, TAIL_MAGIC } from "../engine/ipc-out.js";
+import { batchMessage, footerTemplate, newWriter, node, put, schemaMessage, widthOf, type Writer } from "../engine/ipc-split.js";
+import { allocateValue, assignLevel, link, newSlot, recordAt, rowIdOf, type Graph } from "./graph.js";
 
 const T = arrow.Type;
 
@@ -183,7 +183,7 @@ export function applyBatch(g: Graph, columns: CachedColumn[], batch: RecordBatch
     const base = recordAt(g, slot) + g.columnsAt;
     columns.forEach((c, j) => writeValue(g, c, datas[j], i, base));
     assignLevel(g, slot);
-    // A build links its rows afterwards, in several threads at once (workers/serving-pool.ts).
+    // A build links its rows afterwards, in several threads at once (src/serving/pool.ts).
     if (linkNow) link(g, slot, 0);
     out.written++;
   }
@@ -355,7 +355,7 @@ export function encodeAnswer(g: Graph, columns: CachedColumn[], plan: AnswerPlan
   return Buffer.concat(parts);
 }
 
-/** Rows found by a search, answered with columns the index does not cache (workers/serving.ts). */
+/** Rows found by a search, answered with columns the index does not cache (src/serving/indexes.ts). */
 export interface Found {
   rowIds: BigUint64Array;
   distances: Float32Array;

@@ -1,13 +1,13 @@
-// Pool tasks of the serving index (workers/serving.ts): writing rows into an index's shared memory
+// Pool tasks of the serving index (src/serving/indexes.ts): writing rows into an index's shared memory
 // (one writer at a time per index), evaluating a filter over its records into a shared bitmap, and
 // searching it (any number at once), answering each search as the Arrow IPC file the engine would
 // send, so the main thread only passes bytes on.
 import { BroadcastChannel } from "node:worker_threads";
-import { arrow } from "../../src/engine/arrow.js";
-import { calibrationHits, connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "../../src/engine/serving-graph.js";
-import { concatNumbers } from "../../src/util/typed-concat.js";
-import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn, type Found } from "../../src/engine/serving-rows.js";
-import { filterPlan, runFilter, type FilterTask, type ValueIndex } from "../../src/engine/serving-predicate.js";
+import { arrow } from "../engine/arrow.js";
+import { calibrationHits, connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "./graph.js";
+import { concatNumbers } from "../util/typed-concat.js";
+import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn, type Found } from "./rows.js";
+import { filterPlan, runFilter, type FilterTask, type ValueIndex } from "./predicate.js";
 
 /** An index as a task names it: its memory, and a key for this thread's view of it. */
 export interface IndexRef {
@@ -48,7 +48,7 @@ export interface ApplyTask {
   link: boolean;
 }
 
-/** Write rows into the index (serving-rows.ts, applyBatch). One writer at a time per index. */
+/** Write rows into the index (rows.ts, applyBatch). One writer at a time per index. */
 export function servingApply(task: ApplyTask): Applied {
   const g = viewOf(task.index);
   refresh(g);
@@ -77,18 +77,18 @@ export function servingLink(task: LinkTask): void {
 export interface CalibrateTask {
   index: IndexRef;
   lane: number;
-  /** Rows held out as queries (serving-graph.ts, calibrationSample), searched at each width at `version`. */
+  /** Rows held out as queries (graph.ts, calibrationSample), searched at each width at `version`. */
   sample: Int32Array;
   widths: number[];
   version: number;
 }
 
-/** The nearest rows searches at each width found, then those there were (serving-graph.ts, calibrationHits). */
+/** The nearest rows searches at each width found, then those there were (graph.ts, calibrationHits). */
 export function servingCalibrate(task: CalibrateTask): Int32Array {
   return calibrationHits(viewOf(task.index), task.lane, task.sample, task.widths, task.version);
 }
 
-/** Link the live rows no walk reaches (serving-graph.ts, connect), as the index's writer; returns how many. */
+/** Link the live rows no walk reaches (graph.ts, connect), as the index's writer; returns how many. */
 export function servingConnect(task: { index: IndexRef }): number {
   const g = viewOf(task.index);
   refresh(g);
@@ -99,10 +99,10 @@ export interface ServingFilterTask extends FilterTask {
   index: IndexRef;
 }
 
-/** Whether the serving index evaluates a filter itself (serving-predicate.ts, filterPlan): its parse is as long as the filter. */
+/** Whether the serving index evaluates a filter itself (predicate.ts, filterPlan): its parse is as long as the filter. */
 export const servingFilterPlan = filterPlan;
 
-/** Evaluate a filter over an index's records (serving-predicate.ts, runFilter): the slots passing, and its value index as extended (its arrays shared, not copied). */
+/** Evaluate a filter over an index's records (predicate.ts, runFilter): the slots passing, and its value index as extended (its arrays shared, not copied). */
 export function servingFilter(task: ServingFilterTask): { passing: number; values: ValueIndex | null } {
   return runFilter(viewOf(task.index), task);
 }

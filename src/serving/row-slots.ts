@@ -3,7 +3,7 @@
 // bucket holds the slot alone (4 bytes) and the key is read from the graph. A JS Map took 29 bytes
 // an entry with stable row ids and 45 with row addresses past 2^31 (heap numbers); this takes 5 to
 // 11. Rows without a vector have no slot: they are kept apart, few as they are.
-import { rowNumberOf, type Graph } from "./serving-graph.js";
+import { rowNumberOf, type Graph } from "./graph.js";
 
 export interface RowSlots {
   graph: Graph;

@@ -1,19 +1,19 @@
 // One table's serving index as the main thread keeps it, and keeping it at the table's versions:
 // the build from the table's rows, and the sync after commits (rows added, changed, moved or gone
 // between two versions, found by their row ids, which must stay LanceDB's at every version).
-import type { Entry } from "../src/catalog/catalog.js";
-import { calibration, CALIBRATION_WIDTHS, calibrationSample, columnBytes, createGraphMemory, graphOf, growthBound, MAX_MEMORY_BYTES, MEASURE_ALL_BELOW, MAX_SLOTS, refresh, retire, rowNumberOf, setCalibration, setLimit, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "../src/engine/serving-graph.js";
-import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, rowSlotsGrowth, slotOf, unmapRow, type RowSlots } from "../src/engine/serving-row-slots.js";
-import { columnLayout, type Applied, type CachedColumn } from "../src/engine/serving-rows.js";
-import { valueIndexBytes, type ValueIndex } from "../src/engine/serving-predicate.js";
-import { arrow } from "../src/engine/arrow.js";
-import { readRows, rowIdsOf, schemaOf, takeRows, type IndexedVectors } from "../src/engine/serving-source.js";
-import { countRows, tableVersion } from "../src/engine/table-info.js";
-import type { TableHandle } from "../src/engine/tables.js";
-import type { LanceOperation, VersionOperation } from "../src/engine/versions.js";
-import { slicer } from "../src/util/turns.js";
-import type { ServingPool } from "./serving-pool.js";
-import type { IndexRef } from "./threads/serving.js";
+import type { Entry } from "../catalog/catalog.js";
+import { calibration, CALIBRATION_WIDTHS, calibrationSample, columnBytes, createGraphMemory, graphOf, growthBound, MAX_MEMORY_BYTES, MEASURE_ALL_BELOW, MAX_SLOTS, refresh, retire, rowNumberOf, setCalibration, setLimit, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "./graph.js";
+import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, rowSlotsGrowth, slotOf, unmapRow, type RowSlots } from "./row-slots.js";
+import { columnLayout, type Applied, type CachedColumn } from "./rows.js";
+import { valueIndexBytes, type ValueIndex } from "./predicate.js";
+import { arrow } from "../engine/arrow.js";
+import { readRows, rowIdsOf, schemaOf, takeRows, type IndexedVectors } from "../engine/serving-source.js";
+import { countRows, tableVersion } from "../engine/table-info.js";
+import type { TableHandle } from "../engine/tables.js";
+import type { LanceOperation, VersionOperation } from "../engine/versions.js";
+import { slicer } from "../util/turns.js";
+import type { ServingPool } from "./pool.js";
+import type { IndexRef } from "./thread.js";
 
 /** HNSW's links per node (32 at level 0) and candidates kept while linking a row. */
 export const GRAPH_M = 16;
@@ -35,9 +35,9 @@ export interface ServingIndex {
   slotsAtVersion: number;
   /** Live row id → its slot at `version`; NO_VECTOR for a row without a vector, which is known but never answered. */
   rowSlots: RowSlots;
-  /** Slots by value of the cached columns that equality filters named (workers/serving-filters.ts), by column. */
+  /** Slots by value of the cached columns that equality filters named (src/serving/filters.ts), by column. */
   valueIndexes: Map<string, ValueIndex>;
-  /** Bytes of the filters' bitmaps remembered for it (workers/serving-filters.ts). */
+  /** Bytes of the filters' bitmaps remembered for it (src/serving/filters.ts). */
   filterBytes: number;
   /**
    * The latest version at which rows kept their slots while columns it does not cache may have
@@ -183,7 +183,7 @@ export function indexRows(ix: ServingIndex): void {
 }
 
 /**
- * Link the live rows no graph walk reaches (serving-graph.ts, `connect`): after a build or a load,
+ * Link the live rows no graph walk reaches (graph.ts, `connect`): after a build or a load,
  * and once the rows syncs linked one by one come to an eighth of the slots there were (a walk over
  * every link list: 31–41 ms of a pool thread at 100,000 rows, once in 12,500 rows).
  */
@@ -207,7 +207,7 @@ const CALIBRATION_RECALL = 0.97;
 const CALIBRATION_ROUNDS = [CALIBRATION_WIDTHS.filter((w) => w <= 128), CALIBRATION_WIDTHS.filter((w) => w > 128)];
 
 /**
- * Choose the index's search width (`calibration` in serving-graph.ts, kept in its memory and so in
+ * Choose the index's search width (`calibration` in graph.ts, kept in its memory and so in
  * its saved copy): the narrowest of CALIBRATION_WIDTHS whose searches found CALIBRATION_RECALL of
  * the ten nearest rows of rows held out as queries (the widest when none did), the sample's searches
  * spread over `threads` of the pool's. How hard an index is to walk depends on its data: on uniform random

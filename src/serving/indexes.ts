@@ -1,38 +1,38 @@
 // The serving indexes: for a table's indexed vector column, an HNSW index in one shared memory,
-// searched in the pool's threads (workers/serving-pool.ts), kept at the table's latest version by
+// searched in the pool's threads (src/serving/pool.ts), kept at the table's latest version by
 // the after-commit event (before the write is answered) and by re-checks, with LanceDB as the
 // store of record answering every search the index cannot: another version or a branch, an option
 // it does not honour, a table not (yet) indexed or over the memory budget. Each search says which
 // path answered it, and why (`quiver_search_path_total`, the response headers, explain).
 import { BroadcastChannel } from "node:worker_threads";
-import type { Entry } from "../src/catalog/catalog.js";
-import type { Config } from "../src/config.js";
-import type { Commit } from "../src/engine/commits.js";
-import { arrow } from "../src/engine/arrow.js";
+import type { Entry } from "../catalog/catalog.js";
+import type { Config } from "../config.js";
+import type { Commit } from "../engine/commits.js";
+import { arrow } from "../engine/arrow.js";
 import type { Schema } from "apache-arrow";
-import { isVersionMissing } from "../src/engine/messages.js";
-import { jsonAnswer } from "../src/engine/query.js";
-import type { QuerySpec } from "../src/engine/query-spec.js";
-import { calibration, slotCount, tombstones } from "../src/engine/serving-graph.js";
-import { mappedRows } from "../src/engine/serving-row-slots.js";
-import { columnLayout, takenAnswer, type AnswerPlan, type Source } from "../src/engine/serving-rows.js";
-import { filterTypes } from "../src/engine/serving-predicate.js";
-import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../src/engine/serving-source.js";
-import { tableVersion } from "../src/engine/table-info.js";
-import type { TableHandle, Tables } from "../src/engine/tables.js";
-import { tableDir, versionOperation } from "../src/engine/versions.js";
-import { log } from "../src/log.js";
-import { recordSearchPath, recordServingBuild, recordServingEviction, recordServingSync, watchServing, type ServingSample } from "../src/metrics.js";
-import { tenantOf } from "../src/catalog/names.js";
-import { PAST_GRANT, setLimit, usedBytes } from "../src/engine/serving-graph.js";
-import { reclaim, type Held } from "../src/engine/serving-shares.js";
-import { countRows } from "../src/engine/table-info.js";
-import { createFilters, type FilterBits } from "./serving-filters.js";
-import { AWAITED_ROWS, buildIndex, calibrate, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, uncalibrated, wontFit, wornOut, type Claim, type ServingIndex } from "./serving-index.js";
-import { createServingPool, type ServingPool } from "./serving-pool.js";
-import { loadIndex, pinSaved, removeSaved, savedTables, saveIndex, unpinSaved } from "./serving-store.js";
-import type { FoundRows, SearchQuery } from "./threads/serving.js";
-import { concatNumbers } from "../src/util/typed-concat.js";
+import { isVersionMissing } from "../engine/messages.js";
+import { jsonAnswer } from "../engine/query.js";
+import type { QuerySpec } from "../engine/query-spec.js";
+import { calibration, slotCount, tombstones } from "./graph.js";
+import { mappedRows } from "./row-slots.js";
+import { columnLayout, takenAnswer, type AnswerPlan, type Source } from "./rows.js";
+import { filterTypes } from "./predicate.js";
+import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../engine/serving-source.js";
+import { tableVersion } from "../engine/table-info.js";
+import type { TableHandle, Tables } from "../engine/tables.js";
+import { tableDir, versionOperation } from "../engine/versions.js";
+import { log } from "../log.js";
+import { recordSearchPath, recordServingBuild, recordServingEviction, recordServingSync, watchServing, type ServingSample } from "../metrics.js";
+import { tenantOf } from "../catalog/names.js";
+import { PAST_GRANT, setLimit, usedBytes } from "./graph.js";
+import { reclaim, type Held } from "./shares.js";
+import { countRows } from "../engine/table-info.js";
+import { createFilters, type FilterBits } from "./filters.js";
+import { AWAITED_ROWS, buildIndex, calibrate, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, uncalibrated, wontFit, wornOut, type Claim, type ServingIndex } from "./table-index.js";
+import { createServingPool, type ServingPool } from "./pool.js";
+import { loadIndex, pinSaved, removeSaved, savedTables, saveIndex, unpinSaved } from "./store.js";
+import type { FoundRows, SearchQuery } from "./thread.js";
+import { concatNumbers } from "../util/typed-concat.js";
 
 
 /** A search's answer from the serving index, or why LanceDB answers it (null: not a vector search). */
@@ -63,7 +63,7 @@ export interface At {
 
 /**
  * `memory`: it does not fit, or grew past what was left; `evicted`: another tenant reclaimed its
- * room (src/engine/serving-shares.ts); `rebuilding`: a version no sync follows exactly (a restore, an
+ * room (src/serving/shares.ts); `rebuilding`: a version no sync follows exactly (a restore, an
  * overwrite, a column change, the vector index replaced) is built again while LanceDB answers.
  */
 type Status = "checking" | "building" | "rebuilding" | "ready" | "memory" | "evicted" | "disabled" | "failed" | "none";
@@ -155,7 +155,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /**
    * Grant `st` `need` bytes more of the budget, reclaiming room from other tenants above their
-   * share when it is short (src/engine/serving-shares.ts); TooBig when it cannot be had.
+   * share when it is short (src/serving/shares.ts); TooBig when it cannot be had.
    */
   function claim(st: TableState, need: number): void {
     const tables: Held[] = [];

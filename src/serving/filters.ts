@@ -1,19 +1,19 @@
 // Filters of searches answered by the serving index, as a bit per slot in a SharedArrayBuffer the
 // workers read, once per filter and index version. The simple comparisons whose answer is certain
-// to be the engine's (src/engine/serving-predicate.ts) are evaluated over the cached column values
+// to be the engine's (src/serving/predicate.ts) are evaluated over the cached column values
 // of the slots, in a serving pool thread (its cost grows with the rows: never on the event loop);
 // LanceDB evaluates every other filter (so its semantics and its errors are the engine's own), as
 // the row ids it selects, which are set in slices. A later version needs only the rows added since
 // evaluated (`_rowid IN (…)`); rows gone are tombstones the search skips anyway.
-import { rowIdOf, slotCount } from "../src/engine/serving-graph.js";
-import { NO_VECTOR, slotOf } from "../src/engine/serving-row-slots.js";
-import { filterTypes, newValueIndex, valueIndexGrowth, type FilterSource, type Operand, type ValueIndex } from "../src/engine/serving-predicate.js";
+import { rowIdOf, slotCount } from "./graph.js";
+import { NO_VECTOR, slotOf } from "./row-slots.js";
+import { filterTypes, newValueIndex, valueIndexGrowth, type FilterSource, type Operand, type ValueIndex } from "./predicate.js";
 import type { Schema } from "apache-arrow";
-import { rowIdsOf } from "../src/engine/serving-source.js";
-import type { TableHandle } from "../src/engine/tables.js";
-import { slicer } from "../src/util/turns.js";
-import { TooBig, type ServingIndex } from "./serving-index.js";
-import type { ServingPool } from "./serving-pool.js";
+import { rowIdsOf } from "../engine/serving-source.js";
+import type { TableHandle } from "../engine/tables.js";
+import { slicer } from "../util/turns.js";
+import { TooBig, type ServingIndex } from "./table-index.js";
+import type { ServingPool } from "./pool.js";
 
 export interface FilterBits {
   bits: Uint32Array;
@@ -51,7 +51,7 @@ export interface Filters {
   bitsFor(ix: ServingIndex, filter: string, at: AtVersion): Promise<FilterBits>;
 }
 
-/** The pool's filter tasks (workers/serving-pool.ts). */
+/** The pool's filter tasks (src/serving/pool.ts). */
 export type FilterThreads = Pick<ServingPool, "filterPlan" | "filter">;
 
 /** `room`: the bytes the serving indexes may still take (`--serving-memory-mb` less what they hold). */

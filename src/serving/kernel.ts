@@ -18,7 +18,7 @@ let compiled: WebAssembly.Module | null = null;
 
 /** The kernel over `memory` (compiled on first use in this thread). */
 export function kernelFor(memory: WebAssembly.Memory): Kernel {
-  // dist/src/engine/vector-kernel.js → dist/native/vectors.wasm
+  // dist/src/serving/kernel.js → dist/native/vectors.wasm
   compiled ??= new WebAssembly.Module(readFileSync(new URL("../../native/vectors.wasm", import.meta.url)));
   return new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as Kernel;
 }

@@ -6,8 +6,8 @@
 // upper-level link lists and variable-width column values. Nothing is ever freed in place: a
 // deleted or replaced row is a tombstone (its `died` version), so one writer appends while any
 // number of readers search, each at a version of its own (a row counts where born <= version <
-// died). Distances come from the SIMD kernel (vector-kernel.ts); the graph walk is here.
-import { kernelFor, type Kernel } from "./vector-kernel.js";
+// died). Distances come from the SIMD kernel (kernel.ts); the graph walk is here.
+import { kernelFor, type Kernel } from "./kernel.js";
 
 export type Metric = "l2" | "cosine" | "dot";
 const METRICS: Metric[] = ["l2", "cosine", "dot"];

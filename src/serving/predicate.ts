@@ -7,11 +7,11 @@
 // is null here and the engine evaluates it. A filter on a unique key (`id = 12345`, one per
 // search) cost a scan of every fragment in the engine; here it is a lookup in a value index.
 // A compiled filter is plain data: the serving pool's threads evaluate it over the shared records
-// (workers/threads/serving.ts), never the event loop, since its cost grows with the table's rows.
+// (src/serving/thread.ts), never the event loop, since its cost grows with the table's rows.
 import type { DataType, Field } from "apache-arrow";
-import { arrow } from "./arrow.js";
-import type { CachedColumn } from "./serving-rows.js";
-import { recordAt, refresh, type Graph } from "./serving-graph.js";
+import { arrow } from "../engine/arrow.js";
+import type { CachedColumn } from "./rows.js";
+import { recordAt, refresh, type Graph } from "./graph.js";
 
 type Op = "=" | "!=" | "<" | "<=" | ">" | ">=";
 type Literal = bigint | string;
@@ -86,7 +86,7 @@ export const filterTypes = (fields: Field[]): FilterType[] =>
 
 /**
  * Compile `filter` against the cached `columns` (with the table's `types`), or null when the engine
- * must evaluate it. O(the filter's length): run in a pool thread (workers/threads/serving.ts).
+ * must evaluate it. O(the filter's length): run in a pool thread (src/serving/thread.ts).
  */
 export function compileFilter(filter: string, types: FilterType[], columns: CachedColumn[]): Compiled | null {
   const ts = tokens(filter);
@@ -231,7 +231,7 @@ const smallInt = (width: number, signed: boolean): Read => SMALL_INTS[width][sig
  * arrays, built on the first lookup and extended by later ones. A map of values to lists of slots
  * allocated an object or two a row (a BigInt for a 64-bit key): 100,000 rows held the main thread
  * for 140 ms and its collector for as long again in the write stream's first second. Its arrays
- * are shared memory: a pool thread extends it and looks values up (workers/threads/serving.ts).
+ * are shared memory: a pool thread extends it and looks values up (src/serving/thread.ts).
  */
 export interface ValueIndex {
   upTo: number;
