@@ -21,6 +21,8 @@ import { removeTree } from "../util/store-files.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import type { DeclareTable } from "../schemas/table.js";
+import type { Jobs } from "../jobs/jobs.js";
+import { isTerminal } from "../jobs/store.js";
 
 export interface LifecycleDeps {
   catalog: Catalog;
@@ -28,6 +30,7 @@ export interface LifecycleDeps {
   claims: Claims;
   views: Views;
   valueVersions: ValueVersions;
+  jobs: Pick<Jobs, "all" | "get" | "cancel">;
   config: Pick<Config, "locationRole" | "managedVersioning"> & Quotas;
 }
 
@@ -127,8 +130,21 @@ async function removedOnFailure<T>(dir: string, work: () => Promise<T>): Promise
 
 /** Remove a table's data and what Quiver keeps about it (a view's definition, computed-value versions). */
 export async function removeTableData(deps: LifecycleDeps, entry: Entry): Promise<void> {
+  await endJobsOf(deps, entry);
   await deps.tables.removeData(entry);
   if (entry.location) await Promise.all([deps.views.forget(entry.location), deps.valueVersions.forget(entry.location)]);
+}
+
+/**
+ * Cancels a dropped table's jobs and waits for their runs to stop: a compaction or index build
+ * still writing into the directory made its removal fail (500 ENOTEMPTY), or left its files for a
+ * table created under the name later. The catalog no longer names the table: no new job starts.
+ */
+async function endJobsOf(deps: LifecycleDeps, entry: Entry): Promise<void> {
+  for (const r of await deps.jobs.all({ table: entry.id })) {
+    const now = await deps.jobs.get(r.id);
+    if (now && !isTerminal(now.status)) await deps.jobs.cancel(now);
+  }
 }
 
 /**

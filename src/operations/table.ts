@@ -22,7 +22,6 @@ import { CommonBody } from "../schemas/common.js";
 import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
 import type { Services } from "../services.js";
 import { alreadyExists, createEntry, declareIn, deregisterIn, dirOf, existingTable, located, locationFor, removeTableData, tableName } from "../lifecycle/table-lifecycle.js";
-import { isTerminal } from "../jobs/store.js";
 import { arrowOp, jsonOp, queryOp } from "./define.js";
 import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
@@ -251,22 +250,9 @@ export const dropTable = jsonOp(CommonBody, async ({ id, svc }) => {
     await svc.catalog.remove([e]);
     return e;
   });
-  await endJobsOf(svc, entry);
   await removeTableData(svc, entry);
   return dropped(svc, entry);
 });
-
-/**
- * Cancels the dropped table's jobs and waits for their runs to stop: a compaction or index build
- * still writing into the directory made its removal fail (500 ENOTEMPTY), or left its files for a
- * table created under the name later. The catalog no longer names the table, so no new job starts.
- */
-async function endJobsOf(svc: Services, entry: Entry): Promise<void> {
-  for (const r of await svc.jobs.all({ table: entry.id })) {
-    const now = await svc.jobs.get(r.id);
-    if (now && !isTerminal(now.status)) await svc.jobs.cancel(now);
-  }
-}
 
 export const deregisterTable = jsonOp(CommonBody, async ({ id, svc }) => {
   const { entry } = await svc.catalog.exclusive(() => deregisterIn(svc, id));
