@@ -581,7 +581,9 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     for (const s of live) if (runs.has(s.id)) void letGo(s.id);
     if (live.length > 0) return;
     const now = Date.now();
-    const summary = byName.get(root.operation)?.summary?.(group.find((s) => s.id === root.id) ?? root, group.filter((s) => s.id !== root.id));
+    // A record without parts (a backfill not split) keeps its own progress.
+    const parts = group.filter((s) => s.id !== root.id);
+    const summary = parts.length > 0 ? byName.get(root.operation)?.summary?.(group.find((s) => s.id === root.id) ?? root, parts) : undefined;
     const after = await store.updateMany(ids, (s) => {
       if (isTerminal(s.status) || s.cancelAt === undefined || !stopped(s, now)) return undefined;
       return canceled(s.id === root.id && summary ? { ...s, progress: { ...s.progress, ...summary } } : s, now);
