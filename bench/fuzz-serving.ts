@@ -495,10 +495,14 @@ async function exact(t: lancedb.Table, v: number[], metric: string, filter: stri
 
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-4 * Math.max(1, Math.abs(b));
 
-/** The vector index LanceDB sees on the column: its metric, and whether its distances are exact. */
+/**
+ * The vector index LanceDB searches the column with: its metric (a search's default), and whether
+ * its distances are exact. An index that covers none of the rows left (its rows all deleted or
+ * rewritten by updates) is not used: LanceDB searches every row exactly, by L2 unless told.
+ */
 async function indexOf(t: lancedb.Table): Promise<{ metric: string; flat: boolean }> {
   const ix = (await t.listIndices()).find((x) => x.columns.includes("vector"));
-  if (!ix) return { metric: "l2", flat: true };
+  if (!ix || !(await t.indexStats(ix.name))?.numIndexedRows) return { metric: "l2", flat: true };
   const details = (ix as unknown as { indexDetails?: { metric_type?: string } }).indexDetails;
   return { metric: (details?.metric_type ?? "l2").toLowerCase(), flat: ix.indexType === "IvfFlat" };
 }

@@ -65,6 +65,7 @@ const q = inProcessForFile(
       await (await db.createTable("tagged", tagged(), [])).createIndex("vector", ivf("l2"));
       await (await db.createTable("clock", clock(), [])).createIndex("vector", ivf("l2"));
       await (await db.createTable("cos", tagged(), [])).createIndex("vector", ivf("cosine"));
+      await (await db.createTable("cos_gone", tagged(), [])).createIndex("vector", ivf("cosine"));
     },
   },
   180_000,
@@ -182,6 +183,24 @@ describe("options and literals", () => {
     const want = await exact("cos");
     expect(col(got, "id")).toEqual(col(want, "id"));
     (col(got, "_distance") as number[]).forEach((d, i) => expect(d).toBeCloseTo(col(want, "_distance")[i] as number, 3));
+  });
+
+  it("without distance_type, rows inserted after a cosine index rank by cosine; once the index covers none of the rows, by L2, as LanceDB does", async () => {
+    const lance = async () => (await (await lancedb.connectNamespace("dir", { root })).openTable("cos_gone", [])).vectorSearch(query).limit(10).toArrow() as unknown as Promise<EsmTable>;
+    const same = async (what: string) => {
+      const r = await call("cos_gone", {});
+      expect(r.status, r.text).toBe(200);
+      const got = fromIPC(r.bytes);
+      const want = await lance();
+      expect(col(got, "id"), `${what} (${r.path})`).toEqual(col(want, "id"));
+      (col(got, "_distance") as number[]).forEach((d, i) => expect(d, what).toBeCloseTo(col(want, "_distance")[i] as number, 3));
+    };
+    await served("cos_gone", {});
+    const more = () => new arrow.Table({ id: arrow.vectorFromArray(Array.from({ length: 50 }, (_, i) => ROWS + i), new arrow.Int32()), vector: arrow.vectorFromArray(vectors.slice(0, 50).map((v) => v.map((x) => x * 3 + 0.5)), vecType), tags: arrow.vectorFromArray(Array.from({ length: 50 }, () => ["red"]), listOf(new arrow.Utf8())) });
+    expect((await q.call("POST", "/v1/table/cos_gone/insert", ipc(more()))).status).toBe(200);
+    await same("rows inserted after the index");
+    expect((await q.call("POST", "/v1/table/cos_gone/delete", { predicate: `id < ${ROWS}` })).status).toBe(200);
+    await same("every indexed row deleted");
   });
 
   it("multi_vector of one vector answers LanceDB's columns (no query_index)", async () => {

@@ -38,6 +38,16 @@ export async function indexedVectors(t: TableHandle): Promise<IndexedVectors[]> 
   return out;
 }
 
+/**
+ * Whether the vector index on `column` covers any row left. One that covers none (its rows all
+ * deleted, or rewritten by updates) LanceDB does not search with: it measures every row, by L2
+ * unless the search names a metric.
+ */
+export async function indexCoversRows(t: TableHandle, column: string): Promise<boolean> {
+  const ix = (await t.listIndices()).find((x) => /^(IVF|HNSW)/i.test(x.indexType) && x.columns.length === 1 && x.columns[0] === column);
+  return !!ix && ((await t.indexStats(ix.name))?.numIndexedRows ?? 0) > 0;
+}
+
 export const schemaOf = async (t: TableHandle) => (await t.schema()) as unknown as Schema;
 
 /** Each engine buffer of a query's result, as a complete Arrow IPC file the caller may move. */

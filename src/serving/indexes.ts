@@ -17,7 +17,7 @@ import { calibration, slotCount, tombstones } from "./graph.js";
 import { mappedRows } from "./row-slots.js";
 import { columnLayout, takenAnswer, type AnswerPlan, type Source } from "./rows.js";
 import { filterTypes } from "./predicate.js";
-import { answerSchema, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../engine/serving-source.js";
+import { answerSchema, indexCoversRows, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../engine/serving-source.js";
 import { tableVersion } from "../engine/table-info.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
 import { tableDir, versionOperation } from "../engine/versions.js";
@@ -100,6 +100,8 @@ interface TableState {
   searched: number;
   /** The load or build `start` began: settled once the index serves, or LanceDB serves the table. */
   started: Promise<void>;
+  /** Whether LanceDB's vector index covered any row at `version` (it then gives a search its metric). */
+  covers: { version: number; yes: boolean } | null;
 }
 
 interface Plan extends AnswerPlan {
@@ -227,7 +229,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve() };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve(), covers: null };
     st.status = "checking";
     st.since = Date.now();
     states.set(dataOf(entry), st);
@@ -569,6 +571,20 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     return null;
   }
 
+  /**
+   * The metric LanceDB ranks a search without distance_type by (docs/design.md): the index's where
+   * it searches with the index, L2 where it measures every row (an exact search, or an index that
+   * covers none of the rows left).
+   */
+  async function defaultMetric(st: TableState, entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<string> {
+    const ix = st.ix!;
+    if (spec.bypassVectorIndex) return "l2";
+    if (ix.metric === "l2") return ix.metric;
+    const version = at.version ?? tables.knownVersion(entry.objectId, table) ?? (await tableVersion(table));
+    if (st.covers?.version !== version) st.covers = { version, yes: await indexCoversRows(table, ix.column) };
+    return st.covers.yes ? ix.metric : "l2";
+  }
+
   async function route(entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<Route | { reason: string | null }> {
     if (spec.vectors === null || spec.fts !== null) return { reason: null };
     if (!enabled(entry)) return { reason: "disabled" };
@@ -586,8 +602,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const ix = st.ix;
     const column = spec.vectorColumn ?? (st.vectorColumns.length === 1 ? st.vectorColumns[0] : null);
     if (column !== ix.column) return { reason: "option:vector_column" };
-    // An exact search without a metric is LanceDB's L2, whatever the index's.
-    if ((spec.distanceType ?? (spec.bypassVectorIndex ? "l2" : ix.metric)) !== ix.metric) return { reason: "option:distance_type" };
+    if ((spec.distanceType ?? (await defaultMetric(st, entry, table, spec, at))) !== ix.metric) return { reason: "option:distance_type" };
     // A value float32 cannot hold is LanceDB's to answer (its distances are NaN, its rows still k).
     if (spec.vectors.some((v) => v.length !== ix.graph.dim || v.some((x) => !Number.isFinite(Math.fround(x))))) return { reason: "option:vector" };
     if (ix.remapped) {
