@@ -7,6 +7,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // first, so none of them is left running alone at the end; without a results cache (a fresh clone,
 // CI) vitest would otherwise order files by size. Files not listed follow in vitest's own order.
 const LONGEST_FIRST = [
+  "test/backfill-cancel-running.test.ts",
   "test/maintenance.test.ts",
   "test/maintenance-indexes.test.ts",
   "test/virtual-columns.test.ts",
