@@ -8,6 +8,12 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // CI) vitest would otherwise order files by size. Files not listed follow in vitest's own order.
 const LONGEST_FIRST = [
   "test/backfill-cancel-running.test.ts",
+  "test/replicas-azurite.test.ts",
+  "test/replicas-local-backfills.test.ts",
+  "test/replicas-azurite-backfills.test.ts",
+  "test/replicas-local.test.ts",
+  "test/security/job-shares.test.ts",
+  "test/restarts.test.ts",
   "test/maintenance.test.ts",
   "test/maintenance-indexes.test.ts",
   "test/virtual-columns.test.ts",
