@@ -11,7 +11,7 @@ import { REMOTE_MANIFEST_LOCATION } from "../catalog/locations.js";
 import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
 import { isCommitConflict } from "./messages.js";
-import { merged } from "./writes.js";
+import { merged, untilCommitted } from "./writes.js";
 import { engineSession } from "./session.js";
 
 const { Field, List, Schema, Utf8 } = arrow;
@@ -110,11 +110,11 @@ function storeOn(table: lancedb.Table): ManifestStore {
       return table.version();
     },
     async insertIfAbsent(row) {
-      const r = await table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
+      const r = await untilCommitted(() => table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
       return committed({ inserted: r.numInsertedRows === 1, version: r.version });
     },
     async upsert(row) {
-      const r = await table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
+      const r = await untilCommitted(() => table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
       return committed(r.version);
     },
     async remove(objectIds) {

@@ -12,9 +12,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as lancedb from "@lancedb/lancedb";
 import { fileInfo, joinPath, writeIfAbsent } from "../util/store-files.js";
 import { arrow } from "./arrow.js";
-import { errorText, isCommitConflict, isWriterContention } from "./messages.js";
+import { errorText } from "./messages.js";
 import { isRemote } from "./storage.js";
-import { merged } from "./writes.js";
+import { merged, untilCommitted } from "./writes.js";
 import { engineSession } from "./session.js";
 import type { SystemColumn, SystemRow, SystemTable, SystemTables } from "../util/system-table.js";
 
@@ -32,8 +32,6 @@ const KEEP_VERSIONS_MS = 10 * 60_000;
 /** How long a replica waits for the one that creates a table; past it, a creator is taken for dead. */
 const CREATOR_MS = 30_000;
 const WAIT_MS = 100;
-/** Tries of a conditional update whose commit conflicted with another (see updateIf). */
-const CONFLICT_TRIES = 5;
 
 export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
   const dir = joinPath(root, SYSTEM_DIR);
@@ -79,6 +77,7 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
   }
 }
 
+
 function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, columns: SystemColumn[]): SystemTable {
   const names = ["key", ...columns.map((c) => c.name), "doc"];
   const toArrow = (rows: SystemRow[]) => lancedb.makeArrowTable(rows.map((r) => Object.fromEntries(names.map((n) => [n, r[n] ?? null]))), { schema });
@@ -102,31 +101,20 @@ function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, 
     },
     async upsert(rows) {
       if (rows.length === 0) return;
-      await table.mergeInsert("key").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow(rows)).then(merged("system"));
+      await untilCommitted(() => table.mergeInsert("key").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow(rows)).then(merged("system")));
       committed();
     },
     async insertIfAbsent(rows) {
       if (rows.length === 0) return 0;
-      const r = await table.mergeInsert("key").whenNotMatchedInsertAll().execute(toArrow(rows)).then(merged("system"));
+      const r = await untilCommitted(() => table.mergeInsert("key").whenNotMatchedInsertAll().execute(toArrow(rows)).then(merged("system")));
       if (r.numInsertedRows > 0) committed();
       return r.numInsertedRows;
     },
     async updateIf(rows, where) {
       if (rows.length === 0) return 0;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const r = await table.mergeInsert("key").whenMatchedUpdateAll({ where }).execute(toArrow(rows)).then(merged("system"));
-          if (r.numUpdatedRows > 0) committed();
-          return r.numUpdatedRows;
-        } catch (err) {
-          // Commits to other rows (a task queued, a lease renewed) outran LanceDB's own retries on
-          // a slow store: a cancel of a queuing backfill on Azurite answered 503 in CI. The
-          // condition is evaluated again on the next try, so a row another writer changed is not
-          // overwritten.
-          if (attempt >= CONFLICT_TRIES || !(isCommitConflict(err) || isWriterContention(err))) throw err;
-          await sleep(attempt * 50 + Math.random() * 50);
-        }
-      }
+      const r = await untilCommitted(() => table.mergeInsert("key").whenMatchedUpdateAll({ where }).execute(toArrow(rows)).then(merged("system")));
+      if (r.numUpdatedRows > 0) committed();
+      return r.numUpdatedRows;
     },
     async deleteWhere(where) {
       // A delete that matches nothing still commits a version (a table drop forgets views and

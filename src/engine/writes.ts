@@ -2,7 +2,9 @@
 // version. Each answers LanceDB's result (its version and the rows it touched).
 import type * as A from "apache-arrow";
 import type * as lancedb from "@lancedb/lancedb";
+import { setTimeout as sleep } from "node:timers/promises";
 import { recordCommitRetries } from "../metrics.js";
+import { isCommitConflict, isWriterContention } from "./messages.js";
 import type { TableHandle } from "./tables.js";
 
 export const addRows = (t: TableHandle, data: A.Table, mode: "append" | "overwrite") => t.add(data, { mode });
@@ -72,3 +74,24 @@ export const deleteRows = (t: TableHandle, predicate: string) => t.delete(predic
 
 /** Commits a new latest version holding the content of the version `t` is checked out at. */
 export const restoreVersion = (t: TableHandle) => t.restore();
+
+/** Tries of a merge whose commit conflicted with another (see untilCommitted). */
+const CONFLICT_TRIES = 5;
+
+/**
+ * A merge into a system table or the catalog, tried again when its commit lost to commits of other
+ * rows (a task queued, a lease renewed, another replica's create) past LanceDB's own retries on a
+ * slow store: on Azurite a cancel of a queuing backfill, and one of 20 racing creates, answered 503
+ * in CI. The merge's condition (absent, or at a revision) is evaluated anew each try, so a race
+ * still ends with one winner.
+ */
+export async function untilCommitted<T>(merge: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await merge();
+    } catch (err) {
+      if (attempt >= CONFLICT_TRIES || !(isCommitConflict(err) || isWriterContention(err))) throw err;
+      await sleep(attempt * 50 + Math.random() * 50);
+    }
+  }
+}
