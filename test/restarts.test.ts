@@ -131,7 +131,11 @@ describe("a data directory this server cannot write", () => {
     // A process that could not start (its node unreachable by that user) ends in "error", not "exit".
     const exited = new Promise<unknown>((resolve) => (proc.once("exit", resolve), proc.once("error", resolve)));
     try {
-      const port = await probeUntil(`a listening server:\n${err}`, async () => Number(/listening on http:\/\/[^:]+:(\d+)/.exec(out)?.[1]) || null, 30_000);
+      const port = await probeUntil(`a listening server:\n${err}`, async () => {
+        // A server that exited (its files out of that user's reach: a checkout under a 0700 folder) fails at once.
+        if (proc.exitCode !== null) throw new Error(`the server exited with ${proc.exitCode}:\n${err}`);
+        return Number(/listening on http:\/\/[^:]+:(\d+)/.exec(out)?.[1]) || null;
+      }, 30_000);
       const url = `http://127.0.0.1:${port}`;
       const ready = await request(`${url}/readyz`, "GET");
       expect(ready.status).toBe(503);

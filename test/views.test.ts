@@ -7,6 +7,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { Field, FixedSizeList, Float32, Float64, Int64, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fromIPC, toStream } from "./helpers/arrow.js";
+import { paced } from "./helpers/pace.js";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 import { envelope, schemaOf } from "./helpers/views.js";
@@ -229,7 +230,7 @@ describe("auto_refresh", () => {
     }
     const writesTook = Date.now() - writesStarted;
     const want = chunks([...rows, ...inserts]);
-    const end = Date.now() + 20_000;
+    const end = Date.now() + paced(20_000);
     while (Date.now() < end && JSON.stringify(await chunkRows("vs$a1")) !== JSON.stringify(want)) await new Promise((r) => setTimeout(r, 200));
     expect(await chunkRows("vs$a1")).toEqual(want);
     const jobs = (await q.call("POST", "/v1/jobs/list", { table: ["vs", "a1"] })).json.jobs as { job_id: string }[];
@@ -255,7 +256,7 @@ describe("auto_refresh", () => {
     expect((await post(`/v1/table/${src}/insert`, ipc(more))).status).toBe(200);
     const until = async (want: Row[]) => {
       const ids = async () => (await rowsOf("vs$a2", ["id"])).map((r) => r.id);
-      const end = Date.now() + 20_000;
+      const end = Date.now() + paced(20_000);
       while (Date.now() < end && JSON.stringify(await ids()) !== JSON.stringify(want.map((r) => r.id))) await new Promise((r) => setTimeout(r, 200));
       expect(await ids()).toEqual(want.map((r) => r.id));
     };
