@@ -78,7 +78,11 @@ describe("a cancel of a split backfill on an object store", () => {
     const listed = (await q.call("POST", "/v1/jobs/list", { table: "plan" })).json.jobs as { job_type: string; status: string }[];
     const queued = listed.filter((j) => j.job_type === "backfill_task");
     expect(queued.length).toBeLessThan(16);
-    for (const t of queued) expect(t.status).toBe("Canceled");
+    // A task may have run to its end before the cancel was asked (a loaded machine runs the first
+    // ones during the planning): it stays Succeeded; none is left queued or running, and nothing
+    // commits after the answer (below).
+    for (const t of queued) expect(["Canceled", "Succeeded"]).toContain(t.status);
+    expect(queued.some((t) => t.status === "Canceled")).toBe(true);
     await nothingAfter(q, "plan", "z", version, 4_000);
   }, 180_000);
 });
