@@ -3,7 +3,6 @@
 // result batch is raced against both here, so the answer never waits for a batch the engine is
 // still computing; once nothing pulls, the engine computes no further batch (docs/security.md,
 // Query deadlines).
-import { AsyncLocalStorage } from "node:async_hooks";
 import { ApiError, Code } from "../errors.js";
 import { recordEngineRead } from "../metrics.js";
 
@@ -100,14 +99,6 @@ export interface Work {
   answered: boolean;
   commits: number;
 }
-
-const current = new AsyncLocalStorage<Work>();
-
-/** Runs `fn` as `w`'s work: the commits it begins (beginCommit) are counted there, and refused once `w` is answered. */
-export const asWork = <T>(w: Work, fn: () => Promise<T>): Promise<T> => current.run(w, fn);
-
-/** The work of the request running now (null outside one: jobs, maintenance, startup). */
-export const currentWork = (): Work | null => current.getStore() ?? null;
 
 const QUERY_FLAG = "--query-timeout-ms";
 

@@ -19,7 +19,7 @@ import { log } from "../log.js";
 import { recordCommitRetries } from "../metrics.js";
 import { arrow } from "./arrow.js";
 import { spacingKey, type CommitSpacing } from "./commit-spacing.js";
-import { beginCommit, currentWork, type Work } from "./deadline.js";
+import { beginCommit, type Work } from "./deadline.js";
 import { quoteIdent } from "./computed-columns.js";
 import { namedBranch, type Tables, type TableHandle } from "./tables.js";
 import { rowsOf, type Upload } from "./upload.js";
@@ -38,9 +38,9 @@ export interface MergeAnswer {
 
 export interface GroupCommit {
   /** Append `data` to the table's `branch` through `table` (its handle); resolves to the version that holds it. */
-  append(entry: Entry, branch: string | null | undefined, table: TableHandle, data: Upload): Promise<number>;
+  append(entry: Entry, branch: string | null | undefined, table: TableHandle, data: Upload, work: Work | null): Promise<number>;
   /** Merge `data` keyed on `on`, combined with concurrent merges of the same kind where that keeps each writer's counts exact. */
-  merge(entry: Entry, branch: string | null | undefined, table: TableHandle, on: string[], how: MergeHow, data: Upload): Promise<MergeAnswer>;
+  merge(entry: Entry, branch: string | null | undefined, table: TableHandle, on: string[], how: MergeHow, data: Upload, work: Work | null): Promise<MergeAnswer>;
 }
 
 interface Waiting<W, R> {
@@ -93,8 +93,7 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
       })
       .then((r) => r.answer);
 
-  function submit<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, item: W): Promise<R> {
-    const work = currentWork();
+  function submit<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, item: W, work: Work | null): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const joined = open.get(key) as Waiting<W, R>[] | undefined;
       if (joined && kind.fits(joined.map((w) => w.item), item)) return void joined.push({ item, work, resolve, reject });
@@ -149,7 +148,7 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
   }
 
   return {
-    append(entry, branch, table, data) {
+    append(entry, branch, table, data, work) {
       const kind: Kind<Upload, number> = {
         change: "insert",
         rows: (u) => u.numRows,
@@ -163,11 +162,11 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
       };
       const fields = data.schema.fields.filter((f) => !data.nullBools.includes(f.name));
       // Dictionary columns carry a dictionary per batch; such a batch is committed alone.
-      if (fields.some((f) => arrow.DataType.isDictionary(f.type))) return commitAlone(entry, branch, kind, data, currentWork());
-      return submit(entry, branch, `append\u0000${location(entry, branch)}\u0000${shapeOf(fields)}`, kind, data);
+      if (fields.some((f) => arrow.DataType.isDictionary(f.type))) return commitAlone(entry, branch, kind, data, work);
+      return submit(entry, branch, `append\u0000${location(entry, branch)}\u0000${shapeOf(fields)}`, kind, data, work);
     },
 
-    merge(entry, branch, table, on, how, data) {
+    merge(entry, branch, table, on, how, data, work) {
       const answer = (r: lancedb.MergeResult, rows: number): MergeAnswer => ({
         version: r.version,
         numInsertedRows: r.numInsertedRows,
@@ -204,9 +203,9 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
         },
       };
       const keys = combinableKeys(rowsOf(data), on, how);
-      if (!keys) return commitAlone(entry, branch, kind, { data, keys }, currentWork());
+      if (!keys) return commitAlone(entry, branch, kind, { data, keys }, work);
       const clauses = JSON.stringify([on, how.updateMatched ? 1 : 0, how.insertUnmatched ? 1 : 0, how.useIndex ?? null]);
-      return submit(entry, branch, `merge\u0000${location(entry, branch)}\u0000${shapeOf(data.schema.fields)}\u0000${clauses}`, kind, { data, keys });
+      return submit(entry, branch, `merge\u0000${location(entry, branch)}\u0000${shapeOf(data.schema.fields)}\u0000${clauses}`, kind, { data, keys }, work);
     },
   };
 }

@@ -6,7 +6,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
-import { beginCommit, currentWork, type Work } from "./deadline.js";
+import { beginCommit, type Work } from "./deadline.js";
 import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
 import { engineSession } from "./session.js";
 import { removeTree } from "../util/store-files.js";
@@ -61,10 +61,11 @@ export interface WriteOf {
   /** false when the write went through a handle of its own (e.g. a restore of an old version). */
   byCachedHandle?: boolean;
   /**
-   * The request whose commit this is, refused once it was answered (deadline.ts, beginCommit); by
-   * default the request running the write, null for a commit of several requests' rows.
+   * The request whose commit this is, refused once it was answered (deadline.ts, beginCommit);
+   * null for a job's commit or one of several requests' rows. Passed, not read from async context:
+   * that would give every promise of the process a hook (a search's main-thread time, docs/performance.md).
    */
-  work?: Work | null;
+  work: Work | null;
 }
 
 /** The version an engine result says its commit made, when it says. */
@@ -223,7 +224,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
 
   /** One commit in the table branch's turn, then the after-commit event (see `write`). */
   async function writeOf<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T> {
-    const work = of.work === undefined ? currentWork() : of.work;
+    const { work } = of;
     const r = await writes(`${entry.location ?? entry.objectId}\u0000${namedBranch(branch) ?? ""}`, async () => {
       if (namedBranch(branch)) {
         beginCommit(work);

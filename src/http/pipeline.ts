@@ -14,7 +14,7 @@ import { recordObjectStoreThrottled, type UnavailableReason } from "../metrics.j
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
-import { answerBy, asWork, type Deadline, type Work } from "../engine/deadline.js";
+import { answerBy, type Deadline, type Work } from "../engine/deadline.js";
 import type { Services } from "../services.js";
 import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
 import { isStoreThrottled, isWriterContention, storageFault } from "../engine/messages.js";
@@ -385,10 +385,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const head: Head = { status: 200, headers: { "x-request-id": a.requestId }, op: spec.name, context: ctx.context };
     const key = inc.headers["idempotency-key"];
     if (!takesSlot(spec)) return encode(await handle(spec, ctx), head);
-    const writes = spec.role !== "read";
-    // A write's commits are refused once it is answered; its client's leaving answers it too.
-    const w: Work = { bound: { deadline: ctx.deadline, signal: writes ? ctx.signal() : null }, flag: writes ? "--write-timeout-ms" : "--query-timeout-ms", answered: false, commits: 0 };
-    if (key === undefined || !writes || ctx.principal === null) return encode(await answerBy(w, asWork(w, () => handle(spec, ctx))), head);
+    const w: Work = ctx.work ?? { bound: { deadline: ctx.deadline, signal: null }, flag: "--query-timeout-ms", answered: false, commits: 0 };
+    if (key === undefined || ctx.work === null || ctx.principal === null) return encode(await answerBy(w, handle(spec, ctx)), head);
     const claiming = idempotency.claim(bucketOf(ctx.principal), key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
     const claim = await answerBy(w, claiming).catch((err: unknown) => {
       // A claim that comes after the answer is let go at once: it would hold its key from retries.
@@ -396,7 +394,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       throw err;
     });
     if (claim.kind === "replay") return replayed(claim.answer, head);
-    const running = asWork(w, () => handle(spec, ctx));
+    const running = handle(spec, ctx);
     let answer: KeptAnswer | null = null;
     try {
       const out = encode(await answerBy(w, running), head);
@@ -425,6 +423,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const validated = op.validate ? op.validate(body, checked ? { ...cfg, checked } : cfg) : undefined;
     if (read?.vector !== undefined) (validated as Record<string, unknown>).vector = read.vector;
     if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
+    const writes = a.route.spec.role !== "read";
+    const deadline = deadlineOf(inc.headers, writes ? cfg.writeTimeoutMs : cfg.queryTimeoutMs);
     return {
       id: a.target.id ?? [],
       params: a.target.params,
@@ -440,7 +440,9 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       lancedbClient: inc.headers["x-lancedb-database"] !== undefined,
       rowFormat: rowFormat(inc.headers.accept),
       minVersion,
-      deadline: deadlineOf(inc.headers, a.route.spec.role === "read" ? cfg.queryTimeoutMs : cfg.writeTimeoutMs),
+      deadline,
+      // A write's commits are refused once it is answered; its client's leaving answers it too.
+      work: writes ? { bound: { deadline, signal: inc.signal() }, flag: "--write-timeout-ms", answered: false, commits: 0 } : null,
       signal: inc.signal,
       gone: inc.gone,
       largeResult: inc.largeResult ?? noTurn,

@@ -4,6 +4,7 @@
 // `virtual_column` descriptor, checked against the table and their backend before any commit.
 import { BranchQuery } from "../schemas/params.js";
 import type * as A from "apache-arrow";
+import type { Work } from "../engine/deadline.js";
 import { fromJsonType, type JsonArrowDataType } from "../engine/json-arrow.js";
 import * as schemaEdit from "../engine/schema-edit.js";
 import { tableSchema } from "../engine/table-info.js";
@@ -40,10 +41,10 @@ interface Target {
  * current fields, one write at a time per table and branch: the checks and the commit see the same
  * schema, and the version answered is the change's own (see Tables.write).
  */
-async function change<T>(svc: Services, id: string[], branch: string | null | undefined, fn: (t: Target) => Promise<T>): Promise<T> {
+async function change<T>(svc: Services, work: Work | null, id: string[], branch: string | null | undefined, fn: (t: Target) => Promise<T>): Promise<T> {
   const entry = await requireTable(svc.catalog, id);
   await refuseView(svc, entry, "a schema change");
-  return svc.tables.write(entry, branch, { change: "schema" }, async () => {
+  return svc.tables.write(entry, branch, { change: "schema", work }, async () => {
     const t = await openAt(svc, entry, { branch });
     return fn({ entry, t, fields: (await tableSchema(t)).fields as FieldLike[] });
   });
@@ -60,7 +61,7 @@ function checkUnique(names: string[], what: string): void {
   }
 }
 
-export const addColumns = jsonOp(AddColumns, async ({ id, body, svc, principal }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
+export const addColumns = jsonOp(AddColumns, async ({ id, body, svc, principal, work }) => change(svc, work, id, body.branch, async ({ entry, t, fields }) => {
   const cols = body.new_columns;
   cols.forEach((c, i) => {
     const at = `new_columns[${i}]`;
@@ -91,7 +92,7 @@ export const addColumns = jsonOp(AddColumns, async ({ id, body, svc, principal }
   return json({ version });
 }));
 
-export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc, principal }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
+export const alterColumns = jsonOp(AlterColumns, async ({ id, body, svc, principal, work }) => change(svc, work, id, body.branch, async ({ entry, t, fields }) => {
   const virtual = body.alterations.filter((a) => a.virtual_column != null);
   if (virtual.length > 0 && virtual.length < body.alterations.length) {
     throw invalid("alterations: virtual_column alterations and other alterations cannot be mixed in one request");
@@ -134,13 +135,13 @@ async function checkCastValues(t: TableHandle, field: string, segs: string[], ty
   await checkValueBound(t, field, canonicalPath(segs), type, segs.map(quoteIdent).join("."), where, limits);
 }
 
-export const dropColumns = jsonOp(DropColumns, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
+export const dropColumns = jsonOp(DropColumns, async ({ id, body, svc, work }) => change(svc, work, id, body.branch, async ({ entry, t, fields }) => {
   const paths = body.columns.map((c, i) => resolve(fields, entry, c, `columns[${i}]: column`));
   checkUnique(paths, "columns");
   return json({ version: await schemaEdit.dropColumns(t, paths) });
 }));
 
-export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body, svc }) => change(svc, id, body.branch, async ({ entry, t, fields }) => {
+export const updateFieldMetadata = jsonOp(UpdateFieldMetadata, async ({ id, body, svc, work }) => change(svc, work, id, body.branch, async ({ entry, t, fields }) => {
   const updates = body.updates.map((u, i) => ({
     path: resolve(fields, entry, u.path, `updates[${i}].path: column`),
     metadata: u.metadata,
@@ -164,7 +165,7 @@ const REQUEST_KEYS = new Set(["identity", "context", "id"]);
  * Adds keys to the table's schema metadata and answers the resulting map. LanceDB 0.39 can only
  * add keys (see engine/schema-edit.ts), so changing an existing key's value is 406.
  */
-export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, args, svc }) => change(svc, id, args.branch, async ({ t }) => {
+export const updateSchemaMetadata = jsonOp(SchemaMetadataUpdate, async ({ id, body, args, svc, work }) => change(svc, work, id, args.branch, async ({ t }) => {
   const current = (await tableSchema(t)).metadata;
   const wanted = Object.entries(body as Record<string, unknown>).filter(([k]) => !REQUEST_KEYS.has(k)) as [string, string][];
   const changed = wanted.filter(([k, v]) => current.has(k) && current.get(k) !== v).map(([k]) => k);

@@ -47,7 +47,7 @@ async function target(ctx: OpContext, at: { branch?: string | null; version?: nu
   const branch: string | undefined = at.branch ?? ctx.args.branch;
   const { entry, table } = await openTable(ctx.svc, ctx.id, { branch, version: at.version });
   if (write) await refuseView(ctx.svc, entry, write);
-  const commit = <T>(of: WriteOf, fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, of, fn);
+  const commit = <T>(of: Omit<WriteOf, "work">, fn: () => Promise<T>) => ctx.svc.tables.write(entry, branch, { ...of, work: ctx.work }, fn);
   return { entry, table, commit, branch, schema: () => ctx.svc.tables.schemaOf(entry, table) };
 }
 
@@ -81,7 +81,7 @@ export const insertIntoTable = arrowOp(async (ctx) => {
   const { entry, table, commit, branch, schema } = await target(ctx, {}, "insert");
   const data = await arrowBody(ctx, await schema(), entry.objectId, mode === "append");
   const version = await engine("body", undefined, async () =>
-    mode === "append" ? ctx.svc.appends.append(entry, branch, table, data) : (await commit({ change: "insert", rows: data.numRows }, () => addFile(table, data.file, mode))).version,
+    mode === "append" ? ctx.svc.appends.append(entry, branch, table, data, ctx.work) : (await commit({ change: "insert", rows: data.numRows }, () => addFile(table, data.file, mode))).version,
   );
   return json({ version, num_inserted_rows: data.numRows });
 }, { query: InsertQuery });
@@ -120,7 +120,7 @@ export const mergeInsertIntoTable = arrowOp(async (ctx) => {
   const r = await engine(
     (err) => (sqlField && isSqlFault(err) ? sqlField : "merge_insert"),
     sqlField ? entry.objectId : undefined,
-    () => ctx.svc.appends.merge(entry, branch, table, on, how, data),
+    () => ctx.svc.appends.merge(entry, branch, table, on, how, data, ctx.work),
   );
   return json({
     version: r.version,

@@ -63,7 +63,7 @@ async function create(ctx: OpContext<Static<typeof CreateIndex>>, scalarOnly: bo
   }
   // Refused by the queue bounds before anything is dropped.
   svc.jobs.admit(id, ctx.principal.key);
-  for (const i of same) await svc.tables.write(entry, branch, { change: "index" }, () => dropIndex(table, i.name));
+  for (const i of same) await svc.tables.write(entry, branch, { change: "index", work: ctx.work }, () => dropIndex(table, i.name));
   refuseBusy();
   const spec: IndexBuildSpec = { column, kind, name, params, branch };
   // The name's slot decides between creates racing here or through other replicas.
@@ -152,13 +152,13 @@ export const describeTableIndexStats = jsonOp(IndexStats, async ({ id, params, b
   });
 });
 
-export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc }) => {
+export const dropTableIndex = jsonOp(DropIndex, async ({ id, params, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
   const name = params.index_name;
   const branch = mainOr(body.branch);
   const table = await openAt(svc, entry, { branch });
   try {
-    await svc.tables.write(entry, branch, { change: "index" }, () => dropIndex(table, name));
+    await svc.tables.write(entry, branch, { change: "index", work }, () => dropIndex(table, name));
   } catch (err) {
     if (!isIndexNotFound(err)) throw err;
     const building = pendingBuilds(svc, id, branch).find((r) => (r.spec as IndexBuildSpec).name === name);

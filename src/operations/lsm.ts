@@ -12,6 +12,7 @@ import { requireTable } from "../catalog/lookup.js";
 import { dataError } from "../engine/datasets.js";
 import * as lsm from "../engine/lsm.js";
 import type { Change } from "../engine/commits.js";
+import type { Work } from "../engine/deadline.js";
 import type { TableHandle } from "../engine/tables.js";
 import { engineReason, errorText, LSM_UNSUPPORTED } from "../engine/messages.js";
 import { invalid, unsupported } from "../errors.js";
@@ -36,7 +37,7 @@ async function onTable<T>(svc: Services, id: string[], field: string, call: (t: 
 }
 
 /** A call that commits to the table, one at a time with its other writes. */
-const committing = (svc: Services, entry: Entry, change: Change, fn: () => Promise<void>) => svc.tables.write(entry, null, { change, byCachedHandle: false }, fn);
+const committing = (svc: Services, work: Work | null, entry: Entry, change: Change, fn: () => Promise<void>) => svc.tables.write(entry, null, { change, byCachedHandle: false, work }, fn);
 
 /** Keys in the remote client's spelling (snake_case), at every depth. */
 function snake(v: unknown): unknown {
@@ -53,8 +54,8 @@ export const setLsmWriteSpec = jsonOp(SetLsmWriteSpec, async ({ id, body, svc })
   throw unsupported(`${LSM_UNSUPPORTED}; the spec was not installed`);
 });
 
-export const unsetLsmWriteSpec = jsonOp(CommonBody, async ({ id, svc }) => {
-  await onTable(svc, id, "id", (t, entry) => committing(svc, entry, "index", () => lsm.unsetWriteSpec(t)));
+export const unsetLsmWriteSpec = jsonOp(CommonBody, async ({ id, svc, work }) => {
+  await onTable(svc, id, "id", (t, entry) => committing(svc, work, entry, "index", () => lsm.unsetWriteSpec(t)));
   return json({});
 });
 
@@ -72,8 +73,8 @@ export const getLsmStats = jsonOp(GetLsmStats, async ({ id, body, svc }) => {
 
 /** flush, compact and checkpoint: the same call shape, each committing what it moves into the table. */
 const moving = (call: (t: TableHandle) => Promise<void>) =>
-  jsonOp(CommonBody, async ({ id, svc }) => {
-    await onTable(svc, id, "id", (t, entry) => committing(svc, entry, "maintenance", () => call(t)));
+  jsonOp(CommonBody, async ({ id, svc, work }) => {
+    await onTable(svc, id, "id", (t, entry) => committing(svc, work, entry, "maintenance", () => call(t)));
     return json({});
   });
 

@@ -1,6 +1,6 @@
 // What every operation receives and returns: plain data, no transport detail.
 import type { Principal } from "../auth/principal.js";
-import type { Bound, Deadline } from "../engine/deadline.js";
+import type { Bound, Deadline, Work } from "../engine/deadline.js";
 import type { JsonRowsBody } from "../engine/rows-in.js";
 import type { UnavailableReason } from "../metrics.js";
 import type { Services } from "../services.js";
@@ -43,6 +43,8 @@ export interface OpContext<B = any, P extends Principal | null = Principal> {
   gone: () => boolean;
   /** When a query must have answered: --query-timeout-ms from the request's start, or its x-request-timeout-ms if less. */
   deadline: Deadline;
+  /** A write request's work, handed to each commit it begins (tables.ts, WriteOf); null for reads. */
+  work: Work | null;
   /**
    * Wait for a turn of the large-result budget before computing a result that may be large (the
    * engine reads ahead of it, outside any byte count: docs/security.md, "Slow readers"); throws

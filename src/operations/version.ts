@@ -68,8 +68,8 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
 });
 
 /** Commits a new version whose content is the old one's; history is kept. */
-export const restoreTable = jsonOp(RestoreTable, async ({ id, body, svc }) => {
+export const restoreTable = jsonOp(RestoreTable, async ({ id, body, svc, work }) => {
   const { entry, table: old } = await openTable(svc, id, { version: body.version, branch: body.branch });
-  await svc.tables.write(entry, body.branch, { change: "restore", byCachedHandle: false }, () => restoreVersion(old));
+  await svc.tables.write(entry, body.branch, { change: "restore", byCachedHandle: false, work }, () => restoreVersion(old));
   return json({});
 });
