@@ -125,6 +125,13 @@ describe("layers", () => {
     expect(hits).toEqual([]);
   });
 
+  // Async context (AsyncLocalStorage, async hooks) hooks every promise of the thread: it cost a
+  // search 1.36x d3d149e's main-thread time (docs/performance.md). State a call needs is passed.
+  it("no module uses async context (node:async_hooks)", () => {
+    const hits = all.filter((f) => specifiersOf(f).some((m) => m === "node:async_hooks" || m === "async_hooks"));
+    expect(hits).toEqual([]);
+  });
+
   it("only src/engine/ imports LanceDB, in any form (its types too: elsewhere a table is the engine's TableHandle)", () => {
     const hits = all.filter((f) => !f.startsWith("src/engine/") && specifiersOf(f).some((m) => m === "@lancedb/lancedb" || m.startsWith("@lancedb/")));
     expect(hits).toEqual([]);
