@@ -106,7 +106,7 @@ export interface Jobs {
   submit(kind: string, table: string[], spec: Record<string, unknown>, owner: string, exclusive?: Exclusive): Promise<JobRecord>;
   /** The record as stored now (whichever replica runs it). */
   get(id: string): Promise<JobRecord | undefined>;
-  /** Every record kept (finished ones too, up to the store's retention), or those of one kind and/or table, as stored now. */
+  /** Every record kept (finished ones too, up to the store's retention), or those the filter selects, as stored now. */
   all(of?: JobFilter): Promise<JobRecord[]>;
   /** Queued and Running records as of this replica's last look (at most a poll old), oldest first. */
   active(): JobRecord[];
