@@ -4,7 +4,7 @@
 // one in-process queue and the manifest's atomic insert-if-absent. The catalog owns the manifest's
 // row type and the storage interface it needs; src/engine/manifest-table.ts implements it on Lance.
 import { recordCatalogRefresh, recordFreshnessCheck } from "../metrics.js";
-import { ApiError, type ErrorCode } from "../errors.js";
+import { ApiError, Code, type ErrorCode } from "../errors.js";
 import { log } from "../log.js";
 import { serialQueue } from "../util/serial.js";
 import { keepFresh, type Freshness } from "../util/keep-fresh.js";
@@ -27,7 +27,8 @@ export interface ManifestStore {
   latestVersion(): Promise<number>;
   /** Insert-if-absent keyed on object_id; false when the id already exists. */
   insertIfAbsent(row: ManifestRow): Promise<{ inserted: boolean; version: number }>;
-  upsert(row: ManifestRow): Promise<number>;
+  /** Replace the row of `row.object_id` while it is still `was` (null: while there is none); false when it is not. */
+  replaceIf(row: ManifestRow, was: ManifestRow | null): Promise<{ replaced: boolean; version: number }>;
   remove(objectIds: string[]): Promise<number>;
 }
 
@@ -99,7 +100,12 @@ export interface Catalog {
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
   /** Insert-if-absent; 409 with `conflictCode` when the id is taken (here or by another process). */
   insert(entry: Entry, conflictCode: ErrorCode): Promise<void>;
-  upsert(entry: Entry): Promise<void>;
+  /**
+   * Replace `was` (an entry as this catalog answered it) by `entry` (same id) while its row is
+   * still as read then; 409 ConcurrentModification when another request (here or in another
+   * process) changed or removed it first: of racing replacements one wins, none silently.
+   */
+  replace(was: Entry, entry: Entry): Promise<void>;
   remove(entries: Entry[]): Promise<void>;
   /** Stop re-checking in the background. */
   close(): void;
@@ -108,6 +114,8 @@ export interface Catalog {
 export async function openCatalog(table: ManifestStore, freshness: Freshness, root: string): Promise<Catalog> {
   /** The manifest's rows. */
   let manifest = new Map<string, Entry>();
+  /** The row each manifest entry was read from (or written as), for replace's condition. */
+  const rowOf = new WeakMap<Entry, ManifestRow>();
   /** Root datasets found in the data directory (locations), whether or not a row points at them. */
   let rootDatasets = new Set<string>();
   /** What reads see: the manifest, plus root datasets no row points at (manifest rows win). */
@@ -141,7 +149,9 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
     const next = new Map<string, Entry>();
     for (const r of rows) {
       const e = toEntry(r);
-      if (e) next.set(e.objectId, e);
+      if (!e) continue;
+      next.set(e.objectId, e);
+      rowOf.set(e, r);
     }
     manifest = next;
     version = v;
@@ -176,6 +186,20 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
     pending ??= check(true).finally(() => (pending = null));
     return pending.catch((err: unknown) => log.debug("catalog check failed", { error: String(err) }));
   });
+
+  /** `entry` as this process just wrote it. */
+  const written = (entry: Entry) => {
+    const e = { ...entry, listed: undefined };
+    rowOf.set(e, toRow(e));
+    manifest.set(e.objectId, e);
+  };
+  /** After a conditional write that found the row changed: reads see what is stored, then `err`. */
+  const refused = async (err: ApiError): Promise<never> => {
+    // What reads see, too: a check that finds this version finds nothing to merge later.
+    await load();
+    merge();
+    throw err;
+  };
 
   /** After our own commit: advance in step, or reload when another writer slipped in between. */
   const committed = async (newVersion: number, apply: () => void) => {
@@ -242,17 +266,15 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
     exclusive: (fn) => exclusive(fn),
     async insert(entry, conflictCode) {
       const { inserted, version: v } = await table.insertIfAbsent(toRow(entry));
-      if (!inserted) {
-        // What reads see, too: a check that finds this version finds nothing to merge later.
-        await load();
-        merge();
-        throw new ApiError(conflictCode, `${entry.type} ${JSON.stringify(entry.objectId)} already exists`);
-      }
-      await committed(v, () => manifest.set(entry.objectId, { ...entry, listed: undefined }));
+      if (!inserted) await refused(new ApiError(conflictCode, `${entry.type} ${JSON.stringify(entry.objectId)} already exists`));
+      await committed(v, () => written(entry));
     },
-    async upsert(entry) {
-      const v = await table.upsert(toRow(entry));
-      await committed(v, () => manifest.set(entry.objectId, { ...entry, listed: undefined }));
+    async replace(was, entry) {
+      const row = was.listed ? null : rowOf.get(was);
+      if (row === undefined) throw new Error(`catalog.replace: ${JSON.stringify(was.objectId)} is not an entry as the catalog answered it`);
+      const { replaced, version: v } = await table.replaceIf(toRow(entry), row);
+      if (!replaced) await refused(new ApiError(Code.ConcurrentModification, `${entry.type} ${JSON.stringify(entry.objectId)} was changed by another request meanwhile; read it again and retry`));
+      await committed(v, () => written(entry));
     },
     async remove(list) {
       if (list.length === 0) return;

@@ -98,6 +98,19 @@ function storeOn(table: lancedb.Table): ManifestStore {
     return result;
   };
 
+  const insertIfAbsent = async (row: ManifestRow) => {
+    const r = await untilCommitted(() => table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
+    return committed({ inserted: r.numInsertedRows === 1, version: r.version });
+  };
+  /** SQL true of the stored row while it is still `was`, compared as stored (another writer's JSON may be spaced differently). */
+  const sameAs = (was: ManifestRow) =>
+    (["object_type", "location", "metadata"] as const)
+      .map((c) => {
+        const v = was[c];
+        return v === null ? `target.${c} IS NULL` : `target.${c} = ${quote(v)}`;
+      })
+      .join(" AND ");
+
   return {
     async readAll() {
       await table.checkoutLatest();
@@ -109,13 +122,14 @@ function storeOn(table: lancedb.Table): ManifestStore {
       await table.checkoutLatest();
       return table.version();
     },
-    async insertIfAbsent(row) {
-      const r = await untilCommitted(() => table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
-      return committed({ inserted: r.numInsertedRows === 1, version: r.version });
-    },
-    async upsert(row) {
-      const r = await untilCommitted(() => table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
-      return committed(r.version);
+    insertIfAbsent,
+    async replaceIf(row, was) {
+      if (was === null) {
+        const { inserted, version } = await insertIfAbsent(row);
+        return { replaced: inserted, version };
+      }
+      const r = await untilCommitted(() => table.mergeInsert("object_id").whenMatchedUpdateAll({ where: sameAs(was) }).execute(toArrow([row])).then(merged("catalog")));
+      return committed({ replaced: r.numUpdatedRows === 1, version: r.version });
     },
     async remove(objectIds) {
       const r = await table.delete(`object_id IN (${objectIds.map(quote).join(", ")})`);

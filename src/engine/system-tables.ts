@@ -101,6 +101,10 @@ function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, 
     },
     async upsert(rows) {
       if (rows.length === 0) return;
+      // Unconditional, so a try again after a lost commit may land after another writer's: right
+      // for every caller, as each writes rows no one else writes (a claim's own key, a request's
+      // idempotency answer), rows whose value is their key (a computed version), or rows where
+      // the latest write is the truth (an index's latest build, a view's last refresh).
       await untilCommitted(() => table.mergeInsert("key").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow(rows)).then(merged("system")));
       committed();
     },

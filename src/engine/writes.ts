@@ -82,8 +82,9 @@ const CONFLICT_TRIES = 5;
  * A merge into a system table or the catalog, tried again when its commit lost to commits of other
  * rows (a task queued, a lease renewed, another replica's create) past LanceDB's own retries on a
  * slow store: on Azurite a cancel of a queuing backfill, and one of 20 racing creates, answered 503
- * in CI. The merge's condition (absent, or at a revision) is evaluated anew each try, so a race
- * still ends with one winner.
+ * in CI. The merge's condition (absent, at a revision, the row as read) is evaluated anew each
+ * try, so a race still ends with one winner; an unconditional merge says at its call why the last
+ * writer may win.
  */
 export async function untilCommitted<T>(merge: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {

@@ -60,8 +60,8 @@ export interface JobKind<S = any> {
   parts?(rec: JobRecord & { spec: S }): string[];
   /** The record a record of this kind is a part of (a task's backfill): its records queued before `parts` lists them are its parts too. */
   partOf?(rec: JobRecord & { spec: S }): string | undefined;
-  /** What a canceled record's progress becomes from its parts' as they stopped (a split backfill: their counts summed). */
-  summary?(rec: JobRecord & { spec: S }, parts: JobRecord[]): Record<string, unknown>;
+  /** What a canceled record's progress becomes from its parts' as they stopped (a split backfill: their counts summed); undefined: it keeps its own. */
+  summary?(rec: JobRecord & { spec: S }, parts: JobRecord[]): Record<string, unknown> | undefined;
   /** Records of one group (the tasks of one backfill) spread over replicas: a replica holding one waits longer for the next. */
   group?(rec: JobRecord & { spec: S }): string | undefined;
   /** The properties DescribeTransaction reports for a record of this kind (undefined: not shown). */
@@ -106,7 +106,7 @@ export interface Jobs {
   submit(kind: string, table: string[], spec: Record<string, unknown>, owner: string, exclusive?: Exclusive): Promise<JobRecord>;
   /** The record as stored now (whichever replica runs it). */
   get(id: string): Promise<JobRecord | undefined>;
-  /** Every record kept (finished ones too, up to the store's retention), or those of one kind and/or table, as stored now. */
+  /** Every record kept (finished ones too, up to the store's retention), or those the filter selects, as stored now. */
   all(of?: JobFilter): Promise<JobRecord[]>;
   /** Queued and Running records as of this replica's last look (at most a poll old), oldest first. */
   active(): JobRecord[];
@@ -566,7 +566,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   /**
    * Move the cancel of `id`'s group on: ask it of the parts not asked yet (queued meanwhile), stop
    * this replica's runs of it, and once no replica runs any, end them all in one commit (the root
-   * with its parts' summed progress). A record whose lease lapsed counts as stopped: its replica
+   * with its kind's summary of its parts). A record whose lease lapsed counts as stopped: its replica
    * may commit nothing by then (see commitMarginMs), and a replica that renews such a lease after
    * the lapse keeps its record out of that commit (ended by the next settle).
    */
@@ -581,9 +581,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     for (const s of live) if (runs.has(s.id)) void letGo(s.id);
     if (live.length > 0) return;
     const now = Date.now();
-    // A record without parts (a backfill not split) keeps its own progress.
-    const parts = group.filter((s) => s.id !== root.id);
-    const summary = parts.length > 0 ? byName.get(root.operation)?.summary?.(group.find((s) => s.id === root.id) ?? root, parts) : undefined;
+    const summary = byName.get(root.operation)?.summary?.(group.find((s) => s.id === root.id) ?? root, group.filter((s) => s.id !== root.id));
     const after = await store.updateMany(ids, (s) => {
       if (isTerminal(s.status) || s.cancelAt === undefined || !stopped(s, now)) return undefined;
       return canceled(s.id === root.id && summary ? { ...s, progress: { ...s.progress, ...summary } } : s, now);

@@ -71,10 +71,11 @@ const MAX_TRIES = 20;
 /** How long a slot whose job has no record yet counts as held (its submit stores the record next). */
 const SLOT_GRACE_MS = 30_000;
 
-/** Records of one kind and/or one table, read without parsing the others. */
+/** Records of one kind and/or one table, and/or only the Queued and Running ones, read without parsing the others. */
 export interface JobFilter {
   operation?: string;
   table?: readonly string[];
+  active?: boolean;
 }
 
 const ACTIVE = "status = 'Queued' OR status = 'Running'";
@@ -84,7 +85,7 @@ export interface Store {
   mirrored(): JobRecord[];
   /** The record as stored now (refreshing the mirror). */
   read(id: string): Promise<JobRecord | undefined>;
-  /** Every stored record, or those of one kind and/or table (refreshing the mirror). */
+  /** Every stored record, or those the filter selects (refreshing the mirror). */
   readAll(of?: JobFilter): Promise<JobRecord[]>;
   /** The Queued and Running records as stored now (refreshing the mirror). */
   readActive(): Promise<JobRecord[]>;
@@ -159,7 +160,11 @@ export async function openStore(system: SystemTables, stateDir: string): Promise
     mirrored: () => [...mirror.values()],
     read,
     async readAll(of = {}) {
-      const where = [of.operation !== undefined && `operation = ${sqlString(of.operation)}`, of.table && `table_id = ${sqlString(objectIdOf(of.table))}`].filter(Boolean).join(" AND ");
+      const where = [
+        of.operation !== undefined && `operation = ${sqlString(of.operation)}`,
+        of.table && `table_id = ${sqlString(objectIdOf(of.table))}`,
+        of.active && `(${ACTIVE})`,
+      ].filter(Boolean).join(" AND ");
       if (where) return seen(await jobs.select(where));
       const all = seen(await jobs.select());
       const ids = new Set(all.map((r) => r.id));

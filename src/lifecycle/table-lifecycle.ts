@@ -22,7 +22,6 @@ import type { TableHandle, Tables } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import type { DeclareTable } from "../schemas/table.js";
 import type { Jobs } from "../jobs/jobs.js";
-import { isTerminal } from "../jobs/store.js";
 
 export interface LifecycleDeps {
   catalog: Catalog;
@@ -30,7 +29,7 @@ export interface LifecycleDeps {
   claims: Claims;
   views: Views;
   valueVersions: ValueVersions;
-  jobs: Pick<Jobs, "all" | "get" | "cancel">;
+  jobs: Pick<Jobs, "all" | "cancel">;
   config: Pick<Config, "locationRole" | "managedVersioning"> & Quotas;
 }
 
@@ -141,10 +140,9 @@ export async function removeTableData(deps: LifecycleDeps, entry: Entry): Promis
  * table created under the name later. The catalog no longer names the table: no new job starts.
  */
 async function endJobsOf(deps: LifecycleDeps, entry: Entry): Promise<void> {
-  for (const r of await deps.jobs.all({ table: entry.id })) {
-    const now = await deps.jobs.get(r.id);
-    if (now && !isTerminal(now.status)) await deps.jobs.cancel(now);
-  }
+  // Its Queued and Running records only, read once: a cancel reads each again itself, and leaves
+  // one that ended meanwhile as it is.
+  for (const r of await deps.jobs.all({ table: entry.id, active: true })) await deps.jobs.cancel(r);
 }
 
 /**

@@ -108,7 +108,7 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
     const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
     svc.tables.commits.announce({ table: existing, branch: null, version: await tableVersion(t), change: "overwrite", rows: data.numRows, byCachedHandle: false });
     const entry = { ...existing, properties: properties ?? existing.properties };
-    if (properties) await svc.catalog.upsert(entry);
+    if (properties) await svc.catalog.replace(existing, entry);
     return json({ ...locationFor(svc, principal, dir), version: await tableVersion(t), properties: entry.properties });
   });
 }, { query: CreateTableQuery });
@@ -153,7 +153,7 @@ export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, princ
     const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
     const existing = existingTable(svc, id);
     if (existing && body.mode !== "overwrite") throw alreadyExists(id);
-    if (existing) await svc.catalog.upsert(entry);
+    if (existing) await svc.catalog.replace(existing, entry);
     else {
       requireRoom(svc.catalog, id, "table", svc.config);
       await svc.catalog.insert(entry, Code.TableAlreadyExists);

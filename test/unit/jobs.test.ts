@@ -71,6 +71,13 @@ describe("job store", () => {
     expect((await s.read("old"))?.status).toBe("Succeeded");
     expect((await (await storeAt(dir)).readAll()).map((r) => r.id)).toEqual(["old"]);
   });
+
+  it("a filter on one table's active records answers its Queued and Running ones only", async () => {
+    const s = await storeAt(tempDir());
+    for (const r of [rec("q"), rec("run", "Running"), rec("done", "Succeeded"), rec("failed", "Failed"), rec("canceled", "Canceled"), { ...rec("other"), table: ["u"] }]) await s.insert(r);
+    expect((await s.readAll({ table: ["t"], active: true })).map((r) => r.id).sort()).toEqual(["q", "run"]);
+    expect((await s.readAll({ table: ["t"] })).map((r) => r.id).sort()).toEqual(["canceled", "done", "failed", "q", "run"]);
+  });
 });
 
 /** A kind whose runs end when the test says so. */

@@ -193,7 +193,8 @@ export function backfillKind(deps: BackfillDeps): JobKind<BackfillSpec> {
     interrupted: "resume",
     start: (job) => (splits(job.rec.spec) ? splitBackfill(deps, job) : runBackfill(deps, job)),
     parts: (rec) => (Array.isArray(rec.progress?.tasks) ? (rec.progress.tasks as string[]) : []),
-    summary: (_rec, tasks) => progressOf(tasks) as Record<string, unknown>,
+    // A backfill not split has no tasks: it keeps the progress it committed.
+    summary: (_rec, tasks) => (tasks.length > 0 ? (progressOf(tasks) as Record<string, unknown>) : undefined),
     describe: describeBackfill,
   };
 }
