@@ -39,8 +39,10 @@ function measure(expr: string, t: A.DataType): string | number | null {
   const D = arrow.DataType;
   const fixed = fixedBytes(t);
   if (fixed !== null) return fixed;
-  if (D.isUtf8(t) || D.isLargeUtf8(t)) return `coalesce(octet_length(${expr}), 0)`;
-  if (D.isBinary(t) || D.isLargeBinary(t)) return `coalesce(length(${expr}), 0)`;
+  // Measured as the column stores it: a write casts a value of another type (a number, a list)
+  // to the column's, as its text; a cast to the type it has already costs nothing.
+  if (D.isUtf8(t) || D.isLargeUtf8(t)) return `coalesce(octet_length(arrow_cast(${expr}, '${D.isLargeUtf8(t) ? "LargeUtf8" : "Utf8"}')), 0)`;
+  if (D.isBinary(t) || D.isLargeBinary(t)) return `coalesce(length(arrow_cast(${expr}, '${D.isLargeBinary(t) ? "LargeBinary" : "Binary"}')), 0)`;
   if (D.isStruct(t)) {
     const parts = t.children.map((c) => measure(`get_field(${expr}, '${c.name.replace(/'/g, "''")}')`, c.type));
     if (parts.includes(null)) return null;

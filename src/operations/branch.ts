@@ -8,7 +8,7 @@ import { tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CreateTableBranch, DeleteTableBranch } from "../schemas/branch.js";
 import type { Services } from "../services.js";
-import { serialQueue } from "../util/serial.js";
+import { keyedSerial } from "../util/serial.js";
 import { jsonOp, queryOp } from "./define.js";
 import { page, pageOf } from "./pagination.js";
 import { openAt } from "./table-ref.js";
@@ -16,8 +16,10 @@ import { requireTable } from "../catalog/lookup.js";
 import { requireRefRoom } from "../catalog/quotas.js";
 import { json } from "./types.js";
 
-// Branch changes are rare; one queue makes check-then-create atomic within this process.
-const serial = serialQueue();
+// Changes to one table's branches take turns, which makes check-then-create atomic within this
+// process; other tables' do not wait (a create lists every branch of its table: at 1,000 branches
+// another tenant's create waited 1.3 s behind five on one table when the queue was the server's).
+const turns = keyedSerial();
 
 async function onBranches<T>(svc: Services, entry: Entry, names: Omit<RefNames, "table">, fn: (t: TableHandle) => Promise<T>): Promise<T> {
   const t = await openAt(svc, entry);
@@ -58,14 +60,14 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
   checkBranchName(name);
   const from = namedBranch(body.from_branch);
   const version = body.from_version ?? undefined;
-  await serial(async () => {
+  const dir = tableDir(svc.tables.root, entry);
+  await turns(dir, async () => {
     const existing = await onBranches(svc, entry, {}, listBranches);
     if (name in existing) throw new ApiError(Code.TableBranchAlreadyExists, `branch ${q(name)} already exists in table ${q(entry.objectId)}`);
     if (from !== undefined && !(from in existing)) {
       throw new ApiError(Code.TableBranchNotFound, `from_branch: branch ${q(from)} not found in table ${q(entry.objectId)}`);
     }
     requireRefRoom(entry.objectId, "branch", Object.keys(existing).length, svc.config);
-    const dir = tableDir(svc.tables.root, entry);
     await onBranches(svc, entry, { branch: from, version }, (t) => withoutOrphan(dir, name, () => createBranch(t, name, from, version)));
   });
   return json({});
@@ -74,6 +76,6 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
 export const deleteTableBranch = jsonOp(DeleteTableBranch, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   if (body.name === "main") throw invalid(`name: "main" is the main branch and cannot be deleted`);
-  await serial(() => onBranches(svc, entry, { branch: body.name }, (t) => deleteBranch(t, body.name)));
+  await turns(tableDir(svc.tables.root, entry), () => onBranches(svc, entry, { branch: body.name }, (t) => deleteBranch(t, body.name)));
   return json({});
 });

@@ -2,7 +2,10 @@
 // before it commits, but alter_columns could widen a list's items (int8 → int64 is 8× the bytes),
 // and casts compound. A cast's values are now counted in the new type's widths before the commit:
 // past the bound it is 400 naming the field and the column, and the table is unchanged.
-import { Field, FixedSizeList, Int8, List, Struct, Table, vectorFromArray } from "apache-arrow";
+// A write stores a number or a list sent to a string column as its text, so that text is what is
+// measured (measuring the value as sent refused such writes with a planning error); and no cast
+// LanceDB accepts makes text of a value, so a cast's growth is its items' widths alone.
+import { Field, FixedSizeList, Int32, Int8, List, Struct, Table, vectorFromArray } from "apache-arrow";
 import { expect, it } from "vitest";
 import { toStream } from "../helpers/arrow.js";
 import { serverForFile } from "../helpers/quiver.js";
@@ -54,4 +57,32 @@ it("a cast that would make a list past --max-value-bytes is 400 naming the colum
   const kept = await post("/v1/table/t/count_rows", { predicate: `cardinality(l) = ${ITEMS}` });
   expect(kept.status, kept.text).toBe(200);
   expect(kept.json).toBe(1);
+});
+
+it("a write of a number or a list into a string column is measured as the text it stores: written within the bound, 400 past it", async () => {
+  const table = new Table({
+    id: vectorFromArray([1, 2], new Int32()),
+    s: vectorFromArray(["a", "b"]),
+    l: vectorFromArray([items, [1, 2, 3]], int8List),
+  });
+  expect((await post("/v1/table/w/create", toStream(table))).status).toBe(200);
+  const update = (value: string, predicate?: string) => post("/v1/table/w/update", { updates: [["s", value]], ...(predicate ? { predicate } : {}) });
+  const texts = async () => ((await q.call("POST", "/v1/table/w/query", { columns: ["id", "s"], k: 10 }, { accept: "application/json" })).json as { id: number; s: string }[]).sort((a, b) => a.id - b.id).map((r) => r.s);
+
+  const number = await update("id * 10");
+  expect(number.status, number.text).toBe(200);
+  expect(await texts()).toEqual(["10", "20"]);
+  // Row 1's 2,000 items are about 7,800 bytes as text.
+  expect400(await update("l"), new RegExp(`^updates\\[0\\]\\[1\\]: column "s" would hold a value of more than ${VALUE} bytes \\(--max-value-bytes\\); nothing was written$`));
+  expect(await texts()).toEqual(["10", "20"]);
+  const short = await update("l", "id = 2");
+  expect(short.status, short.text).toBe(200);
+  expect(await texts()).toEqual(["10", "[1, 2, 3]"]);
+});
+
+it("no cast LanceDB accepts makes text of a value: a number cast to a string is refused in its words, nothing committed", async () => {
+  const before = await post("/v1/table/w/describe", {});
+  expect400(await post("/v1/table/w/alter_columns", { alterations: [{ path: "id", data_type: { type: "utf8" } }] }), /^Cannot cast column "id" from Int32 to Utf8/);
+  expect400(await post("/v1/table/w/alter_columns", { alterations: [{ path: "id", data_type: { type: "large_utf8" } }] }), /^Cannot cast column "id" from Int32 to LargeUtf8/);
+  expect((await post("/v1/table/w/describe", {})).json.version).toBe(before.json.version);
 });
