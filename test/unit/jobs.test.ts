@@ -17,8 +17,9 @@ const tempDir = () => {
   return d;
 };
 afterEach(() => {
-  // A system table may still be compacting in the background: retried until it settles.
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true, maxRetries: 10 });
+  // A system table may still be compacting in the background (no one waits for it): retried until
+  // it settles, up to ~45 s (0.1 s more each try), which a loaded machine needed (ENOTEMPTY at ~5 s).
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true, maxRetries: 30 });
 });
 
 const rec = (id: string, status: JobRecord["status"] = "Queued"): JobRecord => ({
