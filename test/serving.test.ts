@@ -578,6 +578,8 @@ describe("builds on several threads", () => {
         const built = JSON.parse(b.stderr().split("\n").find((l) => l.includes('"serving index built"') && l.includes(`built${i}`))!);
         expect(built.relinked).toBeGreaterThanOrEqual(0);
         expect(await metricValue(b, "quiver_serving_index_relinked", { table: built.table })).toBe(built.relinked);
+        // Its row ids were mapped to its slots in a pool thread (a pass over every slot).
+        expect(await metricValue(b, "quiver_pool_task_seconds_count", { task: "serving_rows" })).toBeGreaterThanOrEqual(i + 1);
         // Its memory, by part: the index proper, the cached columns (id, text, category), the filters (none asked).
         const scrape = (await b.call("GET", "/metrics")).text;
         const part = (p: string) => sample(scrape, "quiver_serving_index_part_bytes", { table: built.table, part: p })!;
@@ -601,5 +603,7 @@ describe("restarts", () => {
     const got = first.path === "serving" ? first.t : await served("small", { vector: { single_vector: v } });
     expectSame(got, await exact("small", v));
     expect(await metricValue(q, "quiver_serving_build_seconds_count", { loaded: "true" })).toBeGreaterThanOrEqual(1);
+    // The loaded index's row ids were mapped to its slots in a pool thread.
+    expect(await metricValue(q, "quiver_pool_task_seconds_count", { task: "serving_rows" })).toBeGreaterThanOrEqual(1);
   });
 });

@@ -1,5 +1,5 @@
 // The server's worker pool: one Piscina pool of `--workers` threads for the trusted work it does off
-// the event loop (decoding large Arrow uploads and large bodies of JSON rows and large query bodies, checking long expressions). User code never runs
+// the event loop (decoding large Arrow uploads and large bodies of JSON rows and large query-shaped bodies, checking long expressions). User code never runs
 // here: UDFs and table functions run in the compute sandbox process (workers/compute-client.ts).
 // Tasks are named exports of workers/threads/ingest.ts; each task has its own admission
 // bound, counted here (Piscina 5.3 at maxQueue 0 rejects a task it could not hand to a busy worker
@@ -16,7 +16,7 @@ import { ApiError, Code } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
 import { ownBuffer } from "../src/util/own-buffer.js";
 import type { ExpressionLimits } from "../src/schemas/expression.js";
-import type { QueryBodyRead, Refusal } from "../src/schemas/query-body.js";
+import type { QueryAt, QueryBodyRead, Refusal } from "../src/schemas/query-body.js";
 import type { ExpressionsTask, IngestReply, IngestTask, JoinedFiles, JsonIngestTask, QueryBodyTask } from "./threads/ingest.js";
 
 /**
@@ -53,8 +53,8 @@ export interface WorkerPool {
    * parts are moved there and back: use the ones answered, not those given.
    */
   joinFiles(parts: Uint8Array[]): Promise<JoinedFiles>;
-  /** A large query body read in a worker (src/schemas/query-body.ts); a malformed or too deep one rejects with its 400. */
-  queryBody(bytes: Uint8Array, limits: ExpressionLimits): Promise<QueryBodyRead>;
+  /** A large query-shaped body, its query `at`, read in a worker (src/schemas/query-body.ts); a malformed or too deep one rejects with its 400. */
+  queryBody(bytes: Uint8Array, at: QueryAt, limits: ExpressionLimits): Promise<QueryBodyRead>;
   /** Run task `name` with `data`, moving `transfer` (no copies); 503 past the task's bound. */
   run<T>(name: string, data: unknown, transfer?: ArrayBuffer[]): Promise<T>;
   /** Threads started, threads running a task, tasks waiting for a thread. */
@@ -139,8 +139,8 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
       const faults = await run<(string | null)[]>("expressionFaults", task);
       return new Map(texts.map((t, i) => [t, faults[i]]));
     },
-    async queryBody(bytes, { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies }) {
-      const task: QueryBodyTask = { bytes, maxJsonDepth: config.maxJsonDepth, limits: { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies } };
+    async queryBody(bytes, at, { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies }) {
+      const task: QueryBodyTask = { bytes, at, maxJsonDepth: config.maxJsonDepth, limits: { maxExpressionLength, maxExpressionCost, maxExpressionArray, maxExpressionCopies } };
       const reply = await run<QueryBodyRead | Refusal>("queryBody", task);
       if ("error" in reply) throw new ApiError(reply.code, reply.error, reply.status);
       return reply;

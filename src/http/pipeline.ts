@@ -29,7 +29,7 @@ import type { BodyLimit } from "./exchange.js";
 import { rowFormat } from "./negotiate.js";
 import { compileRoutes, type Pattern } from "./router.js";
 import { CHECKED_AHEAD, longTexts, type ExpressionLimits } from "../schemas/expression.js";
-import { READ_AHEAD, type QueryBodyRead } from "../schemas/query-body.js";
+import { QUERY_BODIES, queryIn, READ_AHEAD, type QueryBodyRead } from "../schemas/query-body.js";
 import { ownBuffer } from "../util/own-buffer.js";
 
 const noTurn = async () => undefined;
@@ -421,7 +421,7 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     // A body read in the pool was validated whole there: its refusal is raised here, where the event loop raises its own.
     if (read?.fault) throw new ApiError(read.fault.code, read.fault.error, read.fault.status);
     const validated = op.validate ? op.validate(body, checked ? { ...cfg, checked } : cfg) : undefined;
-    if (read?.vector !== undefined) (validated as Record<string, unknown>).vector = read.vector;
+    if (read?.vector !== undefined) queryIn(validated as Record<string, unknown>, QUERY_BODIES[a.route.spec.name]).vector = read.vector;
     if (body.context) Object.assign(context, { ...(body.context as Record<string, string>), ...context });
     const writes = a.route.spec.role !== "read";
     const deadline = deadlineOf(inc.headers, writes ? cfg.writeTimeoutMs : cfg.queryTimeoutMs);
@@ -492,13 +492,14 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return texts.length > 0 ? svc.pool.expressionFaults(texts, cfg) : undefined;
   }
 
-  /** A large query body, parsed and validated in the worker pool with its vectors read into float32s; null for the rest. */
+  /** A large query-shaped body (a query's, an explain's, an analyze's), parsed and validated in the worker pool with its vectors read into float32s; null for the rest. */
   async function readAhead(a: Admitted, bytes: Uint8Array): Promise<QueryBodyRead | null> {
-    if (bytes.length < READ_AHEAD || a.route.spec.name !== "QueryTable") return null;
-    return svc.pool.queryBody(ownBuffer(bytes), cfg);
+    const at = QUERY_BODIES[a.route.spec.name];
+    if (bytes.length < READ_AHEAD || at === undefined) return null;
+    return svc.pool.queryBody(ownBuffer(bytes), at, cfg);
   }
 
-  /** The steps after the body arrived, in order: parse (a large query's in the pool), identify, limit, check the id, token, long expressions (in the pool), context (validates), call. */
+  /** The steps after the body arrived, in order: parse (a large query-shaped body's in the pool), identify, limit, check the id, token, long expressions (in the pool), context (validates), call. */
   async function run(a: Admitted, inc: Incoming, body$: Promise<Uint8Array>): Promise<Outgoing> {
     const context = headerContext(inc.headers);
     const held: { release?: () => void } = {};

@@ -1,4 +1,4 @@
-// A JSON request body parsed: on the event loop for most bodies, in a worker for a large query (query-body.ts).
+// A JSON request body parsed: on the event loop for most bodies, in a worker for a large query-shaped one (query-body.ts).
 import { ApiError, Code } from "../errors.js";
 import { checkJsonDepth } from "../util/json-depth.js";
 

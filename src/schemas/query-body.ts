@@ -1,12 +1,14 @@
-// A large query body read in the worker pool (row 4 of issue 50: 55,000 query vectors in 990 KB held
-// the event loop ~30-100 ms in JSON.parse and validation). The worker parses, depth-checks and
-// validates the whole body with the query's own rules, so every refusal is the one the event loop
-// gives; it sends back the body without `vector` and the vector's number lists as views of one
-// Float32Array (LanceDB and the serving index read float32s: the values they get are the same).
+// A large query-shaped body read in the worker pool (row 4 of issue 50: 55,000 query vectors in 990 KB
+// held the event loop ~30-100 ms in JSON.parse and validation): a query's, an analyze_plan's (the
+// same fields) or an explain_plan's (the query under `query`). The worker parses, depth-checks and
+// validates the whole body with its operation's own schema, so every refusal is the one the event
+// loop gives; it sends back the body without the query's `vector` and the vector's number lists as
+// views of one Float32Array, moved, not copied (LanceDB and the serving index read float32s: the
+// values they get are the same).
 import { ApiError, type ErrorCode } from "../errors.js";
 import type { ExpressionLimits } from "./expression.js";
 import { parseJsonBody } from "./json-body.js";
-import { QueryRequest } from "./query.js";
+import { ExplainRequest, QueryRequest } from "./query.js";
 import { compileBody } from "./validate.js";
 
 /** Query bodies this long are read in the worker pool; shorter ones on the event loop, as before. */
@@ -19,14 +21,27 @@ export interface Refusal {
   status: number;
 }
 
-/** The body without `vector`, the refusal its validation gave (raised where validation runs), and `vector` read into float32s. */
+/** Where a body holds its query: the body itself (query, analyze_plan), or its `query` field (explain_plan). */
+export type QueryAt = "body" | "query";
+
+/** The operations whose bodies are query-shaped, and where each holds its query. */
+export const QUERY_BODIES: Readonly<Record<string, QueryAt>> = { QueryTable: "body", AnalyzeTableQueryPlan: "body", ExplainTableQueryPlan: "query" };
+
+/**
+ * The body without its query's `vector`, the refusal its validation gave (raised where validation
+ * runs), and `vector` read into float32s: views of `floats`, the one array the worker moves back.
+ */
 export interface QueryBodyRead {
   body: Record<string, unknown>;
   fault: Refusal | null;
   vector?: unknown;
+  floats?: Float32Array;
 }
 
-const validateQuery = compileBody(QueryRequest);
+const validators = { body: compileBody(QueryRequest), query: compileBody(ExplainRequest) };
+
+/** The query a body holds (a validated one: an object). */
+export const queryIn = (body: Record<string, unknown>, at: QueryAt) => (at === "body" ? body : (body.query as Record<string, unknown>));
 
 export const refusalOf = (err: ApiError): Refusal => ({ error: err.message, code: err.code, status: err.status });
 
@@ -41,27 +56,42 @@ function mapLists(v: unknown, f: (xs: number[]) => Float32Array): unknown {
   return o;
 }
 
-function packed(v: unknown): unknown {
+/** `v` with its number lists as views of one Float32Array, `floats`. */
+function packed(v: unknown): { vector: unknown; floats: Float32Array } {
   let total = 0;
   mapLists(v, (xs) => ((total += xs.length), new Float32Array(0)));
-  const all = new Float32Array(total);
+  const floats = new Float32Array(total);
   let at = 0;
-  return mapLists(v, (xs) => {
-    const view = all.subarray(at, (at += xs.length));
+  const vector = mapLists(v, (xs) => {
+    const view = floats.subarray(at, (at += xs.length));
     view.set(xs);
     return view;
   });
+  return { vector, floats };
 }
 
-/** A malformed or too deep body throws its 400, as on the event loop; a body the schema refuses comes back with its `fault`. */
-export function readQueryBody(bytes: Uint8Array, maxJsonDepth: number, limits: ExpressionLimits): QueryBodyRead {
+/** `whole` without its query's `vector` (the query a shallow copy), and that vector. */
+function withoutVector(whole: Record<string, unknown>, at: QueryAt): { body: Record<string, unknown>; vector: unknown } {
+  if (at === "body") {
+    const { vector, ...body } = whole;
+    return { body, vector };
+  }
+  const q = whole.query;
+  // Not an object: validation refuses it, naming `query`.
+  if (q === null || typeof q !== "object" || Array.isArray(q)) return { body: whole, vector: undefined };
+  const { vector, ...query } = q as Record<string, unknown>;
+  return { body: { ...whole, query }, vector };
+}
+
+/** A malformed or too deep body throws its 400, as on the event loop; a body its schema refuses comes back with its `fault`. */
+export function readQueryBody(bytes: Uint8Array, at: QueryAt, maxJsonDepth: number, limits: ExpressionLimits): QueryBodyRead {
   const whole = parseJsonBody(bytes, maxJsonDepth);
-  const { vector, ...body } = whole;
+  const { body, vector } = withoutVector(whole, at);
   try {
-    validateQuery(whole, limits);
+    validators[at](whole, limits);
   } catch (err) {
     if (err instanceof ApiError) return { body, fault: refusalOf(err) };
     throw err;
   }
-  return vector === undefined || vector === null ? { body, fault: null } : { body, fault: null, vector: packed(vector) };
+  return vector === undefined || vector === null ? { body, fault: null } : { body, fault: null, ...packed(vector) };
 }

@@ -245,7 +245,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       const t = await at(entry)(await tableVersion(table));
       granted = await buildRoom(st, t);
       key = memoryKey(entry, st.vector.column);
-      const loaded = await loadIndex(config.stateDir, entry, st.vector.column, granted, budget(), key, async (v) => versionTime(await at(entry)(v), v).catch(() => null)).catch((err: unknown) => {
+      const loaded = await loadIndex(poolOf(), config.stateDir, entry, st.vector.column, granted, budget(), key, async (v) => versionTime(await at(entry)(v), v).catch(() => null)).catch((err: unknown) => {
         log.warn("serving index: the saved index could not be read; building it again", { table: entry.objectId, error: String(err) });
         return null;
       });

@@ -8,7 +8,8 @@ import type { Applied, AnswerPlan } from "./rows.js";
 import { LANES } from "./graph.js";
 import { recordPoolTask } from "../metrics.js";
 import type { FilterSource, Operand, ValueIndex } from "./predicate.js";
-import type { ApplyTask, CalibrateTask, FoundRows, IndexRef, LinkTask, SearchQuery, SearchTask, ServingFilterTask } from "./thread.js";
+import type { RowsAt } from "./row-slots.js";
+import type { ApplyTask, CalibrateTask, FoundRows, IndexRef, LinkTask, RowsTask, SearchQuery, SearchTask, ServingFilterTask } from "./thread.js";
 
 export interface ServingPool {
   /** Write rows into an index (the caller keeps one writer at a time per index). */
@@ -19,6 +20,8 @@ export interface ServingPool {
   calibrate(index: IndexRef, sample: Int32Array, widths: number[], version: number): Promise<Int32Array>;
   /** Link the live rows no walk reaches (as the index's writer, after a build or between syncs); returns how many. */
   connect(index: IndexRef): Promise<number>;
+  /** The map of an index's row ids to its slots alive at `version`, after a build or a load (no writer may run meanwhile). */
+  rows(index: IndexRef, version: number): Promise<RowsAt>;
   /** Whether the index evaluates a filter itself, and the column of the value index it looks up. */
   filterPlan(source: FilterSource): Promise<{ point: Operand | null } | null>;
   /** Evaluate a filter over an index's records into a shared bitmap (the caller keeps one task at a time per value index). */
@@ -128,6 +131,7 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
     link: (index, from, to) => laneTask("servingLink", "serving_link", (lane) => ({ index, lane, from, to })),
     calibrate: (index, sample, widths, version) => laneTask("servingCalibrate", "serving_calibrate", (lane) => ({ index, lane, sample, widths, version })),
     connect: (index) => writerTask("servingConnect", "serving_connect", { index }, []) as Promise<number>,
+    rows: (index, version) => writerTask("servingRows", "serving_rows", { index, version } satisfies RowsTask, []) as Promise<RowsAt>,
     filterPlan: (source) => writerTask("servingFilterPlan", "serving_filter", source, []) as Promise<{ point: Operand | null } | null>,
     filter: (task) => writerTask("servingFilter", "serving_filter", task, []) as Promise<{ passing: number; values: ValueIndex | null }>,
     search(index, plan, query, hitsOnly) {

@@ -15,6 +15,7 @@ import type { IndexedVectors } from "../engine/serving-source.js";
 import { createTag, deleteTag, listTags, servingPin, updateTag } from "../engine/refs.js";
 import type { TableHandle } from "../engine/tables.js";
 import { dataOf, indexOf, indexRows, type ServingIndex } from "./table-index.js";
+import type { ServingPool } from "./pool.js";
 
 const MAGIC = "QVSERVE1";
 
@@ -63,6 +64,7 @@ export async function saveIndex(stateDir: string, ix: ServingIndex, committed: n
  * it fits `maxBytes` (its memory may later grow to `ceiling`); null otherwise.
  */
 export async function loadIndex(
+  pool: ServingPool,
   stateDir: string,
   entry: Entry,
   column: string,
@@ -84,7 +86,7 @@ export async function loadIndex(
   if (body.byteLength > maxBytes) return null;
   const memory = loadGraphMemory(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), Math.max(maxBytes, ceiling));
   const ix = indexOf(entry, column, header.metric, { key, memory, columns: header.columns }, header.names, header.version);
-  indexRows(ix);
+  indexRows(ix, await pool.rows(ix.ref, ix.version));
   return ix;
 }
 

@@ -2,8 +2,8 @@
 // the build from the table's rows, and the sync after commits (rows added, changed, moved or gone
 // between two versions, found by their row ids, which must stay LanceDB's at every version).
 import type { Entry } from "../catalog/catalog.js";
-import { calibration, CALIBRATION_WIDTHS, calibrationSample, columnBytes, createGraphMemory, graphOf, growthBound, MAX_MEMORY_BYTES, MEASURE_ALL_BELOW, MAX_SLOTS, refresh, retire, rowNumberOf, setCalibration, setLimit, setRowId, slotCount, tombstones, usedBytes, visibleAt, type Graph } from "./graph.js";
-import { clearRows, mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, rowSlotsGrowth, slotOf, unmapRow, type RowSlots } from "./row-slots.js";
+import { calibration, CALIBRATION_WIDTHS, calibrationSample, columnBytes, createGraphMemory, graphOf, growthBound, MAX_MEMORY_BYTES, MEASURE_ALL_BELOW, MAX_SLOTS, refresh, retire, rowNumberOf, setCalibration, setLimit, setRowId, slotCount, tombstones, usedBytes, type Graph } from "./graph.js";
+import { mappedRows, mapRow, newRowSlots, NO_VECTOR, ROW_SLOT_BYTES, rowsMapped, rowSlotsBytes, rowSlotsGrowth, slotOf, unmapRow, type RowsAt, type RowSlots } from "./row-slots.js";
 import { columnLayout, type Applied, type CachedColumn } from "./rows.js";
 import { valueIndexBytes, type ValueIndex } from "./predicate.js";
 import { arrow } from "../engine/arrow.js";
@@ -113,8 +113,8 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
   if (!mayFit(rows, v.dim, layout.bytes, maxBytes)) layout = await layoutOf(t, v, false);
   const memory = createGraphMemory({ dim: v.dim, metric: v.metric, m: GRAPH_M, efConstruction: EF_CONSTRUCTION, columnBytes: layout.bytes, maxBytes: Math.max(maxBytes, ceiling) });
   const ix = indexOf(entry, v.column, v.metric, { key, memory, columns: layout.columns }, layout.names, version);
-  // The row-id map, made on this thread after, takes its part of `maxBytes` (a row without a vector
-  // takes no record, larger than its entry: the whole is checked after).
+  // The row-id map, made after (in a pool thread) and kept on this thread, takes its part of
+  // `maxBytes` (a row without a vector takes no record, larger than its entry: the whole is checked after).
   setLimit(ix.graph, maxBytes - rowSlotsGrowth(null, rows, 0));
   ix.dirty = true;
   const none = { removed: new Int32Array(0), changedIds: new BigUint64Array(0), changedSlots: new Int32Array(0), link: false };
@@ -137,7 +137,7 @@ export async function buildIndex(pool: ServingPool, entry: Entry, t: TableHandle
   } catch (err) {
     throw err instanceof RangeError || /memory|grow/i.test(String(err)) ? new TooBig(String(err)) : err;
   }
-  indexRows(ix);
+  indexRows(ix, await pool.rows(ix.ref, ix.version));
   for (const id of vectorless) mapRow(ix.rowSlots, Number(id), NO_VECTOR);
   if (figures(ix).bytes > maxBytes) throw new TooBig(`${figures(ix).bytes} bytes, past the ${maxBytes} granted`);
   return ix;
@@ -170,16 +170,14 @@ export function indexOf(entry: Entry, column: string, metric: IndexedVectors["me
   };
 }
 
-/** Fill `rowSlots` and `maxRowId` from the slots alive at the index's version (after a build or a load). */
-export function indexRows(ix: ServingIndex): void {
+/** Fill `rowSlots` and `maxRowId` with `rows`, the map of the slots alive at the index's version (after a build or a load), made in a pool thread (`ServingPool.rows`). */
+export function indexRows(ix: ServingIndex, rows: RowsAt): void {
   refresh(ix.graph);
-  ix.slotsAtVersion = slotCount(ix.graph);
-  clearRows(ix.rowSlots, ix.slotsAtVersion);
-  for (let s = 0, n = slotCount(ix.graph); s < n; s++) {
-    const id = rowNumberOf(ix.graph, s);
-    if (id > ix.maxRowId) ix.maxRowId = id;
-    if (visibleAt(ix.graph, s, ix.version)) mapRow(ix.rowSlots, id, s);
-  }
+  ix.slotsAtVersion = rows.slots;
+  ix.maxRowId = Math.max(ix.maxRowId, rows.maxRowId);
+  ix.rowSlots.buckets = rows.buckets;
+  ix.rowSlots.slotted = rows.slotted;
+  ix.rowSlots.vectorless.clear();
 }
 
 /**

@@ -1,11 +1,14 @@
 // Pool tasks of the serving index (src/serving/indexes.ts): writing rows into an index's shared memory
-// (one writer at a time per index), evaluating a filter over its records into a shared bitmap, and
-// searching it (any number at once), answering each search as the Arrow IPC file the engine would
-// send, so the main thread only passes bytes on.
+// (one writer at a time per index), mapping its row ids to slots after a build or a load,
+// evaluating a filter over its records into a shared bitmap, and searching it (any number at
+// once), answering each search as the Arrow IPC file the engine would send, so the main thread
+// only passes bytes on.
 import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../engine/arrow.js";
 import { calibrationHits, connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "./graph.js";
 import { concatNumbers } from "../util/typed-concat.js";
+import { moved } from "../util/moved.js";
+import { rowsAt, type RowsAt } from "./row-slots.js";
 import { applyBatch, encodeAnswer, knownOf, type Applied, type AnswerPlan, type CachedColumn, type Found } from "./rows.js";
 import { filterPlan, runFilter, type FilterTask, type ValueIndex } from "./predicate.js";
 
@@ -93,6 +96,19 @@ export function servingConnect(task: { index: IndexRef }): number {
   const g = viewOf(task.index);
   refresh(g);
   return connect(g, 0);
+}
+
+export interface RowsTask {
+  index: IndexRef;
+  version: number;
+}
+
+/** The row-id map of the slots alive at `version` (row-slots.ts, rowsAt), its buckets moved: a pass over every slot, off the event loop. */
+export function servingRows(task: RowsTask): RowsAt {
+  const g = viewOf(task.index);
+  refresh(g);
+  const rows = rowsAt(g, task.version);
+  return moved(rows, [rows.buckets.buffer]);
 }
 
 export interface ServingFilterTask extends FilterTask {

@@ -2,6 +2,8 @@
 // JSON.parse and validation, even when its answer was a 400. A query body of READ_AHEAD bytes or
 // more is now parsed and validated in the worker pool, its vectors read into one Float32Array: the
 // answers are the event loop's (the 400 past the bound, the rows at the bound, every bad vector's 400).
+// explain_plan and analyze_plan carry a query too: their large bodies take the same path, with the
+// same answers (before, they were parsed and validated on the event loop at any size).
 import * as lancedb from "@lancedb/lancedb";
 import { describe, expect, it } from "vitest";
 import { batches, queryVectors } from "../../bench/dataset.js";
@@ -73,5 +75,67 @@ describe("a large query body", () => {
       if (detail !== null) expect(r.json.detail).toBe(detail);
       else expect(r.json.detail).toMatch(/^vector/);
     }
+  });
+});
+
+describe("a large explain_plan or analyze_plan body", () => {
+  const plan = (op: "explain_plan" | "analyze_plan", body: string) => q.call("POST", `/v1/table/v/${op}`, body, { "x-api-key": READ_KEY, "content-type": "application/json" });
+  // The same body, whitespace taking it past READ_AHEAD: read in the pool.
+  const padded = (body: string) => body + " ".repeat(READ_AHEAD);
+
+  it("past the bound on query vectors is read in the pool and refused with the query's 400", async () => {
+    const vectors = Array(55_000).fill("[0,0,0,0,0,0,0,1]").join(",");
+    const before = await reads();
+    const explain = await plan("explain_plan", `{"query":{"k":10,"vector":{"multi_vector":[${vectors}]}}}`);
+    expect(explain.status, explain.text).toBe(400);
+    expect(explain.json.detail).toBe("query.vector.multi_vector: must NOT have more than 1024 items");
+    const analyze = await plan("analyze_plan", `{"k":10,"vector":[${vectors}]}`);
+    expect(analyze.status, analyze.text).toBe(400);
+    expect(analyze.json.detail).toBe("vector: must NOT have more than 1024 items");
+    expect(await reads()).toBe(before + 2);
+  });
+
+  it("is read in the pool and answers the plan of the same body read on the event loop", async () => {
+    const query = { k: 3, columns: ["id"], vector: { multi_vector: qv.slice(0, 2) } };
+    const small = JSON.stringify({ query, verbose: true });
+    const before = await reads();
+    const [looped, pooled] = [await plan("explain_plan", small), await plan("explain_plan", padded(small))];
+    expect(looped.status, looped.text).toBe(200);
+    expect(pooled.json).toBe(looped.json);
+    expect(await reads()).toBe(before + 1);
+    // The vectors read in the pool reach the plan: without them it is another (a scan's).
+    expect((await plan("explain_plan", padded(JSON.stringify({ query: { k: 3, columns: ["id"] }, verbose: true })))).json).not.toBe(looped.json);
+    // Every query vector the bound allows, past the threshold by themselves.
+    const full = await plan("explain_plan", JSON.stringify({ query: { ...query, vector: { multi_vector: qv } } }));
+    expect(full.status, full.text).toBe(200);
+    // analyze_plan takes the query's fields at the top level, and runs it.
+    const analyzed = await plan("analyze_plan", padded(JSON.stringify(query)));
+    expect(analyzed.status, analyzed.text).toBe(200);
+    expect(analyzed.json).toMatch(/output_rows=6\b/);
+    expect(await reads()).toBe(before + 4);
+  });
+
+  it("with a bad query is the same 400 naming the same field as on the event loop", async () => {
+    const bad = [
+      ["explain_plan", `{"query":{"k":3,"vector":{"multi_vector":[[1,2],["x"]]}}}`],
+      ["explain_plan", `{"query":{"k":3,"vector":{"multi_vector":[[1,2],[1]]}}}`],
+      ["explain_plan", `{"query":{"k":3,"vector":[[1e400]]}}`],
+      ["explain_plan", `{"query":{"k":3,"vector":{"single_vector":[1],"multi_vector":[[1]]}}}`],
+      ["explain_plan", `{"query":{"k":3,"vector":${"[".repeat(70)}${"]".repeat(70)}}}`],
+      ["explain_plan", `{"query":5}`],
+      ["explain_plan", `{"verbose":true}`],
+      ["explain_plan", `{"query":{"k":-1}}`],
+      ["explain_plan", `{"query":{"k":3},"bogus":1}`],
+      ["analyze_plan", `{"k":3,"vector":{"multi_vector":[[1,2],["x"]]}}`],
+      ["analyze_plan", `{"k":3,"query":{}}`],
+    ] as const;
+    const before = await reads();
+    for (const [op, body] of bad) {
+      const looped = await plan(op, body);
+      expect(looped.status, body).toBe(400);
+      const pooled = await plan(op, padded(body));
+      expect([pooled.status, pooled.json.detail], body).toEqual([400, looped.json.detail]);
+    }
+    expect(await reads()).toBe(before + bad.length);
   });
 });

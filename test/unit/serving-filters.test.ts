@@ -7,7 +7,7 @@ import { expect, it } from "vitest";
 import { arrow } from "../../dist/src/engine/arrow.js";
 import { createGraphMemory, usedBytes } from "../../dist/src/serving/graph.js";
 import { valueIndexBytes } from "../../dist/src/serving/predicate.js";
-import { rowSlotsBytes } from "../../dist/src/serving/row-slots.js";
+import { rowsAt, rowSlotsBytes } from "../../dist/src/serving/row-slots.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
 import { createFilters } from "../../dist/src/serving/filters.js";
 import { figures, indexOf, indexRows, TooBig } from "../../dist/src/serving/table-index.js";
@@ -27,7 +27,7 @@ function servingIndex() {
     vector: arrow.vectorFromArray(at.map((i) => [i, -i]), fields[1].type),
   });
   for (const batch of t.batches) applyBatch(ix.graph, layout.columns, batch, "vector", 1, knownOf(ix.graph, [], [], []), { remapSlots: [], remapIds: [], replaced: [], written: 0, vectorless: [] }, false);
-  indexRows(ix);
+  indexRows(ix, rowsAt(ix.graph, ix.version));
   // Only filters the index evaluates itself are asked for: the engine is never reached.
   const versionAt = { table: () => Promise.reject(new Error("not the engine's")), schema: async () => new arrow.Schema(fields) };
   return { ix, versionAt };

@@ -6,6 +6,7 @@ import { expect, it } from "vitest";
 // From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
 import { createGraphMemory, graphOf, loadGraphMemory, usedBytes } from "../../dist/src/serving/graph.js";
+import { rowsAt } from "../../dist/src/serving/row-slots.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
 import { figures, indexOf, indexRows } from "../../dist/src/serving/table-index.js";
 
@@ -30,7 +31,7 @@ function servingIndex(cached: boolean) {
     vector: arrow.vectorFromArray(at.map((i) => Array.from({ length: DIM }, (_, d) => Math.sin(i * (d + 1)))), vectorType),
   });
   for (const batch of t.batches) applyBatch(ix.graph, layout.columns, batch, "vector", 1, knownOf(ix.graph, [], [], []), { remapSlots: [], remapIds: [], replaced: [], written: 0, vectorless: [] }, false);
-  indexRows(ix);
+  indexRows(ix, rowsAt(ix.graph, ix.version));
   return ix;
 }
 

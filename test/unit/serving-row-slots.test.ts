@@ -1,12 +1,13 @@
 // The serving index's row-id map answers as a Map would through every change a sync makes (rows
 // added, deleted, moved to new row ids, without a vector and given one), in both of Lance's row-id
-// schemes, and takes the bytes it says.
+// schemes, and takes the bytes it says. After a build or a load, the map of every slot alive at the
+// index's version is made whole in a pool thread (`rowsAt`).
 import { expect, it } from "vitest";
 // From dist/: the records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
-import { createGraphMemory, graphOf, setRowId } from "../../dist/src/serving/graph.js";
+import { createGraphMemory, graphOf, retire, setRowId } from "../../dist/src/serving/graph.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
-import { mappedRows, mapRow, newRowSlots, NO_VECTOR, rowsMapped, rowSlotsBytes, slotOf, unmapRow } from "../../dist/src/serving/row-slots.js";
+import { mappedRows, mapRow, newRowSlots, NO_VECTOR, rowsAt, rowsMapped, rowSlotsBytes, slotOf, unmapRow } from "../../dist/src/serving/row-slots.js";
 
 /** A graph of `n` slots (vectors of 2 floats, not linked). */
 function slots(n: number) {
@@ -106,4 +107,21 @@ it("takes 4 bytes a bucket, at least a quarter of them empty, and 45 bytes a row
   expect(rowSlotsBytes(m)).toBe(2 ** 18 * 4 + 10 * 45);
   expect(mappedRows(m)).toBe(ROWS + 10);
   expect(rowSlotsBytes(newRowSlots(g, ROWS))).toBe(2 ** 18 * 4);
+});
+
+it("made whole after a build or a load, maps every slot alive at the version, and knows the highest row id of all", () => {
+  const ROWS = 20_000;
+  const g = slots(ROWS);
+  for (let s = 0; s < ROWS; s += 7) retire(g, s, 2);
+  const [at1, at2] = [rowsAt(g, 1), rowsAt(g, 2)];
+  const mapOf = (r: typeof at1) => Object.assign(newRowSlots(g), { buckets: r.buckets, slotted: r.slotted });
+  expect([at1.slots, at1.maxRowId, at2.slots, at2.maxRowId]).toEqual([ROWS, ROWS - 1, ROWS, ROWS - 1]);
+  expect(new Map(rowsMapped(mapOf(at1)))).toEqual(new Map(Array.from({ length: ROWS }, (_, s) => [s, s])));
+  const m = mapOf(at2);
+  const live = Array.from({ length: ROWS }, (_, s) => s).filter((s) => s % 7 !== 0);
+  expect(mappedRows(m)).toBe(live.length);
+  expect(live.every((s) => slotOf(m, s) === s)).toBe(true);
+  expect(slotOf(m, 7)).toBeUndefined();
+  // Room for the slots, as the map made row by row takes.
+  expect(rowSlotsBytes(m)).toBe(rowSlotsBytes(newRowSlots(g, ROWS)));
 });

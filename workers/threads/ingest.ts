@@ -3,7 +3,7 @@
 // bodies, and hand back only bytes, moved: the table as an IPC stream, or, for a write
 // (`upload`), the IPC file its commit hands LanceDB with what its checks read (engine/upload.ts).
 // "expressionFaults": a body's long expressions checked. "joinFiles": uploads' files as one.
-// "queryBody": a large query body parsed and validated, its vectors read into float32s.
+// "queryBody": a large query-shaped body parsed and validated, its vectors read into float32s, moved.
 import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import { normaliseIpc } from "../../src/engine/ipc-in.js";
@@ -12,7 +12,8 @@ import { jsonRowsTable, type DecodeLimits, type JsonRowsBody, type RowsTarget } 
 import { ApiError } from "../../src/errors.js";
 import { expressionFault, type ExpressionLimits } from "../../src/schemas/expression.js";
 import { toMessage, uploadOf, type UploadMessage } from "../../src/engine/upload.js";
-import { readQueryBody, refusalOf, type QueryBodyRead, type Refusal } from "../../src/schemas/query-body.js";
+import { readQueryBody, refusalOf, type QueryAt, type QueryBodyRead, type Refusal } from "../../src/schemas/query-body.js";
+import { moved } from "../../src/util/moved.js";
 import { ownBuffer } from "../../src/util/own-buffer.js";
 
 /** A request body, the most bytes it may decode to (--max-decoded-body) and one value may hold (--max-value-bytes). */
@@ -24,9 +25,6 @@ export interface IngestTask extends DecodeLimits {
 
 /** Normalised IPC bytes, an upload, or the client error for a bad body. */
 export type IngestReply = Uint8Array | UploadMessage | Refusal;
-
-/** `value` answered with `buffers` moved, not copied (Piscina's transferable protocol). */
-const moved = <T>(value: T, buffers: ArrayBufferLike[]): T => Piscina.move({ [Piscina.transferableSymbol]: buffers, [Piscina.valueSymbol]: value } as never) as T;
 
 /** The upload of `t`, its buffers moved (each its own ArrayBuffer, written here). */
 function moveUpload(t: A.Table): IngestReply {
@@ -93,13 +91,17 @@ export function joinFiles(parts: Uint8Array[]): JoinedFiles {
 
 export interface QueryBodyTask {
   bytes: Uint8Array;
+  /** Where the body holds its query. */
+  at: QueryAt;
   maxJsonDepth: number;
   limits: ExpressionLimits;
 }
 
-export function queryBody({ bytes, maxJsonDepth, limits }: QueryBodyTask): QueryBodyRead | Refusal {
+export function queryBody({ bytes, at, maxJsonDepth, limits }: QueryBodyTask): QueryBodyRead | Refusal {
   try {
-    return readQueryBody(bytes, maxJsonDepth, limits);
+    const read = readQueryBody(bytes, at, maxJsonDepth, limits);
+    // The vector's floats, up to 4 bytes a number of the body, go back without a copy.
+    return read.floats ? moved(read, [read.floats.buffer]) : read;
   } catch (err) {
     return failed(err);
   }
