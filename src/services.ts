@@ -8,7 +8,7 @@ import { openCatalog, type Catalog, type Entry } from "./catalog/catalog.js";
 import { SEP } from "./catalog/names.js";
 import { openClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
-import { openSystemTables, type SystemTables } from "./engine/system-tables.js";
+import { openSystemTables, SYSTEM_DIR, type SystemTables } from "./engine/system-tables.js";
 import { openIndexSpecs } from "./engine/index-specs.js";
 import { engineReason } from "./engine/messages.js";
 import { withDeadline } from "./engine/storage.js";
@@ -34,7 +34,8 @@ import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { replicaId } from "./util/replica-id.js";
 import { createTenantCompute, type TenantCompute } from "../workers/compute-tenants.js";
 import { lockStateDir } from "./util/state-lock.js";
-import { createContainerOf, useStorageOptions } from "./util/store-files.js";
+import { createContainerOf, joinPath, useStorageOptions } from "./util/store-files.js";
+import { measureSkew } from "./util/clock.js";
 import { writeProblem } from "./util/writable.js";
 import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
@@ -172,6 +173,15 @@ async function warmSet(config: Config, catalog: Catalog, serving: ServingIndexes
   return catalog.allTables().filter((e) => saved.has(dataOf(e)));
 }
 
+/** A start fails when this replica's clock is `skewMs` off the store's, more than --max-clock-skew-ms. */
+function checkClock(config: Config, skewMs: number): void {
+  const where = config.remote ? "the object store" : "the data directory's file system";
+  if (Math.abs(skewMs) <= config.maxClockSkewMs) return log.info("clock checked against the data directory's", { skewMs, maxClockSkewMs: config.maxClockSkewMs });
+  throw new Error(
+    `this replica's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? "ahead of" : "behind"} the clock of ${where} (at least; measured on a file it wrote in ${joinPath(config.dataDir, SYSTEM_DIR)}), more than --max-clock-skew-ms ${config.maxClockSkewMs}: it would misjudge the job leases other replicas hold. Set the clock right (NTP) or raise --max-clock-skew-ms`,
+  );
+}
+
 /** The compute sandboxes' size, and how they may start (these four only: the configuration holds keys). */
 const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHeapMb: c.workerHeapMb, sandboxMemoryMb: c.sandboxMemoryMb, unsafeSharedSandbox: c.unsafeSharedSandbox });
 
@@ -216,6 +226,14 @@ export async function createServices(config: Config, credential: (key: string) =
   const compute = createTenantCompute({ ...sandboxSize(config), sandboxes: config.tenantSandboxes, admitted: config.workers * 4, niceness: 10 });
   const system = openSystemTables(config.dataDir, config.storageOptions);
   const [valueVersions, views, claims, indexSpecs] = await retried(() => Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
+  // Before any lease is judged: a clock off the store's by more than the bound misjudges others' leases.
+  if (!unwritable) {
+    const skewMs = await retried(() => measureSkew(joinPath(config.dataDir, SYSTEM_DIR))).catch((err: unknown) => {
+      log.warn("the clock was not checked against the data directory's", { error: engineReason(err) });
+      return 0;
+    });
+    checkClock(config, skewMs);
+  }
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, ...sandboxSize(config), limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
