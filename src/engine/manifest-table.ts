@@ -12,6 +12,7 @@ import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
 import { isCommitConflict } from "./messages.js";
 import { merged, untilCommitted } from "./writes.js";
+import { beginCatalogCommit, currentWork } from "./deadline.js";
 import { engineSession } from "./session.js";
 
 const { Field, List, Schema, Utf8 } = arrow;
@@ -110,14 +111,23 @@ function storeOn(table: lancedb.Table): ManifestStore {
       return table.version();
     },
     async insertIfAbsent(row) {
-      const r = await untilCommitted(() => table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
+      const work = currentWork();
+      const r = await untilCommitted(() => {
+        beginCatalogCommit(work);
+        return table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
+      });
       return committed({ inserted: r.numInsertedRows === 1, version: r.version });
     },
     async upsert(row) {
-      const r = await untilCommitted(() => table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
+      const work = currentWork();
+      const r = await untilCommitted(() => {
+        beginCatalogCommit(work);
+        return table.mergeInsert("object_id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
+      });
       return committed(r.version);
     },
     async remove(objectIds) {
+      beginCatalogCommit(currentWork());
       const r = await table.delete(`object_id IN (${objectIds.map(quote).join(", ")})`);
       return committed(r.version);
     },

@@ -17,6 +17,7 @@ import type { Views } from "../compute/views.js";
 import type { Config } from "../config.js";
 import { creatable, hasVersions, reserve } from "../engine/datasets.js";
 import { isRemote } from "../engine/storage.js";
+import { requestCommit } from "../engine/deadline.js";
 import { removeTree } from "../util/store-files.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
@@ -192,8 +193,9 @@ export async function deregisterIn(deps: LifecycleDeps, id: string[]) {
   await deps.catalog.refresh(true);
   const entry = await requireTable(deps.catalog, id);
   // Kept data is marked: a directory-listed table would reappear with it, and reclaiming orphans
-  // must not take what a deregister deliberately kept.
-  await markDeregistered(dirOf(deps, entry));
+  // must not take what a deregister deliberately kept. The mark is its first change, so a
+  // deregister past its deadline leaves the table as it was.
+  await requestCommit(() => markDeregistered(dirOf(deps, entry)));
   await deps.catalog.remove([entry]);
   const undo = async () => {
     await unmarkDeregistered(dirOf(deps, entry));

@@ -5,6 +5,7 @@ import { namedBranch, type TableHandle } from "../engine/tables.js";
 import type { Entry } from "../catalog/catalog.js";
 import { branchFile, checkBranchName, createBranch, deleteBranch, listBranches, refError, withoutOrphan, type RefNames } from "../engine/refs.js";
 import { tableDir } from "../engine/versions.js";
+import { requestCommit } from "../engine/deadline.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CreateTableBranch, DeleteTableBranch } from "../schemas/branch.js";
 import type { Services } from "../services.js";
@@ -66,7 +67,7 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
     }
     requireRefRoom(entry.objectId, "branch", Object.keys(existing).length, svc.config);
     const dir = tableDir(svc.tables.root, entry);
-    await onBranches(svc, entry, { branch: from, version }, (t) => withoutOrphan(dir, name, () => createBranch(t, name, from, version)));
+    await onBranches(svc, entry, { branch: from, version }, (t) => requestCommit(() => withoutOrphan(dir, name, () => createBranch(t, name, from, version))));
   });
   return json({});
 });
@@ -74,6 +75,6 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
 export const deleteTableBranch = jsonOp(DeleteTableBranch, async ({ id, body, svc }) => {
   const entry = await requireTable(svc.catalog, id);
   if (body.name === "main") throw invalid(`name: "main" is the main branch and cannot be deleted`);
-  await serial(() => onBranches(svc, entry, { branch: body.name }, (t) => deleteBranch(t, body.name)));
+  await serial(() => onBranches(svc, entry, { branch: body.name }, (t) => requestCommit(() => deleteBranch(t, body.name))));
   return json({});
 });

@@ -17,6 +17,7 @@ import { toJsonSchema } from "../engine/json-arrow.js";
 import { storable } from "../engine/ipc-in.js";
 import { checkRowCount } from "../engine/rows-in.js";
 import { checkoutTag, refError } from "../engine/refs.js";
+import { requestCommit } from "../engine/deadline.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
 import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
@@ -105,7 +106,7 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
       throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
     }
     // Overwrite commits a new version holding only the new data (history is kept).
-    const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
+    const t = await requestCommit(() => createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite"));
     svc.tables.commits.announce({ table: existing, branch: null, version: await tableVersion(t), change: "overwrite", rows: data.numRows, byCachedHandle: false });
     const entry = { ...existing, properties: properties ?? existing.properties };
     if (properties) await svc.catalog.upsert(entry);
