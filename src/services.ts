@@ -217,6 +217,15 @@ export async function createServices(config: Config, credential: (key: string) =
   // serves reads but fails every write, so it is not ready, saying why.
   const unwritable = [...(config.remote ? [] : [config.dataDir]), privateDir].map(writeProblem).find((p) => p !== null) ?? null;
   if (unwritable) log.error("not ready: a directory is not writable", { cause: unwritable });
+  // At the store's first answer, before anything judges a lease: a clock off the store's by more
+  // than the bound misjudges other replicas' leases.
+  if (!unwritable) {
+    const skewMs = await retried(() => measureSkew(joinPath(config.dataDir, SYSTEM_DIR))).catch((err: unknown) => {
+      log.warn("the clock was not checked against the data directory's", { error: engineReason(err) });
+      return 0;
+    });
+    checkClock(config, skewMs);
+  }
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
   const tables = await retried(() => openTables(config.dataDir, freshness, config.storageOptions));
@@ -226,14 +235,6 @@ export async function createServices(config: Config, credential: (key: string) =
   const compute = createTenantCompute({ ...sandboxSize(config), sandboxes: config.tenantSandboxes, admitted: config.workers * 4, niceness: 10 });
   const system = openSystemTables(config.dataDir, config.storageOptions);
   const [valueVersions, views, claims, indexSpecs] = await retried(() => Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
-  // Before any lease is judged: a clock off the store's by more than the bound misjudges others' leases.
-  if (!unwritable) {
-    const skewMs = await retried(() => measureSkew(joinPath(config.dataDir, SYSTEM_DIR))).catch((err: unknown) => {
-      log.warn("the clock was not checked against the data directory's", { error: engineReason(err) });
-      return 0;
-    });
-    checkClock(config, skewMs);
-  }
   const readLeases = createReadLeases();
   const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, ...sandboxSize(config), limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };

@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSystemTables } from "../src/engine/system-tables.js";
 import { openStore, type JobRecord } from "../src/jobs/store.js";
+import { startAzurite } from "./helpers/azurite.js";
 import { removeDir, startQuiver, tempDataDir, type Quiver } from "./helpers/quiver.js";
 
 const dirs: string[] = [];
@@ -33,6 +34,22 @@ describe("a replica's clock against the store's", () => {
       const skew = Number(/clock is (\d+) ms/.exec(failed!)![1]);
       expect(skew).toBeGreaterThan(8_000);
       expect(skew).toBeLessThanOrEqual(10_000);
+    }
+  }, 120_000);
+
+  // A clock in step starts there: every other test on Azurite does.
+  it("on an object store (Azurite: Last-Modified in whole seconds), 10 s ahead is refused naming the store", async () => {
+    const az = await startAzurite();
+    try {
+      await az.createContainer("clocks");
+      const args = Object.entries(az.storageOptions()).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
+      const failed = await startQuiver({ dataDir: fresh(), dataUri: "az://clocks/ahead", args, env: { QUIVER_TEST_CLOCK_OFFSET_MS: "10000" } }).then(
+        async (q) => void (await q.stop()),
+        (err: Error) => err.message,
+      );
+      expect(failed).toMatch(/exited with 1[\s\S]*this replica's clock is \d+ ms ahead of the clock of the object store \(at least; measured on a file it wrote in az:\/\/clocks\/ahead\/\.system\).*more than --max-clock-skew-ms 2000/);
+    } finally {
+      await az.stop();
     }
   }, 120_000);
 

@@ -3,7 +3,8 @@
 // only, shifts these readings by that many milliseconds, as a host whose clock is off would
 // (docs/operations.md, Leases and clocks); durations use performance.now(), which it leaves alone.
 import { randomUUID } from "node:crypto";
-import { fileInfo, joinPath, removeFile, writeIfAbsent } from "./store-files.js";
+import { mkdir } from "node:fs/promises";
+import { fileInfo, isRemote, joinPath, removeFile, writeIfAbsent } from "./store-files.js";
 
 const offsetMs = Number(process.env.QUIVER_TEST_CLOCK_OFFSET_MS ?? 0) || 0;
 
@@ -23,6 +24,7 @@ const STAMP_MS = 1000;
  * stamp's resolution and the round trip cannot explain counts, so a clock in step measures 0.
  */
 export async function measureSkew(dir: string): Promise<number> {
+  if (!isRemote(dir)) await mkdir(dir, { recursive: true });
   const probe = joinPath(dir, `clock-check-${randomUUID()}`);
   const before = wallClock();
   await writeIfAbsent(probe, Buffer.from(new Date(before).toISOString()));
