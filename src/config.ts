@@ -74,7 +74,8 @@ export const options = [
   { key: "index-builds", kind: "int", def: 1, min: 1, doc: "index builds running at once; more wait as Queued" },
   { key: "backfill-jobs", kind: "int", def: 2, min: 1, doc: "column backfills running at once; more wait as Queued" },
   { key: "backfill-tasks", kind: "int", def: 1, min: 1, max: 16, doc: "tasks a backfill of a JavaScript, WebAssembly or Python column is split into (contiguous ranges of its rows), which any replica with a free slot runs, `--backfill-jobs` at once on each; set it to the number of replicas (1: a backfill runs as one job)" },
-  { key: "job-lease-ms", kind: "int", def: 30_000, min: 200, doc: "how long a replica holds a running job without renewing its lease (renewed while the job runs): a replica that dies has its jobs taken over by another after this and a third more; see docs/operations.md, Replicas" },
+  { key: "job-lease-ms", kind: "int", def: 30_000, min: 200, doc: "how long a replica holds a running job without renewing its lease (renewed while the job runs, on a timer of its own): a replica that dies has its jobs taken over by another after this, a third more (twice the store's latency where that is longer) and twice --max-clock-skew-ms; see docs/operations.md, Leases and clocks" },
+  { key: "max-clock-skew-ms", kind: "int", def: 2000, min: 0, doc: "most this replica's clock may differ from the data directory's store (an object's Last-Modified; on local disk the file system's clock), measured at start on a file it writes in `.system/`: past it the start fails (exit 1) naming both. Other replicas' job leases count as held for twice this longer (each replica may be this far off), so a clock running ahead takes over no live job. The default sits above the second Last-Modified is given in, and costs a dead replica's jobs 4 s more before a takeover; see docs/operations.md, Leases and clocks" },
   { key: "max-queued-jobs-per-credential", kind: "int", def: 32, min: 1, doc: "background jobs (index builds, backfills, view refreshes) one credential may have Queued at once; more are answered 503 Slow down with Retry-After" },
   { key: "max-queued-jobs-per-table", kind: "int", def: 16, min: 1, doc: "background jobs one table (or view) may have Queued at once, whoever submitted them; more are answered 503 Slow down with Retry-After" },
   { key: "engine-metadata-cache-mb", kind: "int", def: 64, min: 1, doc: "most memory LanceDB's metadata cache (manifests and file footers of the versions and fragments read) holds, all tables, the catalog and the system tables together; past it the least recently used go (LanceDB's own default is 1 GiB for each connection); see docs/performance.md, Memory per table" },
@@ -182,6 +183,7 @@ export interface Config {
   backfillJobs: number;
   backfillTasks: number;
   jobLeaseMs: number;
+  maxClockSkewMs: number;
   maxQueuedJobsPerCredential: number;
   maxQueuedJobsPerTable: number;
   engineMetadataCacheMb: number;
@@ -277,8 +279,8 @@ export function helpText(version: string): string {
   return lines.join("\n");
 }
 
-/** Variables the project's other programs read (the load tester, the test suite's browser): not options, not typos. */
-const OTHER_VARIABLES = new Set(["QUIVER_STORAGE_OPTIONS", "QUIVER_API_KEY", "QUIVER_LOADTEST_GENERATOR", "QUIVER_TEST_CHROMIUM"]);
+/** Variables the project's other programs read (the load tester, the test suite's browser) and the tests' clock offset (src/util/clock.ts): not options, not typos. */
+const OTHER_VARIABLES = new Set(["QUIVER_STORAGE_OPTIONS", "QUIVER_API_KEY", "QUIVER_LOADTEST_GENERATOR", "QUIVER_TEST_CHROMIUM", "QUIVER_TEST_CLOCK_OFFSET_MS"]);
 
 /** QUIVER_* variables that name no option (a typo such as QUIVER_SERVNG would otherwise be ignored without a word). */
 export function unknownVariables(env: NodeJS.ProcessEnv = process.env): string[] {

@@ -8,7 +8,7 @@ import { openCatalog, type Catalog, type Entry } from "./catalog/catalog.js";
 import { SEP } from "./catalog/names.js";
 import { openClaims, type Claims } from "./catalog/claims.js";
 import { openManifestTable } from "./engine/manifest-table.js";
-import { openSystemTables, type SystemTables } from "./engine/system-tables.js";
+import { openSystemTables, SYSTEM_DIR, type SystemTables } from "./engine/system-tables.js";
 import { openIndexSpecs } from "./engine/index-specs.js";
 import { engineReason } from "./engine/messages.js";
 import { withDeadline } from "./engine/storage.js";
@@ -34,7 +34,8 @@ import { autoMaintenance } from "./jobs/triggers/auto-maintenance.js";
 import { replicaId } from "./util/replica-id.js";
 import { createTenantCompute, type TenantCompute } from "../workers/compute-tenants.js";
 import { lockStateDir } from "./util/state-lock.js";
-import { createContainerOf, useStorageOptions } from "./util/store-files.js";
+import { createContainerOf, joinPath, useStorageOptions } from "./util/store-files.js";
+import { measureSkew } from "./util/clock.js";
 import { writeProblem } from "./util/writable.js";
 import { log } from "./log.js";
 import { createWorkerPool, type WorkerPool } from "../workers/pool.js";
@@ -172,6 +173,15 @@ async function warmSet(config: Config, catalog: Catalog, serving: ServingIndexes
   return catalog.allTables().filter((e) => saved.has(dataOf(e)));
 }
 
+/** A start fails when this replica's clock is `skewMs` off the store's, more than --max-clock-skew-ms. */
+function checkClock(config: Config, skewMs: number): void {
+  const where = config.remote ? "the object store" : "the data directory's file system";
+  if (Math.abs(skewMs) <= config.maxClockSkewMs) return log.info("clock checked against the data directory's", { skewMs, maxClockSkewMs: config.maxClockSkewMs });
+  throw new Error(
+    `this replica's clock is ${Math.abs(skewMs)} ms ${skewMs > 0 ? "ahead of" : "behind"} the clock of ${where} (at least; measured on a file it wrote in ${joinPath(config.dataDir, SYSTEM_DIR)}), more than --max-clock-skew-ms ${config.maxClockSkewMs}: it would misjudge the job leases other replicas hold. Set the clock right (NTP) or raise --max-clock-skew-ms`,
+  );
+}
+
 /** The compute sandboxes' size, and how they may start (these four only: the configuration holds keys). */
 const sandboxSize = (c: Config): ComputeSize => ({ workers: c.workers, workerHeapMb: c.workerHeapMb, sandboxMemoryMb: c.sandboxMemoryMb, unsafeSharedSandbox: c.unsafeSharedSandbox });
 
@@ -207,6 +217,15 @@ export async function createServices(config: Config, credential: (key: string) =
   // serves reads but fails every write, so it is not ready, saying why.
   const unwritable = [...(config.remote ? [] : [config.dataDir]), privateDir].map(writeProblem).find((p) => p !== null) ?? null;
   if (unwritable) log.error("not ready: a directory is not writable", { cause: unwritable });
+  // At the store's first answer, before anything judges a lease: a clock off the store's by more
+  // than the bound misjudges other replicas' leases.
+  if (!unwritable) {
+    const skewMs = await retried(() => measureSkew(joinPath(config.dataDir, SYSTEM_DIR))).catch((err: unknown) => {
+      log.warn("the clock was not checked against the data directory's", { error: engineReason(err) });
+      return 0;
+    });
+    checkClock(config, skewMs);
+  }
   const freshness = { intervalMs: config.consistencyIntervalMs, keepMs: config.keepFreshMs };
   const catalog = await openCatalog(manifest, freshness, config.dataDir);
   const tables = await retried(() => openTables(config.dataDir, freshness, config.storageOptions));

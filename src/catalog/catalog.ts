@@ -20,16 +20,22 @@ export interface ManifestRow {
   metadata: string | null;
 }
 
+/**
+ * Run before each commit of a catalog write (each try of it): throws to refuse it, as a request's
+ * write past its deadline is refused before its first commit begins (docs/operations.md, Deadlines).
+ */
+export type CommitCheck = () => void;
+
 /** What the catalog needs from the storage of its manifest. */
 export interface ManifestStore {
   readAll(): Promise<{ rows: ManifestRow[]; version: number }>;
   /** Re-read the latest version number (cheap: one manifest read). */
   latestVersion(): Promise<number>;
   /** Insert-if-absent keyed on object_id; false when the id already exists. */
-  insertIfAbsent(row: ManifestRow): Promise<{ inserted: boolean; version: number }>;
+  insertIfAbsent(row: ManifestRow, check?: CommitCheck): Promise<{ inserted: boolean; version: number }>;
   /** Replace the row of `row.object_id` while it is still `was` (null: while there is none); false when it is not. */
-  replaceIf(row: ManifestRow, was: ManifestRow | null): Promise<{ replaced: boolean; version: number }>;
-  remove(objectIds: string[]): Promise<number>;
+  replaceIf(row: ManifestRow, was: ManifestRow | null, check?: CommitCheck): Promise<{ replaced: boolean; version: number }>;
+  remove(objectIds: string[], check?: CommitCheck): Promise<number>;
 }
 
 export type ObjectType = "namespace" | "table";
@@ -99,14 +105,14 @@ export interface Catalog {
   /** Run check-then-write sequences one at a time within this process. */
   exclusive<T>(fn: () => Promise<T>): Promise<T>;
   /** Insert-if-absent; 409 with `conflictCode` when the id is taken (here or by another process). */
-  insert(entry: Entry, conflictCode: ErrorCode): Promise<void>;
+  insert(entry: Entry, conflictCode: ErrorCode, check?: CommitCheck): Promise<void>;
   /**
    * Replace `was` (an entry as this catalog answered it) by `entry` (same id) while its row is
    * still as read then; 409 ConcurrentModification when another request (here or in another
    * process) changed or removed it first: of racing replacements one wins, none silently.
    */
-  replace(was: Entry, entry: Entry): Promise<void>;
-  remove(entries: Entry[]): Promise<void>;
+  replace(was: Entry, entry: Entry, check?: CommitCheck): Promise<void>;
+  remove(entries: Entry[], check?: CommitCheck): Promise<void>;
   /** Stop re-checking in the background. */
   close(): void;
 }
@@ -264,25 +270,25 @@ export async function openCatalog(table: ManifestStore, freshness: Freshness, ro
       return counts.get(`${type}\u0000${tenant}`) ?? 0;
     },
     exclusive: (fn) => exclusive(fn),
-    async insert(entry, conflictCode) {
-      const { inserted, version: v } = await table.insertIfAbsent(toRow(entry));
+    async insert(entry, conflictCode, check) {
+      const { inserted, version: v } = await table.insertIfAbsent(toRow(entry), check);
       if (!inserted) await refused(new ApiError(conflictCode, `${entry.type} ${JSON.stringify(entry.objectId)} already exists`));
       await committed(v, () => written(entry));
     },
-    async replace(was, entry) {
+    async replace(was, entry, check) {
       const row = was.listed ? null : rowOf.get(was);
       if (row === undefined) throw new Error(`catalog.replace: ${JSON.stringify(was.objectId)} is not an entry as the catalog answered it`);
-      const { replaced, version: v } = await table.replaceIf(toRow(entry), row);
+      const { replaced, version: v } = await table.replaceIf(toRow(entry), row, check);
       if (!replaced) await refused(new ApiError(Code.ConcurrentModification, `${entry.type} ${JSON.stringify(entry.objectId)} was changed by another request meanwhile; read it again and retry`));
       await committed(v, () => written(entry));
     },
-    async remove(list) {
+    async remove(list, check) {
       if (list.length === 0) return;
       // A root dataset leaves the listing with its data or its marker (a directory-listed table has no row).
       for (const e of list) if (e.location) rootDatasets.delete(e.location);
       const rows = list.filter((e) => !e.listed);
       if (rows.length === 0) return merge();
-      const v = await table.remove(rows.map((e) => e.objectId));
+      const v = await table.remove(rows.map((e) => e.objectId), check);
       await committed(v, () => rows.forEach((e) => manifest.delete(e.objectId)));
     },
     close: stopKeeping,

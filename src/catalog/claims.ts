@@ -4,6 +4,7 @@
 // stopped renewing it (a crash), so a dead replica's directories become reclaimable again.
 import { randomUUID } from "node:crypto";
 import { log } from "../log.js";
+import { wallClock } from "../util/clock.js";
 import { sqlString, type SystemTables } from "../util/system-table.js";
 
 /** A claim's life past its last renewal; renewed every third of it. */
@@ -27,7 +28,7 @@ export async function openClaims(store: SystemTables): Promise<Claims> {
   return {
     async hold(location) {
       const key = randomUUID();
-      const renew = () => table.upsert([{ key, location, expires: Date.now() + CLAIM_MS, doc: null }]);
+      const renew = () => table.upsert([{ key, location, expires: wallClock() + CLAIM_MS, doc: null }]);
       await renew();
       const timer = setInterval(() => renew().catch((err: unknown) => log.warn("claim not renewed", { location, error: String(err) })), CLAIM_MS / 3);
       timer.unref();
@@ -43,7 +44,7 @@ export async function openClaims(store: SystemTables): Promise<Claims> {
       };
     },
     async held() {
-      const rows = await table.select(`expires > ${Date.now()}`);
+      const rows = await table.select(`expires > ${wallClock()}`);
       return new Set(rows.map((r) => r.location as string));
     },
     async close() {

@@ -119,6 +119,25 @@ export function beginCommit(w: Work | null): void {
   w.commits++;
 }
 
+/** `commit` as a commit of `w` (a tag's, a branch's): begun only while `w` is still awaited (beginCommit). */
+export async function requestCommit<T>(w: Work | null, commit: () => Promise<T>): Promise<T> {
+  beginCommit(w);
+  return commit();
+}
+
+/**
+ * Called as a catalog commit of `w` is about to begin: its first commit is refused as beginCommit
+ * refuses one; once one began, the rest of its change goes on (a rename's insert then remove, a
+ * cascade's removals, a create's catalog row after its table's data), never left half made.
+ */
+export function beginCatalogCommit(w: Work | null): void {
+  if (w !== null && w.commits > 0) w.commits++;
+  else beginCommit(w);
+}
+
+/** The check a catalog write of `w` runs before each of its commits (the catalog's CommitCheck). */
+export const catalogCheck = (w: Work | null) => () => beginCatalogCommit(w);
+
 /**
  * `w`'s handler raced against its deadline and its client leaving. Past either the answer is the
  * deadline's 503 (or the client's leaving), the work is marked answered so no commit of it begins

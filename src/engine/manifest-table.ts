@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
-import type { ManifestRow, ManifestStore } from "../catalog/catalog.js";
+import type { CommitCheck, ManifestRow, ManifestStore } from "../catalog/catalog.js";
 import { REMOTE_MANIFEST_LOCATION } from "../catalog/locations.js";
 import { arrow } from "./arrow.js";
 import { isRemote } from "./storage.js";
@@ -98,8 +98,11 @@ function storeOn(table: lancedb.Table): ManifestStore {
     return result;
   };
 
-  const insertIfAbsent = async (row: ManifestRow) => {
-    const r = await untilCommitted(() => table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog")));
+  const insertIfAbsent = async (row: ManifestRow, check?: CommitCheck) => {
+    const r = await untilCommitted(() => {
+      check?.();
+      return table.mergeInsert("object_id").whenNotMatchedInsertAll().execute(toArrow([row])).then(merged("catalog"));
+    });
     return committed({ inserted: r.numInsertedRows === 1, version: r.version });
   };
   /** SQL true of the stored row while it is still `was`, compared as stored (another writer's JSON may be spaced differently). */
@@ -123,15 +126,19 @@ function storeOn(table: lancedb.Table): ManifestStore {
       return table.version();
     },
     insertIfAbsent,
-    async replaceIf(row, was) {
+    async replaceIf(row, was, check) {
       if (was === null) {
-        const { inserted, version } = await insertIfAbsent(row);
+        const { inserted, version } = await insertIfAbsent(row, check);
         return { replaced: inserted, version };
       }
-      const r = await untilCommitted(() => table.mergeInsert("object_id").whenMatchedUpdateAll({ where: sameAs(was) }).execute(toArrow([row])).then(merged("catalog")));
+      const r = await untilCommitted(() => {
+        check?.();
+        return table.mergeInsert("object_id").whenMatchedUpdateAll({ where: sameAs(was) }).execute(toArrow([row])).then(merged("catalog"));
+      });
       return committed({ replaced: r.numUpdatedRows === 1, version: r.version });
     },
-    async remove(objectIds) {
+    async remove(objectIds, check) {
+      check?.();
       const r = await table.delete(`object_id IN (${objectIds.map(quote).join(", ")})`);
       return committed(r.version);
     },

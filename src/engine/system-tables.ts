@@ -10,6 +10,7 @@
 import { mkdir } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as lancedb from "@lancedb/lancedb";
+import { wallClock } from "../util/clock.js";
 import { fileInfo, joinPath, writeIfAbsent } from "../util/store-files.js";
 import { arrow } from "./arrow.js";
 import { errorText } from "./messages.js";
@@ -73,7 +74,7 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
     if (!isRemote(dir)) await mkdir(dir, { recursive: true });
     if (await writeIfAbsent(marker, Buffer.from(new Date().toISOString()))) return true;
     const seen = await fileInfo(marker);
-    return seen !== null && Date.now() - seen.mtimeMs > CREATOR_MS;
+    return seen !== null && wallClock() - seen.mtimeMs > CREATOR_MS;
   }
 }
 

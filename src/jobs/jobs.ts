@@ -23,6 +23,7 @@ import { objectIdOf, sameId, tenantOf } from "../catalog/names.js";
 import { ApiError, Code } from "../errors.js";
 import { log } from "../log.js";
 import { recordJobFailure, recordJobTakeover, type JobFailureReason } from "../metrics.js";
+import { wallClock } from "../util/clock.js";
 import type { SystemTables } from "../util/system-table.js";
 import { isTerminal, openStore, STATUSES, type JobFilter, type JobRecord } from "./store.js";
 
@@ -83,6 +84,8 @@ export interface JobsOptions extends QueueBounds {
   replica: string;
   /** How long a lease lasts without a heartbeat: a dead replica's jobs are taken over after it. */
   jobLeaseMs: number;
+  /** How far each replica's clock may be off the store's (checked at start): others' leases are judged with twice this to spare. */
+  maxClockSkewMs: number;
 }
 
 /** One job of a kind that at most one may be active at a time (a column's backfill, a view's refresh). */
@@ -229,13 +232,30 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   // A commit is allowed only while the lease has at least this long left: a replica that could not
   // renew it (the store out of reach) stops committing well before another may take the job over.
   const commitMarginMs = leaseMs / 3;
+  // The store's latency as this replica sees it, its event loop's delays included: the longest of
+  // its last few lease renewals and reads of the active records.
+  const recentStoreMs: number[] = [];
+  const timed = async <T>(call: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      return await call();
+    } finally {
+      if (recentStoreMs.push(performance.now() - started) > 8) recentStoreMs.shift();
+    }
+  };
+  const storeMs = () => Math.max(0, ...recentStoreMs);
   // Another replica takes a lease over (or a cancel ends its record) only this long after it
   // expired: a commit granted at the margin has two thirds of a lease to land, and an overloaded
   // replica's late renewal still counts (with a 3 s test lease at load average 10+, a commit landed
-  // after a takeover, and once after a cancel's `finished_at`).
-  const graceMs = leaseMs / 3;
-  /** A lease no replica holds any longer (its holder died, or stopped renewing it). */
-  const lapsed = (l: JobRecord["lease"], now: number) => l === undefined || l.expires + graceMs < now;
+  // after a takeover, and once after a cancel's `finished_at`); on a store (or a replica) slower
+  // than that, twice its latency, so a renewal on its way lands first.
+  const graceMs = () => Math.max(leaseMs / 3, 2 * storeMs());
+  // The holder's clock and this one may each be --max-clock-skew-ms off the store's: a lease is
+  // judged by this one's clock with twice that to spare, so a clock running ahead takes no live lease.
+  const skewMarginMs = 2 * opts.maxClockSkewMs;
+  /** When a lease is no replica's any longer (its holder died, or stopped renewing it), by this replica's clock. */
+  const lapsesAt = (l: NonNullable<JobRecord["lease"]>) => l.expires + graceMs() + skewMarginMs;
+  const lapsed = (l: JobRecord["lease"], now: number) => l === undefined || lapsesAt(l) < now;
   const runs = new Map<string, Run>();
   /** When each owner's job last started (this replica), for nextFair. */
   const lastStart = new Map<string, number>();
@@ -244,8 +264,9 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   /** Set by drain(): no claims from then on. */
   let draining = false;
   let timer: NodeJS.Timeout | undefined;
+  let renewTimer: NodeJS.Timeout | undefined;
 
-  const lease = () => ({ replica: me, expires: Date.now() + leaseMs });
+  const lease = () => ({ replica: me, expires: wallClock() + leaseMs });
   const mine = (r: JobRecord) => r.status === "Running" && r.lease?.replica === me;
   /** Running here, with no cancel asked. */
   const mineToRun = (r: JobRecord | undefined) => r !== undefined && mine(r) && r.cancelAt === undefined;
@@ -269,7 +290,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
 
   /** Store this run's end, unless the record changed hands meanwhile (taken over elsewhere: that stays). */
   async function finish(id: string, outcome: NonNullable<Run["outcome"]>) {
-    const { rec, changed } = await apply(id, (s) => (mine(s) ? ending(s, outcome, Date.now()) : undefined));
+    const { rec, changed } = await apply(id, (s) => (mine(s) ? ending(s, outcome, wallClock()) : undefined));
     if (changed) failed(rec, "error");
     await ended(rec);
     if (rec?.cancelAt !== undefined) await settle(id);
@@ -290,7 +311,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       await stopRun(run);
       const r = await store.update(id, (s) => {
         if (s.lease?.replica !== me) return undefined;
-        if (s.status === "Running" && run.yielded && s.cancelAt === undefined) return { ...s, status: "Queued", queuedAt: Date.now(), lease: undefined };
+        if (s.status === "Running" && run.yielded && s.cancelAt === undefined) return { ...s, status: "Queued", queuedAt: wallClock(), lease: undefined };
         return { ...s, lease: undefined };
       });
       await ended(r);
@@ -313,12 +334,12 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       if (run.stopped || closed) return false;
       let r = await store.read(rec.id).catch(() => undefined);
       // A lease this close to its end was not renewed in time: renewed now, or no commit.
-      if (mineToRun(r) && r!.lease!.expires - Date.now() <= commitMarginMs) r = await store.update(rec.id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)).catch(() => undefined);
+      if (mineToRun(r) && r!.lease!.expires - wallClock() <= commitMarginMs) r = await store.update(rec.id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)).catch(() => undefined);
       // A part queued as its parent's cancel was asked (a task queued while its backfill plans)
       // may not have been asked yet: its parent's cancel stops it as well.
       const parent = kind.partOf?.(rec);
       if (mineToRun(r) && parent !== undefined && (await store.read(parent).catch(() => undefined))?.cancelAt !== undefined) {
-        r = await store.update(rec.id, (s) => (mine(s) && s.cancelAt === undefined ? { ...s, cancelAt: Date.now() } : undefined)).catch(() => undefined);
+        r = await store.update(rec.id, (s) => (mine(s) && s.cancelAt === undefined ? { ...s, cancelAt: wallClock() } : undefined)).catch(() => undefined);
       }
       if (mineToRun(r)) return true;
       void letGo(rec.id);
@@ -354,7 +375,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   /** Claim `r` (Queued, or Running under a lapsed lease) for this replica and run it; false when another replica got it first. */
   async function claim(r: JobRecord, takeover: boolean): Promise<boolean> {
     const kind = byName.get(r.operation);
-    const now = Date.now();
+    const now = wallClock();
     const claimable = (s: JobRecord) =>
       takeover ? s.status === "Running" && (lapsed(s.lease, now) || s.lease!.replica === me) : s.status === "Queued";
     const resume = !kind || kind.interrupted === "resume";
@@ -389,9 +410,36 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     return true;
   }
 
+  /** Whether a renewal is on its way. */
+  let renewing = false;
+  /**
+   * Renew this replica's leases that are due, all in one commit, on a timer of their own: a look
+   * held up by claims, cancels or a slow listing never delays them. Due once a third of the lease
+   * passed, sooner by twice the store's latency, so that a renewal through a slow store (or a
+   * loaded replica) lands before the lease runs out. A run still starting (a job process being
+   * spawned) is renewed too.
+   */
+  function renew(): void {
+    if (closed || renewing) return;
+    const now = wallClock();
+    const byId = new Map(store.mirrored().map((r) => [r.id, r]));
+    const dueIds = [...runs]
+      .filter(([id, run]) => !run.stopping && !run.outcome && mineToRun(byId.get(id)) && byId.get(id)!.lease!.expires - now < (leaseMs * 2) / 3 + 2 * storeMs())
+      .map(([id]) => id);
+    if (dueIds.length === 0) return;
+    renewing = true;
+    void timed(() => store.updateMany(dueIds, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)))
+      .then((after) => {
+        const stored = new Map(after.map((r) => [r.id, r]));
+        for (const id of dueIds) if (!mineToRun(stored.get(id))) void letGo(id);
+      })
+      .catch((err: unknown) => log.error("cannot renew the jobs' leases", { jobs: dueIds, error: String(err) }))
+      .finally(() => (renewing = false));
+  }
+
   let ticking: Promise<void> | null = null;
   let again = false;
-  /** One look at the shared records: notice changes to this replica's runs, renew leases, take over lapsed ones, start queued ones. */
+  /** One look at the shared records: notice changes to this replica's runs, take over lapsed ones, start queued ones (leases are renewed by renew()). */
   function tick(): Promise<void> {
     if (closed || !started) return Promise.resolve();
     if (ticking) {
@@ -401,9 +449,9 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     ticking = (async () => {
       do {
         again = false;
-        const lookStart = Date.now();
+        const lookStart = performance.now();
         await look().catch((err: unknown) => log.error("cannot read the job records", { error: String(err) }));
-        if (recentLooks.push(Date.now() - lookStart) > 8) recentLooks.shift();
+        if (recentLooks.push(performance.now() - lookStart) > 8) recentLooks.shift();
       } while (again && !closed);
     })().finally(() => (ticking = null));
     return ticking;
@@ -429,19 +477,13 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   }
 
   async function look(): Promise<void> {
-    const active = (await store.readActive()).sort((a, b) => a.createdAt - b.createdAt);
-    const now = Date.now();
+    const active = (await timed(() => store.readActive())).sort((a, b) => a.createdAt - b.createdAt);
+    const now = wallClock();
     const byId = new Map(store.mirrored().map((r) => [r.id, r]));
     for (const [id, run] of runs) {
-      const r = byId.get(id);
-      if (!run.handle || run.stopping || run.outcome) continue;
-      if (!mineToRun(r)) {
-        const now = await store.read(id);
-        if (!mineToRun(now)) void letGo(id);
-      } else if (r!.lease!.expires - now < (leaseMs * 2) / 3) {
-        const renewed = await store.update(id, (s) => (mine(s) ? { ...s, lease: lease() } : undefined));
-        if (!mineToRun(renewed)) void letGo(id);
-      }
+      if (!run.handle || run.stopping || run.outcome || mineToRun(byId.get(id))) continue;
+      const now = await store.read(id);
+      if (!mineToRun(now)) void letGo(id);
     }
     overdue(now);
     // Records whose cancel was asked and that no replica runs: ended with their group, one settle a group.
@@ -461,7 +503,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       const own = r.lease === undefined || r.lease.replica === me;
       if (!own && !lapsed(r.lease, now)) continue;
       const kind = byName.get(r.operation);
-      if (kind && !own && ((free.get(kind.name) ?? 0) <= 0 || !due(kind, r, r.lease!.expires + graceMs, now))) continue;
+      if (kind && !own && ((free.get(kind.name) ?? 0) <= 0 || !due(kind, r, lapsesAt(r.lease!), now))) continue;
       if ((await claim(r, true)) && kind) free.set(kind.name, (free.get(kind.name) ?? 0) - 1);
     }
     for (const kind of kinds) {
@@ -551,7 +593,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
   async function askCancel(id: string, cancelReason?: string): Promise<JobRecord | undefined> {
     const r = await store.read(id);
     if (!r || isTerminal(r.status) || r.cancelAt !== undefined) return r;
-    const now = Date.now();
+    const now = wallClock();
     const ids = await groupOf(r);
     // A Queued record with parts (queued again at a shutdown, its tasks running on) ends with them.
     const group = await store.updateMany(ids, (s) => {
@@ -575,12 +617,12 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     if (!r || isTerminal(r.status) || r.cancelAt === undefined) return;
     const root = await rootOf(r);
     const ids = await groupOf(root);
-    const askedAt = Date.now();
+    const askedAt = wallClock();
     const group = await store.updateMany(ids, (s) => (isTerminal(s.status) || s.cancelAt !== undefined ? undefined : { ...s, cancelAt: askedAt }));
-    const live = group.filter((s) => !isTerminal(s.status) && !stopped(s, Date.now()));
+    const live = group.filter((s) => !isTerminal(s.status) && !stopped(s, wallClock()));
     for (const s of live) if (runs.has(s.id)) void letGo(s.id);
     if (live.length > 0) return;
-    const now = Date.now();
+    const now = wallClock();
     const summary = byName.get(root.operation)?.summary?.(group.find((s) => s.id === root.id) ?? root, group.filter((s) => s.id !== root.id));
     const after = await store.updateMany(ids, (s) => {
       if (isTerminal(s.status) || s.cancelAt === undefined || !stopped(s, now)) return undefined;
@@ -615,6 +657,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       started = true;
       timer = setInterval(() => void tick(), pollMs);
       timer.unref();
+      renewTimer = setInterval(renew, pollMs);
+      renewTimer.unref();
       return tick();
     },
     counts(visible) {
@@ -632,7 +676,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     async submit(kind, table, spec, owner, exclusive) {
       if (!byName.has(kind)) throw new Error(`unknown job kind ${JSON.stringify(kind)}`);
       admit(table, owner);
-      const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, owner, properties: {}, createdAt: Date.now() };
+      const rec: JobRecord = { id: randomUUID(), status: "Queued", operation: kind, table, spec, owner, properties: {}, createdAt: wallClock() };
       if (exclusive) {
         const holder = await store.hold(exclusive.slot, rec.id);
         if (holder !== null) throw exclusive.busy(holder);
@@ -655,7 +699,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     },
     cancel: (rec, reason) => cancelJob(rec, reason),
     reported(rec) {
-      const end = rec.finishedAt ?? (rec.status === "Running" ? Date.now() : undefined);
+      const end = rec.finishedAt ?? (rec.status === "Running" ? wallClock() : undefined);
       return {
         operation: rec.operation,
         table: objectIdOf(rec.table),
@@ -671,7 +715,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     },
     async drain() {
       draining = true;
-      const now = Date.now();
+      const now = wallClock();
       const unstarted = store.mirrored().filter((r) => mine(r) && !runs.has(r.id));
       await Promise.all(
         unstarted.map((r) =>
@@ -684,6 +728,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     async close() {
       closed = true;
       clearInterval(timer);
+      clearInterval(renewTimer);
       await ticking;
       await Promise.all(
         [...runs.entries()].map(async ([id, run]) => {
@@ -694,7 +739,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
           if (canceling) await stopRun(run);
           // Otherwise stored first, so a replica that looks meanwhile queues it (or sees it Failed) instead of waiting for the lease.
           // A run that ended meanwhile keeps its outcome, and is not stopped.
-          const now = Date.now();
+          const now = wallClock();
           const end = (s: JobRecord): JobRecord =>
             run.outcome
               ? ending(s, run.outcome, now)

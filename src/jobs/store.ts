@@ -10,6 +10,7 @@
 import { existsSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import { objectIdOf } from "../catalog/names.js";
+import { wallClock } from "../util/clock.js";
 import { sqlString, type SystemRow, type SystemTable, type SystemTables } from "../util/system-table.js";
 
 export const STATUSES = ["Queued", "Running", "Succeeded", "Failed", "Canceled"] as const;
@@ -218,14 +219,14 @@ export async function openStore(system: SystemTables, stateDir: string): Promise
     },
     async hold(slot, id) {
       for (let i = 0; i < MAX_TRIES; i++) {
-        const mine = { key: slot, job: id, at: Date.now(), doc: null };
+        const mine = { key: slot, job: id, at: wallClock(), doc: null };
         if ((await slots.insertIfAbsent([mine])) === 1) return null;
         const [row] = await slots.select(`key = ${sqlString(slot)}`);
         if (!row) continue;
         const holder = String(row.job);
         const rec = await read(holder);
         // A holder's record is stored just after its slot is taken: a moment without one is no end.
-        if (rec ? !isTerminal(rec.status) : Date.now() - Number(row.at) < SLOT_GRACE_MS) return holder;
+        if (rec ? !isTerminal(rec.status) : wallClock() - Number(row.at) < SLOT_GRACE_MS) return holder;
         // Its job ended without giving the slot back (its replica died): take the slot over.
         if ((await slots.updateIf([mine], `target.job = ${sqlString(holder)}`)) === 1) return null;
       }

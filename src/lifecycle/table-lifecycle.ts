@@ -17,6 +17,7 @@ import type { Views } from "../compute/views.js";
 import type { Config } from "../config.js";
 import { creatable, hasVersions, reserve } from "../engine/datasets.js";
 import { isRemote } from "../engine/storage.js";
+import { catalogCheck, requestCommit, type Work } from "../engine/deadline.js";
 import { removeTree } from "../util/store-files.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
 import { ApiError, Code, invalid } from "../errors.js";
@@ -90,7 +91,7 @@ export const locationFor = (deps: LifecycleDeps, p: Principal, dir: string) => (
  * A new table at a location this request claims: `make` writes its dataset there, then the catalog
  * gets its row; on any failure the directory is removed again. Answers the entry and the table.
  */
-export async function createEntry(deps: LifecycleDeps, id: string[], properties: Record<string, string>, make: (location: string) => Promise<TableHandle>) {
+export async function createEntry(deps: LifecycleDeps, id: string[], properties: Record<string, string>, make: (location: string) => Promise<TableHandle>, work: Work | null) {
   // Before any data is written; checked again below, where creates are one at a time.
   requireRoom(deps.catalog, id, "table", deps.config);
   const { location, release } = await claimLocation(deps, id);
@@ -106,7 +107,7 @@ export async function createEntry(deps: LifecycleDeps, id: string[], properties:
         const taken = existingTable(deps, id);
         if (taken && !(taken.listed && taken.location === location)) throw alreadyExists(id);
         if (!taken) requireRoom(deps.catalog, id, "table", deps.config);
-        await deps.catalog.insert(entry, Code.TableAlreadyExists);
+        await deps.catalog.insert(entry, Code.TableAlreadyExists, catalogCheck(work));
       });
       return t;
     });
@@ -149,7 +150,7 @@ async function endJobsOf(deps: LifecycleDeps, entry: Entry): Promise<void> {
  * Declare table `id` (the caller holds the catalog's exclusive section). Answers the response body
  * and a way to take the declaration back, for batch commits that fail later.
  */
-export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<typeof DeclareTable>, principal: Principal) {
+export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<typeof DeclareTable>, principal: Principal, work: Work | null) {
   tableName(id);
   const properties = body.properties ?? {};
   await deps.catalog.refresh(true);
@@ -167,7 +168,7 @@ export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<
     }
     await removedOnFailure(dir, async () => {
       await reserve(dir);
-      await deps.catalog.insert(entry, Code.TableAlreadyExists);
+      await deps.catalog.insert(entry, Code.TableAlreadyExists, catalogCheck(work));
     });
   } finally {
     release();
@@ -186,13 +187,14 @@ export async function declareIn(deps: LifecycleDeps, id: string[], body: Static<
  * Remove table `id`'s catalog entry (the caller holds the catalog's exclusive section); the data
  * stays. Answers the entry and a way to put it back, for batch commits that fail later.
  */
-export async function deregisterIn(deps: LifecycleDeps, id: string[]) {
+export async function deregisterIn(deps: LifecycleDeps, id: string[], work: Work | null) {
   await deps.catalog.refresh(true);
   const entry = await requireTable(deps.catalog, id);
   // Kept data is marked: a directory-listed table would reappear with it, and reclaiming orphans
-  // must not take what a deregister deliberately kept.
-  await markDeregistered(dirOf(deps, entry));
-  await deps.catalog.remove([entry]);
+  // must not take what a deregister deliberately kept. The mark is its first change, so a
+  // deregister past its deadline leaves the table as it was.
+  await requestCommit(work, () => markDeregistered(dirOf(deps, entry)));
+  await deps.catalog.remove([entry], catalogCheck(work));
   const undo = async () => {
     await unmarkDeregistered(dirOf(deps, entry));
     if (!entry.listed) await deps.catalog.insert(entry, Code.TableAlreadyExists);

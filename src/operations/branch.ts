@@ -5,6 +5,7 @@ import { namedBranch, type TableHandle } from "../engine/tables.js";
 import type { Entry } from "../catalog/catalog.js";
 import { branchFile, checkBranchName, createBranch, deleteBranch, listBranches, refError, withoutOrphan, type RefNames } from "../engine/refs.js";
 import { tableDir } from "../engine/versions.js";
+import { requestCommit } from "../engine/deadline.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CreateTableBranch, DeleteTableBranch } from "../schemas/branch.js";
 import type { Services } from "../services.js";
@@ -54,7 +55,7 @@ export const listTableBranches = queryOp(async ({ id, args, svc }) => {
   return json({ branches, page_token: p.pageToken });
 }, { query: PageQuery });
 
-export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, svc }) => {
+export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
   const { name } = body;
   checkBranchName(name);
@@ -68,14 +69,14 @@ export const createTableBranch = jsonOp(CreateTableBranch, async ({ id, body, sv
       throw new ApiError(Code.TableBranchNotFound, `from_branch: branch ${q(from)} not found in table ${q(entry.objectId)}`);
     }
     requireRefRoom(entry.objectId, "branch", Object.keys(existing).length, svc.config);
-    await onBranches(svc, entry, { branch: from, version }, (t) => withoutOrphan(dir, name, () => createBranch(t, name, from, version)));
+    await onBranches(svc, entry, { branch: from, version }, (t) => requestCommit(work, () => withoutOrphan(dir, name, () => createBranch(t, name, from, version))));
   });
   return json({});
 });
 
-export const deleteTableBranch = jsonOp(DeleteTableBranch, async ({ id, body, svc }) => {
+export const deleteTableBranch = jsonOp(DeleteTableBranch, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
   if (body.name === "main") throw invalid(`name: "main" is the main branch and cannot be deleted`);
-  await turns(tableDir(svc.tables.root, entry), () => onBranches(svc, entry, { branch: body.name }, (t) => deleteBranch(t, body.name)));
+  await turns(tableDir(svc.tables.root, entry), () => onBranches(svc, entry, { branch: body.name }, (t) => requestCommit(work, () => deleteBranch(t, body.name))));
   return json({});
 });

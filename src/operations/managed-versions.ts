@@ -179,7 +179,7 @@ export const batchCreateTableVersions = jsonOp(BatchCreateTableVersions, async (
 
 const KINDS = ["declare_table", "create_table_version", "delete_table_versions", "deregister_table"] as const;
 
-export const batchCommitTables = jsonOp(BatchCommitTables, async ({ body, svc, principal }) => {
+export const batchCommitTables = jsonOp(BatchCommitTables, async ({ body, svc, principal, work }) => {
   const steps = body.operations.map((op, i): (() => Promise<Step>) => {
     const given = KINDS.filter((k) => op[k] != null);
     if (given.length !== 1) throw invalid(`operations[${i}]: provide exactly one of ${KINDS.join(", ")} (got ${given.length ? given.join(", ") : "none"})`);
@@ -188,7 +188,7 @@ export const batchCommitTables = jsonOp(BatchCommitTables, async ({ body, svc, p
     switch (kind) {
       case "declare_table":
         return async () => {
-          const d = await declareIn(svc, id, op.declare_table!, principal);
+          const d = await declareIn(svc, id, op.declare_table!, principal, work);
           return { result: { declare_table: d.response }, undo: d.undo };
         };
       case "create_table_version":
@@ -203,7 +203,7 @@ export const batchCommitTables = jsonOp(BatchCommitTables, async ({ body, svc, p
         };
       case "deregister_table":
         return async () => {
-          const { entry, undo } = await deregisterIn(svc, id);
+          const { entry, undo } = await deregisterIn(svc, id, work);
           const location = tableDir(svc.tables.root, entry);
           return {
             result: { deregister_table: { id: entry.id, location, properties: entry.properties } },

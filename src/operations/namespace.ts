@@ -1,7 +1,8 @@
 // Namespaces: create, describe, drop, list, exists.
 import { PageQuery } from "../schemas/params.js";
 import { canBrowse } from "../auth/principal.js";
-import type { Entry } from "../catalog/catalog.js";
+import type { CommitCheck, Entry } from "../catalog/catalog.js";
+import { catalogCheck } from "../engine/deadline.js";
 import { requireNamespace, requireNamespaceNow } from "../catalog/lookup.js";
 import { objectIdOf } from "../catalog/names.js";
 import { requireRoom } from "../catalog/quotas.js";
@@ -17,13 +18,14 @@ import { empty, json } from "./types.js";
 const name = (id: readonly string[]) => JSON.stringify(objectIdOf(id));
 
 /** Drop everything below a namespace, table data included, deepest first. */
-async function dropContents(svc: Services, id: readonly string[]): Promise<void> {
+async function dropContents(svc: Services, id: readonly string[], check: CommitCheck): Promise<void> {
   const below = svc.catalog.descendants(id);
-  await svc.catalog.remove(below);
+  await svc.catalog.remove(below, check);
   await Promise.all(below.filter((e) => e.type === "table").map((e) => removeTableData(svc, e)));
 }
 
-export const createNamespace = jsonOp(CreateNamespace, async ({ id, body, svc }) => {
+export const createNamespace = jsonOp(CreateNamespace, async ({ id, body, svc, work }) => {
+  const check = catalogCheck(work);
   if (id.length === 0) throw new ApiError(Code.NamespaceAlreadyExists, "the root namespace always exists");
   const mode = body.mode ?? "create";
   const properties = body.properties ?? {};
@@ -37,12 +39,12 @@ export const createNamespace = jsonOp(CreateNamespace, async ({ id, body, svc })
     if (existing) {
       if (mode === "create") throw new ApiError(Code.NamespaceAlreadyExists, `namespace ${name(id)} already exists`);
       if (mode === "exist_ok") return json({ properties: existing.properties });
-      await dropContents(svc, id);
-      await svc.catalog.remove([existing]);
+      await dropContents(svc, id, check);
+      await svc.catalog.remove([existing], check);
     }
     const entry: Entry = { id, objectId: objectIdOf(id), type: "namespace", location: null, properties };
     requireRoom(svc.catalog, id, "namespace", svc.config);
-    await svc.catalog.insert(entry, Code.NamespaceAlreadyExists);
+    await svc.catalog.insert(entry, Code.NamespaceAlreadyExists, check);
     return json({ properties });
   });
 });
@@ -57,7 +59,8 @@ export const namespaceExists = jsonOp(CommonBody, async ({ id, svc }) => {
   return empty(200);
 });
 
-export const dropNamespace = jsonOp(DropNamespace, async ({ id, body, svc }) => {
+export const dropNamespace = jsonOp(DropNamespace, async ({ id, body, svc, work }) => {
+  const check = catalogCheck(work);
   if (id.length === 0) throw invalid("id: the root namespace cannot be dropped");
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
@@ -67,12 +70,12 @@ export const dropNamespace = jsonOp(DropNamespace, async ({ id, body, svc }) => 
       if (body.mode === "skip") return empty(204);
       throw new ApiError(Code.NamespaceNotFound, `namespace ${name(id)} not found`, 400);
     }
-    if (body.behavior === "cascade") await dropContents(svc, id);
+    if (body.behavior === "cascade") await dropContents(svc, id, check);
     else if (svc.catalog.descendants(id).length > 0) {
       const kids = svc.catalog.descendants(id).map((d) => `${d.type} ${JSON.stringify(d.objectId)}`);
       throw new ApiError(Code.NamespaceNotEmpty, `namespace ${name(id)} is not empty (holds ${kids.slice(0, 3).join(", ")}${kids.length > 3 ? ", ..." : ""}); use behavior Cascade`);
     }
-    await svc.catalog.remove([e]);
+    await svc.catalog.remove([e], check);
     return json({ properties: e.properties });
   });
 });

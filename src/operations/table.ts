@@ -17,6 +17,7 @@ import { toJsonSchema } from "../engine/json-arrow.js";
 import { storable } from "../engine/ipc-in.js";
 import { checkRowCount } from "../engine/rows-in.js";
 import { checkoutTag, refError } from "../engine/refs.js";
+import { catalogCheck, requestCommit, type Work } from "../engine/deadline.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { CommonBody } from "../schemas/common.js";
 import { DeclareTable, DescribeTable, RegisterTable, RenameTable, TableExists } from "../schemas/table.js";
@@ -80,7 +81,7 @@ function propertiesOf(raw: string | undefined): Record<string, string> | undefin
   return v as Record<string, string>;
 }
 
-export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal }) => {
+export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal, work }) => {
   tableName(id);
   const mode: "create" | "exist_ok" | "overwrite" = args.mode ?? "create";
   const properties = propertiesOf(args.properties);
@@ -89,7 +90,7 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
   checkRowCount(data.numRows, data.schema, svc.config.maxDecodedBody);
   await svc.catalog.refresh(true);
   requireNamespace(svc.catalog, id.slice(0, -1));
-  if (!existingTable(svc, id)) return createNew(svc, principal, id, data, properties ?? {});
+  if (!existingTable(svc, id)) return createNew(svc, principal, id, data, properties ?? {}, work);
   // Filling a declared table or overwriting one writes at its location: one writer at a time.
   return svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
@@ -105,21 +106,21 @@ export const createTable = arrowOp(async ({ id, args, raw, rows, svc, principal 
       throw invalid(`table ${q(existing.objectId)} lives at ${q(existing.location)}, where Quiver cannot write a new dataset; drop it first`);
     }
     // Overwrite commits a new version holding only the new data (history is kept).
-    const t = await createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite");
+    const t = await requestCommit(work, () => createDataset(svc.tables, existing.location!, data, declaredOnly ? "create" : "overwrite"));
     svc.tables.commits.announce({ table: existing, branch: null, version: await tableVersion(t), change: "overwrite", rows: data.numRows, byCachedHandle: false });
     const entry = { ...existing, properties: properties ?? existing.properties };
-    if (properties) await svc.catalog.replace(existing, entry);
+    if (properties) await svc.catalog.replace(existing, entry, catalogCheck(work));
     return json({ ...locationFor(svc, principal, dir), version: await tableVersion(t), properties: entry.properties });
   });
 }, { query: CreateTableQuery });
 
-async function createNew(svc: Services, principal: Principal, id: string[], data: A.Table, properties: Record<string, string>) {
-  const { table, dir } = await createEntry(svc, id, properties, (location) => createDataset(svc.tables, location, data, "create"));
+async function createNew(svc: Services, principal: Principal, id: string[], data: A.Table, properties: Record<string, string>, work: Work | null) {
+  const { table, dir } = await createEntry(svc, id, properties, (location) => createDataset(svc.tables, location, data, "create"), work);
   return json({ ...locationFor(svc, principal, dir), version: await tableVersion(table), properties });
 }
 
-export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc, principal }) =>
-  svc.catalog.exclusive(async () => json((await declareIn(svc, id, body, principal)).response)),
+export const declareTable = jsonOp(DeclareTable, async ({ id, body, svc, principal, work }) =>
+  svc.catalog.exclusive(async () => json((await declareIn(svc, id, body, principal, work)).response)),
 );
 
 const nests = (a: string, b: string) => a === b || a.startsWith(b + path.sep) || b.startsWith(a + path.sep);
@@ -137,7 +138,8 @@ async function authoriseLocation(svc: Services, principal: Principal, location: 
   if (await fileInfo(joinPath(dir, DEREGISTERED))) throw deny("is the kept data of a deregistered table");
 }
 
-export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, principal }) => {
+export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, principal, work }) => {
+  const check = catalogCheck(work);
   tableName(id);
   const location = normaliseLocation(svc.tables.root, body.location);
   const dir = resolveLocation(svc.tables.root, location);
@@ -153,10 +155,10 @@ export const registerTable = jsonOp(RegisterTable, async ({ id, body, svc, princ
     const entry: Entry = { id, objectId: objectIdOf(id), type: "table", location, properties };
     const existing = existingTable(svc, id);
     if (existing && body.mode !== "overwrite") throw alreadyExists(id);
-    if (existing) await svc.catalog.replace(existing, entry);
+    if (existing) await svc.catalog.replace(existing, entry, check);
     else {
       requireRoom(svc.catalog, id, "table", svc.config);
-      await svc.catalog.insert(entry, Code.TableAlreadyExists);
+      await svc.catalog.insert(entry, Code.TableAlreadyExists, check);
     }
     svc.tables.evict(entry.objectId);
     return json({ location: dir, properties });
@@ -243,24 +245,25 @@ export const tableExists = jsonOp(TableExists, async ({ id, body, svc }) => {
 
 const dropped = (svc: Services, entry: Entry) => json({ id: entry.id, location: dirOf(svc, entry), properties: entry.properties });
 
-export const dropTable = jsonOp(CommonBody, async ({ id, svc }) => {
+export const dropTable = jsonOp(CommonBody, async ({ id, svc, work }) => {
   const entry = await svc.catalog.exclusive(async () => {
     await svc.catalog.refresh(true);
     const e = await requireTable(svc.catalog, id);
-    await svc.catalog.remove([e]);
+    await svc.catalog.remove([e], catalogCheck(work));
     return e;
   });
   await removeTableData(svc, entry);
   return dropped(svc, entry);
 });
 
-export const deregisterTable = jsonOp(CommonBody, async ({ id, svc }) => {
-  const { entry } = await svc.catalog.exclusive(() => deregisterIn(svc, id));
+export const deregisterTable = jsonOp(CommonBody, async ({ id, svc, work }) => {
+  const { entry } = await svc.catalog.exclusive(() => deregisterIn(svc, id, work));
   svc.tables.evict(entry.objectId);
   return dropped(svc, entry);
 });
 
-export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal }) => {
+export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal, work }) => {
+  const check = catalogCheck(work);
   checkName(body.new_table_name, "new_table_name");
   const target = body.new_namespace_id ? "new_namespace_id" : body.new_namespace ? "new_namespace" : null;
   const ns = body.new_namespace_id ?? body.new_namespace ?? id.slice(0, -1);
@@ -274,8 +277,8 @@ export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal
     if (existingTable(svc, newId)) throw alreadyExists(newId);
     if (tenantOf(entry.objectId) !== tenantOf(objectIdOf(newId))) requireRoom(svc.catalog, newId, "table", svc.config);
     // LanceDB cannot rename tables: the new id takes over the same data directory.
-    await svc.catalog.insert({ ...entry, id: newId, objectId: objectIdOf(newId) }, Code.TableAlreadyExists);
-    await svc.catalog.remove([entry]);
+    await svc.catalog.insert({ ...entry, id: newId, objectId: objectIdOf(newId) }, Code.TableAlreadyExists, check);
+    await svc.catalog.remove([entry], check);
     svc.tables.evict(entry.objectId);
   });
   return json({});

@@ -3,6 +3,7 @@
 import { PageQuery } from "../schemas/params.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { tableDir } from "../engine/versions.js";
+import { requestCommit } from "../engine/deadline.js";
 import { countTags, createTag, deleteTag, listTags, refError, tagBranch, tagVersion, updateTag, type RefNames } from "../engine/refs.js";
 import type { Entry } from "../catalog/catalog.js";
 import { SetTag, TagRef } from "../schemas/tag.js";
@@ -53,26 +54,26 @@ export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {
   return json({ version, ...withBranch(await tagBranch(tableDir(svc.tables.root, entry), body.tag)) });
 });
 
-export const createTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
+export const createTableTag = jsonOp(SetTag, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
   const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
   const dir = tableDir(svc.tables.root, entry);
   await creates(dir, async () => {
     requireRefRoom(entry.objectId, "tag", await countTags(dir), svc.config);
-    await onTags(svc, entry, names, (t) => createTag(t, body.tag, body.version));
+    await onTags(svc, entry, names, (t) => requestCommit(work, () => createTag(t, body.tag, body.version)));
   });
   return json({});
 });
 
-export const updateTableTag = jsonOp(SetTag, async ({ id, body, svc }) => {
+export const updateTableTag = jsonOp(SetTag, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
   const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
-  await onTags(svc, entry, names, (t) => updateTag(t, body.tag, body.version));
+  await onTags(svc, entry, names, (t) => requestCommit(work, () => updateTag(t, body.tag, body.version)));
   return json({});
 });
 
-export const deleteTableTag = jsonOp(TagRef, async ({ id, body, svc }) => {
+export const deleteTableTag = jsonOp(TagRef, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
-  await onTags(svc, entry, { tag: body.tag }, (t) => deleteTag(t, body.tag));
+  await onTags(svc, entry, { tag: body.tag }, (t) => requestCommit(work, () => deleteTag(t, body.tag)));
   return json({});
 });

@@ -69,7 +69,7 @@ const authoriseSource = (principal: Principal, def: ViewDefinition) => {
   if (def.source) authoriseObject(principal, def.source.table, "read", "source_query.table");
 };
 
-export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id, body, svc, principal }) => {
+export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id, body, svc, principal, work }) => {
   if (id.length === 0) throw invalid("id: a view id needs at least a view name");
   const { definition: def, schema } = defineView(body, svc.config);
   authoriseSource(principal, def);
@@ -95,7 +95,7 @@ export const createMaterializedView = jsonOp(CreateMaterializedView, async ({ id
   }
   // A view whose initial refresh the queue bounds refuse is not made either.
   if (body.with_no_data === false) svc.jobs.admit(id, principal.key);
-  const { entry, table } = await createEntry(svc, id, {}, make);
+  const { entry, table } = await createEntry(svc, id, {}, make, work);
   await svc.views.put({ id, location: entry.location!, definition: def, lastRefresh: null, definer: definerOf(principal) });
   const version = await tableVersion(table);
   if (body.with_no_data !== false) return json({ version }, 201);

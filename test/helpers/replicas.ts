@@ -12,6 +12,8 @@ import { ADMIN_KEY, removeDir, request, startQuiver, tempDataDir, type Caller, t
 
 /** The job lease the replicas run with: a replica that died gives its jobs up after this long. */
 export const JOB_LEASE_MS = 3000;
+/** The replicas share this host's clock: a tight bound, so a lease is taken over 1 s after its grace rather than 4 s. */
+export const MAX_CLOCK_SKEW_MS = 500;
 
 export interface ReplicaOptions {
   replicas: number;
@@ -53,7 +55,7 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   // The lease goes by environment: a replica that does not know the option yet ignores it, where an
   // unknown flag would stop its start.
   const start = (i: number, more?: string[]) =>
-    startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(JOB_LEASE_MS), ...opts.env } });
+    startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(JOB_LEASE_MS), QUIVER_MAX_CLOCK_SKEW_MS: String(MAX_CLOCK_SKEW_MS), ...opts.env } });
 
   beforeAll(async () => {
     if (opts.store === "azurite") {

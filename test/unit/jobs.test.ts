@@ -1,7 +1,8 @@
 // Job records and the job-kind registry, in process: the shared store (compare-and-swap changes,
 // exclusive slots, the earlier local log carried over) and the scheduler (per-kind limits,
 // progress, cancel, what a restart and a shutdown do to each kind), and two replicas on one store
-// (a cancel through the other, a live lease left alone, a lapsed one taken over).
+// (a cancel through the other, a live lease left alone, a lapsed one taken over, a holder whose
+// clock is behind, renewals while a look is held up).
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -112,6 +113,24 @@ function controlled(name: string, limit: number, interrupted: "resume" | "fail")
   return { kind, runs };
 }
 
+/** A kind whose runs go on until stopped, recording nothing. */
+function idle(name: string, limit: number) {
+  let running = 0;
+  const kind: JobKind = {
+    name,
+    limit,
+    interrupted: "resume",
+    async start() {
+      running++;
+      let end!: () => void;
+      const done = new Promise<void>((res) => (end = res));
+      return { done, stop: async () => end() };
+    },
+    describe: () => ({}),
+  };
+  return { kind, running: () => running };
+}
+
 const settle = () => new Promise((r) => setTimeout(r, 30));
 /** Retry `check` until it passes (the store writes in the background), for at most 10 s. */
 async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
@@ -128,8 +147,8 @@ async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000)
 const statusOf = async (jobs: Jobs, id: string) => (await jobs.get(id))!.status;
 const statuses = (jobs: Jobs, recs: JobRecord[]) => Promise.all(recs.map((r) => statusOf(jobs, r.id)));
 /** Jobs on the store in `dir` as replica `replica`, started as the server starts them once it listens. */
-async function started(dir: string, kinds: JobKind[], describeError: (e: unknown) => string, bounds: typeof BOUNDS, replica = "A", jobLeaseMs = 30_000): Promise<Jobs> {
-  const jobs = await openJobs(openSystemTables(dir, {}), dir, kinds, describeError, { ...bounds, replica, jobLeaseMs });
+async function started(dir: string, kinds: JobKind[], describeError: (e: unknown) => string, bounds: typeof BOUNDS, replica = "A", jobLeaseMs = 30_000, maxClockSkewMs = 0): Promise<Jobs> {
+  const jobs = await openJobs(openSystemTables(dir, {}), dir, kinds, describeError, { ...bounds, replica, jobLeaseMs, maxClockSkewMs });
   await jobs.start();
   return jobs;
 }
@@ -366,6 +385,58 @@ describe("two replicas on one store", () => {
     await eventually(async () => expect(await statusOf(jb, "x")).toBe("Succeeded"));
     await jb.close();
   });
+
+  it("a lease renewed by a replica whose clock is behind this one's (by less than --max-clock-skew-ms) is left alone; once its renewals stop it is taken over", async () => {
+    const dir = tempDir();
+    const store = await storeAt(dir);
+    // The holder's clock reads 900 ms behind this one: its leases look expired here as soon as written.
+    const behindMs = 900;
+    const leaseMs = 600;
+    const renewed = () => ({ replica: "behind", expires: Date.now() - behindMs + leaseMs });
+    await store.insert({ ...rec("x"), operation: "r", status: "Running", progress: { started: 1 }, lease: renewed() });
+    let renewing = true;
+    const holder = (async () => {
+      while (renewing) {
+        await store.update("x", (s) => (s.lease?.replica === "behind" ? { ...s, lease: renewed() } : undefined));
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    })();
+    const r = controlled("r", 1, "resume");
+    const jb = await started(dir, [r.kind], String, BOUNDS, "B", leaseMs, 1_000);
+    // Many looks of B (one per 150 ms poll), each seeing a lease past its expiry by this clock.
+    await new Promise((res) => setTimeout(res, 2_500));
+    renewing = false;
+    await holder;
+    expect(r.runs.has("x")).toBe(false);
+    expect((await jb.get("x"))?.lease?.replica).toBe("behind");
+    await eventually(async () => expect(await jb.get("x")).toMatchObject({ status: "Running", progress: { started: 2 }, lease: { replica: "B" } }));
+    r.runs.get("x")!.finish();
+    await eventually(async () => expect(await statusOf(jb, "x")).toBe("Succeeded"));
+    await jb.close();
+  }, 30_000);
+
+  it("a lease is renewed on time while its replica's look is held up taking 25 queued jobs, one after the other: the other replica takes nothing over", async () => {
+    const dir = tempDir();
+    const store = await storeAt(dir);
+    const leaseMs = 500;
+    // Queued a minute ago (due at once): A's first look claims all 25, a read and a commit each.
+    for (let i = 0; i < 25; i++) await store.insert({ ...rec(`q${i}`), operation: "q", createdAt: Date.now() - 60_000 });
+    // Left Running by A's previous run: A takes it back at once, in that same look, before the 25.
+    await store.insert({ ...rec("x"), operation: "a", status: "Running", lease: { replica: "A", expires: Date.now() + 3_000 } });
+    const b = controlled("a", 1, "resume");
+    const jb = await started(dir, [b.kind], String, BOUNDS, "B", leaseMs);
+    const a = controlled("a", 1, "resume");
+    const q = idle("q", 25);
+    // Its first look (awaited here) takes longer than a lease and its grace: renewals cannot wait for it.
+    const ja = await started(dir, [a.kind, q.kind], String, BOUNDS, "A", leaseMs);
+    await eventually(() => expect(q.running()).toBe(25));
+    await new Promise((res) => setTimeout(res, leaseMs));
+    expect(b.runs.has("x")).toBe(false);
+    expect(await ja.get("x")).toMatchObject({ status: "Running", lease: { replica: "A" } });
+    a.runs.get("x")!.finish();
+    await eventually(async () => expect(await statusOf(ja, "x")).toBe("Succeeded"));
+    await Promise.all([ja.close(), jb.close()]);
+  }, 60_000);
 
   it("a run that finished is never stopped while its end is being stored (an index build's stop drops the index it built)", async () => {
     const dir = tempDir();
