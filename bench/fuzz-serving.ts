@@ -23,7 +23,8 @@
 //   latest version in `x-quiver-min-version` (rows 7 and 11: freshness without it), while those
 //   after Quiver's own writes name none (acknowledged means visible). A maintenance job is another
 //   writer: one queued or running at Quiver's write, or made after it, may commit after it.
-// `--auto-maintenance off|on` is passed to the server (default on, the server's own default).
+// `--auto-maintenance off|on` is passed to the server (default on, the server's own default);
+// `--seconds S` starts no step after S seconds (the steps run are reported).
 import * as lancedb from "@lancedb/lancedb";
 import type { Table as ArrowTable, Schema, Field, DataType } from "apache-arrow";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -674,6 +675,8 @@ export interface RunOptions {
   /** Table names start with it (each run on a server its own). */
   prefix?: string;
   progress?: (done: number, result: RunResult) => void;
+  /** No step starts after this time (ms since the epoch): a long run bounded by a deadline. */
+  deadline?: number;
 }
 
 /** Runs the steps against a server; stops at the first difference. */
@@ -688,6 +691,7 @@ export async function runSteps(server: Server, opts: RunOptions): Promise<RunRes
     result.log.push(`setup: ${await create(st, setup, name, byQuiver)}`);
   }
   for (const i of opts.steps) {
+    if (opts.deadline !== undefined && Date.now() > opts.deadline) break;
     const r = stepRng(opts.seed, i);
     const op = opOf(r);
     const byQuiver = r() < 0.5;
@@ -775,6 +779,7 @@ async function main(): Promise<void> {
   const steps = only ? only.split(",").map(Number) : firstSteps(Number(arg("steps") ?? 1000));
   const searches = Number(arg("searches") ?? 2);
   const shrinkMs = Number(arg("shrink-seconds") ?? 900) * 1000;
+  const seconds = arg("seconds");
   const root = mkdtempSync(path.join(tmpdir(), "quiver-fuzz-"));
   const key = "fuzz-admin-key";
   const maintenance = arg("auto-maintenance");
@@ -787,12 +792,12 @@ async function main(): Promise<void> {
       seed,
       steps,
       searches,
+      deadline: seconds === undefined ? undefined : started + Number(seconds) * 1000,
       progress: (n, r) => {
-        if (n % 500 === 0) console.log(`${n} steps, ${r.searches} searches, ${((Date.now() - started) / 1000).toFixed(0)} s; paths ${JSON.stringify(r.paths)}`);
+        if (n % 100 === 0) console.log(`${n} steps, ${r.searches} searches, ${((Date.now() - started) / 1000).toFixed(0)} s; paths ${JSON.stringify(r.paths)}`);
       },
     });
-    const seconds = (Date.now() - started) / 1000;
-    console.log(JSON.stringify({ seed, autoMaintenance: maintenance ?? "on", steps: result.steps, searches: result.searches, differences: result.difference ? 1 : 0, seconds, loadavg: (await import("node:os")).loadavg(), paths: result.paths, ops: result.ops }));
+    console.log(JSON.stringify({ seed, autoMaintenance: maintenance ?? "on", steps: result.steps, searches: result.searches, differences: result.difference ? 1 : 0, seconds: (Date.now() - started) / 1000, loadavg: (await import("node:os")).loadavg(), paths: result.paths, ops: result.ops }));
     if (result.difference) {
       code = 1;
       console.log(describe(seed, steps.slice(0, steps.indexOf(result.difference.step) + 1), result));
