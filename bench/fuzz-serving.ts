@@ -21,7 +21,10 @@
 //   version before, it was answered at that one, as asked: seed 51's moved rows' old `_rowid`s);
 // - searches of a table another writer committed to since Quiver's last write name LanceDB's
 //   latest version in `x-quiver-min-version` (rows 7 and 11: freshness without it), while those
-//   after Quiver's own writes name none (acknowledged means visible).
+//   after Quiver's own writes name none (acknowledged means visible). A maintenance job is another
+//   writer: one queued or running at Quiver's write, or made after it, may commit after it.
+// `--auto-maintenance off|on` is passed to the server (default on, the server's own default);
+// `--seconds S` starts no step after S seconds (the steps run are reported).
 import * as lancedb from "@lancedb/lancedb";
 import type { Table as ArrowTable, Schema, Field, DataType } from "apache-arrow";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -135,6 +138,8 @@ interface State {
   nextId: number;
   nextName: number;
   otherWrote: Set<string>;
+  /** When Quiver's last write to each table was sent (a maintenance job made after it commits after it). */
+  wroteAt: Map<string, number>;
   /** Names a rename freed that a new table took. */
   reused: Set<string>;
 }
@@ -151,16 +156,45 @@ async function http(s: Server, p: string, body: unknown, headers: Record<string,
   return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
 }
 
+/** The table's maintenance jobs (newest first), as `/v1/jobs/list` answers them. */
+async function maintenanceJobs(st: State, table: string): Promise<{ status: string; created_at_millis: number }[]> {
+  const r = await http(st.server, "/v1/jobs/list", { table });
+  if (r.status !== 200) throw new Error(`jobs/list ${table}: ${r.status} ${Buffer.from(r.bytes).toString().slice(0, 200)}`);
+  return (JSON.parse(Buffer.from(r.bytes).toString()).jobs as { job_type: string; status: string; created_at_millis: number }[]).filter((j) => j.job_type === "maintenance");
+}
+
+const running = (j: { status: string }) => j.status === "Queued" || j.status === "Running";
+
+/**
+ * Whether a maintenance job (another process's commits to the test: a compaction, an index fold)
+ * may have committed to the table since Quiver's last write to it: one queued or running now, or
+ * one made after that write (`--auto-maintenance on` queues them after commits).
+ */
+async function maintainedSince(st: State, table: string): Promise<boolean> {
+  const since = st.wroteAt.get(table) ?? 0;
+  return (await maintenanceJobs(st, table)).some((j) => running(j) || j.created_at_millis >= since);
+}
+
 /** A Quiver write; a refusal is the step's outcome, a 5xx a difference. */
 async function quiver(st: State, table: string, op: string, body: unknown, qs = ""): Promise<string | undefined> {
+  // A commit of the request's own (not a job's, a rename's or a drop's).
+  const commits = !["optimize", "create_index", "rename", "drop"].includes(op);
+  // A maintenance job queued or running before the write may commit after it.
+  const busy = commits && (await maintenanceJobs(st, table)).some(running);
+  const sent = Date.now();
   const r = await http(st.server, `/v1/table/${table}/${op}${qs}`, body);
   if (r.status >= 500) throw new Difference500(`${op} answered ${r.status}: ${Buffer.from(r.bytes).toString().slice(0, 300)}`);
   if (r.status >= 300) return `refused ${r.status}: ${Buffer.from(r.bytes).toString().slice(0, 160)}`;
   // Quiver's own commit follows any other writer's: its answers from then on must be at least it.
   // Not a compaction or an index build: jobs, their answer no commit of the request's own; a
-  // compaction's job commits later, as another process (new `_rowid`s without stable row ids).
-  if (op === "optimize") st.otherWrote.add(table);
-  else if (op !== "create_index") st.otherWrote.delete(table);
+  // compaction's job commits later, as another process (new `_rowid`s without stable row ids, and
+  // an index fold that makes an index cover rows changes a search's default metric: seed 2 with
+  // --auto-maintenance off, step 122, a search after Quiver's insert compared at the fold's version).
+  if (op === "optimize" || busy) st.otherWrote.add(table);
+  else if (commits) {
+    st.otherWrote.delete(table);
+    st.wroteAt.set(table, sent);
+  }
   if (op === "create_index") await settle(st, JSON.parse(Buffer.from(r.bytes).toString()).transaction_id);
   return undefined;
 }
@@ -357,9 +391,12 @@ async function write(st: State, r: R, op: Op, byQuiver: boolean): Promise<string
       // Through Quiver: LanceDB's directory namespace client does not rename. Sometimes a new table
       // takes the old name, made through Quiver (LanceDB's namespace still finds the old name taken).
       const to = newName(st);
+      // The renamed table's jobs are listed under the name they were made for.
+      const carried = st.otherWrote.has(name) || (await maintainedSince(st, name));
       const refused = await quiver(st, name, "rename", { new_table_name: to });
       if (refused) return say(`to ${to}`, refused);
       st.tables[st.tables.indexOf(name)] = to;
+      if (carried) st.otherWrote.add(to);
       if (r() < 0.6) {
         if (st.tables.length >= 3) {
           const gone = st.tables.find((x) => x !== to)!;
@@ -556,6 +593,7 @@ async function search(st: State, r: R, name: string): Promise<{ body: Record<str
   }
   // Ties are compared at the version named: Quiver's own maintenance commits in the background (a
   // compaction moves rows' `_rowid`s), and without the token a search may be answered before it.
+  if (!st.otherWrote.has(name) && (await maintainedSince(st, name))) st.otherWrote.add(name);
   const named = st.otherWrote.has(name);
   // `_rowid` where the version is named (a compaction moves rows' `_rowid`s in the background).
   if (named && r() < 0.3) body.with_row_id = true;
@@ -637,12 +675,14 @@ export interface RunOptions {
   /** Table names start with it (each run on a server its own). */
   prefix?: string;
   progress?: (done: number, result: RunResult) => void;
+  /** No step starts after this time (ms since the epoch): a long run bounded by a deadline. */
+  deadline?: number;
 }
 
 /** Runs the steps against a server; stops at the first difference. */
 export async function runSteps(server: Server, opts: RunOptions): Promise<RunResult> {
   const prefix = opts.prefix ?? "f";
-  const st: State = { server, prefix, tables: [], nextId: 0, nextName: 0, otherWrote: new Set(), reused: new Set() };
+  const st: State = { server, prefix, tables: [], nextId: 0, nextName: 0, otherWrote: new Set(), wroteAt: new Map(), reused: new Set() };
   const result: RunResult = { steps: 0, searches: 0, paths: {}, ops: {}, log: [] };
   const setup = stepRng(opts.seed, -1);
   for (const byQuiver of [true, false]) {
@@ -651,6 +691,7 @@ export async function runSteps(server: Server, opts: RunOptions): Promise<RunRes
     result.log.push(`setup: ${await create(st, setup, name, byQuiver)}`);
   }
   for (const i of opts.steps) {
+    if (opts.deadline !== undefined && Date.now() > opts.deadline) break;
     const r = stepRng(opts.seed, i);
     const op = opOf(r);
     const byQuiver = r() < 0.5;
@@ -738,9 +779,11 @@ async function main(): Promise<void> {
   const steps = only ? only.split(",").map(Number) : firstSteps(Number(arg("steps") ?? 1000));
   const searches = Number(arg("searches") ?? 2);
   const shrinkMs = Number(arg("shrink-seconds") ?? 900) * 1000;
+  const seconds = arg("seconds");
   const root = mkdtempSync(path.join(tmpdir(), "quiver-fuzz-"));
   const key = "fuzz-admin-key";
-  const q = await startQuiver(root, key, process.argv.includes("--serving-off") ? ["--serving", "off"] : []);
+  const maintenance = arg("auto-maintenance");
+  const q = await startQuiver(root, key, [...(process.argv.includes("--serving-off") ? ["--serving", "off"] : []), ...(maintenance ? ["--auto-maintenance", maintenance] : [])]);
   const server = { url: q.url, root, key };
   const started = Date.now();
   let code = 0;
@@ -749,12 +792,12 @@ async function main(): Promise<void> {
       seed,
       steps,
       searches,
+      deadline: seconds === undefined ? undefined : started + Number(seconds) * 1000,
       progress: (n, r) => {
-        if (n % 500 === 0) console.log(`${n} steps, ${r.searches} searches, ${((Date.now() - started) / 1000).toFixed(0)} s; paths ${JSON.stringify(r.paths)}`);
+        if (n % 100 === 0) console.log(`${n} steps, ${r.searches} searches, ${((Date.now() - started) / 1000).toFixed(0)} s; paths ${JSON.stringify(r.paths)}`);
       },
     });
-    const seconds = (Date.now() - started) / 1000;
-    console.log(JSON.stringify({ seed, steps: result.steps, searches: result.searches, differences: result.difference ? 1 : 0, seconds, loadavg: (await import("node:os")).loadavg(), paths: result.paths, ops: result.ops }));
+    console.log(JSON.stringify({ seed, autoMaintenance: maintenance ?? "on", steps: result.steps, searches: result.searches, differences: result.difference ? 1 : 0, seconds: (Date.now() - started) / 1000, loadavg: (await import("node:os")).loadavg(), paths: result.paths, ops: result.ops }));
     if (result.difference) {
       code = 1;
       console.log(describe(seed, steps.slice(0, steps.indexOf(result.difference.step) + 1), result));

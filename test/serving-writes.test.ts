@@ -1,7 +1,7 @@
 // The serving index after every kind of write that is not a plain append, update or delete: a
 // rename and a new table under the old name, a restore, an overwrite with the same row count, and
-// another process's column changes and index replacement. After each, searches (with and without a
-// filter) answer the rows and values of LanceDB's exact search on the same data directory.
+// another process's column changes, index replacement and first index. After each, searches (with
+// and without a filter) answer the rows and values of LanceDB's exact search on the same data directory.
 import * as lancedb from "@lancedb/lancedb";
 import type { Table as EsmTable } from "apache-arrow";
 import path from "node:path";
@@ -24,6 +24,7 @@ const q = inProcessForFile(
       const db = await lancedb.connect(dataDir);
       const small = [...batches(SMALL, SMALL.rows)][0];
       for (const name of TABLES) await (await db.createTable(name, small)).createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2 }) });
+      await db.createTable("late", small);
     },
   },
   180_000,
@@ -155,5 +156,15 @@ describe("the serving index after writes that are not appends, updates or delete
     await expectExact("metric");
     await (await open("metric")).createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2, distanceType: "cosine" }), replace: true });
     await expectExact("metric", "cosine");
+  });
+
+  it("another process indexes a table searched without a vector index: the serving index answers it", async () => {
+    let path = "";
+    // Its first search looks for a vector index (not_built meanwhile).
+    for (let i = 0; i < 100 && path !== "engine; reason=not_indexed"; i++) path = (await answer("late", { vector: { single_vector: qs[0] } })).path;
+    expect(path).toBe("engine; reason=not_indexed");
+    await (await open("late")).createIndex("vector", { config: lancedb.Index.ivfPq({ numPartitions: 2, numSubVectors: 2 }) });
+    // Looked for again at the next version: before, it stayed LanceDB's for good.
+    await expectExact("late");
   });
 });

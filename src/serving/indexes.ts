@@ -102,6 +102,8 @@ interface TableState {
   started: Promise<void>;
   /** Whether LanceDB's vector index covered any row at `version` (it then gives a search its metric). */
   covers: { version: number; yes: boolean } | null;
+  /** The version found without a vector index (status `none`): at a later one it is looked for again. */
+  noneAt: number;
 }
 
 interface Plan extends AnswerPlan {
@@ -229,16 +231,20 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve(), covers: null };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve(), covers: null, noneAt: -1 };
     st.status = "checking";
     st.since = Date.now();
     states.set(dataOf(entry), st);
     let granted = 0;
     let key = "";
     st.started = (async () => {
+      const version = await tableVersion(table);
       const vectors = await vectorsOf(st, table);
       if (!enabled(entry)) return void (st.status = "disabled");
-      if (vectors.length === 0) return void (st.status = "none");
+      if (vectors.length === 0) {
+        st.noneAt = version;
+        return void (st.status = "none");
+      }
       st.vector = vectors[0];
       st.status = "building";
       const started = performance.now();
@@ -438,13 +444,15 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     try {
       // Read afresh: the cached handle's latest may be a version maintenance has removed since.
       const latest = await tables.open(st.entry, { fresh: true });
-      const t = await at(st.entry)(await tableVersion(latest));
+      const version = await tableVersion(latest);
+      const t = await at(st.entry)(version);
       // The vector index may have been replaced (another metric) or dropped since.
       const vectors = await vectorsOf(st, t);
       const vector = vectors.find((v) => v.column === st.vector!.column) ?? vectors[0];
       if (!vector) {
         drop(st);
         st.status = "none";
+        st.noneAt = version;
         return;
       }
       st.vector = vector;
@@ -594,6 +602,20 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     // Renamed: its opens and figures follow the name it has now.
     if (st) st.entry = entry;
     if (!st || ((st.status === "failed" || st.status === "memory" || st.status === "evicted" || st.status === "disabled") && Date.now() - st.since > RETRY_MS)) st = start(entry, table, st);
+    else if (st.status === "none") {
+      // Another process may have made a vector index since (this process's own index commits
+      // start the table again): looked for once a version. Never looked for again, the table
+      // stayed with LanceDB after a LanceDB client indexed it (seed 2 of the differential test).
+      const version = tables.knownVersion(entry.objectId, table) ?? (await tableVersion(table));
+      if (version !== st.noneAt) {
+        const found = (await vectorsOf(st, table)).length > 0;
+        // Another search may have started it meanwhile.
+        if (st.status === "none") {
+          if (found) st = start(entry, table, st);
+          else st.noneAt = version;
+        }
+      }
+    }
     st.searched = ++clock;
     if (st.status !== "ready" || !st.ix) {
       const reasons: Record<Status, string> = { checking: "not_built", building: "not_built", rebuilding: "rebuilding", ready: "not_built", memory: "memory", evicted: "evicted", disabled: "disabled", failed: "failed", none: "not_indexed" };
