@@ -113,6 +113,11 @@ export interface Jobs {
   all(of?: JobFilter): Promise<JobRecord[]>;
   /** Queued and Running records as of this replica's last look (at most a poll old), oldest first. */
   active(): JobRecord[];
+  /**
+   * A renamed table's Queued and Running records follow it to its new id: its data stays where it
+   * was, and a drop under the new name must find the jobs still writing there.
+   */
+  retarget(from: readonly string[], to: string[]): Promise<void>;
   /** Store the properties of `rec` (set through AlterTransaction); the record as stored after. */
   save(rec: JobRecord): Promise<JobRecord>;
   /**
@@ -693,6 +698,10 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     },
     get: (id) => store.read(id),
     all: (of) => store.readAll(of),
+    async retarget(from, to) {
+      const ids = (await store.readAll({ table: from, active: true })).map((r) => r.id);
+      if (ids.length > 0) await store.updateMany(ids, (s) => (isTerminal(s.status) || !sameId(s.table, from) ? undefined : { ...s, table: to }));
+    },
     active: () => store.mirrored().filter((r) => !isTerminal(r.status)).sort((a, b) => a.createdAt - b.createdAt),
     async save(rec) {
       return (await store.update(rec.id, (s) => ({ ...s, properties: rec.properties }))) ?? rec;

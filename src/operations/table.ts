@@ -279,6 +279,7 @@ export const renameTable = jsonOp(RenameTable, async ({ id, body, svc, principal
     // LanceDB cannot rename tables: the new id takes over the same data directory.
     await svc.catalog.insert({ ...entry, id: newId, objectId: objectIdOf(newId) }, Code.TableAlreadyExists, check);
     await svc.catalog.remove([entry], check);
+    await svc.jobs.retarget(id, newId);
     svc.tables.evict(entry.objectId);
   });
   return json({});
