@@ -22,7 +22,7 @@ it("a commit through an evicted handle is read by the next request, within the c
   const requestHandle = await tables.open(entry);
   tables.evict(entry.objectId);
   expect(await (await tables.open(entry)).countRows()).toBe(3);
-  const r = await tables.write(entry, null, { change: "insert", rows: 2 }, () => requestHandle.add(abRows(3, 2)));
+  const r = await tables.write(entry, null, { change: "insert", rows: 2, work: null }, () => requestHandle.add(abRows(3, 2)));
   expect(r.version).toBe(2);
   expect(await (await tables.open(entry)).countRows()).toBe(5);
   tables.plain.close();
@@ -37,7 +37,7 @@ it("so is one whose engine call does not say the version it made (an index drop)
   await requestHandle.createIndex("a");
   tables.evict(entry.objectId);
   expect((await (await tables.open(entry)).listIndices()).map((i) => i.name)).toEqual(["a_idx"]);
-  await tables.write(entry, null, { change: "index" }, () => requestHandle.dropIndex("a_idx"));
+  await tables.write(entry, null, { change: "index", work: null }, () => requestHandle.dropIndex("a_idx"));
   expect(await (await tables.open(entry)).listIndices()).toEqual([]);
   tables.plain.close();
   tables.namespaced.close();
