@@ -12,8 +12,8 @@ export const listTags = async (t: TableHandle) => (await t.tags()).list();
 export const tagVersion = async (t: TableHandle, tag: string) => (await t.tags()).getVersion(tag);
 /** Tags `version` of the branch `t` is on (LanceDB resolves it against the handle's branch). */
 export const createTag = async (t: TableHandle, tag: string, version: number) => (await t.tags()).create(tag, version);
-/** How many tags the table in `tableDir` holds: one listing of Lance's tag files, none read. */
-export const countTags = async (tableDir: string) => (await listNames(joinInside(tableDir, "_refs/tags"))).filter((n) => n.endsWith(".json")).length;
+/** How many of its tags the table in `tableDir` holds (replicas' serving pins not counted): one listing of Lance's tag files, none read. */
+export const countTags = async (tableDir: string) => (await listNames(joinInside(tableDir, "_refs/tags"))).filter((n) => n.endsWith(".json") && !isServingPin(n)).length;
 export const updateTag = async (t: TableHandle, tag: string, version: number) => (await t.tags()).update(tag, version);
 export const deleteTag = async (t: TableHandle, tag: string) => (await t.tags()).delete(tag);
 /**
@@ -24,6 +24,11 @@ export const deleteTag = async (t: TableHandle, tag: string) => (await t.tags())
 const SERVING_PIN = "quiver-serving-";
 export const servingPin = (replica: string) => SERVING_PIN + replica.replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 150);
 export const isServingPin = (tag: string) => tag.startsWith(SERVING_PIN);
+/** `tag`, unless it is a replica's serving pin, which a client may read but not create, move or delete (a pin a client moved or removed would hold the wrong version; one it made would be deleted by maintenance as a stale pin). */
+export function clientTag(tag: string): string {
+  if (isServingPin(tag)) throw invalid(`tag: ${JSON.stringify(tag)} starts with ${JSON.stringify(SERVING_PIN)}, the names Quiver's replicas hold their saved serving indexes' versions by; choose another name`);
+  return tag;
+}
 /** Moves `t` to the tagged version (a handle of its own: the cached one must not move). */
 export const checkoutTag = (t: TableHandle, tag: string) => t.checkout(tag);
 

@@ -4,7 +4,7 @@ import { PageQuery } from "../schemas/params.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
 import { tableDir } from "../engine/versions.js";
 import { requestCommit } from "../engine/deadline.js";
-import { countTags, createTag, deleteTag, listTags, refError, tagBranch, tagVersion, updateTag, type RefNames } from "../engine/refs.js";
+import { clientTag, countTags, createTag, deleteTag, listTags, refError, tagBranch, tagVersion, updateTag, type RefNames } from "../engine/refs.js";
 import type { Entry } from "../catalog/catalog.js";
 import { SetTag, TagRef } from "../schemas/tag.js";
 import type { Services } from "../services.js";
@@ -56,7 +56,7 @@ export const getTableTagVersion = jsonOp(TagRef, async ({ id, body, svc }) => {
 
 export const createTableTag = jsonOp(SetTag, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
-  const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
+  const names = { tag: clientTag(body.tag), version: body.version, branch: body.branch ?? undefined };
   const dir = tableDir(svc.tables.root, entry);
   await creates(dir, async () => {
     requireRefRoom(entry.objectId, "tag", await countTags(dir), svc.config);
@@ -67,13 +67,13 @@ export const createTableTag = jsonOp(SetTag, async ({ id, body, svc, work }) => 
 
 export const updateTableTag = jsonOp(SetTag, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
-  const names = { tag: body.tag, version: body.version, branch: body.branch ?? undefined };
+  const names = { tag: clientTag(body.tag), version: body.version, branch: body.branch ?? undefined };
   await onTags(svc, entry, names, (t) => requestCommit(work, () => updateTag(t, body.tag, body.version)));
   return json({});
 });
 
 export const deleteTableTag = jsonOp(TagRef, async ({ id, body, svc, work }) => {
   const entry = await requireTable(svc.catalog, id);
-  await onTags(svc, entry, { tag: body.tag }, (t) => requestCommit(work, () => deleteTag(t, body.tag)));
+  await onTags(svc, entry, { tag: clientTag(body.tag) }, (t) => requestCommit(work, () => deleteTag(t, body.tag)));
   return json({});
 });

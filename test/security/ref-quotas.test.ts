@@ -3,6 +3,7 @@
 // tags and --max-branches-per-table branches (a tenant: that times its tables). A create past the
 // bound is a 403 naming the quota and stores nothing; creates sent at once cannot pass it together.
 // The bounds are given as environment variables so the same test runs against a server without them.
+import * as lancedb from "@lancedb/lancedb";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { expect, it } from "vitest";
@@ -64,4 +65,29 @@ it("a table's third branch is refused with 403 naming the quota, and no branch d
   const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post("/v1/table/t/branches/create", { name: `race${i}` })));
   expect(answers.map((a) => a.status).sort()).toEqual([200, 403, 403, 403, 403, 403]);
   expect(await branches()).toHaveLength(2);
+});
+
+it("a replica's serving pin counts toward no quota, and a client can read it but not create, move or delete one (400 naming the tag)", async () => {
+  const held = await tags();
+  expect(held).toHaveLength(3);
+  // A pin as a replica leaves it at a shutdown (src/serving/store.ts), made here through LanceDB.
+  const pin = "quiver-serving-r1";
+  const db = await lancedb.connect(q.dataDir);
+  await (await (await db.openTable(path.basename(tableDir(), ".lance"))).tags()).create(pin, 1);
+  expect(tagFiles()).toContain(`${pin}.json`);
+
+  expect((await post("/v1/table/t/tags/delete", { tag: held[0] })).status).toBe(200);
+  expect((await post("/v1/table/t/tags/create", { tag: "after-pin", version: 1 })).status).toBe(200);
+  expectQuota(await post("/v1/table/t/tags/create", { tag: "one-more", version: 1 }), /already holds 3 tags/);
+
+  for (const [op, body] of [["create", { tag: "quiver-serving-mine", version: 1 }], ["update", { tag: pin, version: 1 }], ["delete", { tag: pin }]] as const) {
+    const r = await post(`/v1/table/t/tags/${op}`, body);
+    expect(r.status, `${op}: ${r.text}`).toBe(400);
+    expect(r.json.detail).toMatch(/^tag: .*quiver-serving-/);
+  }
+  expect(tagFiles()).toContain(`${pin}.json`);
+  expect(tagFiles()).not.toContain("quiver-serving-mine.json");
+  const read = await post("/v1/table/t/tags/version", { tag: pin });
+  expect(read.status, read.text).toBe(200);
+  expect(read.json.version).toBe(1);
 });
