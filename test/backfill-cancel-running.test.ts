@@ -4,14 +4,17 @@
 // code before ended each task by its own commit, then the backfill). Every task's process stops
 // before the answer, nothing commits after it, and the slots are free for the next job; a replica
 // killed during the cancel ends it at its restart, every record Canceled together.
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { sample } from "./helpers/metrics.js";
-import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { serverForFile, type Quiver } from "./helpers/quiver.js";
 import { expectCountsAsCommitted, settle, terminal } from "./helpers/transactions.js";
 
 vi.setConfig({ testTimeout: 300_000 });
 const ARGS = ["--workers", "2", "--backfill-tasks", "3", "--backfill-jobs", "3", "--auto-maintenance", "off"];
 const ROWS = 1200;
+// One server for the file: each test has a table of its own, and the first checks that the slots
+// are free again; the last kills it and restarts it on the same directory.
+const q = serverForFile({ args: ARGS });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const column = (name: string, udf: string) => ({
   new_columns: [{ name, virtual_column: { udf_backend: "js", udf, input_columns: ["x"], outputs: [{ column: name, data_type: { type: "int64" }, nullable: true }] } }],
@@ -59,19 +62,7 @@ async function runningSplit(q: Quiver, table: string): Promise<{ job: string; ta
 }
 
 describe("a cancel of a split backfill whose tasks run", () => {
-  const servers: Quiver[] = [];
-  const start = async (dataDir?: string) => {
-    const q = await startQuiver({ args: ARGS, dataDir });
-    servers.push(q);
-    return q;
-  };
-  afterAll(async () => {
-    for (const q of servers) await q.stop();
-    for (const dir of new Set(servers.map((q) => q.dataDir))) removeDir(dir);
-  });
-
   it("ends the backfill and every task in one commit, stops every task before the answer, commits nothing after, and frees the slots", async () => {
-    const q = await start();
     const { job, tasks, from } = await runningSplit(q, "run");
     // Every read of the records while the cancel goes on, and right after it.
     let watching = true;
@@ -105,7 +96,6 @@ describe("a cancel of a split backfill whose tasks run", () => {
   });
 
   it("a cancel of one task fails the backfill naming it, and the other tasks end with the backfill in one commit", async () => {
-    const q = await start();
     const { job, tasks } = await runningSplit(q, "one");
     const c = await q.call("POST", "/v1/jobs/cancel", { job_id: tasks[1] });
     expect(c.json, c.text).toMatchObject({ cancelled: true, status: "Canceled" });
@@ -122,18 +112,17 @@ describe("a cancel of a split backfill whose tasks run", () => {
   });
 
   it("killed during the cancel, the replica ends it at its restart: the backfill and every task Canceled together, nothing running, nothing committed", async () => {
-    const first = await start();
-    const { job, tasks } = await runningSplit(first, "kill");
+    const { job, tasks } = await runningSplit(q, "kill");
     // The cancel is asked; the replica dies before it is answered (its tasks may still be stopping).
-    const asked = first.call("POST", "/v1/jobs/cancel", { job_id: job }).catch(() => undefined);
+    const asked = q.call("POST", "/v1/jobs/cancel", { job_id: job }).catch(() => undefined);
     let requested = false;
     for (const end = Date.now() + 30_000; !requested && Date.now() < end; await sleep(20)) {
-      requested = (await first.call("POST", `/v1/transaction/${job}/describe`, {})).json.properties.cancel_requested_at !== undefined;
+      requested = (await q.call("POST", `/v1/transaction/${job}/describe`, {})).json.properties.cancel_requested_at !== undefined;
     }
     expect(requested).toBe(true);
-    await first.kill();
+    await q.kill();
     await asked;
-    const q = await start(first.dataDir);
+    await q.restart();
     const reads: Listed[][] = [];
     for (const end = Date.now() + 60_000; Date.now() < end; await sleep(20)) {
       const read = await list(q, "kill");
