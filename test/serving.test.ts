@@ -605,5 +605,7 @@ describe("restarts", () => {
     expect(await metricValue(q, "quiver_serving_build_seconds_count", { loaded: "true" })).toBeGreaterThanOrEqual(1);
     // The loaded index's row ids were mapped to its slots in a pool thread.
     expect(await metricValue(q, "quiver_pool_task_seconds_count", { task: "serving_rows" })).toBeGreaterThanOrEqual(1);
+    // Its saved bytes were read into the index memory in a pool thread too, not on the event loop.
+    expect(await metricValue(q, "quiver_pool_task_seconds_count", { task: "serving_load" })).toBeGreaterThanOrEqual(1);
   });
 });
