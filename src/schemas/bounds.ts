@@ -13,8 +13,12 @@ export const MAX_INT32 = 2 ** 31 - 1;
 export const SEARCH = {
   /** k + offset of a vector, full-text or hybrid search (a scan's k is a plain limit: no bound). */
   rows: 10_000,
-  /** Query vectors of one query (a multi_vector list); LanceDB adds them one by one, each copy of the list so far. */
-  queryVectors: 1_024,
+  /**
+   * Query vectors of one query (a multi_vector list). LanceDB adds them one by one on the event
+   * loop, each copying the list so far: 512 keep a whole query's main-thread time near 20 ms
+   * (1,024 took 30-50 ms, 4,096 over 370 ms for the adding alone; docs/limits.md).
+   */
+  queryVectors: 512,
   /** Candidates one search keeps over all its query vectors: max((k + offset) × refine_factor, ef) × vectors. */
   candidates: 1_000_000,
   /** Candidates HNSW keeps per query vector (its heaps and the answer are sized by it). */

@@ -134,14 +134,19 @@ export function createGraphMemory(p: GraphParams): WebAssembly.Memory {
   return memory;
 }
 
-/** A memory holding a saved index (its bytes as written by `usedBytes`), growable to `maxBytes`. */
-export function loadGraphMemory(bytes: Uint8Array, maxBytes: number): WebAssembly.Memory {
-  const head = new Int32Array(bytes.buffer, bytes.byteOffset, 16);
-  if (head[H.MAGIC] !== MAGIC || head[H.FORMAT] !== FORMAT || head[H.BUMP] !== bytes.byteLength) throw new Error("not a serving index of this format");
-  const pages = Math.ceil(bytes.byteLength / PAGE);
-  const memory = new WebAssembly.Memory({ initial: pages, maximum: Math.max(pages + 1, Math.min(MAX_PAGES, Math.floor(maxBytes / PAGE))), shared: true });
-  new Uint8Array(memory.buffer).set(bytes);
-  return memory;
+/**
+ * An empty memory for a saved index of `bytes` bytes (its `usedBytes`), growable to `maxBytes`: a
+ * pool thread reads the saved bytes into it (store.ts), then `checkSaved`.
+ */
+export function savedGraphMemory(bytes: number, maxBytes: number): WebAssembly.Memory {
+  const pages = Math.ceil(bytes / PAGE);
+  return new WebAssembly.Memory({ initial: pages, maximum: Math.max(pages + 1, Math.min(MAX_PAGES, Math.floor(maxBytes / PAGE))), shared: true });
+}
+
+/** Throws unless `memory` holds a saved index of this format whose bytes are `bytes` long. */
+export function checkSaved(memory: WebAssembly.Memory, bytes: number): void {
+  const head = new Int32Array(memory.buffer, 0, Math.min(16, memory.buffer.byteLength >> 2));
+  if (head[H.MAGIC] !== MAGIC || head[H.FORMAT] !== FORMAT || head[H.BUMP] !== bytes) throw new Error("not a serving index of this format");
 }
 
 export function graphOf(memory: WebAssembly.Memory): Graph {

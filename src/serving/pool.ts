@@ -9,9 +9,11 @@ import { LANES } from "./graph.js";
 import { recordPoolTask } from "../metrics.js";
 import type { FilterSource, Operand, ValueIndex } from "./predicate.js";
 import type { RowsAt } from "./row-slots.js";
-import type { ApplyTask, CalibrateTask, FoundRows, IndexRef, LinkTask, RowsTask, SearchQuery, SearchTask, ServingFilterTask } from "./thread.js";
+import type { ApplyTask, CalibrateTask, FoundRows, IndexRef, LinkTask, LoadTask, RowsTask, SearchQuery, SearchTask, ServingFilterTask } from "./thread.js";
 
 export interface ServingPool {
+  /** Read a saved index's file into its memory (store.ts, loadIndex), as the index's writer. */
+  load(task: LoadTask): Promise<void>;
   /** Write rows into an index (the caller keeps one writer at a time per index). */
   apply(task: ApplyTask): Promise<Applied>;
   /** Link written slots [from, to) of an index (tasks of one build run on every thread at once). */
@@ -127,6 +129,7 @@ export function createServingPool(threads: number, workerHeapMb?: number): Servi
   }
 
   return {
+    load: (task) => writerTask("servingLoad", "serving_load", task, []) as Promise<void>,
     apply: (task) => writerTask("servingApply", "serving_apply", task, task.batches.map((b) => b.buffer as ArrayBuffer)) as Promise<Applied>,
     link: (index, from, to) => laneTask("servingLink", "serving_link", (lane) => ({ index, lane, from, to })),
     calibrate: (index, sample, widths, version) => laneTask("servingCalibrate", "serving_calibrate", (lane) => ({ index, lane, sample, widths, version })),

@@ -6,10 +6,10 @@
 // the saved version is tagged (`servingPin`), so maintenance keeps it and every version after it
 // until the restart has brought the index forward (docs/design.md, Serving index).
 import { createHash } from "node:crypto";
-import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Entry } from "../catalog/catalog.js";
-import { loadGraphMemory, refresh, usedBytes } from "./graph.js";
+import { refresh, savedGraphMemory, usedBytes } from "./graph.js";
 import type { CachedColumn } from "./rows.js";
 import type { IndexedVectors } from "../engine/serving-source.js";
 import { createTag, deleteTag, listTags, servingPin, updateTag } from "../engine/refs.js";
@@ -59,9 +59,20 @@ export async function saveIndex(stateDir: string, ix: ServingIndex, committed: n
   ix.dirty = false;
 }
 
+/** The header of a saved index open as `fh`, and where its index bytes start; null if it is not one. */
+async function headerOf(fh: FileHandle): Promise<{ header: Header; at: number } | null> {
+  const head = Buffer.alloc(12);
+  await fh.read(head, 0, 12, 0);
+  if (head.toString("latin1", 0, 8) !== MAGIC) return null;
+  const json = Buffer.alloc(head.readUInt32LE(8));
+  await fh.read(json, 0, json.length, 12);
+  return { header: JSON.parse(json.toString("utf8")) as Header, at: Math.ceil((12 + json.length) / 8) * 8 };
+}
+
 /**
  * A saved index of `entry`'s column whose version still has commit time `committed(version)`, if
- * it fits `maxBytes` (its memory may later grow to `ceiling`); null otherwise.
+ * it fits `maxBytes` (its memory may later grow to `ceiling`); null otherwise. The main thread reads
+ * the header only; a pool thread reads the index bytes into their memory.
  */
 export async function loadIndex(
   pool: ServingPool,
@@ -74,20 +85,26 @@ export async function loadIndex(
   committed: (version: number) => Promise<number | null>,
 ): Promise<ServingIndex | null> {
   const file = fileOf(stateDir, dataOf(entry), column);
-  const bytes = await readFile(file).catch(() => null);
-  if (!bytes || bytes.toString("latin1", 0, 8) !== MAGIC) return null;
-  const length = bytes.readUInt32LE(8);
-  const header = JSON.parse(bytes.toString("utf8", 12, 12 + length)) as Header;
-  if (header.location !== entry.location || header.column !== column || (await committed(header.version)) !== header.committed) {
-    await rm(file, { force: true });
-    return null;
+  const fh = await open(file, "r").catch(() => null);
+  if (!fh) return null;
+  try {
+    const saved = await headerOf(fh);
+    if (!saved) return null;
+    const { header, at } = saved;
+    if (header.location !== entry.location || header.column !== column || (await committed(header.version)) !== header.committed) {
+      await rm(file, { force: true });
+      return null;
+    }
+    const bytes = (await fh.stat()).size - at;
+    if (bytes > maxBytes) return null;
+    const memory = savedGraphMemory(bytes, Math.max(maxBytes, ceiling));
+    await pool.load({ fd: fh.fd, at, bytes, memory });
+    const ix = indexOf(entry, column, header.metric, { key, memory, columns: header.columns }, header.names, header.version);
+    indexRows(ix, await pool.rows(ix.ref, ix.version));
+    return ix;
+  } finally {
+    await fh.close();
   }
-  const body = bytes.subarray(Math.ceil((12 + length) / 8) * 8);
-  if (body.byteLength > maxBytes) return null;
-  const memory = loadGraphMemory(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), Math.max(maxBytes, ceiling));
-  const ix = indexOf(entry, column, header.metric, { key, memory, columns: header.columns }, header.names, header.version);
-  indexRows(ix, await pool.rows(ix.ref, ix.version));
-  return ix;
 }
 
 /** Forget a table's saved index (the table was dropped, or its index is no longer wanted). */
@@ -103,13 +120,8 @@ export async function savedTables(stateDir: string): Promise<Set<string>> {
     const fh = await open(path.join(dir, n), "r").catch(() => null);
     if (!fh) continue;
     try {
-      const head = Buffer.alloc(12);
-      await fh.read(head, 0, 12, 0);
-      if (head.toString("latin1", 0, 8) !== MAGIC) continue;
-      const json = Buffer.alloc(head.readUInt32LE(8));
-      await fh.read(json, 0, json.length, 12);
-      const h = JSON.parse(json.toString("utf8")) as Header;
-      found.add(dataOf(h));
+      const saved = await headerOf(fh);
+      if (saved) found.add(dataOf(saved.header));
     } catch {
       continue;
     } finally {

@@ -1,11 +1,12 @@
-// Pool tasks of the serving index (src/serving/indexes.ts): writing rows into an index's shared memory
-// (one writer at a time per index), mapping its row ids to slots after a build or a load,
+// Pool tasks of the serving index (src/serving/indexes.ts): reading a saved index into its shared
+// memory, writing rows into it (one writer at a time per index), mapping its row ids to slots after a build or a load,
 // evaluating a filter over its records into a shared bitmap, and searching it (any number at
 // once), answering each search as the Arrow IPC file the engine would send, so the main thread
 // only passes bytes on.
+import { readSync } from "node:fs";
 import { BroadcastChannel } from "node:worker_threads";
 import { arrow } from "../engine/arrow.js";
-import { calibrationHits, connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "./graph.js";
+import { calibrationHits, checkSaved, connect, graphOf, link, refresh, rowIdOf, search, type Graph } from "./graph.js";
 import { concatNumbers } from "../util/typed-concat.js";
 import { moved } from "../util/moved.js";
 import { rowsAt, type RowsAt } from "./row-slots.js";
@@ -33,6 +34,27 @@ function viewOf(ix: IndexRef): Graph {
     views.set(ix.key, (g = graphOf(ix.memory)));
   }
   return g;
+}
+
+export interface LoadTask {
+  /** The saved index's file, open on the main thread (so the file checked there is the one read). */
+  fd: number;
+  /** Where its index bytes start, and how many there are. */
+  at: number;
+  bytes: number;
+  /** An empty memory of that size (graph.ts, savedGraphMemory). */
+  memory: WebAssembly.Memory;
+}
+
+/** Read a saved index's bytes straight into its memory and check them: O(bytes), off the event loop. */
+export function servingLoad(task: LoadTask): void {
+  const into = new Uint8Array(task.memory.buffer, 0, task.bytes);
+  for (let done = 0; done < task.bytes; ) {
+    const n = readSync(task.fd, into, done, task.bytes - done, task.at + done);
+    if (n === 0) throw new Error("serving index: its saved file ends early");
+    done += n;
+  }
+  checkSaved(task.memory, task.bytes);
 }
 
 export interface ApplyTask {

@@ -12,7 +12,7 @@ import { sample } from "../helpers/metrics.js";
 import { READ_KEY, serverForFile } from "../helpers/quiver.js";
 
 const SPEC = { rows: 500, dim: 16, rank: 4, seed: 11 };
-const qv = queryVectors(SPEC, 1024).map((v) => Array.from(v));
+const qv = queryVectors(SPEC, 512).map((v) => Array.from(v));
 
 const q = serverForFile({
   args: ["--serving", "off"],
@@ -31,10 +31,10 @@ describe("a large query body", () => {
     const before = await reads();
     const r = await query(body);
     expect(r.status, r.text).toBe(400);
-    expect(r.json.detail).toBe("vector.multi_vector: must NOT have more than 1024 items");
+    expect(r.json.detail).toBe("vector.multi_vector: must NOT have more than 512 items");
     expect(await reads()).toBe(before + 1);
     const flat = await query(`{"k":10,"vector":[${Array(55_000).fill("[0,0,0,0,0,0,0,1]").join(",")}]}`);
-    expect(flat.json.detail).toBe("vector: must NOT have more than 1024 items");
+    expect(flat.json.detail).toBe("vector: must NOT have more than 512 items");
   });
 
   it("at the bound is read in the pool and answers each vector's rows as a small query does", async () => {
@@ -44,8 +44,8 @@ describe("a large query body", () => {
     const r = await query(body);
     expect(r.status, r.text).toBe(200);
     expect(await reads()).toBe(before + 1);
-    expect(r.json).toHaveLength(3 * 1024);
-    for (const i of [0, 511, 1023]) {
+    expect(r.json).toHaveLength(3 * 512);
+    for (const i of [0, 255, 511]) {
       const one = await query({ k: 3, columns: ["id"], vector: { single_vector: qv[i] } });
       expect(ids(r.json, i)).toEqual(ids(one.json));
     }
@@ -58,16 +58,16 @@ describe("a large query body", () => {
   });
 
   it("with a bad vector is the same 400 naming the same field as a small body", async () => {
-    const many = qv.slice(0, 1000);
+    const many = qv.slice(0, 500);
     const pad = JSON.stringify(many).slice(1, -1);
     for (const [vector, detail] of [
-      [`{"multi_vector":[${pad},["x"]]}`, "vector.multi_vector[1000][0]: must be number"],
-      [`{"multi_vector":[${pad},[1,2]]}`, "vector.multi_vector[1000]: has 2 dimensions, vector.multi_vector[0] has 16"],
-      [`{"multi_vector":[${pad},[]]}`, "vector.multi_vector[1000]: must not be empty"],
-      [`{"multi_vector":[${pad},[1e400]]}`, "vector.multi_vector[1000][0]: a number outside the range of a 64-bit float"],
-      [`{"multi_vector":[${pad},[[1]]]}`, "vector.multi_vector[1000][0]: must be number"],
+      [`{"multi_vector":[${pad},["x"]]}`, "vector.multi_vector[500][0]: must be number"],
+      [`{"multi_vector":[${pad},[1,2]]}`, "vector.multi_vector[500]: has 2 dimensions, vector.multi_vector[0] has 16"],
+      [`{"multi_vector":[${pad},[]]}`, "vector.multi_vector[500]: must not be empty"],
+      [`{"multi_vector":[${pad},[1e400]]}`, "vector.multi_vector[500][0]: a number outside the range of a 64-bit float"],
+      [`{"multi_vector":[${pad},[[1]]]}`, "vector.multi_vector[500][0]: must be number"],
       [`{"single_vector":[${pad}]}`, "vector.single_vector[0]: must be number"],
-      [`{"single_vector":[${JSON.stringify(qv[0].concat(...qv.slice(1, 1000))).slice(1, -1)}],"multi_vector":[[1]]}`, "vector: provide single_vector or multi_vector, not both"],
+      [`{"single_vector":[${JSON.stringify(qv[0].concat(...qv.slice(1, 500))).slice(1, -1)}],"multi_vector":[[1]]}`, "vector: provide single_vector or multi_vector, not both"],
       [`{"single_vector":[${Array(20_000).fill(1).join(",")}]}`, null],
     ] as const) {
       const r = await query(`{"k":3,"vector":${vector}}`);
@@ -88,10 +88,10 @@ describe("a large explain_plan or analyze_plan body", () => {
     const before = await reads();
     const explain = await plan("explain_plan", `{"query":{"k":10,"vector":{"multi_vector":[${vectors}]}}}`);
     expect(explain.status, explain.text).toBe(400);
-    expect(explain.json.detail).toBe("query.vector.multi_vector: must NOT have more than 1024 items");
+    expect(explain.json.detail).toBe("query.vector.multi_vector: must NOT have more than 512 items");
     const analyze = await plan("analyze_plan", `{"k":10,"vector":[${vectors}]}`);
     expect(analyze.status, analyze.text).toBe(400);
-    expect(analyze.json.detail).toBe("vector: must NOT have more than 1024 items");
+    expect(analyze.json.detail).toBe("vector: must NOT have more than 512 items");
     expect(await reads()).toBe(before + 2);
   });
 

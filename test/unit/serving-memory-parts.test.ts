@@ -5,7 +5,7 @@
 import { expect, it } from "vitest";
 // From dist/: the index's records live in a memory whose kernel is dist/native/vectors.wasm.
 import { arrow } from "../../dist/src/engine/arrow.js";
-import { createGraphMemory, graphOf, loadGraphMemory, usedBytes } from "../../dist/src/serving/graph.js";
+import { checkSaved, createGraphMemory, graphOf, savedGraphMemory, usedBytes } from "../../dist/src/serving/graph.js";
 import { rowsAt } from "../../dist/src/serving/row-slots.js";
 import { applyBatch, columnLayout, knownOf } from "../../dist/src/serving/rows.js";
 import { figures, indexOf, indexRows } from "../../dist/src/serving/table-index.js";
@@ -47,12 +47,20 @@ it("counts the cached columns' fields and values apart from the index proper", (
   expect(a.columnBytes).toBeGreaterThan(values);
 });
 
+/** A memory holding saved bytes, as a load reads them into it (store.ts), checked. */
+function loaded(saved: Uint8Array): WebAssembly.Memory {
+  const memory = savedGraphMemory(saved.byteLength, 64 << 20);
+  new Uint8Array(memory.buffer).set(saved);
+  checkSaved(memory, saved.byteLength);
+  return memory;
+}
+
 it("builds a save from before the columns were counted again", () => {
   const ix = servingIndex(true);
   const saved = new Uint8Array(ix.graph.memory.buffer, 0, usedBytes(ix.graph)).slice();
   const counted = figures(ix).columnBytes;
-  expect(figures({ ...ix, graph: graphOf(loadGraphMemory(saved, 64 << 20)) }).columnBytes).toBe(counted);
+  expect(figures({ ...ix, graph: graphOf(loaded(saved)) }).columnBytes).toBe(counted);
   // Format 2 had no count of the columns' values.
   new Int32Array(saved.buffer)[1] = 2;
-  expect(() => loadGraphMemory(saved, 64 << 20)).toThrow("not a serving index of this format");
+  expect(() => loaded(saved)).toThrow("not a serving index of this format");
 });
