@@ -13,7 +13,9 @@ export const EXPRESSION_FAULT =
 /** Evaluated while scanning with a filter (as opposed to computing a value). */
 export const isFilterFault = (err: unknown) => /Error applying filter expression/.test(errorText(err));
 
-const NO_FIELD = /No field named (.+?)\. Valid fields/;
+// DataFusion ends the name with ". Valid fields are …", ". Did you mean '…'?" (a name close to it
+// exists), ". Column names are case sensitive …" or a bare ".".
+const NO_FIELD = /No field named (.+?)\.(?= |$)/;
 const unquote = (s: string) => s.replace(/^"(.*)"$/, "$1");
 
 const notFound = (what: string, name: string, table: string) =>

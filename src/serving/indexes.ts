@@ -234,6 +234,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve(), covers: null, noneAt: -1 };
     st.status = "checking";
     st.since = Date.now();
+    // Planned for the index this state held, at its version: the table may have another schema now
+    // (another process overwrote it, then indexed it again).
+    st.plans.clear();
     states.set(dataOf(entry), st);
     let granted = 0;
     let key = "";
@@ -700,13 +703,21 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /**
    * An answer from rows found whose columns the index does not cache: the columns are taken from
-   * the engine by row id (at the search's version: a take that ran at another is not used).
+   * the engine by row id (at the search's version: a take that ran at another is not used). The
+   * cached handle may move on meanwhile (a check for newer commits), to a version without a column
+   * the plan takes (another process's overwrite or drop): that take fails, and LanceDB answers at
+   * the new version (seed 3 of the differential test: 500 "No field named x53").
    */
   async function completed(table: TableHandle, version: number, plan: Plan, found: FoundRows): Promise<Uint8Array | null> {
     const schema = arrow.tableFromIPC(plan.schema).schema;
     const ids = [...new Set(found.rowIds)];
     const parts: import("apache-arrow").Table[] = [];
-    for await (const b of takeRows(table, ids, plan.take)) parts.push(arrow.tableFromIPC(b));
+    try {
+      for await (const b of takeRows(table, ids, plan.take)) parts.push(arrow.tableFromIPC(b));
+    } catch (err) {
+      if ((await tableVersion(table)) !== version) return null;
+      throw err;
+    }
     if ((await tableVersion(table)) !== version) return null;
     const rowOf = new Map<bigint, { t: number; i: number }>();
     parts.forEach((t, ti) => {
