@@ -390,7 +390,11 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const claiming = idempotency.claim(bucketOf(ctx.principal), key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
     const claim = await answerBy(w, claiming).catch((err: unknown) => {
       // A claim that comes after the answer is let go at once: it would hold its key from retries.
-      void claiming.then((c) => (c.kind === "new" ? c.keep(null) : undefined), () => undefined);
+      // Letting go can fail too (a store with too many writers): its row then lapses by itself, and
+      // the failure must not end the process as an unhandled rejection (seen on Azurite under load).
+      void claiming
+        .then((c) => (c.kind === "new" ? c.keep(null) : undefined), () => undefined)
+        .catch((e: unknown) => log.warn("idempotency claim not let go; it lapses by itself", { requestId: a.requestId, error: String(e) }));
       throw err;
     });
     if (claim.kind === "replay") return replayed(claim.answer, head);
