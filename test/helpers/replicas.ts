@@ -7,6 +7,7 @@
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { freePort, startHaproxy, type Checks, type Haproxy } from "../../bench/haproxy.js";
 import { startAzurite, type Azurite } from "./azurite.js";
+import { paced } from "./pace.js";
 import { processesRunning, processTable } from "./processes.js";
 import { ADMIN_KEY, removeDir, request, startQuiver, tempDataDir, type Caller, type Quiver } from "./quiver.js";
 
@@ -81,7 +82,8 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   bed.call = (method, p, body, headers) => request(bed.url + p, method, body, { "x-api-key": ADMIN_KEY, ...headers });
   bed.kill = async (i) => {
     await bed.replicas[i].kill();
-    await lb!.untilStatus(`r${i}`, (s) => s.startsWith("DOWN"));
+    // docs/haproxy.cfg's checks take a dead replica out after 3 failures 2 s apart.
+    await lb!.untilStatus(`r${i}`, (s) => s.startsWith("DOWN"), paced(15_000));
   };
   bed.stop = async (i) => {
     const code = await bed.replicas[i].stop();
@@ -91,7 +93,7 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   bed.restart = async (i, more) => {
     await bed.replicas[i].stop();
     bed.replicas[i] = await start(i, more);
-    await lb!.untilStatus(`r${i}`, (s) => s === "UP", 30_000);
+    await lb!.untilStatus(`r${i}`, (s) => s === "UP", paced(30_000));
   };
 
   // A failed test shows what the replicas logged (warnings and errors): a 500's cause is only there.
