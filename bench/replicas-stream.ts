@@ -1,4 +1,4 @@
-// Searches under a write stream on object storage: 3 Quiver replicas on one Azurite container
+// Searches under a write stream on object storage: 3 Quiver replicas (--replicas) on one Azurite container
 // (bench/azurite.ts) behind HAProxy (bench/haproxy.ts), automatic maintenance on, a table with an
 // IVF_PQ index whose serving index every replica has built. Then alternating phases of the
 // project's load tester (quiver-loadtest, open loop): "quiet", searches alone at --query-rate; and
@@ -7,7 +7,8 @@
 // search generator's own timeline, so inserts' latency never mixes into it; inserts' p99 from the
 // insert generator's. Printed: each phase's figures, the worst stream second's p99 against the
 // median quiet second's, and the inserts' p99.
-//   node dist/bench/replicas-stream.js [--rows 20000] [--dim 32] [--query-rate 45] [--insert-rate 5] [--seconds 20] [--rounds 2]
+// --replicas 1 shows what the replicas' commits to one table add.
+//   node dist/bench/replicas-stream.js [--rows 20000] [--dim 32] [--query-rate 45] [--insert-rate 5] [--seconds 20] [--rounds 2] [--replicas 3]
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,13 +29,14 @@ const { values } = parseArgs({
     "insert-rate": { type: "string", default: "5" },
     seconds: { type: "string", default: "20" },
     rounds: { type: "string", default: "2" },
+    replicas: { type: "string", default: "3" },
   },
 });
 const ROWS = Number(values.rows);
 const DIM = Number(values.dim);
 const SECONDS = Number(values.seconds);
 const ROUNDS = Number(values.rounds);
-const REPLICAS = 3;
+const REPLICAS = Number(values.replicas);
 const LOADTEST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../loadtest/cli.js");
 
 async function post(url: string, p: string, body: unknown): Promise<{ status: number; json: any; path: string | null }> {
@@ -93,9 +95,9 @@ try {
     const built = await post(lb.url, "/v1/table/t/create_index", { column: "vector", index_type: "IVF_PQ" });
     if (built.status !== 200) throw new Error(`create_index: ${built.status} ${JSON.stringify(built.json)}`);
     for (;;) {
-      const s = (await post(lb.url, `/v1/transaction/${built.json.transaction_id}/describe`, {})).json.status;
-      if (s === "Succeeded") break;
-      if (s !== "Queued" && s !== "Running") throw new Error(`index build ${s}`);
+      const d = (await post(lb.url, `/v1/transaction/${built.json.transaction_id}/describe`, {})).json;
+      if (d.status === "Succeeded") break;
+      if (d.status !== "Queued" && d.status !== "Running") throw new Error(`index build ${d.status}: ${JSON.stringify(d.properties)}`);
       await new Promise((res) => setTimeout(res, 250));
     }
     await untilServing(replicas);

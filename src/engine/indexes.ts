@@ -5,7 +5,7 @@
 import * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { ApiError, Code, invalid } from "../errors.js";
-import { errorText } from "./messages.js";
+import { errorText, isCommitConflict } from "./messages.js";
 
 /** Arrow type ids (apache-arrow `Type` enum); numbers, so either arrow copy's fields work. */
 const T = { Int: 2, Float: 3, Binary: 4, Utf8: 5, Bool: 6, Decimal: 7, Date: 8, Time: 9, Timestamp: 10, List: 12, FixedSizeBinary: 15, FixedSizeList: 16, Duration: 18, LargeBinary: 19, LargeUtf8: 20 } as const;
@@ -167,11 +167,24 @@ export interface IndexBuildSpec {
 }
 
 /**
+ * Tries of a build whose commit lost to another writer's that rewrote rows it covers (a compaction,
+ * automatic maintenance's included, committed while it trained): each try trains on the latest version.
+ */
+const BUILD_TRIES = 3;
+
+/**
  * Build index `name` on `column`; resolves when it is committed. With `replace`, an index of that
  * name is replaced in the same commit (queries use the old one until then).
  */
 export async function buildIndex(table: lancedb.Table, column: string, kind: string, params: IndexParams, name: string, replace = false): Promise<void> {
-  await table.createIndex(column, { config: engineIndex(kind, params), name, replace });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await table.createIndex(column, { config: engineIndex(kind, params), name, replace });
+    } catch (err) {
+      if (attempt >= BUILD_TRIES || !isCommitConflict(err)) throw err;
+      await table.checkoutLatest();
+    }
+  }
 }
 
 /** The upstream friendly type name of an engine index type (listIndices' `indexType`). */
