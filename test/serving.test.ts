@@ -449,7 +449,8 @@ describe("a name used again", () => {
     const db = await lancedb.connectNamespace("dir", { root });
     // Such an open cached a handle of the removed dataset, which the next table at the location was
     // read through (500: the old index's files not found). The window is the removal's length: tried
-    // in rounds, the old entry opened all through each drop, as searches in flight open it.
+    // in rounds, the old entry opened all through each drop, as searches in flight and the serving
+    // index's own work (its pin released after its first save: the flake's path) open it.
     await (await db.createTable("reopened", rows(SMALL, 0, 300), [])).createIndex("vector", ivf());
     for (let round = 1; round <= 12; round++) {
       expect((await search("reopened", { vector: { single_vector: v } })).status).toBe(200);
