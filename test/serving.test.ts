@@ -443,6 +443,30 @@ describe("a name used again", () => {
     expectSame(got, await exact("again", v));
     expect(await metricValue(q, "quiver_serving_index_rows", { table: "again" })).toBe(300);
   });
+
+  it("a search that named the table before its drop and opened it during the removal: the table made again is answered from its own data, never a 500", async () => {
+    const v = qsSmall[4];
+    const db = await lancedb.connectNamespace("dir", { root });
+    // Such an open cached a handle of the removed dataset, which the next table at the location was
+    // read through (500: the old index's files not found). The window is the removal's length: tried
+    // in rounds, the old entry opened all through each drop, as searches in flight and the serving
+    // index's own work (its pin released after its first save: the flake's path) open it.
+    await (await db.createTable("reopened", rows(SMALL, 0, 300), [])).createIndex("vector", ivf());
+    for (let round = 1; round <= 12; round++) {
+      expect((await search("reopened", { vector: { single_vector: v } })).status).toBe(200);
+      const entry = q.services.catalog.get(["reopened"])!;
+      let dropping = true;
+      const drop = post("reopened", "drop", {}).finally(() => (dropping = false));
+      while (dropping) {
+        await q.services.tables.open(entry).catch(() => null);
+        await new Promise((res) => setImmediate(res));
+      }
+      expect((await drop).status).toBe(200);
+      await (await db.createTable("reopened", rows(SMALL, 100_000 * round, 300), [])).createIndex("vector", ivf());
+      const got = await answer("reopened", { vector: { single_vector: v } });
+      expect((col(got.t, "id") as number[]).every((id) => id >= 100_000 * round), `round ${round}`).toBe(true);
+    }
+  });
 });
 
 describe("syncs behind maintenance", () => {

@@ -312,6 +312,11 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     async removeData(entry) {
       cache.delete(entry.objectId);
       if (entry.location) await removeTree(resolveLocation(root, entry.location));
+      // A read that named the table before the drop (a search in flight, the serving index releasing
+      // its pin after a save) may have opened it again during the removal: that handle holds the
+      // removed dataset's manifest, and a table made again at the location was read through it (500:
+      // the old index's files not found).
+      cache.delete(entry.objectId);
       for (const l of removed) l(entry);
     },
     onRemoved(listener) {
