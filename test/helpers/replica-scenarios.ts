@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { indexRows, rowsIpc } from "./index-data.js";
+import { paced } from "./pace.js";
 import { type Caller } from "./quiver.js";
 import { JOB_LEASE_MS, MAX_CLOCK_SKEW_MS, runningJobIn, type Replicas } from "./replicas.js";
 import { idNameRows, tableCalls } from "./tables.js";
@@ -534,9 +535,13 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
       const c = await bed.call("POST", "/v1/jobs/cancel", { job_id: job });
       expect(c.status, c.text).toBe(200);
       expect(c.json).toMatchObject({ cancelled: true, status: "Canceled" });
-      // Answered once everything stopped: nothing of it runs, and nothing more commits.
-      expect(runningJobIn(bed, "backfill.js")).toEqual([]);
+      // Answered once everything stopped: nothing more commits. A task's process ends with it, or,
+      // on a replica whose lease renewal the machine's load held past the lease (the cancel counts a
+      // lapsed lease as stopped: seen in CI at load 17), within the time a lapse takes; it commits
+      // nothing meanwhile (each commit asks its record first).
       const v = (await bed.replicas[0].call("POST", "/v1/table/cancel2/describe", {})).json.version;
+      for (const end = Date.now() + paced(JOB_LEASE_MS * 4); runningJobIn(bed, "backfill.js").length > 0 && Date.now() < end; ) await sleep(100);
+      expect(runningJobIn(bed, "backfill.js")).toEqual([]);
       await sleep(2000);
       expect((await bed.replicas[1].call("POST", "/v1/table/cancel2/describe", {})).json.version).toBe(v);
       await expectCountsAsCommitted(bed, "cancel2", job, "u", from);
