@@ -15,8 +15,8 @@ export const SEARCH = {
   rows: 10_000,
   /**
    * Query vectors of one query (a multi_vector list). LanceDB adds them one by one on the event
-   * loop, each copying the list so far: 512 keep a whole query's main-thread time near 20 ms
-   * (1,024 took 30-50 ms, 4,096 over 370 ms for the adding alone; docs/limits.md).
+   * loop, each copying the list so far: 512 keep a whole query's main-thread CPU near 30 ms
+   * (1,024 took 50-60 ms, 4,096 over 370 ms for the adding alone; docs/limits.md).
    */
   queryVectors: 512,
   /** Candidates one search keeps over all its query vectors: max((k + offset) × refine_factor, ef) × vectors. */
