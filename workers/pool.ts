@@ -11,6 +11,7 @@ import type { Config } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { isPlainIpc, normaliseIpc } from "../src/engine/ipc-in.js";
 import { jsonRowsTable, type JsonRowsBody, type RowsTarget } from "../src/engine/rows-in.js";
+import { schemaToIpc } from "../src/engine/schema-ipc.js";
 import { fromMessage, uploadOf, type Upload } from "../src/engine/upload.js";
 import { ApiError, Code } from "../src/errors.js";
 import { recordPoolTask } from "../src/metrics.js";
@@ -117,7 +118,7 @@ export function createWorkerPool(config: PoolConfig, bounds: Record<string, numb
       return upload ? uploadOf(table) : table;
     }
     const own = ownBuffer(body.bytes);
-    const task: JsonIngestTask = { body: { bytes: own, ndjson: body.ndjson }, to: { ...to, schema: to.schema && arrow.tableToIPC(new arrow.Table(to.schema), "stream") }, upload };
+    const task: JsonIngestTask = { body: { bytes: own, ndjson: body.ndjson }, to: { ...to, schema: to.schema && schemaToIpc(to.schema) }, upload };
     return decoded(await run<IngestReply>("ingestJson", task, [own.buffer as ArrayBuffer]));
   }
 

@@ -7,6 +7,7 @@ import { emptyIpcFile, ipcFile } from "./ipc-out.js";
 import { arrow } from "./arrow.js";
 import { rowEncoder } from "./json-rows.js";
 import { translateQueryError } from "./query-errors.js";
+import { readSchema } from "./schema-ipc.js";
 import { slicer } from "../util/turns.js";
 import { counted, msLeft, within, type Bound } from "./deadline.js";
 import { mostRows, type FtsSpec, type QuerySpec, type QueryVector } from "./query-spec.js";
@@ -104,7 +105,7 @@ const isVectorType = (t: FieldLike["type"]): boolean => {
  * TableColumnNotFound naming it. Returns the FTS-indexed default column resolver.
  */
 async function checkFields(table: lancedb.Table, s: QuerySpec, name: string): Promise<() => string> {
-  const fields = (await table.schema()).fields as unknown as FieldLike[];
+  const fields = (await readSchema(table)).fields as unknown as FieldLike[];
   for (const p of s.columnPaths) if (!META.has(p)) resolveFieldPath(fields, p, name, "column");
   for (const o of s.orderBy) resolveFieldPath(fields, o.column, name, "order_by column");
   if (s.vectorColumn !== null) {

@@ -5,6 +5,7 @@
 import type { Schema } from "apache-arrow";
 import * as lancedb from "@lancedb/lancedb";
 import { emptyIpcFile } from "./ipc-out.js";
+import { readSchema } from "./schema-ipc.js";
 import { nativeExecute, searchSchema } from "./query.js";
 import type { QuerySpec } from "./query-spec.js";
 import type { TableHandle } from "./tables.js";
@@ -25,7 +26,7 @@ const SINGLE = 1;
  * distance the serving index measures the same way (l2, cosine, dot; not hamming).
  */
 export async function indexedVectors(t: TableHandle): Promise<IndexedVectors[]> {
-  const schema = (await t.schema()) as unknown as Schema;
+  const schema = (await readSchema(t)) as unknown as Schema;
   const out: IndexedVectors[] = [];
   for (const ix of await t.listIndices()) {
     if (!/^(IVF|HNSW)/i.test(ix.indexType) || ix.columns.length !== 1) continue;
@@ -48,7 +49,7 @@ export async function indexCoversRows(t: TableHandle, column: string): Promise<b
   return !!ix && ((await t.indexStats(ix.name))?.numIndexedRows ?? 0) > 0;
 }
 
-export const schemaOf = async (t: TableHandle) => (await t.schema()) as unknown as Schema;
+export const schemaOf = async (t: TableHandle) => (await readSchema(t)) as unknown as Schema;
 
 /** Each engine buffer of a query's result, as a complete Arrow IPC file the caller may move. */
 async function* buffers(q: lancedb.Query | lancedb.TakeQuery): AsyncGenerator<Uint8Array> {

@@ -3,9 +3,10 @@
 import type { Bound } from "./deadline.js";
 import { rowsIn } from "./ipc-out.js";
 import { boundedExecute } from "./query.js";
+import { readSchema } from "./schema-ipc.js";
 import type { TableHandle } from "./tables.js";
 
-export const tableSchema = (t: TableHandle) => t.schema();
+export const tableSchema = readSchema;
 
 /** The version the handle holds. */
 export const tableVersion = (t: TableHandle) => t.version();

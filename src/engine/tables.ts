@@ -6,6 +6,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
 import { createCommits, type Change, type Commits } from "./commits.js";
+import { readSchema } from "./schema-ipc.js";
 import { beginCommit, type Work } from "./deadline.js";
 import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
 import { engineSession } from "./session.js";
@@ -289,12 +290,12 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     },
     async schemaOf(entry, t) {
       const c = cache.get(entry.objectId);
-      if (!c || c.table !== t || c.version < 0) return t.schema();
+      if (!c || c.table !== t || c.version < 0) return readSchema(t);
       // While a commit or a check moves the handle on, its version as last read names the schema
       // read before: the one a caller a moment earlier got, before the move was answered to anyone.
       const version = c.version;
       if (c.schema?.version === version) return c.schema.value;
-      const value = await t.schema();
+      const value = await readSchema(t);
       if (c.version === version) c.schema = { version, value };
       return value;
     },

@@ -7,6 +7,7 @@
 import type * as A from "apache-arrow";
 import { ownBuffer } from "../util/own-buffer.js";
 import { arrow } from "./arrow.js";
+import { schemaFromIpc, schemaToIpc } from "./schema-ipc.js";
 
 export interface Upload {
   /** The columns as sent. */
@@ -34,9 +35,9 @@ export function uploadOf(t: A.Table): Upload {
   return { schema: t.schema, numRows: t.numRows, nulls, nullBools, file: ownBuffer(arrow.tableToIPC(kept, "file")) };
 }
 
-export const toMessage = (u: Upload): UploadMessage => ({ ...u, schema: arrow.tableToIPC(new arrow.Table(u.schema), "stream") });
+export const toMessage = (u: Upload): UploadMessage => ({ ...u, schema: schemaToIpc(u.schema) });
 
-export const fromMessage = (m: UploadMessage): Upload => ({ ...m, schema: arrow.tableFromIPC(m.schema).schema });
+export const fromMessage = (m: UploadMessage): Upload => ({ ...m, schema: schemaFromIpc(m.schema) });
 
 /** The rows of an upload holding no all-null bool column, read in place (views of its file, no copy). */
 export const rowsOf = (u: Upload): A.Table => arrow.tableFromIPC(u.file);

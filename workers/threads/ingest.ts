@@ -8,6 +8,7 @@ import type * as A from "apache-arrow";
 import { Piscina } from "piscina";
 import { normaliseIpc } from "../../src/engine/ipc-in.js";
 import { arrow } from "../../src/engine/arrow.js";
+import { schemaFromIpc } from "../../src/engine/schema-ipc.js";
 import { jsonRowsTable, type DecodeLimits, type JsonRowsBody, type RowsTarget } from "../../src/engine/rows-in.js";
 import { ApiError } from "../../src/errors.js";
 import { expressionFault, type ExpressionLimits } from "../../src/schemas/expression.js";
@@ -29,7 +30,8 @@ export type IngestReply = Uint8Array | UploadMessage | Refusal;
 /** The upload of `t`, its buffers moved (each its own ArrayBuffer, written here). */
 function moveUpload(t: A.Table): IngestReply {
   const m = toMessage(uploadOf(t));
-  const owned = { ...m, schema: ownBuffer(m.schema) };
+  // A copy: the schema's bytes are kept for the next write of the same schema (schema-ipc.ts).
+  const owned = { ...m, schema: m.schema.slice() };
   return moved(owned, [owned.file.buffer, owned.schema.buffer]);
 }
 
@@ -60,7 +62,7 @@ export interface JsonIngestTask {
 
 export function ingestJson({ body, to, upload }: JsonIngestTask): IngestReply {
   try {
-    const table = jsonRowsTable(body, { ...to, schema: to.schema && arrow.tableFromIPC(to.schema).schema });
+    const table = jsonRowsTable(body, { ...to, schema: to.schema && schemaFromIpc(to.schema) });
     if (upload) return moveUpload(table);
     return Piscina.move(ownBuffer(arrow.tableToIPC(table, "stream"))) as Uint8Array;
   } catch (err) {
