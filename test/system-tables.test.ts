@@ -3,6 +3,7 @@
 // first write fails for the race (an open failed so, and the replica's Idempotency-Key answered 500).
 import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openClaims } from "../src/catalog/claims.js";
 import { openSystemTables } from "../src/engine/system-tables.js";
@@ -80,5 +81,48 @@ describe("claims of table directories being created", () => {
     release();
     await claims.close();
     expect(await claims.held()).toEqual(new Set());
+  });
+});
+
+describe("a repeated select", () => {
+  it("sees rows another process committed since (a second LanceDB connection on the same directory), and this one's own commits", async () => {
+    const root = tempDataDir();
+    dirs.push(root);
+    useStorageOptions({});
+    const table = await openSystemTables(root, {}).open("t", COLUMNS);
+    await table.upsert([{ key: "a", state: "new", doc: "{}" }]);
+    expect((await table.select("state = 'new'")).map((r) => r.key)).toEqual(["a"]);
+    expect((await table.select()).map((r) => r.key)).toEqual(["a"]);
+    const other = await (await lancedb.connect(path.join(root, ".system"))).openTable("t");
+    await other.add([{ key: "b", state: "new", doc: "{}" }]);
+    expect((await table.select("state = 'new'")).map((r) => r.key).sort()).toEqual(["a", "b"]);
+    await other.update({ where: "key = 'a'", values: { state: "done" } });
+    expect((await table.select("state = 'new'")).map((r) => r.key)).toEqual(["b"]);
+    await table.upsert([{ key: "c", state: "new", doc: "{}" }]);
+    expect((await table.select("state = 'new'")).map((r) => r.key).sort()).toEqual(["b", "c"]);
+    expect((await table.select()).map((r) => r.key).sort()).toEqual(["a", "b", "c"]);
+    other.close();
+  });
+
+  it("on an unchanged version answers with copies of its last answer: no caller's change reaches the next", async () => {
+    const root = tempDataDir();
+    dirs.push(root);
+    useStorageOptions({});
+    const table = await openSystemTables(root, {}).open("t", COLUMNS);
+    await table.upsert([{ key: "a", state: "new", doc: "{}" }]);
+    const first = await table.select("state = 'new'");
+    first[0].state = "changed by a caller";
+    first.push({ key: "b", state: "new", doc: null });
+    expect(await table.select("state = 'new'")).toEqual([{ key: "a", state: "new", doc: "{}" }]);
+  });
+
+  it("with a changing literal in its where text (a claim's expiry) keeps answering what the table holds", async () => {
+    const root = tempDataDir();
+    dirs.push(root);
+    useStorageOptions({});
+    const table = await openSystemTables(root, {}).open("t", [{ name: "expires", type: "number" as const }]);
+    await table.upsert([{ key: "a", expires: 100, doc: null }, { key: "b", expires: 200, doc: null }]);
+    for (let now = 0; now < 40; now++) expect((await table.select(`expires > ${now * 10}`)).map((r) => r.key).sort()).toEqual(["a", "b"].filter((k) => (k === "a" ? 100 : 200) > now * 10));
+    expect((await table.select("expires > 0")).map((r) => r.key).sort()).toEqual(["a", "b"]);
   });
 });

@@ -33,6 +33,8 @@ const KEEP_VERSIONS_MS = 10 * 60_000;
 /** How long a replica waits for the one that creates a table; past it, a creator is taken for dead. */
 const CREATOR_MS = 30_000;
 const WAIT_MS = 100;
+/** Where texts whose last answer a table keeps; few poll, and a where with a changing literal (`expires > <now>`) only pushes out the oldest. */
+const KEEP_ANSWERS = 8;
 
 export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
   const dir = joinPath(root, SYSTEM_DIR);
@@ -94,11 +96,27 @@ function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, 
       .catch(() => undefined)
       .finally(() => (compacting = null));
   };
+  // An idle replica polls the same selects (the jobs' active set each second): a version check
+  // (a manifest lookup under consistency interval 0) costs a tenth of a scan. An answer is kept
+  // under the version read before its scan; the scan reads that version or a later one, so it is
+  // served only while the table is still at that version, and never older than the table.
+  const answers = new Map<string, { version: number; rows: SystemRow[] }>();
+  const copies = (rows: SystemRow[]) => rows.map((r) => ({ ...r }));
   return {
-    async select(where) {
+    async select(where = "") {
+      const version = await table.version();
+      const kept = answers.get(where);
+      answers.delete(where);
+      if (kept?.version === version) {
+        answers.set(where, kept);
+        return copies(kept.rows);
+      }
       const q = table.query();
-      const rows = (await (where ? q.where(where) : q).toArray()) as SystemRow[];
-      return rows.map((r) => Object.fromEntries(names.map((n) => [n, r[n] ?? null])));
+      const read = (await (where ? q.where(where) : q).toArray()) as SystemRow[];
+      const rows = read.map((r) => Object.fromEntries(names.map((n) => [n, r[n] ?? null])));
+      answers.set(where, { version, rows });
+      if (answers.size > KEEP_ANSWERS) answers.delete(answers.keys().next().value!);
+      return copies(rows);
     },
     async upsert(rows) {
       if (rows.length === 0) return;
