@@ -120,11 +120,21 @@ export interface Tables {
   removeData(entry: Entry): Promise<void>;
   /** Be told of each table whose data is removed (a drop), after the removal. */
   onRemoved(listener: (entry: Entry) => void): void;
+  /**
+   * Whether this process removed a table's data at `location`. LanceDB's session keeps what it read
+   * of a dataset by its path and version, so a new dataset at that path was searched with the
+   * removed one's index (rows of another table answered, found by the differential test): a new
+   * table takes another location.
+   */
+  removedHere(location: string): boolean;
   /** Stop re-checking cached handles in the background. */
   close(): void;
   plain: lancedb.Connection;
   namespaced: lancedb.Connection;
 }
+
+/** Locations of removed tables remembered (`removedHere`). */
+const MAX_REMOVED_LOCATIONS = 65_536;
 
 export async function openTables(root: string, freshness: Freshness, objectStore: Record<string, string> = {}): Promise<Tables> {
   useStorageOptions(objectStore);
@@ -222,6 +232,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
   const commits = createCommits();
   const inFlight = new Map<string, number>();
   const removed: ((entry: Entry) => void)[] = [];
+  const removedLocations = new Set<string>();
 
   /** One commit in the table branch's turn, then the after-commit event (see `write`). */
   async function writeOf<T>(entry: Entry, branch: string | null | undefined, of: WriteOf, commit: () => Promise<T>): Promise<T> {
@@ -318,8 +329,15 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       // removed dataset's manifest, and a table made again at the location was read through it (500:
       // the old index's files not found).
       cache.delete(entry.objectId);
+      if (entry.location) {
+        removedLocations.add(entry.location);
+        // Bounded: by the time this many tables are dropped, the oldest's entries have long left
+        // the session's bounded caches.
+        if (removedLocations.size > MAX_REMOVED_LOCATIONS) removedLocations.delete(removedLocations.values().next().value!);
+      }
       for (const l of removed) l(entry);
     },
+    removedHere: (location) => removedLocations.has(location),
     onRemoved(listener) {
       removed.push(listener);
     },

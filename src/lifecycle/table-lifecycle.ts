@@ -74,7 +74,9 @@ async function claimLocation(deps: LifecycleDeps, id: readonly string[]): Promis
   // replicas racing to create `<name>.lance` there made one of them remove the winner's data on
   // its failure: there every table gets a random location (the catalog names it; LanceDB's
   // by-name layout is no help there, docs/configuration.md "Object storage").
-  for (let loc = newLocation(id, isRemote(deps.tables.root)); ; loc = newLocation(id, true)) {
+  // Nor where this process removed a table: its engine session would read the new one as the old.
+  const first = newLocation(id, isRemote(deps.tables.root));
+  for (let loc = deps.tables.removedHere(first) ? newLocation(id, true) : first; ; loc = newLocation(id, true)) {
     // Held before the directory exists, so reclaiming orphans never sees it unheld.
     const release = await deps.claims.hold(loc);
     if (await claim(resolveLocation(deps.tables.root, loc))) return { location: loc, release };
