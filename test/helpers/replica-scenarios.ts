@@ -137,9 +137,10 @@ export function createRace(bed: Replicas): void {
   });
 }
 
-/** 8 clients insert through the balancer at once; every acknowledged row is there, once. */
+/** 8 clients insert at once, spread over the replicas; every acknowledged row is there, once. */
 export function concurrentWrites(bed: Replicas): void {
-  it("writes from 8 clients through the balancer: every acknowledged row is present, none twice", async () => {
+  // Each client calls its replica directly: the balancer keeps a table's row writes on one replica.
+  it("writes from 8 clients spread over the replicas: every acknowledged row is present, none twice", async () => {
     expect((await bed.call("POST", "/v1/table/w8/create", idNameRows([-1]))).status).toBe(200);
     const acked: number[] = [];
     const failed: string[] = [];
@@ -147,7 +148,7 @@ export function concurrentWrites(bed: Replicas): void {
       range(0, 8).map(async (client) => {
         for (let k = 0; k < 10; k++) {
           const ids = range(client * 1000 + k * 5, 5);
-          const r = await bed.call("POST", "/v1/table/w8/insert", idNameRows(ids));
+          const r = await bed.replicas[client % bed.replicas.length].call("POST", "/v1/table/w8/insert", idNameRows(ids));
           if (r.status === 200) acked.push(...ids);
           else failed.push(`${r.status} ${r.text}`);
         }
@@ -568,4 +569,39 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
       await bed.restart(victim);
     }, 240_000);
   });
+}
+
+/**
+ * docs/haproxy.cfg sends a table's row writes to one replica while reads go round robin; once that
+ * replica is out of rotation, another one takes its place and keeps it after the first is back.
+ */
+export function rowWritesToOneReplica(bed: Replicas): void {
+  it("row writes to one table are answered by one replica, reads by every one; a stopped writer's place goes to another", async () => {
+    const T = "sticky1";
+    const { post } = tableCalls(bed);
+    const by = (r: { headers: Headers }) => r.headers.get("x-quiver-replica")!;
+    expect((await post(T, "create", idNameRows([0]))).status).toBe(200);
+    const writes = async (from: number) => {
+      const replies = [];
+      for (let id = from; id < from + 4; id++) replies.push(await post(T, "insert", idNameRows([id])));
+      replies.push(await post(T, "merge_insert", idNameRows([from]), "?on=id&when_matched_update_all=true&when_not_matched_insert_all=true"));
+      replies.push(await post(T, "update", { updates: [["name", "'u'"]], predicate: `id = ${from}` }));
+      replies.push(await post(T, "delete", { predicate: `id = ${from + 1}` }));
+      for (const r of replies) expect(r.status, r.text).toBe(200);
+      return new Set(replies.map(by));
+    };
+    const first = await writes(1);
+    expect([...first]).toHaveLength(1);
+    const reads = await Promise.all(range(0, 4 * bed.replicas.length).map(() => post(T, "count_rows")));
+    expect(new Set(reads.map(by)).size).toBe(bed.replicas.length);
+
+    const writer = Number([...first][0].slice(1));
+    await bed.stop(writer);
+    const moved = await writes(11);
+    expect([...moved]).toHaveLength(1);
+    expect([...moved][0]).not.toBe(`r${writer}`);
+    await bed.restart(writer);
+    expect([...(await writes(21))]).toEqual([...moved]);
+    expect(await idsOf(bed, T)).toEqual([0, 1, 3, 4, 11, 13, 14, 21, 23, 24]);
+  }, 120_000);
 }
