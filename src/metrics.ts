@@ -323,10 +323,10 @@ for (const kind of COMMIT_CONFLICTS) commitConflicts.inc({ kind }, 0);
  * tables (`system`) and the catalog (`catalog`); a combined group commit that failed, whose writes
  * were then committed one by one (`group_commit`, one per write).
  */
-const COMMIT_RETRIES = ["table", "system", "catalog", "group_commit"] as const;
+const COMMIT_RETRIES = ["table", "system", "catalog", "group_commit", "contention"] as const;
 const commitRetries = new Counter({
   name: "quiver_commit_retries_total",
-  help: "Commit attempts repeated after a failed or lost commit, by kind (table, system and catalog: LanceDB's merge-insert retries; group_commit: writes of a failed combined commit committed alone)",
+  help: "Commit attempts repeated after a failed or lost commit, by kind (table, system and catalog: LanceDB's merge-insert retries; group_commit: writes of a failed combined commit committed alone; contention: a write's commit tried again after the engine gave it up to other writers)",
   labelNames: ["kind"] as const,
   registers: [registry],
 });

@@ -23,6 +23,7 @@ import { beginCommit, type Work } from "./deadline.js";
 import { quoteIdent } from "./computed-columns.js";
 import { namedBranch, type Tables, type TableHandle } from "./tables.js";
 import { rowsOf, type Upload } from "./upload.js";
+import { isWriterContention } from "./messages.js";
 import { addFile, mergeRows, type MergeHow } from "./writes.js";
 
 /** A merge insert's answer to one writer. */
@@ -70,6 +71,9 @@ const shapeOf = (fields: A.Field[]) => fields.map((f) => `${f.name}:${String(f.t
 /** Thrown inside the write's turn when every writer of a group was answered before its commit: nothing is committed. */
 const NOTHING_LEFT = new Error("every writer of the group was answered before its commit");
 
+/** Tries of one write's commit the engine gave up on for contention (commitAlone). */
+const CONTENDED_TRIES = 3;
+
 /** Uploads' files of one schema joined into one, and the parts, which were moved to be joined (workers/pool.ts joinFiles). */
 export type JoinFiles = (parts: Uint8Array[]) => Promise<{ joined: Uint8Array; parts: Uint8Array[] }>;
 
@@ -84,14 +88,26 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
     return joined;
   }
 
-  /** One item in a commit of its own, queued behind the table's other writes. */
-  const commitAlone = <W, R>(entry: Entry, branch: string | null | undefined, kind: Kind<W, R>, item: W, work: Work | null): Promise<R> =>
-    tables
-      .write(entry, branch, { change: kind.change, rows: kind.rows(item), work }, async () => {
-        const answer = await kind.alone(item);
-        return { version: kind.versionOf(answer), answer };
-      })
-      .then((r) => r.answer);
+  /**
+   * One item in a commit of its own, queued behind the table's other writes. A commit the engine
+   * gave up on after its own retries for other writers' commits (about 30 s: replicas and
+   * maintenance committing to the table) was not applied, so it is tried again while its writer
+   * still waits (each try begins only within the request's deadline, tables.write), a few times.
+   */
+  async function commitAlone<W, R>(entry: Entry, branch: string | null | undefined, kind: Kind<W, R>, item: W, work: Work | null, tried = 0): Promise<R> {
+    for (let attempt = tried + 1; ; attempt++) {
+      try {
+        const r = await tables.write(entry, branch, { change: kind.change, rows: kind.rows(item), work }, async () => {
+          const answer = await kind.alone(item);
+          return { version: kind.versionOf(answer), answer };
+        });
+        return r.answer;
+      } catch (err) {
+        if (attempt >= CONTENDED_TRIES || !isWriterContention(err)) throw err;
+        recordCommitRetries("contention", 1);
+      }
+    }
+  }
 
   function submit<W, R>(entry: Entry, branch: string | null | undefined, key: string, kind: Kind<W, R>, item: W, work: Work | null): Promise<R> {
     return new Promise<R>((resolve, reject) => {
@@ -138,7 +154,13 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
     } catch (err) {
       close();
       if (err === NOTHING_LEFT) return;
-      if (group.length === 1) return group[0].reject(err);
+      if (group.length === 1) {
+        const [w] = group;
+        if (!isWriterContention(err)) return w.reject(err);
+        recordCommitRetries("contention", 1);
+        void commitAlone(entry, branch, kind, w.item, w.work, 1).then(w.resolve, w.reject);
+        return;
+      }
       // One batch may be what the engine refused: each goes on its own, and only its writer hears of its failure.
       recordCommitRetries("group_commit", group.length);
       for (const w of group) await commitAlone(entry, branch, kind, w.item, w.work).then(w.resolve, w.reject);

@@ -48,7 +48,7 @@ const KNOWN_FAULTS: { cause: (err: unknown) => string | null; reason: Unavailabl
     throttled: true,
   },
   {
-    cause: (err) => (isWriterContention(err) ? "too many concurrent writers to the same table (the catalog, for creates, drops and renames); retry" : null),
+    cause: (err) => (isWriterContention(err) ? "too many concurrent writers to the same table (other replicas' or maintenance commits; the catalog's, for creates, drops and renames); retry" : null),
     reason: "write_contention",
     retryAfterS: 1,
     level: "warn",
