@@ -23,7 +23,13 @@ export interface Principal {
  * sees: the credential's stable id with the namespaces it is limited to, never its display name
  * (API keys' labels, a token's `sub`, may repeat across keys and tenants).
  */
-export const bucketOf = (p: Pick<Principal, "key" | "prefixes">): string => JSON.stringify([p.key, p.prefixes]);
+export function bucketOf(p: Pick<Principal, "key" | "prefixes">): string {
+  let b = buckets.get(p);
+  if (b === undefined) buckets.set(p, (b = JSON.stringify([p.key, p.prefixes])));
+  return b;
+}
+/** Made once per principal (an API key's is the same frozen object every request), not a string a request. */
+const buckets = new WeakMap<Pick<Principal, "key" | "prefixes">, string>();
 
 export const isRole = (s: string): s is Role => s === "read" || s === "write" || s === "admin";
 

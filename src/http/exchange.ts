@@ -265,6 +265,16 @@ export async function sendStream(
 ): Promise<void> {
   if (x.aborted || x.done) return;
   x.done = true;
+  // An answer already whole in one small chunk (the serving index's): the one write the loop below
+  // would make, without its async iteration and closures (garbage of every search).
+  if (Array.isArray(chunks) && chunks.length === 1 && chunks[0].byteLength < FLUSH_BYTES) {
+    const only: Uint8Array = chunks[0];
+    x.res.cork(() => {
+      head(x, status, contentType, headers);
+      x.res.end(only);
+    });
+    return;
+  }
   let started = false;
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;

@@ -14,7 +14,7 @@ import { recordObjectStoreThrottled, type UnavailableReason } from "../metrics.j
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
-import { answerBy, type Deadline, type Work } from "../engine/deadline.js";
+import { answerBy, within, type Deadline } from "../engine/deadline.js";
 import type { Services } from "../services.js";
 import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
 import { isStoreThrottled, isWriterContention, storageFault } from "../engine/messages.js";
@@ -385,8 +385,11 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const head: Head = { status: 200, headers: { "x-request-id": a.requestId }, op: spec.name, context: ctx.context };
     const key = inc.headers["idempotency-key"];
     if (!takesSlot(spec)) return encode(await handle(spec, ctx), head);
-    const w: Work = ctx.work ?? { bound: { deadline: ctx.deadline, signal: null }, flag: "--query-timeout-ms", answered: false, commits: 0 };
-    if (key === undefined || ctx.work === null || ctx.principal === null) return encode(await answerBy(w, handle(spec, ctx)), head);
+    // A read begins no commit, so it is raced against its deadline alone (answerBy adds nothing to
+    // it but an async frame and a Work, both garbage of every search).
+    const w = ctx.work;
+    if (w === null) return encode(await within(handle(spec, ctx), { deadline: ctx.deadline, signal: null }), head);
+    if (key === undefined || ctx.principal === null) return encode(await answerBy(w, handle(spec, ctx)), head);
     const claiming = idempotency.claim(bucketOf(ctx.principal), key, { method: inc.method, path: a.route.path, query: inc.query, body: bytes });
     const claim = await answerBy(w, claiming).catch((err: unknown) => {
       // A claim that comes after the answer is let go at once: it would hold its key from retries.
@@ -489,15 +492,18 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     return min;
   }
 
-  /** Long expressions of a large JSON body, checked in the worker pool (their check is as long as they are); undefined for the rest. */
-  async function checkedAhead(a: Admitted, body: Record<string, unknown>, bytes: Uint8Array): Promise<ExpressionLimits["checked"]> {
-    if (bytes.length < CHECKED_AHEAD || !a.route.spec.op.validate) return undefined;
+  // The two steps below are a pool task for a large body only: the rest (every search's small
+  // body) get null at once, not a promise to await, which cost each request two turns and their garbage.
+
+  /** Long expressions of a large JSON body, checked in the worker pool (their check is as long as they are); null for the rest. */
+  function checkedAhead(a: Admitted, body: Record<string, unknown>, bytes: Uint8Array): Promise<ExpressionLimits["checked"]> | null {
+    if (bytes.length < CHECKED_AHEAD || !a.route.spec.op.validate) return null;
     const texts = longTexts(body);
-    return texts.length > 0 ? svc.pool.expressionFaults(texts, cfg) : undefined;
+    return texts.length > 0 ? svc.pool.expressionFaults(texts, cfg) : null;
   }
 
   /** A large query-shaped body (a query's, an explain's, an analyze's), parsed and validated in the worker pool with its vectors read into float32s; null for the rest. */
-  async function readAhead(a: Admitted, bytes: Uint8Array): Promise<QueryBodyRead | null> {
+  function readAhead(a: Admitted, bytes: Uint8Array): Promise<QueryBodyRead> | null {
     const at = QUERY_BODIES[a.route.spec.name];
     if (bytes.length < READ_AHEAD || at === undefined) return null;
     return svc.pool.queryBody(ownBuffer(bytes), at, cfg);
@@ -509,13 +515,15 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
     const held: { release?: () => void } = {};
     try {
       const bytes = await body$;
-      const read = await readAhead(a, bytes);
+      const reading = readAhead(a, bytes);
+      const read = reading && (await reading);
       const body = read?.body ?? (a.route.spec.op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {});
       const principal = await callerOf(a, body);
       if (principal !== null) limit(principal, held);
       checkBodyId(a.target.id, body);
       const minVersion = await versionToken(a, inc.headers[MIN_VERSION_HEADER]);
-      const checked = await checkedAhead(a, body, bytes);
+      const checking = checkedAhead(a, body, bytes);
+      const checked = checking ? await checking : undefined;
       const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context, minVersion, checked, read), bytes);
       if (held.release) out.release = held.release;
       return out;

@@ -12,7 +12,7 @@ import { arrow } from "../engine/arrow.js";
 import type { Schema } from "apache-arrow";
 import { isVersionMissing } from "../engine/messages.js";
 import { jsonAnswer } from "../engine/query.js";
-import type { QuerySpec } from "../engine/query-spec.js";
+import type { QuerySpec, QueryVector } from "../engine/query-spec.js";
 import { calibration, slotCount, tombstones } from "./graph.js";
 import { mappedRows } from "./row-slots.js";
 import { columnLayout, takenAnswer, type AnswerPlan, type Source } from "./rows.js";
@@ -115,6 +115,19 @@ interface Plan extends AnswerPlan {
 }
 
 const MIB = 1 << 20;
+/**
+ * Whether every query vector has the index's dimension and values float32 holds: one it cannot is
+ * LanceDB's to answer (its distances are NaN, its rows still k). A plain loop: `some` with a
+ * callback boxed each of a search's numbers, garbage of every search.
+ */
+function searchable(vectors: QueryVector[], dim: number): boolean {
+  for (const v of vectors) {
+    if (v.length !== dim) return false;
+    for (let i = 0; i < dim; i++) if (!Number.isFinite(Math.fround(v[i]))) return false;
+  }
+  return true;
+}
+
 /** Most rows (k + offset) a search answered from the index may ask for. */
 const MOST_ROWS = 10_000;
 /** A failed or over-budget table is looked at again after this long. */
@@ -585,13 +598,22 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   /**
    * The metric LanceDB ranks a search without distance_type by (docs/design.md): the index's where
    * it searches with the index, L2 where it measures every row (an exact search, or an index that
-   * covers none of the rows left).
+   * covers none of the rows left). Known without a turn of the event loop where it can be (an L2
+   * index, or its coverage read at this version already): a promise awaited by every search was
+   * part of the main thread's garbage a search (docs/performance.md).
    */
-  async function defaultMetric(st: TableState, entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<string> {
+  function defaultMetric(st: TableState, entry: Entry, table: TableHandle, spec: QuerySpec, at: At): string | Promise<string> {
     const ix = st.ix!;
     if (spec.bypassVectorIndex) return "l2";
     if (ix.metric === "l2") return ix.metric;
-    const version = at.version ?? tables.knownVersion(entry.objectId, table) ?? (await tableVersion(table));
+    const version = at.version ?? tables.knownVersion(entry.objectId, table);
+    if (version !== null && st.covers?.version === version) return st.covers.yes ? ix.metric : "l2";
+    return coveredMetric(st, table, version);
+  }
+
+  async function coveredMetric(st: TableState, table: TableHandle, known: number | null): Promise<string> {
+    const ix = st.ix!;
+    const version = known ?? (await tableVersion(table));
     if (st.covers?.version !== version) st.covers = { version, yes: await indexCoversRows(table, ix.column) };
     return st.covers.yes ? ix.metric : "l2";
   }
@@ -627,9 +649,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     const ix = st.ix;
     const column = spec.vectorColumn ?? (st.vectorColumns.length === 1 ? st.vectorColumns[0] : null);
     if (column !== ix.column) return { reason: "option:vector_column" };
-    if ((spec.distanceType ?? (await defaultMetric(st, entry, table, spec, at))) !== ix.metric) return { reason: "option:distance_type" };
-    // A value float32 cannot hold is LanceDB's to answer (its distances are NaN, its rows still k).
-    if (spec.vectors.some((v) => v.length !== ix.graph.dim || v.some((x) => !Number.isFinite(Math.fround(x))))) return { reason: "option:vector" };
+    const metric = spec.distanceType ?? defaultMetric(st, entry, table, spec, at);
+    if ((typeof metric === "string" ? metric : await metric) !== ix.metric) return { reason: "option:distance_type" };
+    if (!searchable(spec.vectors, ix.graph.dim)) return { reason: "option:vector" };
     if (ix.remapped) {
       await ix.remapped;
       return route(entry, table, spec, at);
