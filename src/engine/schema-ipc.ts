@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type * as A from "apache-arrow";
 import { arrow } from "./arrow.js";
-import type { TableHandle } from "./tables.js";
+import type * as lancedb from "@lancedb/lancedb";
 
 /** Schemas decoded lately, by their bytes' digest; a handful of tables write at once. */
 const KEEP_DECODED = 32;
@@ -38,7 +38,7 @@ interface NativeSchema {
 }
 
 /** `t`'s schema, as its `schema()` answers it, decoded as `schemaFromIpc` decodes. */
-export async function readSchema(t: TableHandle): Promise<A.Schema> {
+export async function readSchema(t: lancedb.Table): Promise<A.Schema> {
   const inner = (t as unknown as { inner?: Partial<NativeSchema> }).inner;
   if (typeof inner?.schema !== "function") return (await t.schema()) as unknown as A.Schema;
   return schemaFromIpc(await inner.schema());
