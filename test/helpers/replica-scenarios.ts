@@ -305,7 +305,9 @@ export function backfillTakeover(bed: Replicas): void {
     const [owner] = owners;
     await bed.kill(owner);
     const killedAt = Date.now();
-    // Another replica starts running it once the dead one's lease has expired, a third of a lease and twice the skew bound after.
+    // Another replica starts running it once the dead one's lease has expired, a third of a lease and twice the skew bound after;
+    // the 5 s for its look at the records and its job process's start scale with the machine's load (10.1 s seen at load 42).
+    const within = (JOB_LEASE_MS * 4) / 3 + 2 * MAX_CLOCK_SKEW_MS + paced(5000);
     for (;;) {
       const runners = runningJobIn(bed, "backfill.js");
       if (runners.length) {
@@ -313,7 +315,7 @@ export function backfillTakeover(bed: Replicas): void {
         expect(runners[0]).not.toBe(owner);
         break;
       }
-      expect(Date.now() - killedAt, "no replica took the job over").toBeLessThan((JOB_LEASE_MS * 4) / 3 + 2 * MAX_CLOCK_SKEW_MS + 5000);
+      expect(Date.now() - killedAt, "no replica took the job over").toBeLessThan(within);
       await sleep(50);
     }
     const done = await settle(bed, job, 60_000);
