@@ -208,6 +208,109 @@ export async function versionOperation(tableDir: string, version: number, branch
   return null;
 }
 
+/** A varint read whole as a BigInt (a deletion file's id is a random u64, past a double's precision). */
+function bigVarint(b: Buffer, p: number): bigint {
+  let v = 0n;
+  for (let shift = 0n; ; shift += 7n) {
+    const byte = b[p++];
+    v |= BigInt(byte & 0x7f) << shift;
+    if (!(byte & 0x80)) return v;
+  }
+}
+
+// Fields of Manifest, DataFragment, DataFile, DeletionFile, IndexSection and IndexMetadata
+// (protos/table.proto in Lance's repository). A file with a base_id lies outside the table
+// directory (a shallow clone's source): not looked for here.
+const FRAGMENTS = 2;
+const INDEX_SECTION = 6;
+const FRAGMENT_ID = 1;
+const FRAGMENT_FILES = 2;
+const FRAGMENT_DELETION = 3;
+const FILE_PATH = 1;
+const FILE_BASE_ID = 7;
+const DELETION_TYPE = 1;
+const DELETION_READ_VERSION = 2;
+const DELETION_ID = 3;
+const DELETION_BASE_ID = 7;
+const DELETION_BITMAP = 1n;
+const INDEXES = 1;
+const INDEX_UUID = 1;
+const INDEX_FILES = 10;
+const INDEX_BASE_ID = 9;
+
+/**
+ * What a version reads, relative to the table directory: its fragments' data and deletion files
+ * (`_deletions/{fragment}-{read_version}-{id}.{arrow|bin}`, Lance's naming) and the directories of
+ * its indexes that have files. Null when it has no manifest.
+ */
+async function versionFiles(tableDir: string, version: number): Promise<string[] | null> {
+  const m = await readManifest(tableDir, version);
+  if (!m) return null;
+  const out: string[] = [];
+  let indexSection: number | null = null;
+  for (const f of protoFields(m.bytes, m.from, m.to)) {
+    if (f.field === INDEX_SECTION) indexSection = f.value;
+    if (f.field !== FRAGMENTS) continue;
+    let id = 0n;
+    for (const g of protoFields(m.bytes, f.at, f.at + f.value)) {
+      if (g.field === FRAGMENT_ID) id = bigVarint(m.bytes, g.at);
+      else if (g.field === FRAGMENT_FILES) {
+        let file = "";
+        let elsewhere = false;
+        for (const h of protoFields(m.bytes, g.at, g.at + g.value)) {
+          if (h.field === FILE_PATH) file = m.bytes.toString("utf8", h.at, h.at + h.value);
+          else if (h.field === FILE_BASE_ID) elsewhere = true;
+        }
+        if (file && !elsewhere) out.push(`data/${file}`);
+      } else if (g.field === FRAGMENT_DELETION) {
+        // Every field a varint; proto3 leaves out zeros.
+        const d = new Map<number, bigint>();
+        for (const h of protoFields(m.bytes, g.at, g.at + g.value)) d.set(h.field, bigVarint(m.bytes, h.at));
+        const name = `${id}-${d.get(DELETION_READ_VERSION) ?? 0n}-${d.get(DELETION_ID) ?? 0n}.${d.get(DELETION_TYPE) === DELETION_BITMAP ? "bin" : "arrow"}`;
+        if (!d.has(DELETION_BASE_ID)) out.push(`_deletions/${name}`);
+      }
+    }
+  }
+  if (indexSection !== null) {
+    const from = indexSection + 4;
+    for (const ix of protoFields(m.bytes, from, from + m.bytes.readUInt32LE(indexSection))) {
+      if (ix.field !== INDEXES) continue;
+      let uuid = "";
+      let hasFiles = false;
+      let elsewhere = false;
+      for (const g of protoFields(m.bytes, ix.at, ix.at + ix.value)) {
+        if (g.field === INDEX_UUID) for (const u of protoFields(m.bytes, g.at, g.at + g.value)) uuid = m.bytes.toString("hex", u.at, u.at + u.value);
+        else if (g.field === INDEX_FILES) hasFiles = true;
+        else if (g.field === INDEX_BASE_ID) elsewhere = true;
+      }
+      if (uuid.length === 32 && hasFiles && !elsewhere) out.push(`_indices/${uuid.slice(0, 8)}-${uuid.slice(8, 12)}-${uuid.slice(12, 16)}-${uuid.slice(16, 20)}-${uuid.slice(20)}`);
+    }
+  }
+  return out;
+}
+
+/** What a table directory holds, listed once for checks of several versions. */
+export type StoredFiles = Set<string>;
+
+/** The names under the table's data, deletion and index directories, relative to it. */
+export async function storedFiles(tableDir: string): Promise<StoredFiles> {
+  const out: StoredFiles = new Set();
+  for (const sub of ["data", "_deletions", "_indices"]) for (const n of await listNames(joinInside(tableDir, sub))) out.add(`${sub}/${n.replace(/\/$/, "")}`);
+  return out;
+}
+
+/**
+ * The first file of `version` on main that is no longer stored, or null (all there, or no manifest:
+ * the caller's "not found"). A cleanup removes the files only old versions read before it removes
+ * their manifests (Lance's order), so a cleanup stopped or still running in between leaves versions
+ * listed that cannot be read; reading one fails on a data file, and restoring one makes a latest
+ * version that cannot be read. Only main's versions are read here. `stored` comes from
+ * storedFiles, listed after the version was listed (a file a later commit wrote is not missed).
+ */
+export async function goneFile(tableDir: string, version: number, stored: StoredFiles): Promise<string | null> {
+  return (await versionFiles(tableDir, version))?.find((f) => !stored.has(f)) ?? null;
+}
+
 /** `scheme://bucket` of an object-store URI. */
 const BUCKET = /^[a-z0-9]+:\/\/[^/]+/i;
 

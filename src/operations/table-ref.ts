@@ -8,6 +8,7 @@ import { errorText } from "../engine/messages.js";
 import { refError } from "../engine/refs.js";
 import { tableVersion } from "../engine/table-info.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
+import { goneFile, storedFiles, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { viewOf } from "../compute/views.js";
 import type { Services } from "../services.js";
@@ -30,14 +31,28 @@ export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<
   const version = at.version ?? undefined;
   const branch = namedBranch(at.branch);
   if (version !== undefined) svc.readLeases.touch(entry.location ?? entry.objectId, branch ?? null, version);
+  let table: TableHandle;
   try {
-    return await svc.tables.open(entry, { version, branch, minVersion: at.minVersion });
+    table = await svc.tables.open(entry, { version, branch, minVersion: at.minVersion });
   } catch (err) {
     const ref = refError(err, { table: entry.objectId, branch, version });
     if (ref) throw ref;
     if (/was not found|Not found/.test(errorText(err))) throw (await declaredOnly(svc, entry)) ?? tableNotFound(entry.id);
     throw err;
   }
+  if (version !== undefined && !branch) await requireReadable(svc, entry, version);
+  return table;
+}
+
+/**
+ * A version still listed whose files a cleanup removed (engine/versions.ts, goneFile) is not found,
+ * as a version the cleanup finished removing is: reading it would fail on a data file (a 500), and
+ * restoring it would make a latest version nothing can read.
+ */
+async function requireReadable(svc: Services, entry: Entry, version: number): Promise<void> {
+  const dir = tableDir(svc.tables.root, entry);
+  const gone = await goneFile(dir, version, await storedFiles(dir));
+  if (gone) throw new ApiError(Code.TableVersionNotFound, `version ${version} not found in table ${JSON.stringify(entry.objectId)}: a cleanup removed its files (${gone})`);
 }
 
 /** Writes to a view are 400: its contents come from its source. */
