@@ -277,6 +277,9 @@ async function index(st: State, r: R, name: string, byQuiver: boolean): Promise<
   return what;
 }
 
+/** The newest versions a cleanup keeps, with room: half the server's default --maintenance-max-versions. */
+const KEPT_VERSIONS = 50;
+
 const OPS = [
   ["insert", 20], ["update", 12], ["delete", 9], ["merge_insert", 10], ["overwrite", 3], ["restore", 5], ["rename", 2], ["recreate", 2],
   ["add_column", 5], ["alter_column", 4], ["drop_column", 3], ["optimize", 5], ["index", 5], ["drop_index", 1],
@@ -375,7 +378,12 @@ async function write(st: State, r: R, op: Op, byQuiver: boolean): Promise<string
       return say(`${n} rows${!refused && r() < 0.8 ? `; ${await index(st, r, name, byQuiver)}` : ""}`, refused);
     }
     case "restore": {
-      const versions = (await t.listVersions()).map((v) => v.version);
+      // LanceDB restores only versions the server's cleanups keep: another process restoring a
+      // version a running cleanup removes makes a latest version whose files the cleanup then
+      // removes (Lance's cleanup chose them from the manifests it listed; docs/maintenance.md).
+      // Quiver refuses such a restore, so it is asked for any version.
+      const listed = (await t.listVersions()).map((v) => v.version);
+      const versions = byQuiver ? listed : listed.slice(-KEPT_VERSIONS);
       const version = pick(r, versions.slice(0, -1).length ? versions.slice(0, -1) : versions);
       if (byQuiver) return say(`version ${version}`, await quiver(st, name, "restore", { version }));
       try {
@@ -712,7 +720,16 @@ export async function runSteps(server: Server, opts: RunOptions): Promise<RunRes
     }
     for (let s = 0; s < (opts.searches ?? 2); s++) {
       const name = pick(r, st.tables);
-      const { body, path, what } = await search(st, r, name);
+      let searched: Awaited<ReturnType<typeof search>>;
+      try {
+        searched = await search(st, r, name);
+      } catch (e) {
+        // A read that fails (LanceDB's of the table, or Quiver's answer) ends the run as a
+        // difference, with the steps that led to it, rather than the process.
+        result.difference = { step: i, search: {}, table: name, path: "", what: `the search could not be made: ${String(e).slice(0, 500)}` };
+        return result;
+      }
+      const { body, path, what } = searched;
       result.searches++;
       const p = path.replace(/^engine; reason=/, "engine:");
       result.paths[p] = (result.paths[p] ?? 0) + 1;
