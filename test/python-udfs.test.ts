@@ -7,8 +7,9 @@ import { toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
-const q = serverForFile({ args: ["--udf-timeout-ms", "2000", "--workers", "2"] });
-// Each worker loads its interpreter once (about 0.5 s from the build's snapshot, more on a loaded machine).
+// Each worker loads its interpreter once (about 0.5 s from the build's snapshot, more on a loaded
+// machine): one worker, as these tests run one Python task at a time.
+const q = serverForFile({ args: ["--udf-timeout-ms", "2000", "--workers", "1"] });
 vi.setConfig({ testTimeout: 240_000 });
 
 const post = (p: string, body?: unknown) => q.call("POST", p, body);
