@@ -89,7 +89,8 @@ function measured(scheme: string, store: ObjectStore): ObjectStore {
         return r;
       } catch (err) {
         const status = statusOf(err);
-        recordObjectStoreRequest(scheme, operation, took(), status === 429 || status === 503 ? "throttled" : "error");
+        // A read of an object that is not there answers a 404, which is an answer, not a failure (readIfExists).
+        recordObjectStoreRequest(scheme, operation, took(), status === 404 ? false : status === 429 || status === 503 ? "throttled" : "error");
         throw err;
       }
     };
@@ -151,6 +152,16 @@ export async function readBytes(file: string): Promise<Buffer> {
   if (!isRemote(file)) return readFile(file);
   const { store, key } = await objectOf(file);
   return store.get(key);
+}
+
+/** A file's bytes; null when there is none. One read, no look before it (a HEAD is a round trip of its own). */
+export async function readIfExists(file: string): Promise<Buffer | null> {
+  try {
+    return await readBytes(file);
+  } catch (err) {
+    if (isRemote(file) ? statusOf(err) === 404 : missingLocally(err)) return null;
+    throw err;
+  }
 }
 
 /** The last `n` bytes of a file (fewer when it is shorter); on an object store the object is read whole. */

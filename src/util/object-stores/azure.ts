@@ -85,7 +85,12 @@ export async function openAzure(container: string, option: StorageOption): Promi
         throw err;
       }
     },
-    get: (name) => c.getBlobClient(name).downloadToBuffer(),
+    // One GET: downloadToBuffer asks for the blob's size first, a HEAD before every read.
+    async get(name) {
+      const parts: Buffer[] = [];
+      for await (const part of (await c.getBlobClient(name).download()).readableStreamBody!) parts.push(Buffer.isBuffer(part) ? part : Buffer.from(part));
+      return Buffer.concat(parts);
+    },
     async putIfAbsent(name, data) {
       try {
         await c.getBlockBlobClient(name).upload(data, data.length, { conditions: { ifNoneMatch: "*" } });
