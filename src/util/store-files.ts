@@ -89,8 +89,7 @@ function measured(scheme: string, store: ObjectStore): ObjectStore {
         return r;
       } catch (err) {
         const status = statusOf(err);
-        // A read of an object that is not there answers a 404, which is an answer, not a failure (readIfExists).
-        recordObjectStoreRequest(scheme, operation, took(), status === 404 ? false : status === 429 || status === 503 ? "throttled" : "error");
+        recordObjectStoreRequest(scheme, operation, took(), status === 429 || status === 503 ? "throttled" : "error");
         throw err;
       }
     };
@@ -150,16 +149,21 @@ export async function fileInfo(file: string): Promise<FileInfo | null> {
 
 export async function readBytes(file: string): Promise<Buffer> {
   if (!isRemote(file)) return readFile(file);
-  const { store, key } = await objectOf(file);
-  return store.get(key);
+  const bytes = await readIfExists(file);
+  if (!bytes) throw new Error(`${file} was not found`);
+  return bytes;
 }
 
 /** A file's bytes; null when there is none. One read, no look before it (a HEAD is a round trip of its own). */
 export async function readIfExists(file: string): Promise<Buffer | null> {
+  if (isRemote(file)) {
+    const { store, key } = await objectOf(file);
+    return store.get(key);
+  }
   try {
-    return await readBytes(file);
+    return await readFile(file);
   } catch (err) {
-    if (isRemote(file) ? statusOf(err) === 404 : missingLocally(err)) return null;
+    if (missingLocally(err)) return null;
     throw err;
   }
 }

@@ -88,7 +88,12 @@ export async function openAzure(container: string, option: StorageOption): Promi
     // One GET: downloadToBuffer asks for the blob's size first, a HEAD before every read.
     async get(name) {
       const parts: Buffer[] = [];
-      for await (const part of (await c.getBlobClient(name).download()).readableStreamBody!) parts.push(Buffer.isBuffer(part) ? part : Buffer.from(part));
+      try {
+        for await (const part of (await c.getBlobClient(name).download()).readableStreamBody!) parts.push(Buffer.isBuffer(part) ? part : Buffer.from(part));
+      } catch (err) {
+        if (statusOf(err) === 404) return null;
+        throw err;
+      }
       return Buffer.concat(parts);
     },
     async putIfAbsent(name, data) {
