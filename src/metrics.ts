@@ -435,6 +435,14 @@ const servingSync = new Histogram({
 });
 export const recordServingSync = (read: "taken" | "scanned" | "compared", seconds: number) => servingSync.observe({ read }, seconds);
 
+const servingSyncVersions = new Counter({
+  name: "quiver_serving_sync_versions_total",
+  help: "Versions serving indexes' syncs followed, by how each one's operation was known: known (an append this replica committed, known without a read), read (its manifest read from the table's store, one GET on an object store: another replica's commit, a job's); read per sync (over quiver_serving_sync_seconds_count) is the store round trips a sync waits for before its rows",
+  labelNames: ["how"] as const,
+  registers: [registry],
+});
+export const recordServingSyncVersion = (known: boolean) => servingSyncVersions.inc({ how: known ? "known" : "read" });
+
 const servingEvictions = new Counter({
   name: "quiver_serving_evictions_total",
   help: "Serving indexes dropped to keep all of them within --serving-memory-mb, LanceDB then answering their tables: share (another tenant asked for room while the table's tenant held more than its share), growth (the index grew past what was left)",

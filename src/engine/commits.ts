@@ -34,6 +34,11 @@ export interface Commit {
   rows: number | null;
   /** The cached handle of the table's latest main made this commit (so it has seen it already). */
   byCachedHandle: boolean;
+  /**
+   * "append" when the commit is, for certain, Lance's Append (new rows and nothing else, as an
+   * insert in mode append is): the serving index then knows the version without reading its manifest.
+   */
+  operation?: "append";
 }
 
 export type CommitSubscriber = (commit: Commit) => void | Promise<void>;

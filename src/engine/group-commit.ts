@@ -55,6 +55,8 @@ interface Waiting<W, R> {
 /** How one kind of write is committed in groups. */
 interface Kind<W, R> {
   change: "insert" | "merge_insert";
+  /** Lance's operation for every commit of this kind, where it is one for certain (Commit.operation). */
+  operation?: "append";
   rows: (item: W) => number;
   /** One commit for all `items` (inside the table's write queue): its version and one answer per item. */
   together(items: W[]): Promise<{ version: number; answers: R[] }>;
@@ -97,7 +99,7 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
   async function commitAlone<W, R>(entry: Entry, branch: string | null | undefined, kind: Kind<W, R>, item: W, work: Work | null, tried = 0): Promise<R> {
     for (let attempt = tried + 1; ; attempt++) {
       try {
-        const r = await tables.write(entry, branch, { change: kind.change, rows: kind.rows(item), work }, async () => {
+        const r = await tables.write(entry, branch, { change: kind.change, operation: kind.operation, rows: kind.rows(item), work }, async () => {
           const answer = await kind.alone(item);
           return { version: kind.versionOf(answer), answer };
         });
@@ -135,7 +137,7 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
       const wait = spacing.wait(spaced, rows());
       if (wait > 0) await sleep(wait);
       // The writers' requests are checked as the commit begins, each on its own (work: null).
-      const r = await tables.write(entry, branch, { change: kind.change, rows: rows(), work: null }, () => {
+      const r = await tables.write(entry, branch, { change: kind.change, operation: kind.operation, rows: rows(), work: null }, () => {
         close();
         group = all.filter((w) => {
           try {
@@ -173,6 +175,7 @@ export function createGroupCommit(tables: Tables, spacing: CommitSpacing, joinFi
     append(entry, branch, table, data, work) {
       const kind: Kind<Upload, number> = {
         change: "insert",
+        operation: "append",
         rows: (u) => u.numRows,
         fits: () => true,
         alone: async (u) => (await addFile(table, u.file, "append")).version,

@@ -5,7 +5,7 @@ import * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
 import { keyedSerial } from "../util/serial.js";
-import { createCommits, type Change, type Commits } from "./commits.js";
+import { createCommits, type Change, type Commit, type Commits } from "./commits.js";
 import { readSchema } from "./schema-ipc.js";
 import { beginCommit, type Work } from "./deadline.js";
 import { isRemote, namespaceProperties, useStorageOptions } from "./storage.js";
@@ -61,6 +61,8 @@ export interface WriteOf {
   rows?: number;
   /** false when the write went through a handle of its own (e.g. a restore of an old version). */
   byCachedHandle?: boolean;
+  /** What the engine's commit is, when the writer knows it (Commit.operation). */
+  operation?: Commit["operation"];
   /**
    * The request whose commit this is, refused once it was answered (deadline.ts, beginCommit);
    * null for a job's commit or one of several requests' rows. Passed, not read from async context:
@@ -266,6 +268,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       change: of.change,
       rows: of.rows ?? rowsOf(r),
       byCachedHandle: of.byCachedHandle ?? true,
+      operation: of.operation,
     });
     return r;
   }

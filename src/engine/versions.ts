@@ -9,7 +9,7 @@ import type { Entry } from "../catalog/catalog.js";
 import { resolveLocation } from "../catalog/locations.js";
 import { ApiError, Code } from "../errors.js";
 import { branchTreePath } from "../util/ref-names.js";
-import { copyIfAbsent, fileInfo, isRemote, joinInside, joinPath, listNames, moveFile, readBytes, readTail, removeFile } from "../util/store-files.js";
+import { copyIfAbsent, fileInfo, isRemote, joinInside, joinPath, listNames, moveFile, readBytes, readIfExists, readTail, removeFile } from "../util/store-files.js";
 
 const U64_MAX = 18446744073709551615n;
 
@@ -26,9 +26,12 @@ const branchPrefix = (branch: string | undefined) => (namedBranch(branch) ? `${b
 export const manifestPathV2 = (version: number, branch?: string) =>
   `${branchPrefix(branch)}_versions/${(U64_MAX - BigInt(version)).toString().padStart(20, "0")}.manifest`;
 
+/** Where the manifest of `version` may lie, relative to the table directory: the default (V2) naming first, then V1. */
+const manifestPaths = (version: number, branch?: string) => [manifestPathV2(version, branch), `${branchPrefix(branch)}_versions/${version}.manifest`];
+
 /** The manifest of `version` on `branch`, or null when neither naming scheme has it. */
 export async function manifestFile(tableDir: string, version: number, branch?: string): Promise<ManifestFile | null> {
-  for (const rel of [manifestPathV2(version, branch), `${branchPrefix(branch)}_versions/${version}.manifest`]) {
+  for (const rel of manifestPaths(version, branch)) {
     const info = await fileInfo(joinInside(tableDir, rel));
     if (info) return { path: rel, size: info.size, eTag: info.eTag };
   }
@@ -161,15 +164,19 @@ function* protoFields(b: Buffer, from: number, to: number): Generator<{ field: n
 
 /**
  * The manifest of `version` read whole, and where its Manifest message lies: the file ends with the
- * message's position, the format version and "LANC"; the message is length-prefixed.
+ * message's position, the format version and "LANC"; the message is length-prefixed. Read without a
+ * look first (one GET on an object store, where a HEAD and a GET were two round trips a version to
+ * a serving index's sync).
  */
 async function readManifest(tableDir: string, version: number, branch?: string): Promise<{ bytes: Buffer; from: number; to: number } | null> {
-  const m = await manifestFile(tableDir, version, branch);
-  if (!m) return null;
-  const bytes = await readBytes(joinPath(tableDir, m.path));
-  if (bytes.length < 16 || bytes.toString("latin1", bytes.length - 4) !== MANIFEST_MAGIC) return null;
-  const at = Number(bytes.readBigInt64LE(bytes.length - 16));
-  return { bytes, from: at + 4, to: at + 4 + bytes.readUInt32LE(at) };
+  for (const rel of manifestPaths(version, branch)) {
+    const bytes = await readIfExists(joinInside(tableDir, rel));
+    if (!bytes) continue;
+    if (bytes.length < 16 || bytes.toString("latin1", bytes.length - 4) !== MANIFEST_MAGIC) return null;
+    const at = Number(bytes.readBigInt64LE(bytes.length - 16));
+    return { bytes, from: at + 4, to: at + 4 + bytes.readUInt32LE(at) };
+  }
+  return null;
 }
 
 /** Was the table created with stable row ids (which also track when each row was last updated)? Read from the manifest of `version`. */

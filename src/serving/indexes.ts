@@ -20,15 +20,15 @@ import { filterTypes } from "./predicate.js";
 import { answerSchema, indexCoversRows, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../engine/serving-source.js";
 import { tableVersion } from "../engine/table-info.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
-import { tableDir, versionOperation } from "../engine/versions.js";
+import { tableDir, versionOperation, type VersionOperation } from "../engine/versions.js";
 import { log } from "../log.js";
-import { recordSearchPath, recordServingBuild, recordServingEviction, recordServingSync, watchServing, type ServingSample } from "../metrics.js";
+import { recordSearchPath, recordServingBuild, recordServingEviction, recordServingSync, recordServingSyncVersion, watchServing, type ServingSample } from "../metrics.js";
 import { tenantOf } from "../catalog/names.js";
 import { PAST_GRANT, setLimit, usedBytes } from "./graph.js";
 import { reclaim, type Held } from "./shares.js";
 import { countRows } from "../engine/table-info.js";
 import { createFilters, type FilterBits } from "./filters.js";
-import { AWAITED_ROWS, buildIndex, calibrate, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, uncalibrated, wontFit, wornOut, type Claim, type ServingIndex } from "./table-index.js";
+import { AWAITED_ROWS, buildIndex, calibrate, changesSince, connected, dataOf, EF_CONSTRUCTION, estimate, GRAPH_M, figures, planSync, TooBig, uncalibrated, wontFit, wornOut, type Claim, type OperationOf, type ServingIndex } from "./table-index.js";
 import { createServingPool, type ServingPool } from "./pool.js";
 import { loadIndex, pinSaved, removeSaved, savedTables, saveIndex, unpinSaved } from "./store.js";
 import type { FoundRows, SearchQuery } from "./thread.js";
@@ -80,8 +80,11 @@ interface TableState {
   writer: Promise<void>;
   /** The highest version a sync was asked for. */
   target: number;
-  /** Versions this process committed whose writes wait for the index before they are answered. */
-  awaiting: Set<number>;
+  /**
+   * Versions this process committed whose writes wait for the index before they are answered, with
+   * what the commit is where its writer knew it (an append's version needs no read of its manifest).
+   */
+  awaiting: Map<number, Commit["operation"]>;
   rebuilding: boolean;
   /** The highest version of this process's writes that were answered (a large one before its sync ended). */
   told: number;
@@ -115,6 +118,8 @@ interface Plan extends AnswerPlan {
 }
 
 const MIB = 1 << 20;
+/** An append's operation as the serving index reads it (row ids' stability matters to a rewrite alone). */
+const APPENDED: VersionOperation = { operation: "append", stableRowIds: false };
 /**
  * Whether every query vector has the index's dimension and values float32 holds: one it cannot is
  * LanceDB's to answer (its distances are NaN, its rows still k). A plain loop: `some` with a
@@ -232,7 +237,20 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   );
 
   const at = (entry: Entry) => (version: number) => tables.open(entry, { version });
-  const operationOf = (entry: Entry) => (version: number) => Promise.resolve().then(() => versionOperation(tableDir(tables.root, entry), version)).catch(() => null);
+  /**
+   * What made a version: an append of this process's that waits for the index is known (its writer
+   * said so); any other version's manifest is read (another replica's commit, a job's).
+   */
+  const operationOf =
+    (st: TableState): OperationOf =>
+    (version) => {
+      const known = st.awaiting.get(version) === "append";
+      recordServingSyncVersion(known);
+      if (known) return Promise.resolve(APPENDED);
+      return Promise.resolve()
+        .then(() => versionOperation(tableDir(tables.root, st.entry), version))
+        .catch(() => null);
+    };
 
   function drop(s: TableState): void {
     if (s.ix) dropped.postMessage(s.ix.ref.key);
@@ -244,7 +262,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
 
   /** Look at a table the first time a search names it: load its saved index or build one, LanceDB serving meanwhile. */
   function start(entry: Entry, table: TableHandle, s?: TableState): TableState {
-    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Set(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve(), covers: null, noneAt: -1 };
+    const st: TableState = s ?? { entry, status: "checking", vectorColumns: [], vector: null, ix: null, writer: Promise.resolve(), target: 0, awaiting: new Map(), rebuilding: false, calibrating: false, told: 0, pending: null, large: false, plans: new Map(), since: Date.now(), reserved: 0, searched: clock, started: Promise.resolve(), covers: null, noneAt: -1 };
     st.status = "checking";
     st.since = Date.now();
     // Planned for the index this state held, at its version: the table may have another schema now
@@ -366,8 +384,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       let again = false;
       const syncTo = async (version: number) => {
         const t0 = performance.now();
-        const t = await at(st.entry)(version);
-        const since = await followed(st, ix, t, version);
+        const { t, since } = await followed(st, ix, version);
         if (since === null) return void (again = true);
         const plan = await planSync(poolOf(), ix, t, version, since === "added", grant);
         const t1 = performance.now();
@@ -483,8 +500,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         if (st.status !== "ready" && st.status !== "rebuilding") return;
         const want = Math.max(st.target, st.ix?.version ?? 0, fresh.version);
         if (fresh.version < want) {
-          const t = await at(st.entry)(want);
-          const since = await followed(st, fresh, t, want);
+          const { t, since } = await followed(st, fresh, want);
           // Another restore, overwrite or index replacement meanwhile: built again from there.
           if (since === null) return void (again = true);
           await (await planSync(poolOf(), fresh, t, want, since === "added", grant)).run();
@@ -541,16 +557,17 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   }
 
   /**
-   * How a sync brings `ix` to handle `t`'s version x: only rows added, or rows changed; null when no
-   * sync follows it exactly (`changesSince`), or an index commit replaced the vector index (another
-   * metric or column): the index is then built again. After a column added or an index commit the
-   * answers' shapes are planned again.
+   * The table opened at version x (`t`), and how a sync brings `ix` there (`since`): only rows
+   * added, or rows changed; null when no sync follows it exactly (`changesSince`), or an index commit
+   * replaced the vector index (another metric or column): the index is then built again. After a
+   * column added or an index commit the answers' shapes are planned again.
    */
-  async function followed(st: TableState, ix: ServingIndex, t: TableHandle, x: number): Promise<"added" | "changed" | null> {
-    const since = await changesSince(ix, x, operationOf(ix.entry));
-    if (since.kind === "rebuild" || (since.reshaped && !(await stillFits(ix, t)))) return null;
+  async function followed(st: TableState, ix: ServingIndex, x: number): Promise<{ t: TableHandle; since: "added" | "changed" | null }> {
+    // Opened while the versions' operations are read: each is a round trip or more to the store.
+    const [t, since] = await Promise.all([at(st.entry)(x), changesSince(ix, x, operationOf(st))]);
+    if (since.kind === "rebuild" || (since.reshaped && !(await stillFits(ix, t)))) return { t, since: null };
     if (since.reshaped) st.plans.clear();
-    return since.kind;
+    return { t, since: since.kind };
   }
 
   const saver = setInterval(() => {
@@ -850,7 +867,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         }
       }
       if (c.version === null) return requestSync(st, null);
-      st.awaiting.add(c.version);
+      st.awaiting.set(c.version, c.operation);
       try {
         await requestSync(st, c.version);
         // Answered now, whether the index holds it or not (a large write's sync runs on).

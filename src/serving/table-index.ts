@@ -368,20 +368,25 @@ export async function changesSince(ix: ServingIndex, x: number, operationOf: Ope
   if (x < ix.version || x - ix.version > READ_OPERATIONS) return { kind: "rebuild", reshaped: true };
   let kind: "added" | "changed" = "added";
   let reshaped = false;
-  for (const v of range(ix.version + 1, x)) {
-    const op = await operationOf(v);
-    if (!op) {
+  // Several at once: each read is a round trip to the store, and a sync behind other replicas' commits has a few.
+  for (const versions of chunks([...range(ix.version + 1, x)], READ_AT_ONCE)) {
+    for (const op of await Promise.all(versions.map(operationOf))) {
+      if (!op) {
+        kind = "changed";
+        reshaped = true;
+        continue;
+      }
+      reshaped ||= op.operation === "create_index" || op.operation === "merge";
+      if (KEEPS_ROWS.has(op.operation) || (op.operation === "rewrite" && op.stableRowIds)) continue;
+      if (!CHANGES_ROWS.has(op.operation)) return { kind: "rebuild", reshaped: true };
       kind = "changed";
-      reshaped = true;
-      continue;
     }
-    reshaped ||= op.operation === "create_index" || op.operation === "merge";
-    if (KEEPS_ROWS.has(op.operation) || (op.operation === "rewrite" && op.stableRowIds)) continue;
-    if (!CHANGES_ROWS.has(op.operation)) return { kind: "rebuild", reshaped: true };
-    kind = "changed";
   }
   return { kind, reshaped };
 }
+
+/** Versions whose operations a sync reads at once. */
+const READ_AT_ONCE = 8;
 
 /** Rows compared between two looks at the clock (src/util/turns.ts). */
 const CHECK_EVERY = 256;

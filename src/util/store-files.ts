@@ -149,8 +149,23 @@ export async function fileInfo(file: string): Promise<FileInfo | null> {
 
 export async function readBytes(file: string): Promise<Buffer> {
   if (!isRemote(file)) return readFile(file);
-  const { store, key } = await objectOf(file);
-  return store.get(key);
+  const bytes = await readIfExists(file);
+  if (!bytes) throw new Error(`${file} was not found`);
+  return bytes;
+}
+
+/** A file's bytes; null when there is none. One read, no look before it (a HEAD is a round trip of its own). */
+export async function readIfExists(file: string): Promise<Buffer | null> {
+  if (isRemote(file)) {
+    const { store, key } = await objectOf(file);
+    return store.get(key);
+  }
+  try {
+    return await readFile(file);
+  } catch (err) {
+    if (missingLocally(err)) return null;
+    throw err;
+  }
 }
 
 /** The last `n` bytes of a file (fewer when it is shorter); on an object store the object is read whole. */

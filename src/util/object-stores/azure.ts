@@ -85,7 +85,17 @@ export async function openAzure(container: string, option: StorageOption): Promi
         throw err;
       }
     },
-    get: (name) => c.getBlobClient(name).downloadToBuffer(),
+    // One GET: downloadToBuffer asks for the blob's size first, a HEAD before every read.
+    async get(name) {
+      const parts: Buffer[] = [];
+      try {
+        for await (const part of (await c.getBlobClient(name).download()).readableStreamBody!) parts.push(Buffer.isBuffer(part) ? part : Buffer.from(part));
+      } catch (err) {
+        if (statusOf(err) === 404) return null;
+        throw err;
+      }
+      return Buffer.concat(parts);
+    },
     async putIfAbsent(name, data) {
       try {
         await c.getBlockBlobClient(name).upload(data, data.length, { conditions: { ifNoneMatch: "*" } });

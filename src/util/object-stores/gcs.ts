@@ -39,8 +39,13 @@ export async function openGcs(bucket: string, option: StorageOption): Promise<Ob
       }
     },
     async get(key) {
-      const [data] = await b.file(key).download();
-      return data;
+      try {
+        const [data] = await b.file(key).download();
+        return data;
+      } catch (err) {
+        if (statusOf(err) === 404) return null;
+        throw err;
+      }
     },
     async putIfAbsent(key, data) {
       try {

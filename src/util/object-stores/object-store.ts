@@ -16,7 +16,8 @@ export interface ObjectStore {
   objects(prefix: string): Promise<StoredObject[]>;
   /** The object at `key`; null when there is none. */
   head(key: string): Promise<StoredObject | null>;
-  get(key: string): Promise<Buffer>;
+  /** The object's bytes; null when there is none. */
+  get(key: string): Promise<Buffer | null>;
   /** Write `data` at `key` with the store's conditional put (`If-None-Match: *` or its like): false when an object is there. */
   putIfAbsent(key: string, data: Buffer): Promise<boolean>;
   /** Remove these objects; a missing one is nothing to do. */

@@ -50,8 +50,13 @@ export async function openS3(bucket: string, option: StorageOption): Promise<Obj
       }
     },
     async get(key) {
-      const r = await client.send(new s3.GetObjectCommand({ Bucket: bucket, Key: key }));
-      return Buffer.from(await r.Body!.transformToByteArray());
+      try {
+        const r = await client.send(new s3.GetObjectCommand({ Bucket: bucket, Key: key }));
+        return Buffer.from(await r.Body!.transformToByteArray());
+      } catch (err) {
+        if (statusOf(err) === 404) return null;
+        throw err;
+      }
     },
     async putIfAbsent(key, data) {
       try {

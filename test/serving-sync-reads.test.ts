@@ -1,0 +1,106 @@
+// What a serving index's sync reads from the object store before a write is answered (issue 52: the
+// sync was the slowest step of a single-row insert on object storage), on Azurite: after this
+// replica's own append it reads nothing of the commit (the writer knows it is an append); another
+// process's commits are read, one GET each (no HEAD before it), and the index then answers what
+// LanceDB answers. Counted by the server's own metrics of its object-store requests.
+import * as lancedb from "@lancedb/lancedb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAzurite, type Azurite } from "./helpers/azurite.js";
+import { sample } from "./helpers/metrics.js";
+import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { settle } from "./helpers/transactions.js";
+
+const CONTAINER = "syncreads";
+const TABLE = "t";
+const PATH = "x-quiver-search-path";
+const asJson = { "content-type": "application/json" };
+const wantJson = { accept: "application/json" };
+
+let az: Azurite;
+let q: Quiver;
+
+beforeAll(async () => {
+  az = await startAzurite();
+  await az.createContainer(CONTAINER);
+  const options = Object.entries(az.storageOptions()).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
+  q = await startQuiver({ dataUri: `az://${CONTAINER}/quiver`, args: [...options, "--workers", "1", "--auto-maintenance", "off"] });
+}, 120_000);
+
+afterAll(async () => {
+  await q?.stop();
+  if (q?.dataDir) removeDir(q.dataDir);
+  await az?.stop();
+});
+
+const post = (op: string, body?: unknown, headers?: Record<string, string>) => q.call("POST", `/v1/table/${TABLE}/${op}`, body, headers);
+const row = (i: number) => ({ id: i, vector: [Math.sin(i), Math.cos(i), Math.sin(i / 2), Math.cos(i / 3)] });
+const rows = (from: number, n: number) => Array.from({ length: n }, (_, k) => row(from + k));
+
+/** The server's object-store requests of its own by operation, and the versions its syncs followed by how. */
+async function counts() {
+  const text = (await q.call("GET", "/metrics")).text;
+  const requests = (operation: string) => sample(text, "quiver_object_store_request_duration_seconds_count", { store: "az", operation }) ?? 0;
+  const versions = (how: string) => sample(text, "quiver_serving_sync_versions_total", { how }) ?? 0;
+  return { get: requests("get"), head: requests("head"), known: versions("known"), read: versions("read") };
+}
+const delta = (a: Awaited<ReturnType<typeof counts>>, b: typeof a) => ({ get: b.get - a.get, head: b.head - a.head, known: b.known - a.known, read: b.read - a.read });
+
+/** The nearest rows' ids to `v` and the path that answered, at the table's version `version` or later. */
+async function nearest(v: number[], version: number) {
+  const r = await post("query", { vector: { single_vector: v }, k: 5, columns: ["id"] }, { ...wantJson, "x-quiver-min-version": String(version) });
+  expect(r.status, r.text).toBe(200);
+  return { ids: (r.json as { id: number }[]).map((x) => x.id), path: r.headers.get(PATH) };
+}
+
+/** The table opened by LanceDB in this process (another writer than the server), straight on Azurite. */
+async function otherWriter(): Promise<lancedb.Table> {
+  const location = (await post("describe", {})).json.location as string;
+  const db = await lancedb.connect(location.slice(0, location.lastIndexOf("/")), { storageOptions: az.storageOptions() });
+  return db.openTable(location.slice(location.lastIndexOf("/") + 1).replace(/\.lance$/, ""));
+}
+
+describe("a serving index's sync on Azurite", () => {
+  it("the table gets a vector index and its serving index answers", async () => {
+    expect((await post("create", JSON.stringify(rows(0, 300)), asJson)).status).toBe(200);
+    const ix = await post("create_index", { column: "vector", index_type: "IVF_PQ", num_partitions: 2, num_sub_vectors: 2 });
+    expect(ix.status, ix.text).toBe(200);
+    expect((await settle(q, ix.json.transaction_id, 120_000)).status).toBe("Succeeded");
+    const version = (await post("describe", {})).json.version as number;
+    let path: string | null = null;
+    for (let i = 0; i < 600 && path !== "serving"; i++) {
+      path = (await nearest(row(7).vector, version)).path;
+      if (path !== "serving") await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(path).toBe("serving");
+  }, 180_000);
+
+  it("after this replica's own single-row insert, the sync reads nothing of the commit from the store", async () => {
+    for (const i of [1000, 1001, 1002]) {
+      const before = await counts();
+      const ins = await post("insert", JSON.stringify([row(i)]), asJson);
+      expect(ins.status, ins.text).toBe(200);
+      expect(delta(before, await counts())).toEqual({ get: 0, head: 0, known: 1, read: 0 });
+      // Answered by the index, which holds the new row.
+      const near = await nearest(row(i).vector, ins.json.version);
+      expect(near).toMatchObject({ path: "serving" });
+      expect(near.ids[0]).toBe(i);
+    }
+  }, 60_000);
+
+  it("another process's commits are read, one GET each, and the index answers what LanceDB answers", async () => {
+    const other = await otherWriter();
+    for (const i of [2000, 2001, 2002]) await other.add([row(i)]);
+    const before = await counts();
+    const ins = await post("insert", JSON.stringify([row(2003)]), asJson);
+    expect(ins.status, ins.text).toBe(200);
+    // The three versions the other writer made, read; this replica's own, known.
+    expect(delta(before, await counts())).toEqual({ get: 3, head: 0, known: 1, read: 3 });
+    await other.checkoutLatest();
+    for (const i of [2000, 2001, 2002, 2003]) {
+      const want = ((await other.vectorSearch(row(i).vector).bypassVectorIndex().select(["id"]).limit(5).toArray()) as { id: bigint }[]).map((x) => Number(x.id));
+      const got = await nearest(row(i).vector, ins.json.version);
+      expect(got.path).toBe("serving");
+      expect(got.ids).toEqual(want);
+    }
+  }, 60_000);
+});
