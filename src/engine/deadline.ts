@@ -5,6 +5,7 @@
 // Query deadlines).
 import { ApiError, Code } from "../errors.js";
 import { recordEngineRead } from "../metrics.js";
+import { clearAlarm, setAlarm } from "../util/alarms.js";
 
 /** When a request must be answered by (performance.now() clock), and the limit it was given, in ms. */
 export interface Deadline {
@@ -40,68 +41,6 @@ export function msLeft(b: Bound): number {
 const ENGINE_TIMEOUT = /Query timeout after \d+ ms/;
 
 /**
- * A race of `within` still waiting, in the list of them soonest deadline first. One timer serves
- * the list: a timer of each race (a Timeout made, put in its list and cleared) was part of every
- * search's main-thread time (docs/performance.md).
- */
-interface Race {
-  bound: Bound;
-  reject: (err: unknown) => void;
-  onAbort: (() => void) | null;
-  prev: Race | null;
-  next: Race | null;
-  listed: boolean;
-}
-
-const races: { head: Race | null; tail: Race | null; timer: ReturnType<typeof setTimeout> | null; timerAt: number } = { head: null, tail: null, timer: null, timerAt: Infinity };
-
-function enlist(r: Race): void {
-  // Most deadlines are the flag's from now, later than every one listed: found at the tail.
-  let after = races.tail;
-  while (after !== null && after.bound.deadline.at > r.bound.deadline.at) after = after.prev;
-  r.prev = after;
-  r.next = after === null ? races.head : after.next;
-  if (after === null) races.head = r;
-  else after.next = r;
-  if (r.next === null) races.tail = r;
-  else r.next.prev = r;
-  r.listed = true;
-  if (r.bound.deadline.at < races.timerAt) armRaces(r.bound.deadline.at);
-}
-
-/** Out of the list, and its abort listener removed. The timer is left as it is: it re-arms for the head when it fires. */
-function unlist(r: Race): void {
-  if (!r.listed) return;
-  r.listed = false;
-  if (r.prev === null) races.head = r.next;
-  else r.prev.next = r.next;
-  if (r.next === null) races.tail = r.prev;
-  else r.next.prev = r.prev;
-  r.prev = r.next = null;
-  if (r.onAbort) r.bound.signal!.removeEventListener("abort", r.onAbort);
-}
-
-function armRaces(at: number): void {
-  if (races.timer !== null) clearTimeout(races.timer);
-  races.timerAt = at;
-  // Timers count whole milliseconds and may fire a fraction early: a head not due yet re-arms it.
-  // Not holding the process open: whoever awaits a race holds it (a socket, a caller).
-  races.timer = setTimeout(expireRaces, Math.max(1, Math.ceil(at - performance.now()))).unref();
-}
-
-function expireRaces(): void {
-  races.timer = null;
-  races.timerAt = Infinity;
-  const now = performance.now();
-  while (races.head !== null && races.head.bound.deadline.at <= now) {
-    const r = races.head;
-    unlist(r);
-    r.reject(deadlineExceeded(r.bound.deadline));
-  }
-  if (races.head !== null) armRaces(races.head.bound.deadline.at);
-}
-
-/**
  * `work`, or the deadline's error once it passes, or the client's leaving; `work` is not stopped
  * by this, only no longer awaited (its engine call ends at its batch, and none follows).
  */
@@ -113,22 +52,26 @@ export function within<T>(work: Promise<T>, b: Bound): Promise<T> {
     return Promise.reject(err);
   }
   return new Promise<T>((resolve, reject) => {
-    const r: Race = { bound: b, reject, onAbort: null, prev: null, next: null, listed: false };
-    if (b.signal) {
-      r.onAbort = () => {
-        unlist(r);
-        reject(clientGone());
-      };
-      b.signal.addEventListener("abort", r.onAbort, { once: true });
-    }
-    enlist(r);
+    const onAbort = () => {
+      clearAlarm(alarm);
+      reject(clientGone());
+    };
+    const settle = () => {
+      clearAlarm(alarm);
+      b.signal?.removeEventListener("abort", onAbort);
+    };
+    const alarm = setAlarm(b.deadline.at, () => {
+      b.signal?.removeEventListener("abort", onAbort);
+      reject(deadlineExceeded(b.deadline));
+    });
+    b.signal?.addEventListener("abort", onAbort, { once: true });
     work.then(
       (v) => {
-        unlist(r);
+        settle();
         resolve(v);
       },
       (err) => {
-        unlist(r);
+        settle();
         const late = performance.now() >= b.deadline.at || ENGINE_TIMEOUT.test(String((err as Error)?.message ?? err));
         reject(late ? deadlineExceeded(b.deadline) : err);
       },
