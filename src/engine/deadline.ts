@@ -5,6 +5,7 @@
 // Query deadlines).
 import { ApiError, Code } from "../errors.js";
 import { recordEngineRead } from "../metrics.js";
+import { clearAlarm, setAlarm } from "../util/alarms.js";
 
 /** When a request must be answered by (performance.now() clock), and the limit it was given, in ms. */
 export interface Deadline {
@@ -44,26 +45,25 @@ const ENGINE_TIMEOUT = /Query timeout after \d+ ms/;
  * by this, only no longer awaited (its engine call ends at its batch, and none follows).
  */
 export function within<T>(work: Promise<T>, b: Bound): Promise<T> {
-  let left: number;
   try {
-    left = msLeft(b);
+    msLeft(b);
   } catch (err) {
     work.catch(() => undefined);
     return Promise.reject(err);
   }
   return new Promise<T>((resolve, reject) => {
-    const settle = () => {
-      clearTimeout(timer);
-      b.signal?.removeEventListener("abort", onAbort);
-    };
     const onAbort = () => {
-      settle();
+      clearAlarm(alarm);
       reject(clientGone());
     };
-    const timer = setTimeout(() => {
+    const settle = () => {
+      clearAlarm(alarm);
+      b.signal?.removeEventListener("abort", onAbort);
+    };
+    const alarm = setAlarm(b.deadline.at, () => {
       b.signal?.removeEventListener("abort", onAbort);
       reject(deadlineExceeded(b.deadline));
-    }, left);
+    });
     b.signal?.addEventListener("abort", onAbort, { once: true });
     work.then(
       (v) => {

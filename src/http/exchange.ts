@@ -5,6 +5,7 @@ import type { HttpResponse } from "uws-pack";
 import { ApiError, Code, transport } from "../errors.js";
 import type { ResponseBudget } from "./response-budget.js";
 import { statusLine } from "./status.js";
+import { clearAlarm, setAlarm, type Alarm } from "../util/alarms.js";
 
 export interface Exchange {
   res: HttpResponse;
@@ -134,26 +135,26 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
     x.drainable = !body.closeAtOnce && declared !== null && declared <= DRAIN_BYTES;
     const p = new Promise<Uint8Array>((resolve, reject) => {
       if (declared !== null && declared > limit) return reject(tooLarge(body));
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let alarm: Alarm | null = null;
       const fail = (err: ApiError) => {
-        clearTimeout(timer);
+        clearAlarm(alarm);
         onChunk = null;
         over = true;
         parts = [];
         reject(err);
       };
-      const started = Date.now();
+      const started = performance.now();
       // Without a Content-Length the allowance grows with what has arrived.
       const check = () => {
-        const elapsed = Date.now() - started;
+        const elapsed = performance.now() - started;
         const allowed = allowedMs(pace, declared ?? size);
-        if (elapsed < allowed) timer = setTimeout(check, allowed - elapsed);
-        else fail(tooSlow(pace, what, size, declared, elapsed));
+        if (elapsed < allowed) alarm = setAlarm(started + allowed, check);
+        else fail(tooSlow(pace, what, size, declared, Math.round(elapsed)));
       };
       onChunk = () => {
         if (size > limit || (declared !== null && size > declared)) return fail(size > limit ? tooLarge(body) : new ApiError(Code.InvalidInput, "body longer than its Content-Length"));
         if (!last) return;
-        clearTimeout(timer);
+        clearAlarm(alarm);
         onChunk = null;
         over = true;
         const out = parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
@@ -165,7 +166,7 @@ export function holdBody(x: Exchange, declared: number | null, pace: BodyPace): 
       x.onAbort = () => fail(new ApiError(Code.InvalidInput, "client closed the connection"));
       onChunk();
       // Most bodies arrived with their headers; only one still arriving is timed.
-      if (!over) timer = setTimeout(check, allowedMs(pace, declared ?? 0));
+      if (!over) alarm = setAlarm(started + allowedMs(pace, declared ?? 0), check);
       if (!x.aborted) unpause(x);
     });
     // The caller may fail before awaiting the body; that is not an unhandled rejection.

@@ -416,10 +416,10 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
   }
 
   /** Step `identify`: the caller the headers named (admit), else the body's identity; null on a public route. */
-  async function callerOf(a: Admitted, body: Record<string, unknown>): Promise<Principal | null> {
+  function callerOf(a: Admitted, body: Record<string, unknown>): Principal | null | Promise<Principal> {
     if (a.caller.kind === "principal") return a.caller.principal;
     if (a.caller.kind === "public") return null;
-    return await bodyPrincipal(a, body);
+    return bodyPrincipal(a, body);
   }
 
   /** Step `context`: what the operation is given (header context wins over the body's). */
@@ -479,8 +479,8 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
    * the cached handle before that: with the token, an insert naming a column another replica just
    * added is checked at that version. A write to a table not there (a create) answers for itself.
    */
-  async function versionToken(a: Admitted, header: string | undefined): Promise<number | null> {
-    if (header === undefined || a.target.id === null || a.route.spec.role === "admin" || !a.route.path.startsWith("/v1/table/")) return null;
+  async function versionToken(a: Admitted, header: string): Promise<number | null> {
+    if (a.target.id === null || a.route.spec.role === "admin" || !a.route.path.startsWith("/v1/table/")) return null;
     if (!/^\d{1,15}$/.test(header.trim())) throw invalid(`${MIN_VERSION_HEADER}: must be a table version, an integer >= 0`);
     const min = Number(header.trim());
     try {
@@ -518,10 +518,14 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       const reading = readAhead(a, bytes);
       const read = reading && (await reading);
       const body = read?.body ?? (a.route.spec.op.body === "json" ? parseJsonBody(bytes, cfg.maxJsonDepth) : {});
-      const principal = await callerOf(a, body);
+      // A header credential's principal, and no version token, are known without a turn (each
+      // await of an async step that has nothing to wait for cost a search its promises).
+      const caller = callerOf(a, body);
+      const principal = caller instanceof Promise ? await caller : caller;
       if (principal !== null) limit(principal, held);
       checkBodyId(a.target.id, body);
-      const minVersion = await versionToken(a, inc.headers[MIN_VERSION_HEADER]);
+      const token = inc.headers[MIN_VERSION_HEADER];
+      const minVersion = token === undefined ? null : await versionToken(a, token);
       const checking = checkedAhead(a, body, bytes);
       const checked = checking ? await checking : undefined;
       const out = await call(a, inc, contextOf(a, inc, body, bytes, principal, context, minVersion, checked, read), bytes);
