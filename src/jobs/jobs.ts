@@ -415,8 +415,8 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
     return true;
   }
 
-  /** Whether a renewal is on its way. */
-  let renewing = false;
+  /** The renewal in flight: close() waits for it, so nothing writes a lease after it returns. */
+  let renewing: Promise<void> | null = null;
   /**
    * Renew this replica's leases that are due, all in one commit, on a timer of their own: a look
    * held up by claims, cancels or a slow listing never delays them. Due once a third of the lease
@@ -432,14 +432,13 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       .filter(([id, run]) => !run.stopping && !run.outcome && mineToRun(byId.get(id)) && byId.get(id)!.lease!.expires - now < (leaseMs * 2) / 3 + 2 * storeMs())
       .map(([id]) => id);
     if (dueIds.length === 0) return;
-    renewing = true;
-    void timed(() => store.updateMany(dueIds, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)))
+    renewing = timed(() => store.updateMany(dueIds, (s) => (mine(s) ? { ...s, lease: lease() } : undefined)))
       .then((after) => {
         const stored = new Map(after.map((r) => [r.id, r]));
         for (const id of dueIds) if (!mineToRun(stored.get(id))) void letGo(id);
       })
       .catch((err: unknown) => log.error("cannot renew the jobs' leases", { jobs: dueIds, error: String(err) }))
-      .finally(() => (renewing = false));
+      .finally(() => (renewing = null));
   }
 
   let ticking: Promise<void> | null = null;
@@ -739,6 +738,7 @@ export async function openJobs(system: SystemTables, stateDir: string, kinds: Jo
       clearInterval(timer);
       clearInterval(renewTimer);
       await ticking;
+      await renewing;
       await Promise.all(
         [...runs.entries()].map(async ([id, run]) => {
           await run.started;
