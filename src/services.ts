@@ -342,6 +342,9 @@ export async function createServices(config: Config, credential: (key: string) =
             return Promise.all([pool.destroy(), compute.close(), claims.close()]);
           },
         ],
+        // Last: the steps above write system tables (jobs' stops, claims), and a compaction their
+        // commits started must not write after the process says it has closed.
+        ["finishing the system tables' compactions", () => system.close()],
       ]);
     },
   };

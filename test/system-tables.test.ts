@@ -1,7 +1,7 @@
 // Quiver's shared system tables (src/engine/system-tables.ts) opened by replicas that start at
 // once, on a local directory and on Azurite: one replica creates a table, and no replica's open or
 // first write fails for the race (an open failed so, and the replica's Idempotency-Key answered 500).
-import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import * as lancedb from "@lancedb/lancedb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -125,4 +125,30 @@ describe("a repeated select", () => {
     for (let now = 0; now < 40; now++) expect((await table.select(`expires > ${now * 10}`)).map((r) => r.key).sort()).toEqual(["a", "b"].filter((k) => (k === "a" ? 100 : 200) > now * 10));
     expect((await table.select("expires > 0")).map((r) => r.key).sort()).toEqual(["a", "b"]);
   });
+});
+
+describe("closing the system tables", () => {
+  it("waits for a background compaction its commits started: nothing writes the table after close returns, and no compaction starts after", async () => {
+    const root = tempDataDir();
+    dirs.push(root);
+    useStorageOptions({});
+    const system = openSystemTables(root, {});
+    const table = await system.open("t", COLUMNS);
+    // The 50th commit here starts a compaction in the background (COMPACT_EVERY).
+    for (let i = 0; i < 50; i++) await table.upsert([{ key: `k${i}`, state: "new", doc: "{}" }]);
+    await system.close();
+    const versions = () => readdirSync(path.join(root, ".system", "t.lance", "_versions")).sort();
+    const atClose = versions();
+    // The compaction's commit, had it been left running, lands within this wait.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(versions()).toEqual(atClose);
+    // A compacted table's fragments were rewritten: the compaction ended before close returned.
+    const fragments = readdirSync(path.join(root, ".system", "t.lance", "data")).length;
+    expect(fragments).toBeGreaterThan(50);
+    for (let i = 50; i < 100; i++) await table.upsert([{ key: `k${i}`, state: "new", doc: "{}" }]);
+    const afterMore = versions().length;
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(versions().length).toBe(afterMore);
+    expect((await table.select()).length).toBe(100);
+  }, 60_000);
 });

@@ -39,6 +39,7 @@ const KEEP_ANSWERS = 8;
 export function openSystemTables(root: string, storageOptions: Record<string, string>): SystemTables {
   const dir = joinPath(root, SYSTEM_DIR);
   const conn = lancedb.connect(dir, { storageOptions, readConsistencyInterval: 0, session: engineSession() });
+  const compactions: Compactions = { running: new Set(), closed: false };
   return {
     async open(name, columns) {
       const schema = new Schema([
@@ -56,7 +57,7 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
       for (;;) {
         if ((await db.tableNames()).includes(name)) {
           try {
-            return systemTable(await db.openTable(name), schema, columns);
+            return systemTable(await db.openTable(name), schema, columns, compactions);
           } catch (err) {
             // Listed a moment before its first version can be read.
             if (Date.now() > deadline || !/not found/i.test(errorText(err))) throw err;
@@ -69,6 +70,10 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
         await sleep(WAIT_MS);
       }
     },
+    async close() {
+      compactions.closed = true;
+      await Promise.all(compactions.running);
+    },
   };
 
   /** Whether this replica creates the table: its marker landed first, or the one there is stale. */
@@ -80,21 +85,31 @@ export function openSystemTables(root: string, storageOptions: Record<string, st
   }
 }
 
+/** The background compactions of one replica's system tables: a closed replica starts none, and its close waits for those running. */
+interface Compactions {
+  running: Set<Promise<void>>;
+  closed: boolean;
+}
 
-function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, columns: SystemColumn[]): SystemTable {
+function systemTable(table: lancedb.Table, schema: InstanceType<typeof Schema>, columns: SystemColumn[], compactions: Compactions): SystemTable {
   const names = ["key", ...columns.map((c) => c.name), "doc"];
   const toArrow = (rows: SystemRow[]) => lancedb.makeArrowTable(rows.map((r) => Object.fromEntries(names.map((n) => [n, r[n] ?? null]))), { schema });
   let commits = 0;
-  let compacting: Promise<void> | null = null;
+  let compacting = false;
   // Each commit adds a fragment; a table compacted now and then stays one or two fragments to read.
   const committed = () => {
-    if (++commits % COMPACT_EVERY !== 0 || compacting) return;
-    compacting = table
+    if (++commits % COMPACT_EVERY !== 0 || compacting || compactions.closed) return;
+    const running = table
       .optimize({ cleanupOlderThan: new Date(Date.now() - KEEP_VERSIONS_MS) })
       .then(() => undefined)
       // Another replica's commit may conflict with it; the next round compacts.
       .catch(() => undefined)
-      .finally(() => (compacting = null));
+      .finally(() => {
+        compacting = false;
+        compactions.running.delete(running);
+      });
+    compacting = true;
+    compactions.running.add(running);
   };
   // An idle replica polls the same selects (the jobs' active set each second): a version check
   // (a manifest lookup under consistency interval 0) costs a tenth of a scan. An answer is kept

@@ -33,4 +33,6 @@ export const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
 /** Opens (creating on first use) the system table `name` with these condition columns. */
 export interface SystemTables {
   open(name: string, columns: SystemColumn[]): Promise<SystemTable>;
+  /** Start no more background compactions and wait for those running: nothing writes after it returns. */
+  close(): Promise<void>;
 }
