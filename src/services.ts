@@ -275,6 +275,7 @@ export async function createServices(config: Config, credential: (key: string) =
   // What follows every commit: one subscriber a line; the serving index's update before the write is answered.
   tables.commits.subscribeAwaited(serving.committed);
   tables.onRemoved(serving.forget);
+  tables.beforeMove(serving.beforeMove);
   const lifecycle: Lifecycle = { draining: false, closed: false, full: false, unready: unwritable, warming: toWarm.length, warmTimedOut: false };
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));

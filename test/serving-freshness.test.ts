@@ -139,6 +139,33 @@ describe("another process's commit", () => {
   }, 180_000);
 });
 
+/** Syncs the serving indexes have made (every `read` kind), from /metrics. */
+async function syncs(): Promise<number> {
+  const text = (await q.call("GET", "/metrics")).text;
+  return [...text.matchAll(/^quiver_serving_sync_seconds_count\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
+describe("another process's commit to a table being searched", () => {
+  it("is synced in the background before the table's re-check moves on (--keep-fresh-ms): no search waited for it, and the next one answers from the index with it", async () => {
+    await made("ahead", rows(0, 3000));
+    // Searched just now: re-checked in the background for --keep-fresh-ms (10 s) from here.
+    await answer("ahead", {});
+    const before = await syncs();
+    await (await open("ahead")).add(rows(30_000, 20, nearQuery(3)));
+    let after = before;
+    for (let i = 0; i < 100 && after === before; i++) {
+      await sleep(50);
+      after = await syncs();
+    }
+    // Before this, the first search after the re-check waited for the sync (it found the table moved on).
+    expect(after).toBeGreaterThan(before);
+    const next = await answer("ahead", EXACT);
+    expect(next.path).toBe("serving");
+    expectSame(next.t, await exact("ahead"));
+    expect(col(next.t, "id")).toContain(30_000);
+  }, 180_000);
+});
+
 describe("`_rowid` filters after a compaction (row ids that are row addresses)", () => {
   it("select the rows at their new addresses, in the serving index's answers", async () => {
     const filters = ["_rowid < 600", "_rowid >= 4294967296 AND _rowid < 4294967996", `_rowid IN (${[1, 2, 3, 4294967297, 12884901890].join(",")})`];

@@ -1,6 +1,7 @@
 // Opening Lance tables by catalog entry, with a cache of open handles.
 // Tables whose location LanceDB can open by name go through a plain connection to the data
 // directory; others (e.g. LanceDB's own `<hash>_ns$t` layout) through its directory namespace.
+import { setTimeout as sleep } from "node:timers/promises";
 import * as lancedb from "@lancedb/lancedb";
 import type { Entry } from "../catalog/catalog.js";
 import { lanceNameOf, resolveLocation } from "../catalog/locations.js";
@@ -123,6 +124,13 @@ export interface Tables {
   /** Be told of each table whose data is removed (a drop), after the removal. */
   onRemoved(listener: (entry: Entry) => void): void;
   /**
+   * Be told when a background check (--keep-fresh-ms) is about to move a cached table to its
+   * newest version, and given up to an eighth of the interval to catch up first (undefined: nothing
+   * to do): the serving index syncs then, so a search after the move finds it there already
+   * instead of waiting for the sync.
+   */
+  beforeMove(listener: (entry: Pick<Entry, "objectId" | "location">) => Promise<void> | undefined): void;
+  /**
    * Whether this process removed a table's data at `location`. LanceDB's session keeps what it read
    * of a dataset by its path and version, so a new dataset at that path was searched with the
    * removed one's index (rows of another table answered, found by the differential test): a new
@@ -172,10 +180,17 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     checking: Promise<void> | null;
   }
   const cache = new Map<string, Cached>();
+  const movers: ((entry: Pick<Entry, "objectId" | "location">) => Promise<void> | undefined)[] = [];
+  /** Before a background check moves `c`: its followers' catch-up, bounded so that a read is rarely left to wait for the check. */
+  const catchUp = async (c: Cached) => {
+    const ups = movers.map((m) => m(c)).filter((p) => p !== undefined);
+    if (ups.length > 0) await Promise.race([Promise.all(ups).catch(() => undefined), sleep(freshness.intervalMs / 8, undefined, { ref: false })]);
+  };
   const recheck = (c: Cached, t: lancedb.Table, ahead = false) =>
     (c.checking ??= (async () => {
       const at = Date.now();
       recordFreshnessCheck("table", ahead);
+      if (ahead) await catchUp(c);
       await t.checkoutLatest();
       c.version = await t.version();
       c.checkedAt = at;
@@ -341,6 +356,9 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       for (const l of removed) l(entry);
     },
     removedHere: (location) => removedLocations.has(location),
+    beforeMove(listener) {
+      movers.push(listener);
+    },
     onRemoved(listener) {
       removed.push(listener);
     },

@@ -20,7 +20,7 @@ import { filterTypes } from "./predicate.js";
 import { answerSchema, indexCoversRows, indexedVectors, schemaOf, takeRows, versionTime, type IndexedVectors } from "../engine/serving-source.js";
 import { tableVersion } from "../engine/table-info.js";
 import type { TableHandle, Tables } from "../engine/tables.js";
-import { tableDir, versionOperation, type VersionOperation } from "../engine/versions.js";
+import { publishedVersions, tableDir, versionOperation, type VersionOperation } from "../engine/versions.js";
 import { log } from "../log.js";
 import { recordSearchPath, recordServingBuild, recordServingEviction, recordServingSync, recordServingSyncVersion, watchServing, type ServingSample } from "../metrics.js";
 import { tenantOf } from "../catalog/names.js";
@@ -47,6 +47,8 @@ export interface ServingIndexes {
   committed(commit: Commit): Promise<void>;
   /** A table was dropped: its index and its saved file go. */
   forget(entry: Entry): void;
+  /** A background check is about to move the table on: the index syncs to its newest version first (see Tables.beforeMove); undefined when it has nothing to do. */
+  beforeMove(entry: Pick<Entry, "objectId" | "location">): Promise<void> | undefined;
   /** The tables whose indexes were saved here (their data: `dataOf`), which a start warms. */
   saved(): Promise<Set<string>>;
   /** Load or build `entry`'s index now, as its first search would; resolves once it serves at the table's latest version, or LanceDB serves the table. */
@@ -880,6 +882,18 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     forget(entry) {
       const st = states.get(dataOf(entry));
       if (st) forget(st);
+    },
+
+    beforeMove(entry) {
+      const st = states.get(dataOf(entry));
+      const ix = st?.ix;
+      // A large sync already runs while LanceDB answers: nothing to wait for.
+      if (!st || !ix || st.status !== "ready" || st.large) return undefined;
+      return (async () => {
+        // One listing of the table's manifests: the version the check would move the handle to.
+        const newest = (await publishedVersions(tableDir(tables.root, st.entry))).at(-1);
+        if (newest !== undefined && newest > ix.version) await requestSync(st, newest);
+      })();
     },
 
     saved: () => savedTables(config.stateDir),
