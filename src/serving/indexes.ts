@@ -711,7 +711,13 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
   }
 
   /** The answer's shape for this projection: the engine's own output schema, each field's source. */
-  function planOf(st: TableState, ix: ServingIndex, table: TableHandle, spec: QuerySpec): Promise<Plan> {
+  /**
+   * `keep`: the plan is kept for the searches after. Not while the index is ahead of the cached
+   * handle it is planned from (synced before a re-check moved the handle, see beforeMove): a column
+   * another process added would be missing from it after the move, as the sync cleared the plans
+   * before this one was made.
+   */
+  function planOf(st: TableState, ix: ServingIndex, table: TableHandle, spec: QuerySpec, keep: boolean): Promise<Plan> {
     // One vector has no query_index, sent as multi_vector or not (as the engine path answers it).
     const multi = spec.multi && spec.vectors!.length > 1;
     const key = JSON.stringify([spec.columns, spec.withRowId, multi]);
@@ -736,6 +742,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         const hitsOnly = take.some((n) => !ix.ref.columns.some((c) => c.name === n));
         return { key: `${ix.ref.key}\u0000${key}`, schema: schemaFile, sources, hitsOnly, take: hitsOnly ? fields.map((f) => f.name).filter((n) => !["_distance", "_rowid", "query_index"].includes(n)) : [] };
       })();
+      if (!keep) return p;
       st.plans.set(key, p);
       p.catch(() => st.plans.get(key) === p && st.plans.delete(key));
     }
@@ -787,7 +794,8 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
         const schema = async (v: number) => (tables.knownVersion(entry.objectId, table) === v ? ((await tables.schemaOf(entry, table)) as unknown as Schema) : schemaOf(await open(v)));
         bits = await filters.bitsFor(ix, spec.filter, { table: open, schema });
       }
-      plan = await planOf(st, ix, table, spec);
+      const known = tables.knownVersion(entry.objectId, table);
+      plan = await planOf(st, ix, table, spec, known === null || known >= version);
     } catch (err) {
       // The engine answers (and words any error in the filter or columns as it always does).
       log.debug("serving index: engine answers", { table: entry.objectId, error: String(err) });
