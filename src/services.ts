@@ -26,6 +26,8 @@ import { maintenanceKind } from "./jobs/kinds/maintenance.js";
 import { stopSpares } from "./jobs/kinds/background.js";
 import { startLauncher, stopLauncher } from "./jobs/kinds/launcher.js";
 import { createReadLeases, type ReadLeases } from "./engine/read-leases.js";
+import { createVersionChecks, type VersionChecks } from "./engine/version-checks.js";
+import { tableDir } from "./engine/versions.js";
 import { openValueVersions, type ValueVersions } from "./compute/value-versions.js";
 import { openViews, type Views } from "./compute/views.js";
 import { viewRefreshKind } from "./jobs/kinds/view-refresh.js";
@@ -84,6 +86,8 @@ export interface Services {
   views: Views;
   /** Versions reads opened explicitly, kept by cleanups for a while. */
   readLeases: ReadLeases;
+  /** Whether versions a request names can still be read, kept for the consistency interval. */
+  versionChecks: VersionChecks;
   /** Set by the front end as it shuts down (src/server.ts, drain). */
   lifecycle: Lifecycle;
   /**
@@ -236,6 +240,7 @@ export async function createServices(config: Config, credential: (key: string) =
   const system = openSystemTables(config.dataDir, config.storageOptions);
   const [valueVersions, views, claims, indexSpecs] = await retried(() => Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
   const readLeases = createReadLeases();
+  const versionChecks = createVersionChecks(config.consistencyIntervalMs);
   const replica = replicaId(privateDir, config.replicaName);
   const backfills = { catalog, tables, versions: valueVersions, ...sandboxSize(config), limits: config, limit: config.backfillJobs, jobs: () => jobs, replica };
   const jobs: Jobs = await reach(openJobs(
@@ -246,7 +251,7 @@ export async function createServices(config: Config, credential: (key: string) =
       backfillKind(backfills),
       backfillTaskKind(backfills),
       viewRefreshKind({ catalog, tables, views, ...sandboxSize(config), timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases, servingPinMs: config.servingPinMs }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, limit: config.maintenanceJobs }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases, servingPinMs: config.servingPinMs }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, versionChecks, limit: config.maintenanceJobs }),
     ],
     engineReason,
     { ...config, replica },
@@ -276,12 +281,18 @@ export async function createServices(config: Config, credential: (key: string) =
   tables.commits.subscribeAwaited(serving.committed);
   tables.onRemoved(serving.forget);
   tables.beforeMove(serving.beforeMove);
+  const forgetVersions = (entry: Entry) => {
+    if (entry.location) versionChecks.forget(tableDir(tables.root, entry));
+  };
+  tables.onRemoved(forgetVersions);
   const lifecycle: Lifecycle = { draining: false, closed: false, full: false, unready: unwritable, warming: toWarm.length, warmTimedOut: false };
   const onCommit = tables.commits.subscribe;
   onCommit((c) => (c.byCachedHandle || c.branch !== null ? undefined : tables.evict(c.table.objectId)));
   onCommit(auto.committed);
   onCommit(refreshes.committed);
   onCommit(maintenance.committed);
+  // A version deleted from the history may be published again with other files.
+  onCommit((c) => (c.change === "history" ? forgetVersions(c.table) : undefined));
   return {
     config,
     catalog,
@@ -297,6 +308,7 @@ export async function createServices(config: Config, credential: (key: string) =
     valueVersions,
     views,
     readLeases,
+    versionChecks,
     lifecycle,
     async warm() {
       if (toWarm.length === 0) return;

@@ -41,6 +41,14 @@ export const isWriterContention = (err: unknown) => /Too many concurrent writers
  */
 export const isStoreThrottled = (err: unknown) => /non-2xx status code: (429|503)\b|\bSlowDown\b|\bServerBusy\b|\bTooManyRequests\b/.test(errorText(err));
 
+/**
+ * The table's data, deletion or index file the engine did not find (`Not found: <path>`), relative
+ * to the table directory; null for any other failure.
+ */
+export function missingTableFile(err: unknown): string | null {
+  return /Not found: \S*\/((?:data|_deletions|_indices)\/[^\s,]+)/.exec(errorText(err))?.[1] ?? null;
+}
+
 /** Whether the engine failed because a table version it was asked for no longer exists (or never did). */
 export const isVersionMissing = (err: unknown) => /Version not found error|_versions\/\d+\.manifest was not found/.test(errorText(err));
 

@@ -1,7 +1,9 @@
 // LanceDB's texts for failing queries and SQL expressions (filters, predicates, computed values)
 // → ApiErrors: the one place they are matched.
 import { ApiError, Code, invalid, isApiError } from "../errors.js";
-import { engineReason, errorText } from "./messages.js";
+import { engineReason, errorText, missingTableFile } from "./messages.js";
+import { pinnedVersion, type TableHandle } from "./tables.js";
+import { cleanedVersion } from "./versions.js";
 
 /**
  * An SQL expression the engine could not parse, plan or evaluate on the data (bad cast, a cast the
@@ -78,11 +80,28 @@ const reasonRules: [RegExp, string | null][] = [
 ];
 
 /**
- * Translate a LanceDB query failure; `exprField` names the request field(s) holding the SQL the
- * engine evaluates (filter, computed columns). Unknown failures are re-thrown (500 with a request id).
+ * A read of `t`, opened at a version the request named, failed on a file a cleanup removed after
+ * the version's files were last checked (version-checks.ts): not found, as the check answers.
  */
-export function translateQueryError(err: unknown, table: string, exprField: string): never {
+export function cleanedVersionError(err: unknown, t: TableHandle): ApiError | null {
+  const at = pinnedVersion(t);
+  const file = at ? missingTableFile(err) : null;
+  return at && file ? cleanedVersion(at.table, at.version, file) : null;
+}
+
+/** A read of `t` failed: its error as cleanedVersionError makes it, or as it was. */
+export const orCleaned = (t: TableHandle) => (err: unknown): never => {
+  throw cleanedVersionError(err, t) ?? err;
+};
+
+/**
+ * Translate a LanceDB query failure of `t`; `exprField` names the request field(s) holding the SQL
+ * the engine evaluates (filter, computed columns). Unknown failures are re-thrown (500 with a request id).
+ */
+export function translateQueryError(err: unknown, t: TableHandle, table: string, exprField: string): never {
   if (isApiError(err)) throw err;
+  const cleaned = cleanedVersionError(err, t);
+  if (cleaned) throw cleaned;
   const msg = errorText(err);
   for (const [re, make] of rules) {
     const m = msg.match(re);

@@ -221,7 +221,7 @@ export async function searchSchema(table: lancedb.Table, s: QuerySpec, name: str
   try {
     return await (await build(table, s, name)).outputSchema();
   } catch (err) {
-    translateQueryError(err, name, expressionField(s));
+    translateQueryError(err, table, name, expressionField(s));
   }
 }
 
@@ -245,7 +245,7 @@ export async function runQuery(table: lancedb.Table, s: QuerySpec, name: string,
     if (!r.first) return [await emptyResult(r.q)];
     return ipcFile(r.first, r.next, mostRows(s));
   } catch (err) {
-    translateQueryError(err, name, expressionField(s));
+    translateQueryError(err, table, name, expressionField(s));
   }
 }
 
@@ -258,7 +258,7 @@ export async function runQueryJson(table: lancedb.Table, s: QuerySpec, name: str
     const r = await start(table, s, name, b);
     return jsonRows(r.first, r.next, lines);
   } catch (err) {
-    translateQueryError(err, name, expressionField(s));
+    translateQueryError(err, table, name, expressionField(s));
   }
 }
 
@@ -296,7 +296,7 @@ export async function explainQuery(table: lancedb.Table, s: QuerySpec, name: str
   try {
     return await (await build(table, s, name)).explainPlan(verbose);
   } catch (err) {
-    translateQueryError(err, name, expressionField(s));
+    translateQueryError(err, table, name, expressionField(s));
   }
 }
 
@@ -308,6 +308,6 @@ export async function analyzeQuery(table: lancedb.Table, s: QuerySpec, name: str
   try {
     return await within(counted((await build(table, s, name)).analyzePlan()), b);
   } catch (err) {
-    translateQueryError(err, name, expressionField(s));
+    translateQueryError(err, table, name, expressionField(s));
   }
 }

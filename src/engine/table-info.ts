@@ -3,6 +3,7 @@
 import type { Bound } from "./deadline.js";
 import { rowsIn } from "./ipc-out.js";
 import { boundedExecute } from "./query.js";
+import { orCleaned } from "./query-errors.js";
 import { readSchema } from "./schema-ipc.js";
 import type { TableHandle } from "./tables.js";
 
@@ -12,7 +13,7 @@ export const tableSchema = readSchema;
 export const tableVersion = (t: TableHandle) => t.version();
 
 /** Rows in all, or those `filter` (SQL) selects. */
-export const countRows = (t: TableHandle, filter?: string) => t.countRows(filter);
+export const countRows = (t: TableHandle, filter?: string) => t.countRows(filter).catch(orCleaned(t));
 
 /**
  * Rows `filter` selects, counted from a stream of their row ids that stops at `b`'s deadline or
@@ -22,10 +23,14 @@ export const countRows = (t: TableHandle, filter?: string) => t.countRows(filter
  * (300,000 rows by a cheap filter: 28 ms against 11 ms, measured).
  */
 export async function countMatching(t: TableHandle, filter: string, b: Bound): Promise<number> {
-  const next = await boundedExecute(t.query().where(filter).withRowId().select([]), b);
-  let rows = 0;
-  for (let buf = await next(); buf; buf = await next()) rows += rowsIn(buf);
-  return rows;
+  try {
+    const next = await boundedExecute(t.query().where(filter).withRowId().select([]), b);
+    let rows = 0;
+    for (let buf = await next(); buf; buf = await next()) rows += rowsIn(buf);
+    return rows;
+  } catch (err) {
+    return orCleaned(t)(err);
+  }
 }
 
 export const tableStats = (t: TableHandle) => t.stats();

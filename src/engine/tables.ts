@@ -143,6 +143,12 @@ export interface Tables {
   namespaced: lancedb.Connection;
 }
 
+/** Handles opened at a version of the main branch a request named: the table's id and the version. */
+const pinned = new WeakMap<lancedb.Table, { table: string; version: number }>();
+
+/** The table and version `t` was opened at, when a request named the version (main branch only). */
+export const pinnedVersion = (t: TableHandle) => pinned.get(t);
+
 /** Locations of removed tables remembered (`removedHere`). */
 const MAX_REMOVED_LOCATIONS = 65_536;
 
@@ -304,7 +310,9 @@ export async function openTables(root: string, freshness: Freshness, objectStore
     open(entry, opts = {}) {
       // LanceDB joins a branch into `tree/<branch>` unchecked: every name reaching it is checked here too.
       const branch = namedBranch(opts.branch) === undefined ? undefined : checkedRef("branch", opts.branch!);
-      if (opts.version !== undefined || branch !== undefined || opts.fresh) return openRaw(entry, { version: opts.version, branch });
+      const version = opts.version;
+      if (version !== undefined && branch === undefined) return openRaw(entry, { version }).then((t) => (pinned.set(t, { table: entry.objectId, version }), t));
+      if (version !== undefined || branch !== undefined || opts.fresh) return openRaw(entry, { version, branch });
       return latest(entry, opts.minVersion);
     },
     evict(objectId) {

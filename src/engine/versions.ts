@@ -318,6 +318,10 @@ export async function goneFile(tableDir: string, version: number, stored: Stored
   return (await versionFiles(tableDir, version))?.find((f) => !stored.has(f)) ?? null;
 }
 
+/** A version whose files a cleanup removed is not found, as one whose manifest it removed too. */
+export const cleanedVersion = (table: string, version: number, file: string) =>
+  new ApiError(Code.TableVersionNotFound, `version ${version} not found in table ${JSON.stringify(table)}: a cleanup removed its files (${file})`);
+
 /** `scheme://bucket` of an object-store URI. */
 const BUCKET = /^[a-z0-9]+:\/\/[^/]+/i;
 

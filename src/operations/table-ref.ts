@@ -8,7 +8,7 @@ import { errorText } from "../engine/messages.js";
 import { refError } from "../engine/refs.js";
 import { tableVersion } from "../engine/table-info.js";
 import { namedBranch, type TableHandle } from "../engine/tables.js";
-import { goneFile, storedFiles, tableDir } from "../engine/versions.js";
+import { cleanedVersion, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { viewOf } from "../compute/views.js";
 import type { Services } from "../services.js";
@@ -24,6 +24,8 @@ export interface At {
   branch?: string | null;
   /** The latest main must be at least this version (a client's version token). */
   minVersion?: number;
+  /** The version's files are checked against storage, not taken as last checked (a restore's). */
+  recheck?: boolean;
 }
 
 /** Open a table at a version and/or branch; unknown ones are 404 with upstream's codes. */
@@ -40,19 +42,19 @@ export async function openAt(svc: Services, entry: Entry, at: At = {}): Promise<
     if (/was not found|Not found/.test(errorText(err))) throw (await declaredOnly(svc, entry)) ?? tableNotFound(entry.id);
     throw err;
   }
-  if (version !== undefined && !branch) await requireReadable(svc, entry, version);
+  if (version !== undefined && !branch) await requireReadable(svc, entry, version, at.recheck ?? false);
   return table;
 }
 
 /**
  * A version still listed whose files a cleanup removed (engine/versions.ts, goneFile) is not found,
  * as a version the cleanup finished removing is: reading it would fail on a data file (a 500), and
- * restoring it would make a latest version nothing can read.
+ * restoring it would make a latest version nothing can read. The answer is taken as last checked
+ * (engine/version-checks.ts) unless `recheck`.
  */
-async function requireReadable(svc: Services, entry: Entry, version: number): Promise<void> {
-  const dir = tableDir(svc.tables.root, entry);
-  const gone = await goneFile(dir, version, await storedFiles(dir));
-  if (gone) throw new ApiError(Code.TableVersionNotFound, `version ${version} not found in table ${JSON.stringify(entry.objectId)}: a cleanup removed its files (${gone})`);
+async function requireReadable(svc: Services, entry: Entry, version: number, recheck: boolean): Promise<void> {
+  const gone = await svc.versionChecks.gone(tableDir(svc.tables.root, entry), version, recheck);
+  if (gone) throw cleanedVersion(entry.objectId, version, gone);
 }
 
 /** Writes to a view are 400: its contents come from its source. */

@@ -5,7 +5,7 @@ import { hasVersions } from "../engine/datasets.js";
 import { mainOr, namedBranch, type TableHandle, type Version } from "../engine/tables.js";
 import { tableVersion } from "../engine/table-info.js";
 import { restoreVersion } from "../engine/writes.js";
-import { goneFile, manifestFile, manifestPathOut, manifestPathV2, storedFiles, tableDir } from "../engine/versions.js";
+import { cleanedVersion, goneFile, manifestFile, manifestPathOut, manifestPathV2, storedFiles, tableDir } from "../engine/versions.js";
 import { ApiError, Code, invalid } from "../errors.js";
 import { DescribeTableVersion, RestoreTable } from "../schemas/version.js";
 import { jsonOp, queryOp } from "./define.js";
@@ -80,12 +80,14 @@ export const describeTableVersion = jsonOp(DescribeTableVersion, async ({ id, bo
   const t = await openAt(svc, entry, { branch });
   const wanted = body.version ?? (await tableVersion(t));
   const dir = tableDir(svc.tables.root, entry);
-  const found = (await listVersions(t)).find((x) => x.version === wanted);
-  const v = found && (await readable(dir, branch, [found], 1))[0];
+  const v = (await listVersions(t)).find((x) => x.version === wanted);
   if (!v) {
     const on = namedBranch(branch) ? ` on branch ${JSON.stringify(branch)}` : "";
     throw new ApiError(Code.TableVersionNotFound, `version ${wanted} not found${on} in table ${JSON.stringify(entry.objectId)}`);
   }
+  // As a read at the version checks it (table-ref.ts, openAt); branches are not checked (goneFile).
+  const gone = namedBranch(branch) ? null : await svc.versionChecks.gone(dir, wanted);
+  if (gone) throw cleanedVersion(entry.objectId, wanted, gone);
   return json({ version: await versionRecord(svc, dir, branch, v) });
 });
 
@@ -109,7 +111,7 @@ async function refuseCleanupRace(svc: Services, entry: Entry, table: TableHandle
 
 /** Commits a new version whose content is the old one's; history is kept. */
 export const restoreTable = jsonOp(RestoreTable, async ({ id, body, svc, work }) => {
-  const { entry, table: old } = await openTable(svc, id, { version: body.version, branch: body.branch });
+  const { entry, table: old } = await openTable(svc, id, { version: body.version, branch: body.branch, recheck: true });
   await refuseCleanupRace(svc, entry, old, mainOr(body.branch), body.version);
   await svc.tables.write(entry, body.branch, { change: "restore", byCachedHandle: false, work }, () => restoreVersion(old));
   return json({});

@@ -14,6 +14,7 @@ import type { IndexSpecs } from "../../engine/index-specs.js";
 import { treeSize } from "../../util/store-files.js";
 import { namedBranch, type TableHandle, type Tables } from "../../engine/tables.js";
 import { tableDir } from "../../engine/versions.js";
+import type { VersionChecks } from "../../engine/version-checks.js";
 import type { Exclusive, JobKind, Jobs } from "../jobs.js";
 import type { JobRecord } from "../store.js";
 import { LOWEST_PRIORITY, runInBackground } from "./background.js";
@@ -44,6 +45,8 @@ export interface MaintenanceDeps {
   maxIndexSegments: number;
   /** The recorded builds of indexes (a rebuild's parameters). */
   specs: IndexSpecs;
+  /** Whether versions can be read, checked against storage while a cleanup runs and forgotten after. */
+  versionChecks: VersionChecks;
   limit: number;
 }
 
@@ -91,6 +94,7 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         if (m.progress.phase === "done") tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "maintenance", rows: null, byCachedHandle: false });
       }, { spare: true });
       const took = (result: "succeeded" | "failed") => () => recordMaintenanceDuration(result, (performance.now() - started) / 1000);
+      if (request) deps.versionChecks.cleaning(tableDir(tables.root, entry), running.done);
       running.done.then(took("succeeded"), took("failed"));
       return running;
     },
