@@ -60,20 +60,20 @@ it("a cleanup that failed halfway runs again, after a restart too, until the old
   const job = (await post("t", "optimize", {})).json.job_id as string;
   const first = await until(() => describeJob(job), (d) => failures(d) > 0 || terminal(d.status));
   expect(first.status, JSON.stringify(first.properties)).toBe("Running");
-  await logLine(q, (l) => l.includes("maintenance failed with its cleanup asked") && l.includes(job));
   expect(first.properties.last_failure).toContain("(code: 412)");
+  // A crash in between (at once, so that few runs fail before it): the restarted server resumes the
+  // job and goes on counting its failures.
+  const crashed = q;
+  await crashed.kill();
+  await logLine(crashed, (l) => l.includes("maintenance failed with its cleanup asked") && l.includes(job));
+  q = await startQuiver({ ...opts, dataDir: crashed.dataDir });
+  const resumed = await until(() => describeJob(job), (d) => failures(d) > failures(first) || terminal(d.status));
+  expect(resumed.status, JSON.stringify(resumed.properties)).toBe("Running");
   // The files the cleanup removed before the refusal are gone (which ones, the store's batches
   // decide), the leased manifest is still there, and every version listed can be read.
   expect(await names(`${dir}/_versions/`)).toContain(oldest);
   const listed = ((await post("t", "version/list", {})).json.versions as { version: number }[]).map((v) => v.version);
   for (const version of listed) expect((await post("t", "count_rows", { version })).status).toBe(200);
-
-  // A crash in between: the restarted server resumes the job and goes on counting its failures.
-  const seen = failures(await describeJob(job));
-  await q.kill();
-  q = await startQuiver({ ...opts, dataDir: q.dataDir });
-  const resumed = await until(() => describeJob(job), (d) => failures(d) > seen || terminal(d.status));
-  expect(resumed.status, JSON.stringify(resumed.properties)).toBe("Running");
 
   await lease.releaseLease();
   const done = await settle(q, job, 120_000);
