@@ -91,7 +91,11 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
     if (timers.has(k)) return;
     const timer = setTimeout(() => {
       timers.delete(k);
-      check(entry, branch).catch((err: unknown) => log.warn("automatic maintenance not started", { table: entry.objectId, error: String(err) }));
+      check(entry, branch).catch((err: unknown) => {
+        // A table dropped since the commit that armed this look has nothing to maintain: no warning.
+        const level = deps.catalog.get(entry.id) ? "warn" : "debug";
+        log[level]("automatic maintenance not started", { table: entry.objectId, error: String(err) });
+      });
     }, delay);
     timer.unref();
     timers.set(k, timer);
@@ -121,7 +125,8 @@ export function autoMaintenance(deps: { jobs: Jobs; tables: Tables; catalog: Cat
   }
 
   async function check(entry: Entry, branch: string | null): Promise<void> {
-    const current = deps.catalog.get(entry.id) ?? entry;
+    const current = deps.catalog.get(entry.id);
+    if (!current) throw new Error("the table was dropped");
     const k = keyOf(current, branch);
     const s = settingsFor(current, deps.settings);
     if (!s.enabled || !current.location) return deps.spacing.seen(k, 0, 0);
