@@ -45,6 +45,8 @@ export interface MaintenanceDeps {
   /** The recorded builds of indexes (a rebuild's parameters). */
   specs: IndexSpecs;
   limit: number;
+  /** Keep a job process started ahead for the next job (--spare-processes). */
+  spare: boolean;
 }
 
 // dist/src/jobs/kinds/maintenance.js → dist/workers/processes/maintenance.js
@@ -89,7 +91,7 @@ export function maintenanceKind(deps: MaintenanceDeps): JobKind<MaintenanceSpec>
         await job.report(m.progress as Record<string, unknown>);
         if (m.progress.after) exportFigures(entry.objectId, namedBranch(spec.branch) ?? null, m.progress.after);
         if (m.progress.phase === "done") tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "maintenance", rows: null, byCachedHandle: false });
-      }, { spare: true });
+      }, { spare: deps.spare });
       const took = (result: "succeeded" | "failed") => () => recordMaintenanceDuration(result, (performance.now() - started) / 1000);
       running.done.then(took("succeeded"), took("failed"));
       return running;
