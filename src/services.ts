@@ -236,7 +236,8 @@ export async function createServices(config: Config, credential: (key: string) =
   const pool = createWorkerPool(config);
   // A tenant's checks queue in its own sandbox: a few per worker, so one tenant's slow code holds
   // few of the server's request slots; the sandboxes yield the CPU to the server's own work.
-  const compute = createTenantCompute({ ...sandboxSize(config), sandboxes: config.tenantSandboxes, admitted: config.workers * 4, niceness: 10 });
+  const spare = config.spareProcesses === "on";
+  const compute = createTenantCompute({ ...sandboxSize(config), sandboxes: config.tenantSandboxes, spare, admitted: config.workers * 4, niceness: 10 });
   const system = openSystemTables(config.dataDir, config.storageOptions);
   const [valueVersions, views, claims, indexSpecs] = await retried(() => Promise.all([openValueVersions(system, privateDir), openViews(system, privateDir, freshness), openClaims(system), openIndexSpecs(system)]));
   const readLeases = createReadLeases();
@@ -250,8 +251,8 @@ export async function createServices(config: Config, credential: (key: string) =
       indexBuildKind({ catalog, tables, specs: indexSpecs, limit: config.indexBuilds }),
       backfillKind(backfills),
       backfillTaskKind(backfills),
-      viewRefreshKind({ catalog, tables, views, ...sandboxSize(config), timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, credential }),
-      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases, servingPinMs: config.servingPinMs }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, versionChecks, limit: config.maintenanceJobs }),
+      viewRefreshKind({ catalog, tables, views, ...sandboxSize(config), timeoutMs: config.udfTimeoutMs, limit: config.refreshJobs, spare, credential }),
+      maintenanceKind({ catalog, tables, retention: { views, leases: readLeases, servingPinMs: config.servingPinMs }, jobs: () => jobs, retainMs: config.retainVersionsMs, maxVersions: config.maintenanceMaxVersions, maxIndexSegments: config.maintenanceMaxIndexSegments, specs: indexSpecs, versionChecks, limit: config.maintenanceJobs, spare }),
     ],
     engineReason,
     { ...config, replica },

@@ -4,8 +4,9 @@
 // server's QUIVER_* variables (API keys, JWT secrets).
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { processTable as processes, runs } from "./helpers/processes.js";
-import { startQuiver, type Quiver } from "./helpers/quiver.js";
+import { processesRunning, processTable as processes, runs } from "./helpers/processes.js";
+import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { sandboxProcesses } from "./helpers/sandbox.js";
 import { idNameRows, tableCalls } from "./helpers/tables.js";
 import { settle } from "./helpers/transactions.js";
 
@@ -16,8 +17,8 @@ const environment = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8"
 
 describe("the job process launcher", () => {
   it("a maintenance job's process (and the spare started beside it) is the launcher's child, and neither has the server's QUIVER_* variables", async () => {
-    // Started with its API keys in QUIVER_API_KEYS.
-    q = await startQuiver();
+    // Started with its API keys in QUIVER_API_KEYS, and a process started ahead for the next job.
+    q = await startQuiver({ args: ["--spare-processes", "on"] });
     const server = q.proc.pid!;
     const [launcher] = [...processes()].filter(([, p]) => p.ppid === server && runs(p.cmd, "launcher.js")).map(([pid]) => pid);
     expect(launcher, "the server's launcher").toBeDefined();
@@ -46,5 +47,28 @@ describe("the job process launcher", () => {
     const end = Date.now() + 10_000;
     while (processes().has(launcher) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     expect(processes().has(launcher)).toBe(false);
+  });
+});
+
+describe("with --spare-processes off (as the other test servers run)", () => {
+  it("a maintenance job's process is started for that job alone, and a tenant's first check starts its sandbox with no spare beside it", async () => {
+    const s = await startQuiver();
+    try {
+      const { post } = tableCalls(s);
+      expect((await post("t", "create", idNameRows([1, 2, 3]))).status).toBe(200);
+      const r = await post("t", "optimize", {});
+      expect(r.status, r.text).toBe(202);
+      expect((await settle(s, r.json.job_id, 60_000)).status).toBe("Succeeded");
+      const column = { udf_backend: "js", udf: "(id) => String(id)", input_columns: ["id"], outputs: [{ column: "y", data_type: { type: "utf8" }, nullable: true }] };
+      const add = await post("t", "add_columns", { new_columns: [{ name: "y", virtual_column: column }] });
+      expect(add.status, add.text).toBe(200);
+      // A spare is started as the one waiting is taken: time for one to show if there were.
+      await new Promise((res) => setTimeout(res, 1000));
+      expect(processesRunning("maintenance.js", s.proc.pid!)).toEqual([]);
+      expect(sandboxProcesses(s.proc.pid!).length).toBe(1);
+    } finally {
+      await s.stop();
+      removeDir(s.dataDir);
+    }
   });
 });

@@ -7,10 +7,11 @@
 // out: a tenant without one takes an idle one's place (killed, never handed over), or waits for one
 // to go idle, in turn. Each tenant's tasks queue in its own sandbox, `workers` running at once and
 // `admitted` admitted at most (more are 503 at once), so one tenant's slow code costs another
-// only its share of the CPU. Sandboxes idle for IDLE_MS are closed. One more is kept started and
-// unassigned, so a tenant's first check does not wait for a process to start (seconds on a loaded
-// machine); a tenant takes it before it ever runs code, and a new spare starts. A backfill or view
-// refresh runs in a job process with a sandbox of its own (workers/processes/job-process.ts).
+// only its share of the CPU. Sandboxes idle for IDLE_MS are closed. With `spare`
+// (--spare-processes), one more is kept started and unassigned, so a tenant's first check does not
+// wait for a process to start (seconds on a loaded machine); a tenant takes it before it ever runs
+// code, and a new spare starts. A backfill or view refresh runs in a job process with a sandbox of
+// its own (workers/processes/job-process.ts).
 import { createCompute, type Compute, type SandboxOptions, type SpareCompute } from "./compute-client.js";
 
 export interface TenantCompute {
@@ -24,7 +25,7 @@ export type TenantTasks = Pick<Compute, "run">;
 /** How long a sandbox with nothing to do is kept. */
 const IDLE_MS = 60_000;
 
-export function createTenantCompute(options: Omit<SandboxOptions, "tenant"> & { sandboxes: number }): TenantCompute {
+export function createTenantCompute({ sandboxes, spare: keepSpare, ...options }: Omit<SandboxOptions, "tenant"> & { sandboxes: number; spare: boolean }): TenantCompute {
   // Each tenant's sandbox, with the tasks handed to it and not yet answered.
   const live = new Map<string, { compute: Compute; tasks: number; usedAt: number }>();
   // Tenants waiting for a place, in turn.
@@ -37,7 +38,7 @@ export function createTenantCompute(options: Omit<SandboxOptions, "tenant"> & { 
     if (closed) return null;
     let e = live.get(tenant);
     if (!e) {
-      if (live.size >= options.sandboxes) {
+      if (live.size >= sandboxes) {
         const idle = [...live].filter(([, x]) => x.tasks === 0).sort((a, b) => a[1].usedAt - b[1].usedAt)[0];
         if (!idle) return null;
         live.delete(idle[0]);
@@ -45,8 +46,8 @@ export function createTenantCompute(options: Omit<SandboxOptions, "tenant"> & { 
       }
       const compute = spare ?? createCompute({ ...options, tenant: null });
       compute.assign(tenant);
-      spare = createCompute({ ...options, tenant: null });
-      spare.warm();
+      spare = keepSpare ? createCompute({ ...options, tenant: null }) : null;
+      spare?.warm();
       e = { compute, tasks: 0, usedAt: 0 };
       live.set(tenant, e);
     }

@@ -87,11 +87,13 @@ export async function request(url: string, method: string, body?: unknown, heade
 
 /**
  * The environment a test server starts with: warnings and up logged, no drain delay on SIGTERM
- * (no balancer waits for it; test/rolling-restart.test.ts runs with the default), the test keys
- * unless `noKeys`.
+ * (no balancer waits for it; test/rolling-restart.test.ts runs with the default), no processes
+ * started ahead (--spare-processes off: most test servers run a check or a job or two, and each
+ * spare was a process start's CPU spent for nothing; test/job-launcher.test.ts runs with them),
+ * the test keys unless `noKeys`.
  */
 export function serverEnv(opts: Pick<StartOptions, "env" | "noKeys">): Record<string, string> {
-  const env: Record<string, string> = { ...(process.env as Record<string, string>), QUIVER_LOG_LEVEL: "warn", QUIVER_DRAIN_DELAY_MS: "0", ...opts.env };
+  const env: Record<string, string> = { ...(process.env as Record<string, string>), QUIVER_LOG_LEVEL: "warn", QUIVER_DRAIN_DELAY_MS: "0", QUIVER_SPARE_PROCESSES: "off", ...opts.env };
   if (!opts.noKeys) env.QUIVER_API_KEYS ??= DEFAULT_KEYS;
   return env;
 }

@@ -12,7 +12,8 @@ import { removeDir, serverForFile, startQuiver } from "../helpers/quiver.js";
 import { addColumn, escaping, jsColumn, post, rows, sandboxProcesses, sleep, spinningThreads, TENANT_KEYS, twoTenants, W1, W2, type SandboxProcess } from "../helpers/sandbox.js";
 import { paced } from "../helpers/pace.js";
 
-const ARGS = ["--udf-timeout-ms", "3000", "--workers", "2"];
+// With the spare sandbox of a server in production (test servers run without one).
+const ARGS = ["--udf-timeout-ms", "3000", "--workers", "2", "--spare-processes", "on"];
 const q = serverForFile({ args: ARGS, env: { QUIVER_API_KEYS: TENANT_KEYS } });
 beforeAll(async () => {
   await twoTenants(q, 20);

@@ -51,6 +51,8 @@ export interface MaintenanceDeps {
   /** Whether versions can be read, checked against storage while a cleanup runs and forgotten after. */
   versionChecks: VersionChecks;
   limit: number;
+  /** Keep a job process started ahead for the next job (--spare-processes). */
+  spare: boolean;
 }
 
 // dist/src/jobs/kinds/maintenance.js → dist/workers/processes/maintenance.js
@@ -176,7 +178,7 @@ async function runOnce(deps: MaintenanceDeps, job: JobContext<MaintenanceSpec>, 
     await job.report(m.progress as Record<string, unknown>);
     if (m.progress.after) exportFigures(entry.objectId, namedBranch(spec.branch) ?? null, m.progress.after);
     if (m.progress.phase === "done") tables.commits.announce({ table: entry, branch: namedBranch(spec.branch) ?? null, version: null, change: "maintenance", rows: null, byCachedHandle: false });
-  }, { spare: true });
+  }, { spare: deps.spare });
   if (request) deps.versionChecks.cleaning(tableDir(tables.root, entry), running.done);
   return { running, cleaning: request !== null };
 }

@@ -39,6 +39,8 @@ export interface ViewRefreshDeps {
   unsafeSharedSandbox: boolean;
   timeoutMs: number;
   limit: number;
+  /** Keep a job process started ahead for the next refresh (--spare-processes). */
+  spare: boolean;
   /** The API key with this stable id as configured now (src/auth/authenticate.ts). */
   credential: (key: string) => Principal | null;
 }
@@ -101,7 +103,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         // Found once by the server: the job process starts its sandbox without looking again.
         isolation: def.kind === "query" ? undefined : await isolation(deps.unsafeSharedSandbox),
       };
-      // Incremental refreshes are short: a process started ahead spares each one a process start.
+      // Incremental refreshes are short: a process started ahead (--spare-processes) spares each one a process start.
       return runInBackground<RefreshRequest, RefreshMessage>(REFRESH_PROCESS, LOWEST_PRIORITY, request, async (m) => {
         if (m.type === "step") return job.report({ ...m.step });
         const r: RefreshResult = m.result;
@@ -110,7 +112,7 @@ export function viewRefreshKind(deps: ViewRefreshDeps): JobKind<RefreshSpec> {
         await job.report({ ...r, rows_done: r.rows_written });
         recordJobRows(VIEW_REFRESH, r.rows_written);
         tables.commits.announce({ table: entry, branch: null, version: r.view_version, change: "refresh", rows: r.rows_written, byCachedHandle: false });
-      }, { spare: true });
+      }, { spare: deps.spare });
     },
     describe({ spec, progress }) {
       const p = (progress ?? {}) as Partial<RefreshResult & RefreshStep>;
