@@ -2,9 +2,12 @@
 // saved at the last shutdown (or those --warm-tables names) are loaded, with --warm-timeout-ms as
 // its bound; and a saved index that survives maintenance's cleanup under writes (its version is
 // pinned at the shutdown), so the restart loads it and brings it forward instead of rebuilding; and
-// a start on an object store that does not answer yet, which waits not ready instead of exiting.
+// a start on an object store that does not answer yet, which waits not ready instead of exiting;
+// and a saved index whose version a cleanup removed (a SIGKILL leaves no pin), built again.
 import * as lancedb from "@lancedb/lancedb";
 import type { Table as EsmTable } from "apache-arrow";
+import { readdirSync } from "node:fs";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { arrow } from "../src/engine/arrow.js";
 import { batch, batches, queryVectors, rng, vectorSource } from "../bench/dataset.js";
@@ -105,6 +108,39 @@ describe("a restart after writes and cleanup past the saved version", () => {
       expect(await metric(q, "quiver_warm_timed_out")).toBe(0);
       // The pin is released once the index is forward: the next cleanup may remove the old version.
       expect(Object.keys((await post(q, "warm", "tags/list", {})).json.tags)).toEqual([]);
+    } finally {
+      await q.stop();
+    }
+  }, 600_000);
+});
+
+describe("a restart after a SIGKILL and a cleanup past the saved version", () => {
+  it("builds the index again (the saved one answers at a version the table no longer holds), without reporting the file unreadable", async () => {
+    const dir = await seeded([["killed", SMALL]]);
+    const v = Array.from(queryVectors(SMALL, 1)[0]);
+    const savedFiles = () => readdirSync(path.join(dir, ".quiver", "serving"), { withFileTypes: true }).filter((f) => f.name.endsWith(".qvx"));
+    let q = await startQuiver({ dataDir: dir, args: ARGS });
+    try {
+      for (let i = 0; i < 600 && (await search(q, "killed", v)).path !== "serving"; i++) await new Promise((r) => setTimeout(r, 50));
+      // Saved after its build; the kill leaves no pin on its version.
+      for (let i = 0; i < 600 && savedFiles().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(savedFiles()).toHaveLength(1);
+      const saved = (await versions(q, "killed")).at(-1)!;
+      await q.kill();
+
+      q = await startQuiver({ dataDir: dir, args: [...ARGS, "--serving", "off"] });
+      for (let i = 0; i < 4; i++) expect((await post(q, "killed", "insert", rowsOf(10_000 + i * 10, 10))).status).toBe(200);
+      const job = await post(q, "killed", "optimize", {});
+      expect(job.status, job.text).toBe(202);
+      expect((await settle(q, job.json.job_id, 120_000)).status).toBe("Succeeded");
+      expect(await versions(q, "killed")).not.toContain(saved);
+      expect(await q.stop()).toBe(0);
+
+      q = await startQuiver({ dataDir: dir, args: ARGS });
+      await untilReady(q);
+      expect((await search(q, "killed", v)).path).toBe("serving");
+      expect(await metric(q, "quiver_serving_build_seconds_count", { loaded: "false" })).toBe(1);
+      expect(q.stderr()).not.toContain("the saved index could not be read");
     } finally {
       await q.stop();
     }

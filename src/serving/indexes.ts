@@ -287,7 +287,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       const t = await at(entry)(await tableVersion(table));
       granted = await buildRoom(st, t);
       key = memoryKey(entry, st.vector.column);
-      const loaded = await loadIndex(poolOf(), config.stateDir, entry, st.vector.column, granted, budget(), key, async (v) => versionTime(await at(entry)(v), v).catch(() => null)).catch((err: unknown) => {
+      // A saved version that cleanup removed (no pin: the replica was killed) is no longer the table's: built again, the file removed.
+      const committed = (v: number) => at(entry)(v).then((t) => versionTime(t, v), (err: unknown) => (isVersionMissing(err) ? null : Promise.reject(err)));
+      const loaded = await loadIndex(poolOf(), config.stateDir, entry, st.vector.column, granted, budget(), key, committed).catch((err: unknown) => {
         log.warn("serving index: the saved index could not be read; building it again", { table: entry.objectId, error: String(err) });
         return null;
       });
