@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAzurite, type Azurite } from "./helpers/azurite.js";
 import { sample } from "./helpers/metrics.js";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
+import { startStoreProxy, type StoreProxy } from "./helpers/store-proxy.js";
 import { settle } from "./helpers/transactions.js";
 
 const CONTAINER = "syncreads";
@@ -15,20 +16,27 @@ const TABLE = "t";
 const PATH = "x-quiver-search-path";
 const asJson = { "content-type": "application/json" };
 const wantJson = { accept: "application/json" };
+/** A manifest read by the server's own Azure client (a sync's first read), not by LanceDB's (object_store). */
+const MANIFEST_READ = /^GET [^ ]*\/_versions\/[^ ]*\.manifest[\s\S]*user-agent: azsdk-js/i;
 
 let az: Azurite;
+let proxy: StoreProxy;
 let q: Quiver;
 
 beforeAll(async () => {
   az = await startAzurite();
   await az.createContainer(CONTAINER);
-  const options = Object.entries(az.storageOptions()).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
+  // The server reaches the store through a relay that can hold one request (the last test's).
+  proxy = await startStoreProxy(az.url);
+  const options = Object.entries({ ...az.storageOptions(), azure_storage_endpoint: `${proxy.url}/devstoreaccount1` }).flatMap(([k, v]) => ["--storage-option", `${k}=${v}`]);
   q = await startQuiver({ dataUri: `az://${CONTAINER}/quiver`, args: [...options, "--workers", "1", "--auto-maintenance", "off"] });
 }, 120_000);
 
 afterAll(async () => {
+  proxy?.resume();
   await q?.stop();
   if (q?.dataDir) removeDir(q.dataDir);
+  await proxy?.close();
   await az?.stop();
 });
 
@@ -89,8 +97,10 @@ describe("a serving index's sync on Azurite", () => {
 
   it("another process's commits are read, one GET each, and the index answers what LanceDB answers", async () => {
     const other = await otherWriter();
-    for (const i of [2000, 2001, 2002]) await other.add([row(i)]);
+    // Counted from before the commits: a background re-check of the table may sync some of them
+    // ahead of the insert (Tables.beforeMove), each still read once.
     const before = await counts();
+    for (const i of [2000, 2001, 2002]) await other.add([row(i)]);
     const ins = await post("insert", JSON.stringify([row(2003)]), asJson);
     expect(ins.status, ins.text).toBe(200);
     // The three versions the other writer made, read; this replica's own, known.
@@ -103,4 +113,29 @@ describe("a serving index's sync on Azurite", () => {
       expect(got.ids).toEqual(want);
     }
   }, 60_000);
+
+  it("a sync the store holds up keeps a search waiting half its deadline, no more: LanceDB answers it, with the other process's commit", async () => {
+    const other = await otherWriter();
+    // The server's own read of the commit's manifest (what the sync reads first); LanceDB's pass.
+    proxy.holdAt(MANIFEST_READ);
+    await other.add([row(3000)]);
+    // Past the consistency interval: the next search finds the commit.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const r = await post("query", { vector: { single_vector: row(3000).vector }, k: 5, columns: ["id"] }, { ...wantJson, "x-request-timeout-ms": "10000" });
+    expect(proxy.holding()).toBe(true);
+    // Unbounded, the search waited for the held sync: 503 at its deadline.
+    expect(r.status, r.text).toBe(200);
+    expect(r.headers.get(PATH)).toBe("engine; reason=stale");
+    expect((r.json as { id: number }[])[0].id).toBe(3000);
+    // Once the store answers, the sync ends and the index answers again.
+    proxy.resume();
+    const version = (await post("describe", {})).json.version as number;
+    let near = await nearest(row(3000).vector, version);
+    for (let i = 0; i < 300 && near.path !== "serving"; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      near = await nearest(row(3000).vector, version);
+    }
+    expect(near).toMatchObject({ path: "serving" });
+    expect(near.ids[0]).toBe(3000);
+  }, 120_000);
 });

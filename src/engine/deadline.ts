@@ -37,6 +37,23 @@ export function msLeft(b: Bound): number {
   return Math.max(1, Math.ceil(left));
 }
 
+/**
+ * Whether `work` settles (either way) by `at` (performance.now() clock); false at `at` otherwise.
+ * `work` runs on regardless.
+ */
+export function settlesBy(work: Promise<unknown>, at: number): Promise<boolean> {
+  if (at === Infinity) return work.then(() => true, () => true);
+  if (performance.now() >= at) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => {
+    const alarm = setAlarm(at, () => resolve(false));
+    const done = () => {
+      clearAlarm(alarm);
+      resolve(true);
+    };
+    work.then(done, done);
+  });
+}
+
 // LanceDB's own timeout, from its query execution options.
 const ENGINE_TIMEOUT = /Query timeout after \d+ ms/;
 

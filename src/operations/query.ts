@@ -31,7 +31,7 @@ export const queryTable = jsonOp(QueryRequest, async (ctx) => {
   // turn, so concurrent searches still run together (and batch).
   if (!topK(spec)) await largeResult();
   const contentType = rowFormat === "arrow" ? ARROW_FILE : JSON_ROWS[rowFormat];
-  const served = await svc.serving.search(entry, table, spec, { version: body.version, branch: body.branch, minVersion }, rowFormat);
+  const served = await svc.serving.search(entry, table, spec, { version: body.version, branch: body.branch, minVersion, deadline: ctx.deadline }, rowFormat);
   if ("chunks" in served) return { kind: "bytes", contentType, headers: { [SEARCH_PATH_HEADER]: "serving" }, chunks: served.chunks };
   const headers = served.reason === null ? undefined : { [SEARCH_PATH_HEADER]: `engine; reason=${served.reason}` };
   const b = boundOf(ctx);

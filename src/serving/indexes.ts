@@ -11,6 +11,7 @@ import type { Commit } from "../engine/commits.js";
 import { arrow } from "../engine/arrow.js";
 import type { Schema } from "apache-arrow";
 import { isVersionMissing } from "../engine/messages.js";
+import { settlesBy, type Deadline } from "../engine/deadline.js";
 import { jsonAnswer } from "../engine/query.js";
 import type { QuerySpec, QueryVector } from "../engine/query-spec.js";
 import { calibration, slotCount, tombstones } from "./graph.js";
@@ -61,6 +62,8 @@ export interface At {
   branch?: string | null;
   /** The version the request's token asks to see (x-quiver-min-version). */
   minVersion?: number | null;
+  /** The request's deadline: a search waits for a sync for half the time it has left, at most. */
+  deadline?: Deadline;
 }
 
 /**
@@ -639,6 +642,9 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     return st.covers.yes ? ix.metric : "l2";
   }
 
+  /** Until when a search waits for a sync: half the time its deadline leaves (none given: the sync's end). */
+  const waitUntil = (d: Deadline | undefined) => (d ? performance.now() + (d.at - performance.now()) / 2 : Infinity);
+
   async function route(entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<Route | { reason: string | null }> {
     if (spec.vectors === null || spec.fts !== null) return { reason: null };
     if (!enabled(entry)) return { reason: "disabled" };
@@ -690,8 +696,12 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       // past AWAITED_ROWS). Answered at the index's version, such a search missed rows for as long
       // as the commit was old (3 s seen) and then for up to an interval more.
       if (current > ix.version && !unanswered(st, ix.version, current)) {
-        if (!st.large) await (st.pending && st.pending.version >= current ? st.pending.done : requestSync(st, current));
-        else if (st.target < current) void requestSync(st, current);
+        if (!st.large) {
+          const synced = st.pending && st.pending.version >= current ? st.pending.done : requestSync(st, current);
+          // A sync held up (a slow or stalled store, a long turn before it) leaves LanceDB the other
+          // half: unbounded, such a search answered 503 at its deadline where LanceDB could answer.
+          if (!(await settlesBy(synced, waitUntil(at.deadline)))) return { reason: "stale" };
+        } else if (st.target < current) void requestSync(st, current);
         if (st.ix !== ix || ix.version < current) return { reason: "stale" };
       }
     }

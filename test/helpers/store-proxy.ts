@@ -10,6 +10,10 @@ export interface StoreProxy {
   stall(): void;
   /** Stall once a request whose first bytes match `re` (e.g. `PUT /…/data/`) is sent; that request is held too. */
   stallAt(re: RegExp): void;
+  /** Hold for good the first request whose first bytes match `re`, and its connection; every other passes. */
+  holdAt(re: RegExp): void;
+  /** Whether a request holdAt named was sent (and is held). */
+  holding(): boolean;
   /** Let new connections and those with no request held through; those holding one stay held for good. */
   passNew(): void;
   /** Hold every chunk `ms` before it passes, both ways (a slow store); 0 for none. */
@@ -28,6 +32,8 @@ interface Pipe {
   held: { up: boolean; data: Buffer }[];
   /** Held for good (passNew): a request it carries never settles. */
   frozen: boolean;
+  /** Held by holdAt: kept open when the store closes its side, until resume(). */
+  kept: boolean;
 }
 
 export async function startStoreProxy(target: string): Promise<StoreProxy> {
@@ -35,6 +41,8 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
   const pipes = new Set<Pipe>();
   let stalled = false;
   let trigger: RegExp | null = null;
+  let hold: RegExp | null = null;
+  let holding = false;
   let delayMs = 0;
   // Chunks of one direction keep their order: timers of one duration fire in the order set.
   const pass = (to: Socket, data: Buffer) => (delayMs > 0 ? setTimeout(() => to.write(data), delayMs) : to.write(data));
@@ -42,11 +50,22 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
   const flush = (p: Pipe) => {
     for (const h of p.held.splice(0)) (h.up ? p.upstream : p.client).write(h.data);
   };
+  const endPipe = (p: Pipe) => {
+    pipes.delete(p);
+    p.client.destroy();
+    p.upstream.destroy();
+  };
   const server = createServer((client) => {
     const upstream = connect(Number(port), hostname);
-    const p: Pipe = { client, upstream, held: [], frozen: false };
+    const p: Pipe = { client, upstream, held: [], frozen: false, kept: false };
     pipes.add(p);
     client.on("data", (data) => {
+      if (hold?.test(data.toString("latin1"))) {
+        hold = null;
+        holding = true;
+        p.frozen = true;
+        p.kept = true;
+      }
       if (!stalled && trigger?.test(data.toString("latin1"))) {
         trigger = null;
         stalled = true;
@@ -58,13 +77,12 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
       if (holds(p)) p.held.push({ up: false, data });
       else pass(client, data);
     });
-    const end = () => {
-      pipes.delete(p);
-      client.destroy();
-      upstream.destroy();
-    };
+    const end = () => endPipe(p);
     client.on("close", end).on("error", end);
-    upstream.on("close", end).on("error", end);
+    // The store closes a connection idle past its keep-alive (Azurite: 5 s), as a held request's
+    // is to it: a request holdAt holds stays held, and resume() closes it (its client tries again).
+    const upstreamEnd = () => (p.kept ? void upstream.destroy() : end());
+    upstream.on("close", upstreamEnd).on("error", upstreamEnd);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const addr = server.address() as { port: number };
@@ -72,6 +90,8 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
     url: `http://127.0.0.1:${addr.port}`,
     stall: () => void (stalled = true),
     stallAt: (re) => void (trigger = re),
+    holdAt: (re) => void (hold = re),
+    holding: () => holding,
     delay: (ms) => void (delayMs = ms),
     passNew() {
       for (const p of pipes) if (p.held.some((h) => h.up)) p.frozen = true;
@@ -81,9 +101,11 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
     resume() {
       stalled = false;
       trigger = null;
+      hold = null;
       for (const p of pipes) {
         p.frozen = false;
-        flush(p);
+        if (p.kept && p.upstream.destroyed) endPipe(p);
+        else flush(p);
       }
     },
     stalled: () => stalled,
