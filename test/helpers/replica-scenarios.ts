@@ -6,9 +6,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { indexRows, rowsIpc } from "./index-data.js";
-import { paced } from "./pace.js";
+import { paced, SLOW_TEST_MS } from "./pace.js";
 import { type Caller } from "./quiver.js";
-import { JOB_LEASE_MS, MAX_CLOCK_SKEW_MS, runningJobIn, type Replicas } from "./replicas.js";
+import { MAX_CLOCK_SKEW_MS, runningJobIn, type Replicas } from "./replicas.js";
 import { idNameRows, tableCalls } from "./tables.js";
 import { sample } from "./metrics.js";
 import { expectCountsAsCommitted, settle, terminal } from "./transactions.js";
@@ -45,9 +45,9 @@ const describeJob = async (c: Caller, id: string): Promise<Job> => {
   expect(r.status, `describe ${id}: ${r.text}`).toBe(200);
   return r.json;
 };
-/** Poll `id` through `c` until it has done `rows` rows (or ended). */
+/** Poll `id` through `c` until it has done `rows` rows (or ended); `timeoutMs` is paced to the machine's load. */
 async function untilRows(c: Caller, id: string, rows: number, timeoutMs = 60_000): Promise<Job> {
-  const end = Date.now() + timeoutMs;
+  const end = Date.now() + paced(timeoutMs);
   for (;;) {
     const j = await describeJob(c, id);
     if (Number(j.properties.rows_done ?? 0) >= rows || terminal(j.status)) return j;
@@ -92,7 +92,7 @@ export function mainPaths(bed: Replicas): void {
       const q = await bed.call("POST", `/v1/table/${T}/query`, { full_text_query: { string_query: { query: "fox", columns: ["text"] } }, k: 10_000, columns: ["id"] }, wantJson);
       expect(q.status, q.text).toBe(200);
       expect(q.json.length).toBe(rows.filter((x) => / fox /.test(`${x.text} `)).length);
-    }, 180_000);
+    }, SLOW_TEST_MS);
 
     it("a js virtual column, backfilled by its job", async () => {
       const add = await post(T, "add_columns", {
@@ -104,7 +104,7 @@ export function mainPaths(bed: Replicas): void {
       const done = await settle(bed, b.json.job_id, 120_000);
       expect(done.status, JSON.stringify(done.properties)).toBe("Succeeded");
       expect(await count(T, { predicate: "y = f * 2 + 1" })).toBe(2500);
-    }, 180_000);
+    }, SLOW_TEST_MS);
 
     it("a materialized view, filled by its refresh job, read as a table", async () => {
       const c = await bed.call("POST", "/v1/materialized_view/mp$v/create", {
@@ -120,7 +120,7 @@ export function mainPaths(bed: Replicas): void {
       expect(await count("mp$v", { predicate: "abs(g - CAST(id AS DOUBLE) / 3.5) < 1e-9" })).toBe(500);
       const d = await post("mp$v", "describe");
       expect(d.json.materialized_view).toMatchObject({ kind: "query" });
-    }, 180_000);
+    }, SLOW_TEST_MS);
   });
 }
 
@@ -213,7 +213,7 @@ export function jobsAcrossReplicas(bed: Replicas): void {
       for (let k = 0; k < bed.replicas.length; k++) expect((await describeJob(other(k), tx)).status).toBe("Succeeded");
       const ix = await other(2).call("POST", `/v1/table/${T}/index/list`, {});
       expect(ix.json.indexes.map((i: { index_name: string }) => i.index_name)).toContain("cat_idx");
-    }, 180_000);
+    }, SLOW_TEST_MS);
 
     it("an index build started through replica 0 and cancelled through another is Canceled everywhere and never committed", async () => {
       const r = await bed.replicas[0].call("POST", `/v1/table/${T}/create_index`, { column: "vec", index_type: "IVF_HNSW_SQ", name: "hnsw_cx", num_partitions: 1, m: 16, ef_construction: 150 });
@@ -230,7 +230,7 @@ export function jobsAcrossReplicas(bed: Replicas): void {
         expect((await other(k).call("POST", `/v1/table/${T}/index/list`, {})).json.indexes.map((i: { index_name: string }) => i.index_name)).not.toContain("hnsw_cx");
       }
       expect((await other(2).call("POST", `/v1/table/${T}/describe`, {})).json.version).toBe(version);
-    }, 180_000);
+    }, SLOW_TEST_MS);
 
     it("a backfill started through replica 0 is followed through another and cancelled through a third: it stops committing", async () => {
       const add = await bed.replicas[0].call("POST", `/v1/table/${T}/add_columns`, { new_columns: [slowColumn("y")] });
@@ -253,7 +253,7 @@ export function jobsAcrossReplicas(bed: Replicas): void {
       for (let k = 0; k < bed.replicas.length; k++) expect((await describeJob(other(k), job)).status).toBe("Canceled");
       expect(Number((await describeJob(bed.replicas[0], job)).properties.rows_computed)).toBeLessThan(10_000);
       expect(runningJobIn(bed, "backfill.js")).toEqual([]);
-    }, 180_000);
+    }, SLOW_TEST_MS);
 
     it("one backfill per column: a second one through any other replica is 409 while the first runs", async () => {
       const add = await bed.replicas[0].call("POST", `/v1/table/${T}/add_columns`, { new_columns: [slowColumn("y2")] });
@@ -267,7 +267,7 @@ export function jobsAcrossReplicas(bed: Replicas): void {
       }
       const c = await other(1).call("POST", "/v1/jobs/cancel", { job_id: b.json.job_id });
       expect(c.json.status).toBe("Canceled");
-    }, 120_000);
+    }, SLOW_TEST_MS);
 
     it("one refresh per view: a second one through any other replica is 409 while the first runs", async () => {
       expect((await bed.replicas[0].call("POST", "/v1/table/vsrc/create", idNameRows(range(0, 300)))).status).toBe(200);
@@ -286,7 +286,7 @@ export function jobsAcrossReplicas(bed: Replicas): void {
       expect((await settle(other(1), r.json.job_id, 60_000)).status).toBe("Succeeded");
       const n = await other(2).call("POST", "/v1/table/vslow/query", { k: 10, columns: ["n"] }, wantJson);
       expect(n.json.map((x: { n: number }) => Number(x.n))).toEqual([300]);
-    }, 120_000);
+    }, SLOW_TEST_MS);
   });
 }
 
@@ -307,7 +307,7 @@ export function backfillTakeover(bed: Replicas): void {
     const killedAt = Date.now();
     // Another replica starts running it once the dead one's lease has expired, a third of a lease and twice the skew bound after;
     // the 5 s for its look at the records and its job process's start scale with the machine's load (10.1 s seen at load 42).
-    const within = (JOB_LEASE_MS * 4) / 3 + 2 * MAX_CLOCK_SKEW_MS + paced(5000);
+    const within = (bed.leaseMs * 4) / 3 + 2 * MAX_CLOCK_SKEW_MS + paced(5000);
     for (;;) {
       const runners = runningJobIn(bed, "backfill.js");
       if (runners.length) {
@@ -324,7 +324,7 @@ export function backfillTakeover(bed: Replicas): void {
     const { count } = tableCalls(bed);
     expect(await count(T, { predicate: "z IS NULL OR z <> f * 2 + 1" })).toBe(0);
     await bed.restart(owner);
-  }, 180_000);
+  }, SLOW_TEST_MS);
 }
 
 /** One replica's /metrics. */
@@ -364,7 +364,7 @@ export function backfillTasksAcrossReplicas(bed: Replicas): void {
     const b = await bed.call("POST", `/v1/table/${T}/backfill_column`, { column: "t", ...SLOW_PARAMS });
     expect(b.status, b.text).toBe(202);
     // While all of them run: one on each replica, by each replica's own gauge.
-    const end = Date.now() + 60_000;
+    const end = Date.now() + paced(60_000);
     let running = await tasksOf(bed, b.json.job_id);
     while (!(running.length === n && running.every((t) => t.status === "Running")) && Date.now() < end) {
       await sleep(100);
@@ -388,7 +388,7 @@ export function backfillTasksAcrossReplicas(bed: Replicas): void {
     expect(slots).toEqual(bed.replicas.map(() => 2));
     const { count } = tableCalls(bed);
     expect(await count(T, { predicate: "t IS NULL OR t <> f * 2 + 1" })).toBe(0);
-  }, 240_000);
+  }, SLOW_TEST_MS);
 }
 
 /** A replica restarting while another one runs a job leaves that job alone. */
@@ -418,7 +418,7 @@ export function restartLeavesLiveJobs(bed: Replicas): void {
     expect(statuses).toEqual(["Running", "Succeeded"]);
     const done = await describeJob(bed.replicas[restarted], job);
     expect(done.properties).toMatchObject({ rows_done: "10000", rows_computed: "10000" });
-  }, 180_000);
+  }, SLOW_TEST_MS);
 }
 
 /** A retried write under one Idempotency-Key applies once, whichever replicas the tries reach. */
@@ -470,7 +470,7 @@ export function versionsAcrossReplicas(bed: Replicas): void {
         const n = await reader.call("POST", "/v1/table/ryw1/count_rows", {}, min);
         expect(n.json).toBe(round + 1);
       }
-    }, 120_000);
+    }, SLOW_TEST_MS);
 
     it("concurrent inserts through different replicas answer distinct versions; each version holds exactly the writes answered at or before it", async () => {
       const T = "av1";
@@ -496,7 +496,7 @@ export function versionsAcrossReplicas(bed: Replicas): void {
         const want = [0, ...[...answered].filter(([, at]) => at <= v).map(([id]) => id)].sort((a, b) => a - b);
         expect(await idsOf(bed.replicas[0], T, { version: v }), `at version ${v}`).toEqual(want);
       }
-    }, 120_000);
+    }, SLOW_TEST_MS);
   });
 }
 
@@ -519,7 +519,7 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
     };
     /** Until a task of `job` has committed `rows` rows while still running. */
     async function untilTaskRows(job: string, rows: number): Promise<Job[]> {
-      const end = Date.now() + 60_000;
+      const end = Date.now() + paced(60_000);
       for (;;) {
         const tasks = await tasksOf(bed, job);
         if (tasks.some((t) => t.status === "Running" && Number(t.properties.rows_done ?? 0) >= rows)) return tasks;
@@ -530,7 +530,7 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
 
     it("setup: every replica splits backfills in two, two slots each", async () => {
       await restartAll(bed, ["--backfill-tasks", "2", "--backfill-jobs", "2"]);
-    }, 120_000);
+    }, SLOW_TEST_MS);
 
     it("a cancel stops the tasks on every replica: no commit after their finished_at, counts equal to the rows committed", async () => {
       const { job, from } = await split("cancel2");
@@ -543,13 +543,13 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
       // lapsed lease as stopped: seen in CI at load 17), within the time a lapse takes; it commits
       // nothing meanwhile (each commit asks its record first).
       const v = (await bed.replicas[0].call("POST", "/v1/table/cancel2/describe", {})).json.version;
-      for (const end = Date.now() + paced(JOB_LEASE_MS * 4); runningJobIn(bed, "backfill.js").length > 0 && Date.now() < end; ) await sleep(100);
+      for (const end = Date.now() + paced(bed.leaseMs * 4); runningJobIn(bed, "backfill.js").length > 0 && Date.now() < end; ) await sleep(100);
       expect(runningJobIn(bed, "backfill.js")).toEqual([]);
       await sleep(2000);
       expect((await bed.replicas[1].call("POST", "/v1/table/cancel2/describe", {})).json.version).toBe(v);
       await expectCountsAsCommitted(bed, "cancel2", job, "u", from);
       expect(await count("cancel2", { predicate: "u IS NOT NULL" })).toBeLessThan(10_000);
-    }, 180_000);
+    }, SLOW_TEST_MS);
 
     it("SIGKILL of a task's replica: another takes the task over; the backfill's totals equal the table's rows", async () => {
       const { job } = await split("kill2");
@@ -569,7 +569,7 @@ export function splitBackfillsAcrossReplicas(bed: Replicas): void {
       const takeovers = await Promise.all(alive.map(async (q) => sample(await scrape(q), "quiver_job_lease_takeovers_total", { kind: "backfill_task" }) ?? 0));
       expect(takeovers.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
       await bed.restart(victim);
-    }, 240_000);
+    }, SLOW_TEST_MS);
   });
 }
 
@@ -605,5 +605,5 @@ export function rowWritesToOneReplica(bed: Replicas): void {
     await bed.restart(writer);
     expect([...(await writes(21))]).toEqual([...moved]);
     expect(await idsOf(bed, T)).toEqual([0, 1, 3, 4, 11, 13, 14, 21, 23, 24]);
-  }, 120_000);
+  }, SLOW_TEST_MS);
 }

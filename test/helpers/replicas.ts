@@ -7,11 +7,11 @@
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { freePort, startHaproxy, type Checks, type Haproxy } from "../../bench/haproxy.js";
 import { startAzurite, type Azurite } from "./azurite.js";
-import { paced } from "./pace.js";
+import { paced, SLOW_TEST_MS } from "./pace.js";
 import { processesRunning, processTable } from "./processes.js";
 import { ADMIN_KEY, removeDir, request, startQuiver, tempDataDir, type Caller, type Quiver } from "./quiver.js";
 
-/** The job lease the replicas run with: a replica that died gives its jobs up after this long. */
+/** The job lease the replicas run with on an idle machine: a replica that died gives its jobs up after this long. */
 export const JOB_LEASE_MS = 3000;
 /** The replicas share this host's clock: a tight bound, so a lease is taken over 1 s after its grace rather than 4 s. */
 export const MAX_CLOCK_SKEW_MS = 500;
@@ -34,6 +34,12 @@ export interface Replicas extends Caller {
   replicas: Quiver[];
   /** Where the data lives: the shared local directory, or the az:// URI. */
   dataUri: string;
+  /**
+   * The job lease the replicas run with: JOB_LEASE_MS paced to the machine's load when they start.
+   * Beside a second suite (load average 12–25) a replica's renewals came later than 3 s and its
+   * running jobs were taken as stopped ("interrupted: the replica running it stopped").
+   */
+  leaseMs: number;
   /** SIGKILL replica `i` (a crash); resolves once HAProxy no longer sends it requests. */
   kill(i: number): Promise<void>;
   /** Start replica `i` again on its port and state directory (SIGTERM first if it runs), with `args` added; resolves once it is in rotation again. */
@@ -54,9 +60,10 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   const replicaArgs = (i: number, more: string[] = []) => ["--port", String(ports[i]), "--replica-name", `r${i}`, "--auto-maintenance", "off", ...(opts.args ?? []), ...storageArgs, ...more];
 
   // The lease goes by environment: a replica that does not know the option yet ignores it, where an
-  // unknown flag would stop its start.
+  // unknown flag would stop its start. Writes get 5 minutes, not 60 s: beside a second suite (load
+  // average 12–25 on 2 cores) contended commits across replicas answered 503 at 60 s.
   const start = (i: number, more?: string[]) =>
-    startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(JOB_LEASE_MS), QUIVER_MAX_CLOCK_SKEW_MS: String(MAX_CLOCK_SKEW_MS), ...opts.env } });
+    startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(bed.leaseMs), QUIVER_MAX_CLOCK_SKEW_MS: String(MAX_CLOCK_SKEW_MS), QUIVER_WRITE_TIMEOUT_MS: "300000", ...opts.env } });
 
   beforeAll(async () => {
     if (opts.store === "azurite") {
@@ -68,6 +75,7 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
       shared = tempDataDir();
       bed.dataUri = shared;
     }
+    bed.leaseMs = paced(JOB_LEASE_MS);
     for (let i = 0; i < opts.replicas; i++) {
       ports.push(await freePort());
       stateDirs.push(tempDataDir());
@@ -77,7 +85,7 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
 
     lb = await startHaproxy(ports, opts.checks);
     bed.url = lb.url;
-  }, 120_000);
+  }, SLOW_TEST_MS);
 
   bed.call = (method, p, body, headers) => request(bed.url + p, method, body, { "x-api-key": ADMIN_KEY, ...headers });
   bed.kill = async (i) => {
