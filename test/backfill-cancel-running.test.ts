@@ -5,6 +5,7 @@
 // before the answer, nothing commits after it, and the slots are free for the next job; a replica
 // killed during the cancel ends it at its restart, every record Canceled together.
 import { describe, expect, it, vi } from "vitest";
+import { paced } from "./helpers/pace.js";
 import { sample } from "./helpers/metrics.js";
 import { serverForFile, type Quiver } from "./helpers/quiver.js";
 import { expectCountsAsCommitted, settle, terminal } from "./helpers/transactions.js";
@@ -50,7 +51,7 @@ async function runningSplit(q: Quiver, table: string): Promise<{ job: string; ta
   expect(started.status, started.text).toBe(202);
   const job = started.json.job_id as string;
   let tasks: string[] = [];
-  for (const end = Date.now() + 120_000; Date.now() < end; await sleep(100)) {
+  for (const end = Date.now() + paced(120_000); Date.now() < end; await sleep(100)) {
     const d = (await q.call("POST", `/v1/transaction/${job}/describe`, {})).json;
     tasks = d.properties.tasks ? (d.properties.tasks as string).split(",") : [];
     if (tasks.length === 0) continue;
@@ -100,7 +101,7 @@ describe("a cancel of a split backfill whose tasks run", () => {
     const c = await q.call("POST", "/v1/jobs/cancel", { job_id: tasks[1] });
     expect(c.json, c.text).toMatchObject({ cancelled: true, status: "Canceled" });
     let read: Listed[] = [];
-    for (const end = Date.now() + 60_000; Date.now() < end; await sleep(20)) {
+    for (const end = Date.now() + paced(60_000); Date.now() < end; await sleep(20)) {
       read = await list(q, "one");
       const parent = read.find((j) => j.job_id === job)!;
       if (terminal(parent.status)) break;
@@ -116,7 +117,7 @@ describe("a cancel of a split backfill whose tasks run", () => {
     // The cancel is asked; the replica dies before it is answered (its tasks may still be stopping).
     const asked = q.call("POST", "/v1/jobs/cancel", { job_id: job }).catch(() => undefined);
     let requested = false;
-    for (const end = Date.now() + 30_000; !requested && Date.now() < end; await sleep(20)) {
+    for (const end = Date.now() + paced(30_000); !requested && Date.now() < end; await sleep(20)) {
       requested = (await q.call("POST", `/v1/transaction/${job}/describe`, {})).json.properties.cancel_requested_at !== undefined;
     }
     expect(requested).toBe(true);
@@ -124,7 +125,7 @@ describe("a cancel of a split backfill whose tasks run", () => {
     await asked;
     await q.restart();
     const reads: Listed[][] = [];
-    for (const end = Date.now() + 60_000; Date.now() < end; await sleep(20)) {
+    for (const end = Date.now() + paced(60_000); Date.now() < end; await sleep(20)) {
       const read = await list(q, "kill");
       reads.push(read);
       if (terminal(read.find((j) => j.job_id === job)!.status)) break;

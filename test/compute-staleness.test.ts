@@ -1,6 +1,7 @@
 // Staleness is per column: a backfill of one UDF column leaves the others' values fresh, and an
 // insert into a table with auto_backfill columns costs each of them only the inserted rows.
 import { describe, expect, it, vi } from "vitest";
+import { paced } from "./helpers/pace.js";
 import { removeDir, serverForFile, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { settle } from "./helpers/transactions.js";
 
@@ -66,7 +67,7 @@ describe("staleness per column", () => {
     await backfill("st4", "a");
     await backfill("st4", "b");
     for (let i = 0; i < 3; i++) expect((await post("st4", "insert", rows(2001 + 10 * i, 10))).status).toBe(200);
-    const end = Date.now() + 60_000;
+    const end = Date.now() + paced(60_000);
     let jobs: { job_id: string; state: string }[] = [];
     for (;;) {
       jobs = (await q.call("POST", "/v1/jobs/list", { table: ["st4"] })).json.jobs;
@@ -112,7 +113,7 @@ describe("auto_backfill under a stream of writes", () => {
           }
         }),
       );
-      const end = Date.now() + 150_000;
+      const end = Date.now() + paced(150_000);
       for (;;) {
         const jobs = (await s.call("POST", "/v1/jobs/list", { table: ["ws"] })).json.jobs as { state: string }[];
         const left = (await post("ws", "count_rows", { predicate: "a IS NULL OR b IS NULL" }, s)).json as number;

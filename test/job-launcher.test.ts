@@ -4,6 +4,7 @@
 // server's QUIVER_* variables (API keys, JWT secrets).
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
+import { paced } from "./helpers/pace.js";
 import { processesRunning, processTable as processes, runs } from "./helpers/processes.js";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { sandboxProcesses } from "./helpers/sandbox.js";
@@ -44,7 +45,7 @@ describe("the job process launcher", () => {
     const launcher = [...processes()].find(([, p]) => p.ppid === server && runs(p.cmd, "launcher.js"))![0];
     await q!.stop();
     q = undefined;
-    const end = Date.now() + 10_000;
+    const end = Date.now() + paced(10_000);
     while (processes().has(launcher) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     expect(processes().has(launcher)).toBe(false);
   });

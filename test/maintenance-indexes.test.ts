@@ -1,6 +1,7 @@
 // Maintenance of vector indexes: a stream of single-row inserts into an indexed table, and an
 // index split into segments by folds, rebuilt past the bound.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { paced } from "./helpers/pace.js";
 import * as lancedb from "@lancedb/lancedb";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { A, indexRows, indexSchema, rowsIpc, seedIndexTable } from "./helpers/index-data.js";
@@ -39,7 +40,7 @@ describe("a stream of single-row inserts into a 10,000-row IVF_PQ table", () => 
         }
       }),
     );
-    const end = Date.now() + 120_000;
+    const end = Date.now() + paced(120_000);
     // Stats keep answering while maintenance compacts and cleans up under them.
     const statsNow = async () => {
       const r = await c.post("stream", "stats", {});

@@ -6,6 +6,7 @@ import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { Float64, Int64, Table, vectorFromArray } from "apache-arrow";
 import { describe, expect, it } from "vitest";
+import { paced } from "./helpers/pace.js";
 import { toStream } from "./helpers/arrow.js";
 import { sample } from "./helpers/metrics.js";
 import { logLine, READ_KEY, request, serverForFile, startQuiver } from "./helpers/quiver.js";
@@ -103,7 +104,7 @@ describe("GET /metrics", () => {
     // The record is stored Failed a moment before the counter counts it (the store's commit is
     // visible before its call returns; under load a scrape fell in between, CI on Node 22).
     const failures = async () => sample(await scrape(), "quiver_job_failures_total", { kind: "backfill", reason: "error" })!;
-    const counted = Date.now() + 10_000;
+    const counted = Date.now() + paced(10_000);
     while ((await failures()) < failedBefore + 1 && Date.now() < counted) await new Promise((r) => setTimeout(r, 20));
     expect(await failures()).toBe(failedBefore + 1);
     // A backfill that runs until canceled: this replica runs one while it lasts.
@@ -112,7 +113,7 @@ describe("GET /metrics", () => {
     expect((await until(q, slow.json.job_id, (s) => s === "Running", 60_000)).status).toBe("Running");
     // Computing rows: its record says Running as soon as this replica claims it, a moment before
     // the run it counts exists (under load a scrape fell in between).
-    const end = Date.now() + 60_000;
+    const end = Date.now() + paced(60_000);
     while (Number((await q.call("POST", `/v1/transaction/${slow.json.job_id}/describe`, {})).json.properties.rows_done ?? 0) < 1) {
       expect(Date.now(), "the slow backfill computed no row").toBeLessThan(end);
       await new Promise((r) => setTimeout(r, 20));

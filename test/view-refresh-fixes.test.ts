@@ -3,6 +3,7 @@
 // refreshes and SQL backfills show their progress; each test here failed before its fix.
 import { Field, Int64, Schema, Table, Utf8 } from "apache-arrow";
 import { describe, expect, it, vi } from "vitest";
+import { paced } from "./helpers/pace.js";
 import { toStream } from "./helpers/arrow.js";
 import { serverForFile } from "./helpers/quiver.js";
 import { settle, until } from "./helpers/transactions.js";
@@ -39,7 +40,7 @@ const describeView = async (id: string) => (await post(`/v1/table/${id}/describe
 const cancel = (job: string) => post(`/v1/transaction/${job}/alter`, { actions: [{ setStatusAction: { status: "Canceled" } }] });
 /** Wait until a refresh has put some source rows through its function (so it is computing). */
 async function computing(job: string) {
-  const end = Date.now() + 120_000;
+  const end = Date.now() + paced(120_000);
   for (;;) {
     const p = (await post(`/v1/transaction/${job}/describe`, {})).json.properties;
     if (Number(p.rows_done) > 0) return;
@@ -105,7 +106,7 @@ describe("refresh progress and limits", () => {
     const job = await refresh("rf_c2", { concurrency: 1, source_task_size: 20 });
     const seen = await until(q, job, () => true);
     let p = seen.properties;
-    const end = Date.now() + 120_000;
+    const end = Date.now() + paced(120_000);
     while (!(Number(p.rows_done) > 0 && Number(p.rows_done) < 200) && Date.now() < end) {
       p = (await post(`/v1/transaction/${job}/describe`, {})).json.properties;
       await new Promise((r) => setTimeout(r, 20));
@@ -171,7 +172,7 @@ describe("auto_refresh", () => {
       for (let i = 0; i < 8; i++) await source("rf_a1", 1, 100 + c * 8 + i);
     }));
     const want = await rowsOf("rf_a1", ["id", "cat"]);
-    const end = Date.now() + 120_000;
+    const end = Date.now() + paced(120_000);
     while (Date.now() < end && JSON.stringify(await rowsOf("rf_av", ["id", "cat"])) !== JSON.stringify(want)) await new Promise((res) => setTimeout(res, 200));
     expect(await rowsOf("rf_av", ["id", "cat"])).toEqual(want);
     expect(want).toHaveLength(52);

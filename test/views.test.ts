@@ -336,7 +336,7 @@ describe("a refresh interrupted by SIGKILL", () => {
     const src = await source(rows);
     const slow = envelope({ backend: "js", source: "(rows) => { const t = Date.now(); while (Date.now() - t < 1500) {} return [{ n: rows.length }]; }" });
     const c = await create("vs$k1", { kind: "udtf", source_query: JSON.stringify({ table: src }), output_schema: schemaOf([["n", "int64"]]), udtf_spec: { kind: "udtf", udtf: slow, udtf_name: "n", udtf_version: "1" }, with_no_data: false });
-    const end = Date.now() + 10_000;
+    const end = Date.now() + paced(10_000);
     while ((await q.call("POST", `/v1/transaction/${c.job_id}/describe`, {})).json.status !== "Running" && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     await q.kill();
     await q.restart();

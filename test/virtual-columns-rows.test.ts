@@ -4,6 +4,7 @@
 import { Float64, Table, vectorFromArray } from "apache-arrow";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toStream } from "./helpers/arrow.js";
+import { paced } from "./helpers/pace.js";
 import { virtualColumnServer, rows, js } from "./helpers/virtual-columns.js";
 
 const { q, post, count, version, nextId, fresh, add, backfill } = virtualColumnServer();
@@ -69,7 +70,7 @@ describe("which rows a backfill computes", () => {
     await backfill(t, { column: "y" });
     expect((await post(t, "insert", rows(100, 20))).status).toBe(200);
     expect((await post(t, "insert", rows(120, 20))).status).toBe(200);
-    const end = Date.now() + 20_000;
+    const end = Date.now() + paced(20_000);
     let jobs: { job_id: string; job_type: string; state: string }[] = [];
     while (Date.now() < end) {
       jobs = (await q.call("POST", "/v1/jobs/list", { table: [t] })).json.jobs;

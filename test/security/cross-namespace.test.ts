@@ -8,6 +8,7 @@
 // is the same whether it exists); a job or transaction id of another tenant is 404, as an unknown id.
 import { Field, Float64, Int64, Schema, Table, Utf8, vectorFromArray } from "apache-arrow";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { paced } from "../helpers/pace.js";
 import { toStream } from "../helpers/arrow.js";
 import { inProcessForFile, startInProcess, type InProcess } from "../helpers/in-process.js";
 import { ADMIN_KEY, removeDir } from "../helpers/quiver.js";
@@ -196,7 +197,7 @@ describe("refreshes read the source on behalf of the view's definer", () => {
   const jobsOf = async (view: string[]) => (await q.call("POST", "/v1/jobs/list", { table: view })).json.jobs as { job_id: string; created_at_millis: number }[];
   /** The newest job of `view` once there are `n`, settled. */
   const nthJob = async (view: string[], n: number) => {
-    const end = Date.now() + 30_000;
+    const end = Date.now() + paced(30_000);
     for (;;) {
       const jobs = await jobsOf(view);
       if (jobs.length >= n) return settle(q, jobs[0].job_id, 60_000);

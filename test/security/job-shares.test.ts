@@ -5,6 +5,7 @@
 // resumes from its checkpoint later) and the other tenant's starts within seconds; a job past
 // --max-job-seconds is stopped as a cancel stops it and ends Failed saying so, its slot free.
 import { beforeAll, describe, expect, it, vi } from "vitest";
+import { paced } from "../helpers/pace.js";
 import { serverForFile } from "../helpers/quiver.js";
 import { settle, until } from "../helpers/transactions.js";
 import { addColumn, jsColumn, post, rows, TENANT_KEYS, W1, W2 } from "../helpers/sandbox.js";
@@ -53,7 +54,7 @@ describe("running jobs per tenant while another tenant waits", () => {
     // ns2's backfill starts while neither of ns1's has ended: one of them gives its slot. Before, it
     // waited for one of them to end (10 s and more each). Told by the jobs' states, not a clock.
     let states: string[] = [];
-    for (const end = Date.now() + 120_000; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
+    for (const end = Date.now() + paced(120_000); Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
       states = await Promise.all([ja, jb, jc].map(async (j) => (await q.call("POST", `/v1/transaction/${j}/describe`, {})).json.status as string));
       if (states[2] !== "Queued") break;
     }
