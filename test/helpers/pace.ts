@@ -30,8 +30,9 @@ export async function probeUntil<T>(what: string, probe: () => Promise<T | null>
 }
 
 /**
- * The timeout of a test that runs several servers, their job processes and sandboxes: it only ends
- * a hang, its own waits being paced. Beside a second suite (load average 12–25 on 2 cores) such
- * tests ran past 120–240 s where they take 30–80 s on an idle machine.
+ * The timeout of a test that runs several servers, their job processes and sandboxes, or many
+ * commits one after another: it only ends a hang, its own waits being paced. Beside a second suite
+ * (load average 12–25 on 2 cores) such tests ran past 60–240 s where they take 10–80 s on an idle
+ * machine.
  */
 export const SLOW_TEST_MS = 600_000;

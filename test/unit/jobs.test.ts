@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { paced } from "../helpers/pace.js";
+import { paced, SLOW_TEST_MS } from "../helpers/pace.js";
 import { openSystemTables } from "../../src/engine/system-tables.js";
 import { openJobs, type JobKind, type Jobs, type Running } from "../../src/jobs/jobs.js";
 import { openStore, type JobRecord } from "../../src/jobs/store.js";
@@ -437,7 +437,7 @@ describe("two replicas on one store", () => {
     a.runs.get("x")!.finish();
     await eventually(async () => expect(await statusOf(ja, "x")).toBe("Succeeded"));
     await Promise.all([ja.close(), jb.close()]);
-  }, 60_000);
+  }, SLOW_TEST_MS);
 
   it("a run that finished is never stopped while its end is being stored (an index build's stop drops the index it built)", async () => {
     const dir = tempDir();
