@@ -3,7 +3,7 @@
 // shutdown ends within its deadlines answering what still runs, and a draining replica takes no job.
 // A request is made to hang by test/helpers/hang.ts.
 import { spawn } from "node:child_process";
-import { chmodSync, chownSync, mkdtempSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -13,6 +13,9 @@ import { ADMIN_KEY, removeDir, request, serverEnv, startQuiver, type Quiver } fr
 import { settle } from "./helpers/transactions.js";
 import { paced, probeUntil } from "./helpers/pace.js";
 import { hang } from "./helpers/hang.js";
+
+/** The capabilities by which root writes, and searches, past a file's mode. */
+const ROOT_OVERRIDES = "-dac_override,-dac_read_search,-fowner";
 
 const ROWS = Array.from({ length: 20 }, (_, i) => ({ id: i, x: i }));
 
@@ -100,7 +103,7 @@ describe("a draining replica", () => {
   });
 });
 
-/** Every file and directory under `dir`, made unwritable (for a root test run, the server runs as nobody). */
+/** Every file and directory under `dir`, made unwritable (for a root test run, the server runs without the capabilities that override file modes). */
 function readOnly(dir: string): void {
   for (const name of readdirSync(dir)) {
     const p = path.join(dir, name);
@@ -117,22 +120,18 @@ describe("a data directory this server cannot write", () => {
     await first.stop();
     readOnly(first.dataDir);
     const stateDir = mkdtempSync(path.join(tmpdir(), "quiver-state-"));
-    const root = process.getuid?.() === 0;
-    if (root) chownSync(stateDir, 65534, 65534);
-    const proc = spawn(process.execPath, [...V8_FLAGS, path.resolve(__dirname, "../dist/src/main.js"), "--port", "0", "--data-dir", first.dataDir, "--state-dir", stateDir], {
-      env: { ...serverEnv({}), HOME: stateDir },
-      stdio: ["ignore", "pipe", "pipe"],
-      ...(root ? { uid: 65534, gid: 65534 } : {}),
-    });
+    const server = [process.execPath, ...V8_FLAGS, path.resolve(__dirname, "../dist/src/main.js"), "--port", "0", "--data-dir", first.dataDir, "--state-dir", stateDir];
+    // Root stays root, so it reads the checkout wherever it lies (a 0700 temporary folder too), but
+    // without the capabilities that let it write past a file's mode.
+    const [command, ...args] = process.getuid?.() === 0 ? ["setpriv", `--bounding-set=${ROOT_OVERRIDES}`, "--", ...server] : server;
+    const proc = spawn(command, args, { env: { ...serverEnv({}), HOME: stateDir }, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     proc.stdout!.on("data", (d) => (out += d));
     proc.stderr!.on("data", (d) => (err += d));
-    // A process that could not start (its node unreachable by that user) ends in "error", not "exit".
     const exited = new Promise<unknown>((resolve) => (proc.once("exit", resolve), proc.once("error", resolve)));
     try {
       const port = await probeUntil(`a listening server:\n${err}`, async () => {
-        // A server that exited (its files out of that user's reach: a checkout under a 0700 folder) fails at once.
         if (proc.exitCode !== null) throw new Error(`the server exited with ${proc.exitCode}:\n${err}`);
         return Number(/listening on http:\/\/[^:]+:(\d+)/.exec(out)?.[1]) || null;
       }, 30_000);
