@@ -114,7 +114,7 @@ describe("a serving index's sync on Azurite", () => {
     }
   }, 60_000);
 
-  it("a sync the store holds up keeps a search waiting half its deadline, no more: LanceDB answers it, with the other process's commit", async () => {
+  it("a sync the store holds up keeps a search, and its explain, waiting half its deadline, no more: LanceDB answers it, with the other process's commit", async () => {
     const other = await otherWriter();
     // The server's own read of the commit's manifest (what the sync reads first); LanceDB's pass.
     proxy.holdAt(MANIFEST_READ);
@@ -127,6 +127,10 @@ describe("a serving index's sync on Azurite", () => {
     expect(r.status, r.text).toBe(200);
     expect(r.headers.get(PATH)).toBe("engine; reason=stale");
     expect((r.json as { id: number }[])[0].id).toBe(3000);
+    // Its plan says so, in the same bound (unbounded, explain waited for the sync: 503).
+    const plan = await post("explain_plan", { query: { vector: { single_vector: row(3000).vector }, k: 5 } }, { ...wantJson, "x-request-timeout-ms": "10000" });
+    expect(plan.status, plan.text).toBe(200);
+    expect(plan.json).toMatch(/^QuiverSearchPath: engine \(reason: stale\)/);
     // Once the store answers, the sync ends and the index answers again.
     proxy.resume();
     const version = (await post("describe", {})).json.version as number;

@@ -68,9 +68,9 @@ function plainPlan(svc: Services, principal: Principal, entry: Entry, plan: stri
  * with the path that answers it (the serving index, or the engine and why); the engine's plan of
  * the same search follows (what runs whenever the engine answers it).
  */
-export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc, principal }) => {
+export const explainQueryPlan = jsonOp(ExplainRequest, async ({ id, body, svc, principal, deadline }) => {
   const spec = querySpec(body.query);
-  const at = { version: body.query.version, branch: body.branch ?? body.query.branch };
+  const at = { version: body.query.version, branch: body.branch ?? body.query.branch, deadline };
   const { entry, table, name } = await target(svc, id, at);
   const [path, plan] = await Promise.all([svc.serving.explain(entry, table, spec, at), explainQuery(table, spec, name, body.verbose ?? false)]);
   return json(plainPlan(svc, principal, entry, path === null ? plan : `${path}\n${plan}`));
