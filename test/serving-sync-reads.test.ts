@@ -142,4 +142,27 @@ describe("a serving index's sync on Azurite", () => {
     expect(near).toMatchObject({ path: "serving" });
     expect(near.ids[0]).toBe(3000);
   }, 120_000);
+
+  it("a sync the store holds up after this replica's own update: the committed write is answered, and the next search has its change", async () => {
+    // An update is no append: its sync reads the commit's manifest, which the relay holds.
+    proxy.holdAt(MANIFEST_READ);
+    const moved = row(4000).vector;
+    const w = await post("update", { predicate: "id = 3000", updates: [["vector", `[${moved.join(",")}]`]] }, { "x-request-timeout-ms": "10000" });
+    expect(proxy.holding()).toBe(true);
+    // Unbounded, the write waited for the held sync: 503 at its deadline though committed.
+    expect(w.status, w.text).toBe(200);
+    const r = await post("query", { vector: { single_vector: moved }, k: 1, columns: ["id"] }, { ...wantJson, "x-request-timeout-ms": "10000" });
+    expect(r.status, r.text).toBe(200);
+    expect(r.headers.get(PATH)).toBe("engine; reason=stale");
+    expect(r.json).toEqual([expect.objectContaining({ id: 3000 })]);
+    proxy.resume();
+    const version = (await post("describe", {})).json.version as number;
+    let near = await nearest(moved, version);
+    for (let i = 0; i < 300 && near.path !== "serving"; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      near = await nearest(moved, version);
+    }
+    expect(near).toMatchObject({ path: "serving" });
+    expect(near.ids[0]).toBe(3000);
+  }, 120_000);
 });

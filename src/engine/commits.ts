@@ -2,6 +2,7 @@
 // and what must follow a commit (cache eviction, follow-up backfills, view refreshes) subscribes.
 import type { Entry } from "../catalog/catalog.js";
 import { log } from "../log.js";
+import type { Deadline } from "./deadline.js";
 
 /** What a commit changed. */
 export type Change =
@@ -39,6 +40,8 @@ export interface Commit {
    * insert in mode append is): the serving index then knows the version without reading its manifest.
    */
   operation?: "append";
+  /** The deadline of the request whose write this is: what it waits for after its commit is bounded by it. */
+  deadline?: Deadline;
 }
 
 export type CommitSubscriber = (commit: Commit) => void | Promise<void>;

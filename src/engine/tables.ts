@@ -290,6 +290,7 @@ export async function openTables(root: string, freshness: Freshness, objectStore
       rows: of.rows ?? rowsOf(r),
       byCachedHandle: of.byCachedHandle ?? true,
       operation: of.operation,
+      deadline: work?.bound.deadline,
     });
     return r;
   }

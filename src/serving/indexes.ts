@@ -642,7 +642,7 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
     return st.covers.yes ? ix.metric : "l2";
   }
 
-  /** Until when a search waits for a sync: half the time its deadline leaves (none given: the sync's end). */
+  /** Until when a search, or a committed write, waits for a sync: half the time its deadline leaves (none given: the sync's end). */
   const waitUntil = (d: Deadline | undefined) => (d ? performance.now() + (d.at - performance.now()) / 2 : Infinity);
 
   async function route(entry: Entry, table: TableHandle, spec: QuerySpec, at: At): Promise<Route | { reason: string | null }> {
@@ -891,8 +891,11 @@ export function createServingIndexes(config: Pick<Config, "serving" | "servingMe
       if (c.version === null) return requestSync(st, null);
       st.awaiting.set(c.version, c.operation);
       try {
-        await requestSync(st, c.version);
-        // Answered now, whether the index holds it or not (a large write's sync runs on).
+        // A sync held up (a slow or stalled store) keeps the committed write from its answer for half
+        // the time its deadline leaves, no more: unbounded, it answered 503 though committed.
+        await settlesBy(requestSync(st, c.version), waitUntil(c.deadline));
+        // Answered now, whether the index holds it or not (a large or held-up sync runs on: searches
+        // find the index behind a version a client knows of and wait for it, or LanceDB answers).
         st.told = Math.max(st.told, c.version);
       } finally {
         st.awaiting.delete(c.version!);
