@@ -96,13 +96,14 @@ export function openIdempotency(store: SystemTables, windowMs: number, now: () =
       return {
         kind: "new",
         async keep(answer) {
-          clearInterval(renewal);
+          // Renewed until the answer is kept: a keep the store holds keeps its retries waiting for it.
           try {
             if (answer) await table.upsert([row("done", now() + windowMs, JSON.stringify(answer))]);
             else await table.deleteWhere(`key = ${sqlString(k)} AND owner = ${sqlString(owner)}`);
             // Expired answers are dropped now and then, by whichever replica keeps the thousandth.
             if (++kept % 1000 === 0) await table.deleteWhere(`exp <= ${now()}`);
           } finally {
+            clearInterval(renewal);
             running.delete(k);
             finish();
           }

@@ -14,7 +14,7 @@ import { recordObjectStoreThrottled, type UnavailableReason } from "../metrics.j
 import { log } from "../log.js";
 import type { Config } from "../config.js";
 import type { OpContext, OpResult } from "../operations/types.js";
-import { answerBy, within, type Deadline } from "../engine/deadline.js";
+import { answerBy, settlesBy, within, type Deadline, type Work } from "../engine/deadline.js";
 import type { Services } from "../services.js";
 import { awaitVersion, MIN_VERSION_HEADER } from "../operations/table-ref.js";
 import { isStoreThrottled, isWriterContention, storageFault } from "../engine/messages.js";
@@ -411,8 +411,18 @@ export function createPipeline(svc: Services, authenticate: Authenticate, routes
       // Answered at the deadline with its commit begun: the key is held until the write ends, and
       // keeps its answer then, so a retry gets that rather than applying it again.
       if (w.answered && w.commits > 0) void running.then((out) => keepable(encode(out, head)), () => null).then((late) => claim.keep(late)).catch((err: unknown) => log.warn("idempotency answer not kept", { requestId: a.requestId, error: String(err) }));
-      else await claim.keep(answer);
+      else await keptBy(claim.keep(answer), w, a.requestId);
     }
+  }
+
+  /**
+   * A claim's keep, waited for until the request's deadline. A store that fails it, or holds it
+   * past then, does not turn the request's own answer into an error (a committed write's client
+   * would retry it): a retry under the key waits for the keep, or runs again once the claim lapses.
+   */
+  async function keptBy(keeping: Promise<void>, w: Work, requestId: string): Promise<void> {
+    const settled = keeping.catch((err: unknown) => log.warn("idempotency answer not kept; a retry under its key runs again once its claim lapses", { requestId, error: String(err) }));
+    if (!(await settlesBy(settled, w.bound.deadline.at))) log.warn("idempotency answer not kept by the request's deadline; answered, and a retry under its key waits for it", { requestId });
   }
 
   /** Step `identify`: the caller the headers named (admit), else the body's identity; null on a public route. */

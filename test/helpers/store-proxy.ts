@@ -10,8 +10,8 @@ export interface StoreProxy {
   stall(): void;
   /** Stall once a request whose first bytes match `re` (e.g. `PUT /…/data/`) is sent; that request is held too. */
   stallAt(re: RegExp): void;
-  /** Hold for good the first request whose first bytes match `re`, and its connection; every other passes. */
-  holdAt(re: RegExp): void;
+  /** Hold for good the `nth` request (the first by default) whose first bytes match `re`, and its connection; every other passes. */
+  holdAt(re: RegExp, nth?: number): void;
   /** Whether a request holdAt named was sent (and is held). */
   holding(): boolean;
   /** Let new connections and those with no request held through; those holding one stay held for good. */
@@ -42,6 +42,8 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
   let stalled = false;
   let trigger: RegExp | null = null;
   let hold: RegExp | null = null;
+  /** Requests matching `hold` still to pass before the one it holds. */
+  let holdAfter = 0;
   let holding = false;
   let delayMs = 0;
   // Chunks of one direction keep their order: timers of one duration fire in the order set.
@@ -60,7 +62,7 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
     const p: Pipe = { client, upstream, held: [], frozen: false, kept: false };
     pipes.add(p);
     client.on("data", (data) => {
-      if (hold?.test(data.toString("latin1"))) {
+      if (hold?.test(data.toString("latin1")) && holdAfter-- === 0) {
         hold = null;
         holding = true;
         p.frozen = true;
@@ -90,7 +92,10 @@ export async function startStoreProxy(target: string): Promise<StoreProxy> {
     url: `http://127.0.0.1:${addr.port}`,
     stall: () => void (stalled = true),
     stallAt: (re) => void (trigger = re),
-    holdAt: (re) => void (hold = re),
+    holdAt(re, nth = 1) {
+      hold = re;
+      holdAfter = nth - 1;
+    },
     holding: () => holding,
     delay: (ms) => void (delayMs = ms),
     passNew() {

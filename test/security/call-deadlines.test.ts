@@ -154,4 +154,25 @@ describe("a store that stops answering", () => {
     expect(await ids("zw", "id >= 1000")).toEqual([1_000, 1_001, 1_002, 2_000, 2_001, 2_002]);
     expect((await timed("POST", "/v1/table/zw/insert", JSON.stringify(rows(1_000, 3)), { "idempotency-key": "zw-a" })).text).toBe(again.text);
   }, 120_000);
+
+  it("an insert whose Idempotency-Key answer the store holds is answered by its deadline, not held with it; its retry gets that answer once the store answers, the rows there once", async () => {
+    expect((await timed("POST", "/v1/table/zk/create", JSON.stringify(rows(0, 5)))).status).toBe(200);
+    // The key's claim writes the idempotency table's first data file of this request, its kept answer the second.
+    proxy.holdAt(/^PUT \S*idempotency\S*\/data\//m, 2);
+    const first = await timed("POST", "/v1/table/zk/insert", JSON.stringify(rows(100, 3)), { "idempotency-key": "zk-a", "x-request-timeout-ms": "3000" }, AbortSignal.timeout(paced(20_000)));
+    expect(proxy.holding()).toBe(true);
+    // Unbounded, the answer waited for the held keep: none came.
+    expect(first.status, first.text).toBe(200);
+    expect(JSON.parse(first.text).num_inserted_rows).toBe(3);
+    proxy.resume();
+    // The retry waits for the keep (the claim is renewed meanwhile) and replays it; one past its own deadline is asked again.
+    const again = await probeUntil("the retry's replayed answer", async () => {
+      const r = await timed("POST", "/v1/table/zk/insert", JSON.stringify(rows(100, 3)), { "idempotency-key": "zk-a" });
+      if (r.status === 503) return null;
+      expect(r.status, r.text).toBe(200);
+      return r;
+    });
+    expect(again.text).toBe(first.text);
+    expect(await ids("zk", "id >= 100")).toEqual([100, 101, 102]);
+  }, 120_000);
 });
