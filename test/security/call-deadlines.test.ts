@@ -103,15 +103,16 @@ describe("a store that stops answering", () => {
     expect(await inFlight()).toBe(0);
 
     // The engine calls the searches made stay held for good; new connections to the store pass.
-    // A search of that shape is answered: not held behind them. On a busy machine one search's
-    // fresh connections may take longer than its 4 s deadline, so it is asked again (it was held
-    // for good before the fix).
+    // A search of that shape is answered: not held behind them for good. Until the store client
+    // gives up the held reads (its own request timeout, ~30 s) the engine's reads of the same files
+    // wait for them, so it is asked again until then (the relay keeps the held calls held: before,
+    // Azurite closed their idle connections after 5 s and their retries passed).
     proxy.passNew();
     const after = await probeUntil("a search of the stalled searches' shape answers 200", async () => {
       const r = await search("dl", 3, 8_000);
-      if (r.status === 503 && r.detail.includes(`deadline of ${limitMs} ms`)) return null;
+      if (r.status === 503 && /deadline of \d+ ms/.test(r.detail)) return null;
       return r;
-    }, 30_000);
+    }, 60_000);
     expect(after.status, after.text).toBe(200);
     proxy.resume();
     // The insert answered at its deadline never commits, now that the store answers.
