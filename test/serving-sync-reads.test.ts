@@ -10,6 +10,7 @@ import { sample } from "./helpers/metrics.js";
 import { removeDir, startQuiver, type Quiver } from "./helpers/quiver.js";
 import { startStoreProxy, type StoreProxy } from "./helpers/store-proxy.js";
 import { settle } from "./helpers/transactions.js";
+import { probeUntil } from "./helpers/pace.js";
 
 const CONTAINER = "syncreads";
 const TABLE = "t";
@@ -60,6 +61,13 @@ async function nearest(v: number[], version: number) {
   return { ids: (r.json as { id: number }[]).map((x) => x.id), path: r.headers.get(PATH) };
 }
 
+/** `nearest`, asked every 100 ms until the serving index answers it (a sync still running, or just ended). */
+const servedNearest = (v: number[], version: number) =>
+  probeUntil(`the serving index answers at version ${version}`, async () => {
+    const near = await nearest(v, version);
+    return near.path === "serving" ? near : null;
+  });
+
 /** The table opened by LanceDB in this process (another writer than the server), straight on Azurite. */
 async function otherWriter(): Promise<lancedb.Table> {
   const location = (await post("describe", {})).json.location as string;
@@ -74,12 +82,7 @@ describe("a serving index's sync on Azurite", () => {
     expect(ix.status, ix.text).toBe(200);
     expect((await settle(q, ix.json.transaction_id, 120_000)).status).toBe("Succeeded");
     const version = (await post("describe", {})).json.version as number;
-    let path: string | null = null;
-    for (let i = 0; i < 600 && path !== "serving"; i++) {
-      path = (await nearest(row(7).vector, version)).path;
-      if (path !== "serving") await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(path).toBe("serving");
+    expect((await servedNearest(row(7).vector, version)).ids[0]).toBe(7);
   }, 180_000);
 
   it("after this replica's own single-row insert, the sync reads nothing of the commit from the store", async () => {
@@ -134,13 +137,7 @@ describe("a serving index's sync on Azurite", () => {
     // Once the store answers, the sync ends and the index answers again.
     proxy.resume();
     const version = (await post("describe", {})).json.version as number;
-    let near = await nearest(row(3000).vector, version);
-    for (let i = 0; i < 300 && near.path !== "serving"; i++) {
-      await new Promise((res) => setTimeout(res, 100));
-      near = await nearest(row(3000).vector, version);
-    }
-    expect(near).toMatchObject({ path: "serving" });
-    expect(near.ids[0]).toBe(3000);
+    expect((await servedNearest(row(3000).vector, version)).ids[0]).toBe(3000);
   }, 120_000);
 
   it("a sync the store holds up after this replica's own update: the committed write is answered, and the next search has its change", async () => {
@@ -157,12 +154,6 @@ describe("a serving index's sync on Azurite", () => {
     expect(r.json).toEqual([expect.objectContaining({ id: 3000 })]);
     proxy.resume();
     const version = (await post("describe", {})).json.version as number;
-    let near = await nearest(moved, version);
-    for (let i = 0; i < 300 && near.path !== "serving"; i++) {
-      await new Promise((res) => setTimeout(res, 100));
-      near = await nearest(moved, version);
-    }
-    expect(near).toMatchObject({ path: "serving" });
-    expect(near.ids[0]).toBe(3000);
+    expect((await servedNearest(moved, version)).ids[0]).toBe(3000);
   }, 120_000);
 });

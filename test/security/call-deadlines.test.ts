@@ -160,7 +160,7 @@ describe("a store that stops answering", () => {
     expect((await timed("POST", "/v1/table/zk/create", JSON.stringify(rows(0, 5)))).status).toBe(200);
     // The key's claim writes the idempotency table's first data file of this request, its kept answer the second.
     proxy.holdAt(/^PUT \S*idempotency\S*\/data\//m, 2);
-    const first = await timed("POST", "/v1/table/zk/insert", JSON.stringify(rows(100, 3)), { "idempotency-key": "zk-a", "x-request-timeout-ms": "3000" }, AbortSignal.timeout(paced(20_000)));
+    const first = await timed("POST", "/v1/table/zk/insert", JSON.stringify(rows(100, 3)), { "idempotency-key": "zk-a", "x-request-timeout-ms": String(paced(3_000)) }, AbortSignal.timeout(paced(20_000)));
     expect(proxy.holding()).toBe(true);
     // Unbounded, the answer waited for the held keep: none came.
     expect(first.status, first.text).toBe(200);
