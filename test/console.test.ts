@@ -11,6 +11,7 @@ import { chromiumLaunchOptions } from "./helpers/browser.js";
 import { seedIndexTable } from "./helpers/index-data.js";
 import { ADMIN_KEY, READ_KEY, serverForFile } from "./helpers/quiver.js";
 import { until } from "./helpers/transactions.js";
+import { paced } from "./helpers/pace.js";
 
 const SHOTS = path.resolve(__dirname, "../test-output/console");
 
@@ -47,6 +48,21 @@ afterAll(async () => {
   await context?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
+
+/**
+ * `text` on the page once it is shown; if the console shows its error box instead, fail at once
+ * saying what it says. Either way a failure carries the server's last log lines (a click's request
+ * that failed or took long under load says why there).
+ */
+async function shown(text: string): Promise<void> {
+  const error = page.locator("#error");
+  try {
+    await page.getByText(text).or(error).filter({ visible: true }).first().waitFor({ timeout: paced(20_000) });
+  } catch (err) {
+    throw new Error(`${String(err)}\nserver log:\n${q.stderr().slice(-3000)}`);
+  }
+  if (await error.isVisible()) throw new Error(`the console showed an error instead of "${text}": ${await error.textContent()}\nserver log:\n${q.stderr().slice(-3000)}`);
+}
 
 const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
@@ -153,7 +169,7 @@ describe("console", () => {
     await page.getByLabel("Column").selectOption("id");
     await page.getByLabel("Index type").selectOption("BTREE");
     await page.getByRole("button", { name: "Create index" }).click();
-    await page.getByText("Index build started as transaction").waitFor();
+    await shown("Index build started as transaction");
     await page.getByRole("link", { name: "Follow it on the Jobs page" }).click();
     const row = page.locator("tr", { hasText: "small" }).filter({ hasText: "Index build" });
     await row.locator(".badge", { hasText: "Succeeded" }).waitFor({ timeout: 40_000 });
@@ -164,7 +180,7 @@ describe("console", () => {
   it("runs maintenance from the table page's Maintain now button and shows it on the jobs page", async () => {
     await page.goto(`${q.url}/console#/table/small`);
     await page.getByRole("button", { name: "Maintain now" }).click();
-    await page.getByText("Maintenance started as job").waitFor();
+    await shown("Maintenance started as job");
     await page.getByText("Maintenance started as job").getByRole("link", { name: "Follow it on the Jobs page" }).click();
     const row = page.locator("tr", { hasText: "small" }).filter({ hasText: "Maintenance" });
     await row.locator(".badge", { hasText: "Succeeded" }).waitFor({ timeout: 40_000 });
@@ -174,6 +190,8 @@ describe("console", () => {
     const r = await q.call("POST", "/v1/table/big/create_index", { column: "vec", index_type: "IVF_HNSW_SQ", name: "slow", num_partitions: 1, m: 16, ef_construction: 150 });
     const tx = r.json.transaction_id as string;
     await until(q, tx, (s) => s === "Running");
+    // On the jobs page whatever the test before left open.
+    await page.goto(`${q.url}/console#/jobs`);
     const cancel = page.getByRole("button", { name: "Cancel Index build on big" });
     await cancel.waitFor();
     await cancel.focus();
