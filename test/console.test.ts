@@ -56,12 +56,13 @@ afterAll(async () => {
  */
 async function shown(text: string): Promise<void> {
   const error = page.locator("#error");
+  const failed = (why: string) => new Error(`${why}\nserver log:\n${q.stderr().slice(-3000)}`);
   try {
     await page.getByText(text).or(error).filter({ visible: true }).first().waitFor({ timeout: paced(20_000) });
   } catch (err) {
-    throw new Error(`${String(err)}\nserver log:\n${q.stderr().slice(-3000)}`);
+    throw failed(String(err));
   }
-  if (await error.isVisible()) throw new Error(`the console showed an error instead of "${text}": ${await error.textContent()}\nserver log:\n${q.stderr().slice(-3000)}`);
+  if (await error.isVisible()) throw failed(`the console showed an error instead of "${text}": ${await error.textContent()}`);
 }
 
 const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
