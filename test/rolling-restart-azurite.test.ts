@@ -261,11 +261,12 @@ it(
     const ids = new Set((found.json as { id: number }[]).map((r) => r.id));
     const lost = acked.filter((a) => !ids.has(a.id)).map((a) => a.id);
     const jobs = (await bed.call("POST", "/v1/jobs/list", { table: [TABLE] })).json.jobs as { job_type: string; status: string }[];
-    const maintained = jobs.filter((j) => j.job_type === "maintenance" && j.status === "Succeeded").length;
+    const maintenance = jobs.filter((j) => j.job_type === "maintenance");
+    const maintained = maintenance.filter((j) => j.status === "Succeeded").length;
 
     console.log(
       [
-        `setup ${setupS.toFixed(1)} s; load ${loadS.toFixed(1)} s: ${sent.length} requests (${(sent.length / loadS).toFixed(1)}/s), ${acked.length} inserts acknowledged, ${failed.length} failed (${forgiven.length} inserts the kill caught), ${late.length} past their deadline, ${stillInFlight} in flight ${QUIET_AFTER_LOAD_MS / 1000} s after; ${maintained} maintenance jobs succeeded; total ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+        `setup ${setupS.toFixed(1)} s; load ${loadS.toFixed(1)} s: ${sent.length} requests (${(sent.length / loadS).toFixed(1)}/s), ${acked.length} inserts acknowledged, ${failed.length} failed (${forgiven.length} inserts the kill caught), ${late.length} past their deadline, ${stillInFlight} in flight ${QUIET_AFTER_LOAD_MS / 1000} s after; maintenance jobs ${JSON.stringify(maintenance.map((j) => j.status))}; total ${((performance.now() - t0) / 1000).toFixed(1)} s`,
         ...cycles.map((c) => `r${c.replica} ${c.how}: back in rotation after ${c.seconds.toFixed(1)} s; readyz before ready ${JSON.stringify(c.joined.seen)}; index loaded ${c.joined.loaded}, built ${c.joined.built}; served from it ${Math.round(c.joined.servingAfterMs)} ms after ready ${JSON.stringify(c.joined.pathsBefore)}`),
         `search paths: ${JSON.stringify(Object.fromEntries([...paths].sort()))}`,
         ...failed.map(line),
