@@ -8,7 +8,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // first, so none of them is left running alone at the end; without a results cache (a fresh clone,
 // CI) vitest would otherwise order files by size. Files not listed follow in vitest's own order.
 const LONGEST_FIRST = [
-  "test/rolling-restart-azurite.test.ts",
+  "test/rolling-restart.test.ts",
   "test/backfill-cancel-running.test.ts",
   "test/replicas-azurite.test.ts",
   "test/replicas-local-backfills.test.ts",
