@@ -65,6 +65,19 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
   const start = (i: number, more?: string[]) =>
     startQuiver({ dataUri: bed.dataUri, dataDir: stateDirs[i], args: replicaArgs(i, more), env: { QUIVER_JOB_LEASE_MS: String(bed.leaseMs), QUIVER_MAX_CLOCK_SKEW_MS: String(MAX_CLOCK_SKEW_MS), QUIVER_WRITE_TIMEOUT_MS: "300000", ...opts.env } });
 
+  // A port found free may be taken before the replica binds it (another file's server on port 0
+  // meanwhile): the first start takes another one. Restarts keep theirs, which HAProxy knows.
+  const firstStart = async (i: number): Promise<Quiver> => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await start(i);
+      } catch (err) {
+        if (tries === 3 || !/port \d+ is in use/.test(String(err))) throw err;
+        ports[i] = await freePort();
+      }
+    }
+  };
+
   beforeAll(async () => {
     if (opts.store === "azurite") {
       az = await startAzurite();
@@ -81,7 +94,7 @@ export function replicasForFile(opts: ReplicaOptions): Replicas {
       stateDirs.push(tempDataDir());
     }
     // All at once, as a deployment starts them: the first starts race on an empty data directory.
-    bed.replicas.push(...(await Promise.all(ports.map((_, i) => start(i)))));
+    bed.replicas.push(...(await Promise.all(ports.map((_, i) => firstStart(i)))));
 
     lb = await startHaproxy(ports, opts.checks);
     bed.url = lb.url;
