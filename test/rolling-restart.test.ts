@@ -4,14 +4,14 @@
 // maintenance on, a table with a vector index whose serving index every replica built. An open loop
 // of 40 requests a second (sent on a fixed schedule whatever the answers; every tenth a single-row
 // insert without an Idempotency-Key, the others vector searches), each under a 5 s deadline
-// (x-request-timeout-ms; scaled to the machine's load, below), runs while each replica in turn gets
-// SIGTERM, drains, exits and starts again, and then while one is killed with SIGKILL and started
-// again. Asserted: no request failed (but inserts the kill caught, in flight or sent before HAProxy
-// took the dead replica out, which nothing may replay), none went unanswered past its deadline,
-// none is in flight 10 s after the load stops, every acknowledged insert is in the table; each
-// replica restarted after SIGTERM became ready only once its saved serving index was loaded (none
-// built) and answered a search from it within 10 s of ready.
-import { expect, it } from "vitest";
+// (x-request-timeout-ms; both on an idle machine, scaled to a busy one's load, below), runs while
+// each replica in turn gets SIGTERM, drains, exits and starts again, and then while one is killed
+// with SIGKILL and started again. Asserted: no request failed (but inserts the kill caught, in
+// flight or sent before HAProxy took the dead replica out, which nothing may replay), none went
+// unanswered past its deadline, none is in flight 10 s after the load stops, every acknowledged
+// insert is in the table; each replica restarted after SIGTERM became ready only once its saved
+// serving index was loaded (none built) and answered a search from it within 10 s of ready.
+import { expect, it, onTestFinished } from "vitest";
 import { options } from "../src/config.js";
 import { arrow } from "../src/engine/arrow.js";
 import { batch, queryVectors, rng, vectorSource } from "../bench/dataset.js";
@@ -32,11 +32,13 @@ const RATE = 40;
 const INSERT_EVERY = 10;
 /**
  * A request's deadline, and what an answer past it may take beyond it (HAProxy's hop, a busy
- * machine's event loops), on an idle machine. The load runs under them times the machine's slowdown
- * as the load starts (the replicas, Azurite and the balancer share the cores with the suite's other
- * files): beside the two longest files, at 5 s flat, searches on two replicas at once answered 503
- * at their deadline in bursts in one run of three (377 of 9,275), with no warning in the replicas'
- * logs.
+ * machine's event loops), on an idle machine. On a busy one (the replicas, Azurite and the balancer
+ * share the cores with the suite's other files, or a second suite's) the test runs with the
+ * machine's slowdown as it starts: RATE divided by it, the deadline and grace times it. Beside the
+ * two longest files, at 5 s and 40/s flat, searches on two replicas at once answered 503 at their
+ * deadline in bursts in one run of three (377 of 9,275), with no warning in the replicas' logs;
+ * beside a second suite, with only the deadline scaled, the two replicas left during a restart fell
+ * behind the open loop (512 requests in flight) and 11,110 of 24,864 requests failed.
  */
 const DEADLINE_MS = 5000;
 const GRACE_MS = 2000;
@@ -64,10 +66,10 @@ interface Sent {
 }
 
 /**
- * Requests at RATE a second on a fixed schedule (the n-th at start + n/RATE s; late ticks are sent
+ * Requests at `rate` a second on a fixed schedule (the n-th at start + n/rate s; late ticks are sent
  * at once, so the rate holds on average), each sent without waiting for any answer.
  */
-function openLoop(url: string, deadlineMs: number) {
+function openLoop(url: string, rate: number, deadlineMs: number) {
   const headers = { ...json, "x-request-timeout-ms": String(deadlineMs) };
   const sent: Sent[] = [];
   const inflight = new Set<Sent>();
@@ -103,7 +105,7 @@ function openLoop(url: string, deadlineMs: number) {
   };
   const loop = (async () => {
     for (let n = 0; going; n++) {
-      const wait = start + (n * 1000) / RATE - performance.now();
+      const wait = start + (n * 1000) / rate - performance.now();
       if (wait > 0) await sleep(wait);
       if (going) fire(n);
     }
@@ -183,10 +185,16 @@ async function untilServing(url: string, ms: number, since = performance.now()):
 }
 
 it(
-  "SIGTERM to each replica in turn, then SIGKILL to one, under an open loop of 40 requests/s (10% inserts) on Azurite: 0 failed, 0 lost, 0 hung; restarted replicas ready only with their serving index loaded",
+  "SIGTERM to each replica in turn, then SIGKILL to one, under an open loop of 40 requests/s (10% inserts; fewer on a busy machine) on Azurite: 0 failed, 0 lost, 0 hung; restarted replicas ready only with their serving index loaded",
   { timeout: 600_000 },
   async () => {
     expect(options.find((o) => o.key === "drain-delay-ms")!.def).toBe(10_000);
+    // Below 1.25 the measure's own noise on an idle machine: the load runs at RATE there.
+    const measured = slowdown();
+    const slow = measured < 1.25 ? 1 : measured;
+    const rate = RATE / slow;
+    const deadlineMs = Math.round(DEADLINE_MS * slow);
+    const graceMs = Math.round(GRACE_MS * slow);
     const t0 = performance.now();
     // The timeline, as it goes: where a run that fails stood.
     const note = (what: string) => console.log(`${((performance.now() - t0) / 1000).toFixed(1)} s: ${what}`);
@@ -203,17 +211,19 @@ it(
     for (const got of await Promise.all(bed.replicas.map((q) => untilServing(q.url, paced(60_000))))) expect(got.after, JSON.stringify(got.before)).not.toBeNull();
     const setupS = (performance.now() - t0) / 1000;
 
-    const slow = slowdown();
-    const deadlineMs = Math.round(DEADLINE_MS * slow);
-    const graceMs = Math.round(GRACE_MS * slow);
-    note(`serving indexes built; load starts, each request's deadline ${deadlineMs} ms`);
-    const load = openLoop(bed.url, deadlineMs);
+    note(`serving indexes built; load starts: ${rate.toFixed(1)} requests/s, each under a deadline of ${deadlineMs} ms (slowdown ${measured.toFixed(2)})`);
+    const load = openLoop(bed.url, rate, deadlineMs);
+    // A test that times out leaves no load running into the files after it.
+    onTestFinished(() => {
+      void load.stop();
+      load.abort();
+    });
     const progress = setInterval(() => note(`${load.sent.length} sent, ${load.inflight.size} in flight, ${load.sent.filter((x) => x.error !== undefined).length} failed`), 10_000);
     const cycles: { replica: number; how: "SIGTERM" | "SIGKILL"; seconds: number; joined: Joined }[] = [];
     let caught = new Set<Sent>();
     try {
-      // Maintenance has fragments to compact before the first restart (20 small ones: 5 s of inserts).
-      await sleep(5000);
+      // Maintenance has fragments to compact before the first restart (20 small ones).
+      await sleep((20 * INSERT_EVERY * 1000) / rate);
       for (let i = 0; i < bed.replicas.length; i++) {
         const began = performance.now();
         // Bounded shutdown: the replica drains, saves its serving index and exits 0.
@@ -278,7 +288,7 @@ it(
 
     console.log(
       [
-        `deadline ${deadlineMs} ms; setup ${setupS.toFixed(1)} s; load ${loadS.toFixed(1)} s: ${sent.length} requests (${(sent.length / loadS).toFixed(1)}/s), ${acked.length} inserts acknowledged, ${failed.length} failed (${forgiven.length} inserts the kill caught), ${late.length} past their deadline, ${stillInFlight} in flight ${QUIET_AFTER_LOAD_MS / 1000} s after; maintenance jobs ${JSON.stringify(maintenance.map((j) => j.status))}; total ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+        `rate ${rate.toFixed(1)}/s, deadline ${deadlineMs} ms; setup ${setupS.toFixed(1)} s; load ${loadS.toFixed(1)} s: ${sent.length} requests (${(sent.length / loadS).toFixed(1)}/s), ${acked.length} inserts acknowledged, ${failed.length} failed (${forgiven.length} inserts the kill caught), ${late.length} past their deadline, ${stillInFlight} in flight ${QUIET_AFTER_LOAD_MS / 1000} s after; maintenance jobs ${JSON.stringify(maintenance.map((j) => j.status))}; total ${((performance.now() - t0) / 1000).toFixed(1)} s`,
         ...cycles.map((c) => `r${c.replica} ${c.how}: back in rotation after ${c.seconds.toFixed(1)} s; readyz before ready ${JSON.stringify(c.joined.seen)}; index loaded ${c.joined.loaded}, built ${c.joined.built}; served from it ${Math.round(c.joined.servingAfterMs)} ms after ready ${JSON.stringify(c.joined.pathsBefore)}`),
         `search paths: ${JSON.stringify(Object.fromEntries([...paths].sort()))}`,
         ...failed.map(line),
@@ -286,7 +296,7 @@ it(
       ].join("\n"),
     );
 
-    expect(sent.length / loadS).toBeGreaterThanOrEqual(RATE * 0.95);
+    expect(sent.length / loadS).toBeGreaterThanOrEqual(rate * 0.95);
     expect(failed.filter((s) => !forgiven.includes(s)).map(line)).toEqual([]);
     expect(lost).toEqual([]);
     expect(late.map(line)).toEqual([]);
