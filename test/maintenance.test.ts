@@ -11,6 +11,7 @@ import * as lancedb from "@lancedb/lancedb";
 import { ADMIN_KEY, removeDir, startQuiver, READ_KEY, type Quiver } from "./helpers/quiver.js";
 import { askedServer, calls, rows } from "./helpers/maintenance.js";
 import { settle } from "./helpers/transactions.js";
+import { paced, SLOW_TEST_MS } from "./helpers/pace.js";
 
 const { q, post, insert, versions, maintain, count, smallCommits } = askedServer();
 
@@ -102,12 +103,13 @@ describe("maintenance", () => {
     const t = await smallCommits(20);
     let writing = true;
     let written = 200;
+    // Paced: an unpaced stream on a loaded machine made each compaction retry against it for minutes.
+    const pause = paced(100);
     const writer = (async () => {
-      // Paced: an unpaced stream on a loaded machine made each compaction retry against it for minutes.
       while (writing) {
         await insert(t, written, 1);
         written++;
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => setTimeout(r, pause));
       }
     })();
     await maintain(t);
@@ -117,7 +119,7 @@ describe("maintenance", () => {
     expect(written).toBeGreaterThan(200);
     expect(await count(t)).toBe(written);
     expect(await count(t, { predicate: `id = ${written - 1}` })).toBe(1);
-  }, 240_000);
+  }, SLOW_TEST_MS);
 
   it.each([
     ["cleanup of the wrong type", "m1", { cleanup: "yes" }, 400, /cleanup/],
