@@ -8,12 +8,12 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 // first, so none of them is left running alone at the end; without a results cache (a fresh clone,
 // CI) vitest would otherwise order files by size. Files not listed follow in vitest's own order.
 const LONGEST_FIRST = [
-  "test/rolling-restart.test.ts",
   "test/backfill-cancel-running.test.ts",
   "test/replicas-azurite.test.ts",
   "test/replicas-local-backfills.test.ts",
   "test/replicas-azurite-backfills.test.ts",
   "test/replicas-local.test.ts",
+  "test/rolling-restart.test.ts",
   "test/security/job-shares.test.ts",
   "test/restarts.test.ts",
   "test/maintenance.test.ts",
